@@ -1,0 +1,96 @@
+/* config.c - NCCLSCOPE_* environment variables (docs/config.md lists them all).
+ * Bad values never stop NCCL: they are reported through NCCL's logger and the default is used. */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ncs.h"
+
+static void add_error(ncs_config_t *c, const char *var, const char *val, const char *why) {
+  size_t n = strlen(c->errors);
+  snprintf(c->errors + n, sizeof c->errors - n, "%s%s=\"%.40s\": %s", n ? "; " : "", var, val, why);
+}
+
+/* "64M", "1g", "4096" -> bytes; -1 when malformed */
+static long long parse_size(const char *s) {
+  char *e;
+  unsigned long long v = strtoull(s, &e, 10);
+  if (e == s) return -1;
+  unsigned long long mul = 1;
+  switch (tolower((unsigned char)*e)) {
+  case 'k': mul = 1ull << 10; e++; break;
+  case 'm': mul = 1ull << 20; e++; break;
+  case 'g': mul = 1ull << 30; e++; break;
+  default: break;
+  }
+  if (*e == 'i' || *e == 'I') e++;
+  if (*e == 'b' || *e == 'B') e++;
+  if (*e) return -1;
+  if (v > (1ull << 40) / mul) return -1;
+  return (long long)(v * mul);
+}
+
+static uint64_t env_size(ncs_config_t *c, const char *var, uint64_t def, uint64_t lo, uint64_t hi) {
+  const char *s = getenv(var);
+  if (!s || !*s) return def;
+  long long v = parse_size(s);
+  if (v < 0) {
+    add_error(c, var, s, "not a size; using the default");
+    return def;
+  }
+  if ((uint64_t)v < lo || (uint64_t)v > hi) {
+    add_error(c, var, s, "out of range; clamped");
+    return (uint64_t)v < lo ? lo : hi;
+  }
+  return (uint64_t)v;
+}
+
+void ncs_config_load(ncs_config_t *c) {
+  memset(c, 0, sizeof *c);
+  const char *dir = getenv("NCCLSCOPE_DIR");
+  snprintf(c->dir, sizeof c->dir, "%s", dir && *dir ? dir : "ncclscope-trace");
+
+  const char *ev = getenv("NCCLSCOPE_EVENTS");
+  const char *bad;
+  size_t badlen;
+  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &c->events, &bad, &badlen) != 0) c->events = 0x7FFF;
+  if (ev && *ev) {
+    uint32_t m;
+    if (ncs_parse_event_list(ev, &m, &bad, &badlen) == 0)
+      c->events = m;
+    else
+      add_error(c, "NCCLSCOPE_EVENTS", ev, "unknown event name; using the default");
+  }
+
+  c->pool_bytes = env_size(c, "NCCLSCOPE_BUFFER_SIZE", 32ull << 20, 1ull << 20, 16ull << 30);
+  c->max_threads = (uint32_t)env_size(c, "NCCLSCOPE_MAX_THREADS", 256, 4, 65536);
+  c->max_comms = (uint32_t)env_size(c, "NCCLSCOPE_MAX_COMMS", 4096, 1, 1u << 20);
+  c->expire_ms = (uint32_t)env_size(c, "NCCLSCOPE_EXPIRE_MS", 30000, 1, 86400000);
+  c->flush_ms = (uint32_t)env_size(c, "NCCLSCOPE_FLUSH_MS", 200, 1, 60000);
+  uint64_t tm = env_size(c, "NCCLSCOPE_TRACK_MAX", 1u << 16, 64, 1u << 24);
+  uint32_t p2 = 64;
+  while (p2 < tm) p2 <<= 1;
+  c->track_max = p2;
+
+  const char *clk = getenv("NCCLSCOPE_CLOCK");
+  c->use_tsc = ncs_tsc_usable();
+  if (clk && *clk) {
+    if (!strcmp(clk, "monotonic"))
+      c->use_tsc = 0;
+    else if (!strcmp(clk, "tsc")) {
+      if (!c->use_tsc) add_error(c, "NCCLSCOPE_CLOCK", clk, "no invariant TSC here; using monotonic");
+    } else if (strcmp(clk, "auto"))
+      add_error(c, "NCCLSCOPE_CLOCK", clk, "expected auto, tsc or monotonic");
+  }
+
+  const char *mode = getenv("NCCLSCOPE_MODE");
+  if (mode && *mode && strcmp(mode, "trace")) {
+    if (!strcmp(mode, "flight"))
+      add_error(c, "NCCLSCOPE_MODE", mode, "flight mode is not implemented yet; recording a full trace");
+    else
+      add_error(c, "NCCLSCOPE_MODE", mode, "expected trace or flight; recording a full trace");
+  }
+  const char *dis = getenv("NCCLSCOPE_DISABLE");
+  c->disabled = dis && *dis && strcmp(dis, "0") != 0;
+}

@@ -1,0 +1,220 @@
+/* ncs.h - the plugin's internal state, handle encoding and hot-path helpers.
+ *
+ * Hot path rules (DESIGN.md): no locks, no allocation, O(1), never dereference a pointer NCCL
+ * hands us unless it is provably ours. Handles are therefore not pointers at all: an event
+ * handle is an encoded 64-bit value (tag, type, load epoch, id) and a context handle encodes
+ * (tag, pid, epoch, comm index). Validation is a few compares; a stale, foreign or garbage
+ * value can be told apart without touching memory.
+ */
+#ifndef NCS_CORE_H
+#define NCS_CORE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "abi/ncs_abi.h"
+#include "trace/format.h"
+
+#define NCS_HIDDEN __attribute__((visibility("hidden")))
+#define NCS_LIKELY(x) __builtin_expect(!!(x), 1)
+#define NCS_UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- handles ---- */
+#define NCS_EH_TAG 0xECull /* bits 63..56 of an event handle */
+#define NCS_CH_TAG 0xC7ull /* bits 63..56 of a context handle */
+#define NCS_ID_BITS 44
+#define NCS_ID_MASK ((1ull << NCS_ID_BITS) - 1)
+
+static inline uint64_t ncs_eh_make(unsigned type, unsigned epoch, uint64_t id) {
+  return (NCS_EH_TAG << 56) | ((uint64_t)(type & 0xF) << 52) | ((uint64_t)(epoch & 0xFF) << 44) |
+         (id & NCS_ID_MASK);
+}
+static inline int ncs_eh_is_ours(uint64_t h) { return (h >> 56) == NCS_EH_TAG && ((h >> 52) & 0xF) < NCS_T_COUNT; }
+static inline unsigned ncs_eh_type(uint64_t h) { return (unsigned)((h >> 52) & 0xF); }
+static inline unsigned ncs_eh_epoch(uint64_t h) { return (unsigned)((h >> 44) & 0xFF); }
+static inline uint64_t ncs_eh_id(uint64_t h) { return h & NCS_ID_MASK; }
+
+static inline uint64_t ncs_ch_make(pid_t pid, unsigned epoch, uint32_t index) {
+  return (NCS_CH_TAG << 56) | ((uint64_t)((uint32_t)pid & 0xFFFFFF) << 32) |
+         ((uint64_t)(epoch & 0xFF) << 24) | (index & 0xFFFFFF);
+}
+
+/* ---- configuration (read once at setup from NCCLSCOPE_* variables; see docs/config.md) ---- */
+typedef struct {
+  char dir[1024];
+  uint32_t events;       /* NCCL event bits to record */
+  uint64_t pool_bytes;   /* buffer pool */
+  uint32_t max_threads;  /* producer thread slots */
+  uint32_t max_comms;
+  uint32_t expire_ms;    /* events open longer than this are expired */
+  uint32_t flush_ms;     /* longest time records wait in memory before reaching the file */
+  uint32_t track_max;    /* open events the writer tracks for completions (power of 2) */
+  int use_tsc;
+  int disabled;
+  int mode; /* 0 trace */
+  char errors[512]; /* configuration problems, logged through NCCL's logger at init */
+} ncs_config_t;
+
+NCS_HIDDEN void ncs_config_load(ncs_config_t *c);
+
+/* ---- clock ---- */
+static inline uint64_t ncs_tsc(void) {
+  uint32_t lo, hi;
+  __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+  return ((uint64_t)hi << 32) | lo;
+}
+NCS_HIDDEN uint64_t ncs_mono_ns(void);
+NCS_HIDDEN uint64_t ncs_realtime_ns(void);
+NCS_HIDDEN int ncs_tsc_usable(void);
+
+/* ---- buffer pool: fixed-size blocks shared by all threads, chained per thread ---- */
+#define NCS_BLOCK_BYTES (64u * 1024u)
+
+typedef struct ncs_block {
+  _Atomic uint32_t committed; /* words the producer has published */
+  uint32_t cap;               /* words */
+  uint32_t index;             /* position in the pool */
+  uint32_t next_free;         /* free-stack link (index + 1, 0 = none) */
+  _Atomic(struct ncs_block *) next; /* set by the producer when it moves on: this block is final */
+  uint64_t pad_;
+  uint64_t words[];
+} ncs_block_t;
+
+enum { NCS_SLOT_FREE = 0, NCS_SLOT_ACTIVE = 1, NCS_SLOT_EXITED = 2 };
+
+/* One per producer thread. The producer owns cur/pos/ids; the writer owns rd/rdpos. */
+typedef struct {
+  _Atomic int state;
+  uint32_t thread_index; /* per segment; assigned at claim */
+  pid_t tid;
+  uint32_t seg;          /* segment number the slot was claimed in */
+  /* producer side */
+  ncs_block_t *cur;
+  uint32_t pos;
+  uint64_t next_id, id_end;
+  _Atomic uint64_t drops[NCS_T_COUNT]; /* written by the producer only (relaxed) */
+  _Atomic uint64_t bad_handle, stale_handle, null_handle, disabled, unknown_type, unknown_state;
+  /* writer side */
+  ncs_block_t *rd;
+  uint32_t rdpos;
+  uint32_t announced; /* thread index the writer has written a THREAD chunk for, +1 */
+  char pad_[64];
+} ncs_slot_t;
+
+/* ---- communicators ---- */
+enum { NCS_COMM_FREE = 0, NCS_COMM_LIVE = 1, NCS_COMM_DONE = 2 };
+typedef struct {
+  _Atomic int state;
+  _Atomic int published; /* the writer wrote its COMM chunk (1) and COMM_END (2) */
+  uint64_t comm_id;
+  char name[256];
+  int nranks, nnodes, rank;
+  int abi;
+  uint64_t init_tsc, fini_tsc;
+  uint32_t mask;
+} ncs_comm_t;
+
+/* ---- raw records in the blocks (8-byte words) ----
+ * w0: kind | type << 8 | nwords << 16 | flags << 24 | aux << 32
+ * w1: tsc, w2: id
+ * START: w3 ctx raw, w4 parent raw, w5.. one word per schema field (strings as pointers,
+ *        REF fields as raw pointers); NetPlugin START carries the decoded net descriptor.
+ * STATE: aux = state, w3 arg0, w4 arg1.   STOP: 3 words. */
+#define NCS_REC_HDR(kind, type, nw, flags, aux)                                                   \
+  ((uint64_t)(kind) | ((uint64_t)(type) << 8) | ((uint64_t)(nw) << 16) |                         \
+   ((uint64_t)(flags) << 24) | ((uint64_t)(uint32_t)(aux) << 32))
+#define NCS_START_WORDS 5
+#define NCS_MAX_REC_WORDS (NCS_START_WORDS + NCS_MAX_FIELDS)
+
+/* ---- global state ---- */
+typedef struct {
+  pthread_mutex_t lock; /* setup, init and finalize only: never on the event path */
+  ncs_config_t cfg;
+  int ready;            /* pool and tables exist */
+  pid_t pid;
+  _Atomic uint32_t epoch;
+  _Atomic uint32_t seg; /* segment counter within this load */
+  uint32_t mask_set;    /* the activation mask we hand NCCL */
+  _Atomic uint32_t enabled; /* event bits we record (hot path) */
+
+  /* pool */
+  uint8_t *pool;
+  size_t pool_len;
+  uint32_t nblocks;
+  _Atomic uint64_t free_head; /* (tag << 32) | (index + 1) */
+  _Atomic uint32_t blocks_in_use, blocks_peak;
+
+  ncs_slot_t *slots;
+  uint32_t nslots;
+  _Atomic uint32_t next_thread_index;
+  _Atomic uint64_t id_counter;
+  pthread_key_t tls_key;
+  int tls_key_ok;
+
+  ncs_comm_t *comms;
+  _Atomic uint32_t ncomms; /* indexes handed out this segment */
+  _Atomic int live_comms;
+
+  /* counters not owned by a slot */
+  _Atomic uint64_t no_slot_drops, no_slot_by_type[NCS_T_COUNT];
+  _Atomic uint64_t null_ctx, foreign_ctx;
+
+  /* writer */
+  int writer_running;
+  pthread_t writer;
+  _Atomic int writer_stop;
+} ncs_global_t;
+
+extern NCS_HIDDEN ncs_global_t ncs_g;
+
+/* pool.c */
+NCS_HIDDEN int ncs_pool_setup(void);
+NCS_HIDDEN void ncs_pool_teardown(void);
+NCS_HIDDEN void ncs_pool_reset_after_fork(void);
+NCS_HIDDEN ncs_slot_t *ncs_slot_claim(void);
+NCS_HIDDEN ncs_block_t *ncs_block_pop(void);
+NCS_HIDDEN void ncs_block_push(ncs_block_t *b);
+NCS_HIDDEN uint64_t *ncs_slot_advance(ncs_slot_t *s, uint32_t nwords);
+NCS_HIDDEN void ncs_slot_refill_ids(ncs_slot_t *s);
+
+extern NCS_HIDDEN _Thread_local ncs_slot_t *ncs_tls_slot;
+
+static inline ncs_slot_t *ncs_slot(void) {
+  ncs_slot_t *s = ncs_tls_slot;
+  if (NCS_UNLIKELY(!s)) s = ncs_slot_claim();
+  return s;
+}
+
+static inline uint64_t ncs_new_id(ncs_slot_t *s) {
+  if (NCS_UNLIKELY(s->next_id >= s->id_end)) ncs_slot_refill_ids(s);
+  return s->next_id++;
+}
+
+/* Space for nwords in the thread's current block; NULL when the pool is exhausted. */
+static inline uint64_t *ncs_reserve(ncs_slot_t *s, uint32_t nwords) {
+  ncs_block_t *b = s->cur;
+  if (NCS_LIKELY(b && s->pos + nwords <= b->cap)) return &b->words[s->pos];
+  return ncs_slot_advance(s, nwords);
+}
+
+static inline void ncs_commit(ncs_slot_t *s, uint32_t nwords) {
+  s->pos += nwords;
+  atomic_store_explicit(&s->cur->committed, s->pos, memory_order_release);
+}
+
+static inline void ncs_count(_Atomic uint64_t *c) {
+  /* single writer: a relaxed load + store is enough and avoids a locked instruction */
+  atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
+}
+
+/* writer.c */
+NCS_HIDDEN int ncs_writer_start(void);
+NCS_HIDDEN void ncs_writer_stop(void);
+
+/* log through NCCL's logger when we have one */
+NCS_HIDDEN void ncs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+extern NCS_HIDDEN ncs_logger_t ncs_logfn;
+
+#endif

@@ -1,0 +1,535 @@
+/* plugin.c - the exported ncclProfiler_v1 .. v6 objects and the lifecycle around them.
+ *
+ * Each ABI version has thin entry points that translate its descriptor into one raw record
+ * (core/ncs.h describes the words). Everything here runs on NCCL's threads: no locks on the
+ * event path, no allocation, and *eHandle is always written.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/ncs.h"
+
+ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+ncs_logger_t ncs_logfn;
+
+#define EXPORT __attribute__((visibility("default")))
+
+void ncs_log(int level, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (ncs_logfn)
+    ncs_logfn(level, NCS_LOG_SUBSYS_PROFILE, __FILE__, __LINE__, "ncclscope: %s", msg);
+  else if (level <= NCS_LOG_WARN)
+    fprintf(stderr, "ncclscope: %s\n", msg);
+}
+
+static inline uint64_t now(void) {
+  return NCS_LIKELY(ncs_g.cfg.use_tsc) ? ncs_tsc() : ncs_mono_ns();
+}
+
+/* ------------------------------------------------------------------ lifecycle */
+
+static void after_fork_child(void) {
+  /* The writer thread does not exist in the child and the file belongs to the parent.
+   * Start over: the child's first communicator opens its own file. */
+  ncs_g.writer_running = 0;
+  atomic_store(&ncs_g.live_comms, 0);
+  pthread_mutex_init(&ncs_g.lock, NULL);
+  ncs_g.pid = getpid();
+  if (ncs_g.ready) ncs_pool_reset_after_fork();
+}
+
+static int setup_locked(void) {
+  if (ncs_g.ready) return 0;
+  ncs_config_load(&ncs_g.cfg);
+  if (ncs_g.cfg.errors[0]) ncs_log(NCS_LOG_WARN, "configuration: %s", ncs_g.cfg.errors);
+  if (ncs_g.cfg.disabled) return -1;
+  ncs_g.pid = getpid();
+  uint64_t t = ncs_mono_ns();
+  atomic_store(&ncs_g.epoch, (uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
+  atomic_store(&ncs_g.id_counter, 1);
+  if (ncs_pool_setup() != 0) {
+    ncs_log(NCS_LOG_WARN, "cannot map a %llu-byte buffer pool; profiling disabled",
+            (unsigned long long)ncs_g.cfg.pool_bytes);
+    return -1;
+  }
+  size_t clen = sizeof(ncs_comm_t) * ncs_g.cfg.max_comms;
+  ncs_g.comms = calloc(1, clen);
+  if (!ncs_g.comms) {
+    ncs_pool_teardown();
+    return -1;
+  }
+  atomic_store(&ncs_g.enabled, ncs_g.cfg.events);
+  static int atfork_done; /* per load: glibc drops the handler again at dlclose */
+  if (!atfork_done) pthread_atfork(NULL, NULL, after_fork_child);
+  atfork_done = 1;
+  ncs_g.ready = 1;
+  return 0;
+}
+
+static uint32_t abi_mask(int abi) {
+  switch (abi) {
+  case 1:
+  case 2: return NCS_EV_ALL_V1;
+  case 3:
+  case 4: return NCS_EV_ALL_V3;
+  case 5: return NCS_EV_ALL_V5;
+  default: return NCS_EV_ALL;
+  }
+}
+
+/* Shared by every version. Never fails: a communicator we cannot track gets a NULL context. */
+static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const char *name,
+                            int nnodes, int nranks, int rank, ncs_logger_t logfn, int abi) {
+  if (context) *context = NULL;
+  if (logfn) ncs_logfn = logfn;
+  if (!context) return NCS_SUCCESS;
+  pthread_mutex_lock(&ncs_g.lock);
+  if (setup_locked() != 0) {
+    pthread_mutex_unlock(&ncs_g.lock);
+    return NCS_SUCCESS;
+  }
+  if (!ncs_g.writer_running && ncs_writer_start() != 0) {
+    pthread_mutex_unlock(&ncs_g.lock);
+    return NCS_SUCCESS; /* the writer logged why (e.g. the directory is not writable) */
+  }
+  uint32_t m = ncs_g.cfg.events & abi_mask(abi);
+  uint32_t idx = atomic_load(&ncs_g.ncomms);
+  if (idx >= ncs_g.cfg.max_comms) {
+    ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one",
+            ncs_g.cfg.max_comms);
+    pthread_mutex_unlock(&ncs_g.lock);
+    if (mask) *mask = (int)m;
+    return NCS_SUCCESS;
+  }
+  ncs_comm_t *c = &ncs_g.comms[idx];
+  memset(c, 0, sizeof *c);
+  c->comm_id = comm_id;
+  snprintf(c->name, sizeof c->name, "%s", name ? name : "");
+  c->nranks = nranks;
+  c->nnodes = nnodes;
+  c->rank = rank;
+  c->abi = abi;
+  c->init_tsc = now();
+  c->mask = m;
+  atomic_store(&c->state, NCS_COMM_LIVE);
+  atomic_store(&ncs_g.ncomms, idx + 1);
+  atomic_fetch_add(&ncs_g.live_comms, 1);
+  ncs_g.mask_set = m;
+  *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
+  pthread_mutex_unlock(&ncs_g.lock);
+  /* one process-wide int in NCCL: every init writes it, the last one wins */
+  if (mask) *mask = (int)m;
+  return NCS_SUCCESS;
+}
+
+/* Returns the comm index of one of our live contexts of this load, or -1. */
+static int ctx_index(void *context) {
+  uint64_t v = (uint64_t)(uintptr_t)context;
+  if ((v >> 56) != NCS_CH_TAG) return -1;
+  if (((v >> 32) & 0xFFFFFF) != ((uint32_t)ncs_g.pid & 0xFFFFFF)) return -1;
+  if (((v >> 24) & 0xFF) != (atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed) & 0xFF))
+    return -1;
+  uint32_t idx = v & 0xFFFFFF;
+  if (idx >= atomic_load(&ncs_g.ncomms)) return -1;
+  return (int)idx;
+}
+
+static ncs_result_t do_finalize(void *context) {
+  pthread_mutex_lock(&ncs_g.lock);
+  int idx = ncs_g.ready ? ctx_index(context) : -1;
+  if (idx >= 0) {
+    ncs_comm_t *c = &ncs_g.comms[idx];
+    int live = NCS_COMM_LIVE;
+    if (atomic_compare_exchange_strong(&c->state, &live, NCS_COMM_DONE)) {
+      c->fini_tsc = now();
+      /* Last communicator: NCCL may dlclose us right after this returns, so the writer is
+       * joined and the file completed now. */
+      if (atomic_fetch_sub(&ncs_g.live_comms, 1) == 1 && ncs_g.writer_running) ncs_writer_stop();
+    }
+  }
+  pthread_mutex_unlock(&ncs_g.lock);
+  return NCS_SUCCESS;
+}
+
+__attribute__((destructor)) static void ncs_unload(void) {
+  /* dlclose, or process exit with communicators still alive (common: many programs never
+   * destroy their communicators). Either way the trace is completed. */
+  pthread_mutex_lock(&ncs_g.lock);
+  if (ncs_g.writer_running) ncs_writer_stop();
+  int live = atomic_load(&ncs_g.live_comms);
+  if (ncs_g.ready && live == 0) {
+    /* dlclose after the last finalize: no NCCL thread will call us again */
+    ncs_pool_teardown();
+    free(ncs_g.comms);
+    ncs_g.comms = NULL;
+    ncs_g.ready = 0;
+  }
+  /* With live communicators this is process exit: other threads may still be inside NCCL,
+   * so the memory stays mapped until the process is gone. */
+  pthread_mutex_unlock(&ncs_g.lock);
+}
+
+/* ------------------------------------------------------------------ event path */
+
+/* Reserve a START record and hand out the handle. Returns NULL when nothing must be written
+ * (type not recorded, or no space: then the drop is counted but the handle is still valid,
+ * so children keep a parent id). */
+static inline uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsigned t,
+                                     uint32_t nfields, void *parent, int rank, uint32_t flags) {
+  if (NCS_UNLIKELY(!((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1))) {
+    ncs_slot_t *s = ncs_g.ready ? ncs_slot() : NULL;
+    if (s) ncs_count(&s->disabled);
+    return NULL;
+  }
+  ncs_slot_t *s = ncs_slot();
+  unsigned epoch = atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed);
+  if (NCS_UNLIKELY(!s)) {
+    if (!ncs_g.ready) return NULL;
+    uint64_t id = atomic_fetch_add_explicit(&ncs_g.id_counter, 1, memory_order_relaxed);
+    *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
+    atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ncs_g.no_slot_by_type[t], 1, memory_order_relaxed);
+    return NULL;
+  }
+  uint64_t id = ncs_new_id(s);
+  *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
+  uint32_t nw = NCS_START_WORDS + nfields;
+  uint64_t *w = ncs_reserve(s, nw);
+  if (NCS_UNLIKELY(!w)) {
+    ncs_count(&s->drops[t]);
+    return NULL;
+  }
+  w[0] = NCS_REC_HDR(NCS_REC_START, t, nw, flags, rank);
+  w[1] = now();
+  w[2] = id;
+  w[3] = (uint64_t)(uintptr_t)ctx;
+  w[4] = (uint64_t)(uintptr_t)parent;
+  *sp = s;
+  return w + NCS_START_WORDS;
+}
+
+static inline void finish(ncs_slot_t *s, uint32_t nfields) { ncs_commit(s, NCS_START_WORDS + nfields); }
+
+#define U(x) ((uint64_t)(uintptr_t)(x))
+#define I(x) ((uint64_t)(int64_t)(x))
+
+static inline int type_index(uint64_t type) {
+  if (NCS_UNLIKELY(type == 0 || (type & (type - 1)) || type > NCS_EV_CE_BATCH)) return -1;
+  return __builtin_ctzll(type);
+}
+
+static void unknown_type(void) {
+  ncs_slot_t *s = ncs_g.ready ? ncs_slot() : NULL;
+  if (s) ncs_count(&s->unknown_type);
+}
+
+/* NetPlugin: the net plugin's descriptor is only valid during the call, so copy it now. */
+static inline void net_fields(uint64_t *f, int64_t id, void *data) {
+  uint32_t ntype = (uint32_t)id & NCS_NET_TYPE_MASK, ver = (uint32_t)id & NCS_NET_VER_MASK;
+  f[0] = I(id);
+  f[1] = U(data);
+  for (int i = 2; i < 10; i++) f[i] = 0;
+  if (!data || ver != 1) return;
+  if (ntype == NCS_NET_TYPE_SOCK) {
+    const ncs_net_sock_v1_t *d = data;
+    f[2] = 1, f[3] = I(d->sock.fd), f[4] = I(d->sock.op), f[5] = d->sock.length;
+  } else if (ntype == NCS_NET_TYPE_IB) {
+    const ncs_net_ib_v1_t *d = data;
+    f[2] = 1, f[5] = d->qp.length, f[6] = I(d->qp.device), f[7] = d->qp.wr_id;
+    f[8] = I(d->qp.opcode), f[9] = I(d->qp.qpNum);
+  }
+}
+
+static inline void proxyop_fields(uint64_t *f, pid_t pid, uint8_t ch, int peer, int nsteps,
+                                  int chunk, int is_send) {
+  f[0] = I(pid), f[1] = ch, f[2] = I(peer), f[3] = I(nsteps), f[4] = I(chunk), f[5] = I(is_send);
+}
+
+static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PXN : 0; }
+
+/* v5 and v6 share the descriptor prefix; v5 never sends CE types. */
+static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
+  if (!eh) return NCS_SUCCESS;
+  *eh = NULL;
+  if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;
+  int t = type_index(d->type);
+  if (NCS_UNLIKELY(t < 0)) {
+    unknown_type();
+    return NCS_SUCCESS;
+  }
+  const uint32_t nf = ncs_schema[t].nfields;
+  ncs_slot_t *s = NULL;
+  uint32_t flags = t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0;
+  uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);
+  if (!f) return NCS_SUCCESS;
+  switch (t) {
+  case NCS_T_GROUP:
+  case NCS_T_PROXY_CTRL: break;
+  case NCS_T_COLL:
+    f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff);
+    f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root);
+    f[6] = U(d->coll.datatype), f[7] = d->coll.nChannels, f[8] = d->coll.nWarps;
+    f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = U(d->coll.parentGroup);
+    f[12] = 0, f[13] = 0, f[14] = 0, f[15] = I(-1), f[16] = 0, f[17] = 0;
+    break;
+  case NCS_T_P2P:
+    f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype), f[3] = d->p2p.count;
+    f[4] = I(d->p2p.peer), f[5] = d->p2p.nChannels, f[6] = U(d->p2p.parentGroup), f[7] = 0, f[8] = 0;
+    break;
+  case NCS_T_PROXY_OP:
+    proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
+                   d->proxyOp.chunkSize, d->proxyOp.isSend);
+    break;
+  case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;
+  case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;
+  case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
+  case NCS_T_GROUP_API: f[0] = d->groupApi.graphCaptured, f[1] = I(d->groupApi.groupDepth); break;
+  case NCS_T_COLL_API:
+    f[0] = U(d->collApi.func), f[1] = d->collApi.count, f[2] = U(d->collApi.datatype);
+    f[3] = I(d->collApi.root), f[4] = U(d->collApi.stream), f[5] = d->collApi.graphCaptured;
+    break;
+  case NCS_T_P2P_API:
+    f[0] = U(d->p2pApi.func), f[1] = d->p2pApi.count, f[2] = U(d->p2pApi.datatype);
+    f[3] = U(d->p2pApi.stream), f[4] = d->p2pApi.graphCaptured;
+    break;
+  case NCS_T_KERNEL_LAUNCH: f[0] = U(d->kernelLaunch.stream); break;
+  case NCS_T_CE_COLL:
+    f[0] = d->ceColl.seqNumber, f[1] = U(d->ceColl.func), f[2] = U(d->ceColl.sendBuff);
+    f[3] = U(d->ceColl.recvBuff), f[4] = d->ceColl.count, f[5] = I(d->ceColl.root);
+    f[6] = U(d->ceColl.datatype), f[7] = U(d->ceColl.syncStrategy), f[8] = d->ceColl.intraBatchSync;
+    f[9] = d->ceColl.batchSize, f[10] = d->ceColl.numBatches, f[11] = d->ceColl.ceSeqNum;
+    f[12] = U(d->ceColl.stream);
+    break;
+  case NCS_T_CE_SYNC: f[0] = d->ceCollSync.isComplete, f[1] = I(d->ceCollSync.nRanks); break;
+  case NCS_T_CE_BATCH:
+    f[0] = I(d->ceCollBatch.numOps), f[1] = d->ceCollBatch.totalBytes;
+    f[2] = d->ceCollBatch.useIntraSync;
+    break;
+  }
+  finish(s, nf);
+  return NCS_SUCCESS;
+}
+
+static ncs_result_t start_v4(void *ctx, void **eh, ncs_descr_v4_t *d) {
+  if (!eh) return NCS_SUCCESS;
+  *eh = NULL;
+  if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;
+  int t = type_index(d->type);
+  if (NCS_UNLIKELY(t < 0 || t > NCS_T_NET_PLUGIN)) {
+    unknown_type();
+    return NCS_SUCCESS;
+  }
+  const uint32_t nf = ncs_schema[t].nfields;
+  ncs_slot_t *s = NULL;
+  uint32_t flags = t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0;
+  uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);
+  if (!f) return NCS_SUCCESS;
+  switch (t) {
+  case NCS_T_COLL:
+    f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff);
+    f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root);
+    f[6] = U(d->coll.datatype), f[7] = d->coll.nChannels, f[8] = d->coll.nWarps;
+    f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = 0;
+    f[12] = 0, f[13] = 0, f[14] = 0, f[15] = I(-1), f[16] = 0, f[17] = 0;
+    break;
+  case NCS_T_P2P:
+    f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype), f[3] = d->p2p.count;
+    f[4] = I(d->p2p.peer), f[5] = d->p2p.nChannels, f[6] = 0, f[7] = 0, f[8] = 0;
+    break;
+  case NCS_T_PROXY_OP:
+    proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
+                   d->proxyOp.chunkSize, d->proxyOp.isSend);
+    break;
+  case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;
+  case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;
+  case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
+  default: break;
+  }
+  finish(s, nf);
+  return NCS_SUCCESS;
+}
+
+/* v1 passes enums; record NCCL's own strings so every version reads the same. */
+static const char *const v1_func[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
+                                      "AllReduce", "SendRecv", "Send",    "Recv"};
+static const char *const v1_dtype[] = {"ncclInt8",    "ncclUint8",   "ncclInt32",
+                                       "ncclUint32",  "ncclInt64",   "ncclUint64",
+                                       "ncclFloat16", "ncclFloat32", "ncclFloat64",
+                                       "ncclBfloat16", "ncclFloat8e4m3", "ncclFloat8e5m2"};
+static const char *const v1_algo[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN",
+                                      "NVLS", "NVLS_TREE", "PAT"};
+static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
+#define ENUM_STR(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[(v)] : "Unknown")
+
+/* v1 .. v3 descriptors share everything but the Coll/P2p member layouts. */
+#define START_OLD(V, COLL_FILL, P2P_FILL, HAS_KCH)                                                \
+  static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                  \
+    if (!eh) return NCS_SUCCESS;                                                                  \
+    *eh = NULL;                                                                                   \
+    if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;                                                     \
+    int t = type_index(d->type);                                                                  \
+    if (NCS_UNLIKELY(t < 0 || t > (HAS_KCH ? NCS_T_NET_PLUGIN : NCS_T_PROXY_CTRL))) {             \
+      unknown_type();                                                                             \
+      return NCS_SUCCESS;                                                                         \
+    }                                                                                             \
+    const uint32_t nf = ncs_schema[t].nfields;                                                    \
+    ncs_slot_t *s = NULL;                                                                         \
+    uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) |                       \
+                     (V == 1 ? NCS_SF_ABI_V1 : 0);                                                \
+    uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);       \
+    if (!f) return NCS_SUCCESS;                                                                   \
+    switch (t) {                                                                                  \
+    case NCS_T_COLL: COLL_FILL; break;                                                            \
+    case NCS_T_P2P: P2P_FILL; break;                                                              \
+    case NCS_T_PROXY_OP:                                                                          \
+      proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer,                   \
+                     d->proxyOp.nSteps, d->proxyOp.chunkSize, d->proxyOp.isSend);                 \
+      break;                                                                                      \
+    case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;                                    \
+    default: old_extra_v##V(t, f, d); break;                                                      \
+    }                                                                                             \
+    finish(s, nf);                                                                                \
+    return NCS_SUCCESS;                                                                           \
+  }
+
+static inline void old_extra_v3(int t, uint64_t *f, ncs_descr_v3_t *d) {
+  if (t == NCS_T_KERNEL_CH) f[0] = d->kernelCh.channelId, f[1] = 0;
+  if (t == NCS_T_NET_PLUGIN) net_fields(f, d->netPlugin.id, d->netPlugin.data);
+}
+static inline void old_extra_v2(int t, uint64_t *f, ncs_descr_v2_t *d) { (void)t, (void)f, (void)d; }
+static inline void old_extra_v1(int t, uint64_t *f, ncs_descr_v1_t *d) { (void)t, (void)f, (void)d; }
+
+#define COLL_STR_FILL(TRAFFIC)                                                                     \
+  f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff),                   \
+  f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root),                       \
+  f[6] = U(d->coll.datatype), f[7] = d->coll.nMaxChannels, f[8] = d->coll.nWarps,                 \
+  f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = 0, f[12] = d->coll.commHash,          \
+  f[13] = U(d->coll.name), f[14] = (TRAFFIC), f[15] = I(-1), f[16] = 0, f[17] = 0
+#define P2P_STR_FILL                                                                               \
+  f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype), f[3] = d->p2p.count,   \
+  f[4] = I(d->p2p.peer), f[5] = 0, f[6] = 0, f[7] = d->p2p.commHash, f[8] = U(d->p2p.name)
+
+START_OLD(3, COLL_STR_FILL(0), P2P_STR_FILL, 1)
+START_OLD(2, COLL_STR_FILL(d->coll.trafficBytes), P2P_STR_FILL, 0)
+START_OLD(1,
+          (f[0] = d->coll.seqNumber, f[1] = U(ENUM_STR(v1_func, d->coll.func)),
+           f[2] = U(d->coll.sendBuff), f[3] = U(d->coll.recvBuff), f[4] = d->coll.count,
+           f[5] = I(d->coll.root), f[6] = U(ENUM_STR(v1_dtype, d->coll.datatype)),
+           f[7] = d->coll.nMaxChannels, f[8] = d->coll.nWarps,
+           f[9] = U(ENUM_STR(v1_algo, d->coll.algo)), f[10] = U(ENUM_STR(v1_proto, d->coll.proto)),
+           f[11] = 0, f[12] = d->coll.commHash, f[13] = U(d->coll.name),
+           f[14] = d->coll.trafficBytes, f[15] = I(d->coll.op), f[16] = d->coll.isCollnet != 0,
+           f[17] = d->coll.isNvls != 0),
+          (f[0] = U(ENUM_STR(v1_func, d->p2p.func)), f[1] = U(d->p2p.buff),
+           f[2] = U(ENUM_STR(v1_dtype, d->p2p.datatype)), f[3] = d->p2p.count,
+           f[4] = I(d->p2p.peer), f[5] = 0, f[6] = 0, f[7] = d->p2p.commHash,
+           f[8] = U(d->p2p.name)),
+          0)
+
+/* Validate a handle NCCL gives back. Only our own handles of this load are recorded. */
+static inline int check_handle(void *eh, ncs_slot_t **sp) {
+  ncs_slot_t *s = ncs_g.ready ? ncs_slot() : NULL;
+  *sp = s;
+  uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (NCS_UNLIKELY(!h)) {
+    if (s) ncs_count(&s->null_handle);
+    return -1;
+  }
+  if (NCS_UNLIKELY(!ncs_eh_is_ours(h))) {
+    if (s) ncs_count(&s->bad_handle);
+    return -1;
+  }
+  if (NCS_UNLIKELY(ncs_eh_epoch(h) != (atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed) & 0xFF))) {
+    if (s) ncs_count(&s->stale_handle);
+    return -1;
+  }
+  return s ? (int)ncs_eh_type(h) : -1;
+}
+
+static ncs_result_t stop_any(void *eh) {
+  ncs_slot_t *s;
+  int t = check_handle(eh, &s);
+  if (t < 0) return NCS_SUCCESS;
+  uint64_t *w = ncs_reserve(s, 3);
+  if (NCS_UNLIKELY(!w)) {
+    ncs_count(&s->drops[t]);
+    return NCS_SUCCESS;
+  }
+  w[0] = NCS_REC_HDR(NCS_REC_STOP, t, 3, 0, 0);
+  w[1] = now();
+  w[2] = ncs_eh_id((uint64_t)(uintptr_t)eh);
+  ncs_commit(s, 3);
+  return NCS_SUCCESS;
+}
+
+static inline void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
+  ncs_slot_t *s;
+  int t = check_handle(eh, &s);
+  if (t < 0) return;
+  if (NCS_UNLIKELY((unsigned)state >= NCS_NSTATES)) ncs_count(&s->unknown_state);
+  uint64_t *w = ncs_reserve(s, 5);
+  if (NCS_UNLIKELY(!w)) {
+    ncs_count(&s->drops[t]);
+    return;
+  }
+  w[0] = NCS_REC_HDR(NCS_REC_STATE, t, 5, 0, state);
+  w[1] = now();
+  w[2] = ncs_eh_id((uint64_t)(uintptr_t)eh);
+  w[3] = a0;
+  w[4] = a1;
+  ncs_commit(s, 5);
+}
+
+static ncs_result_t state_v4(void *eh, ncs_state_t st, ncs_args_v4_t *a) {
+  uint64_t a0 = 0;
+  if (a) memcpy(&a0, a, sizeof a0); /* every v4+ state argument is the union's first 8 bytes */
+  record_state(eh, st, a0, 0);
+  return NCS_SUCCESS;
+}
+
+static ncs_result_t state_v1(void *eh, ncs_state_t st, ncs_args_v1_t *a) {
+  uint64_t a0 = 0, a1 = 0;
+  if (a) a0 = a->proxyOp.transSize, a1 = I(a->proxyOp.steps);
+  record_state(eh, st, a0, a1);
+  return NCS_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ init per version */
+
+static ncs_result_t init_v6(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r,
+                            ncs_logger_t l) {
+  return do_init(c, id, m, n, nn, nr, r, l, 6);
+}
+static ncs_result_t init_v5(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r,
+                            ncs_logger_t l) {
+  return do_init(c, id, m, n, nn, nr, r, l, 5);
+}
+static ncs_result_t init_v4(void **c, int *m, const char *n, uint64_t id, int nn, int nr, int r,
+                            ncs_logger_t l) {
+  return do_init(c, id, m, n, nn, nr, r, l, 4);
+}
+/* v1-v3 init passes no communicator facts: they are recorded as unknown (-1). */
+static ncs_result_t init_v3(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 3); }
+static ncs_result_t init_v2(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 2); }
+static ncs_result_t init_v1(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 1); }
+
+EXPORT const ncs_profiler_v6_t ncclProfiler_v6 = {"ncclscope", init_v6, start_v6, stop_any,
+                                                  state_v4, do_finalize};
+EXPORT const ncs_profiler_v5_t ncclProfiler_v5 = {"ncclscope", init_v5, start_v6, stop_any,
+                                                  state_v4, do_finalize};
+EXPORT const ncs_profiler_v4_t ncclProfiler_v4 = {"ncclscope", init_v4, start_v4, stop_any,
+                                                  state_v4, do_finalize};
+EXPORT const ncs_profiler_v3_t ncclProfiler_v3 = {"ncclscope", init_v3, start_v3, stop_any,
+                                                  state_v1, do_finalize};
+EXPORT const ncs_profiler_v2_t ncclProfiler_v2 = {"ncclscope", init_v2, start_v2, stop_any,
+                                                  state_v1, do_finalize};
+EXPORT const ncs_profiler_v1_t ncclProfiler_v1 = {"ncclscope", init_v1, start_v1, stop_any,
+                                                  state_v1, do_finalize};

@@ -1,0 +1,181 @@
+/* pool.c - the buffer pool and per-thread slots.
+ *
+ * All buffer memory is one anonymous mapping made at setup and cut into 64 KiB blocks. A thread
+ * claims a slot on its first event and then fills blocks one after the other; when a block is
+ * full it takes another from a lock-free free stack and links it behind the full one. The
+ * writer thread follows the chain, and gives drained blocks back. The only shared writes on
+ * the event path happen once per block (about every thousand events), so two producers share
+ * no lock and almost no cache lines.
+ */
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core/ncs.h"
+
+_Thread_local ncs_slot_t *ncs_tls_slot;
+
+#define ID_BLOCK 4096
+
+static ncs_block_t *block_at(uint32_t i) {
+  return (ncs_block_t *)(ncs_g.pool + (size_t)i * NCS_BLOCK_BYTES);
+}
+
+void ncs_block_push(ncs_block_t *b) {
+  uint64_t head = atomic_load_explicit(&ncs_g.free_head, memory_order_relaxed);
+  for (;;) {
+    __atomic_store_n(&b->next_free, (uint32_t)head, __ATOMIC_RELAXED); /* old top + 1, 0 = none */
+    uint64_t nh = ((head >> 32) + 1) << 32 | (b->index + 1);
+    if (atomic_compare_exchange_weak_explicit(&ncs_g.free_head, &head, nh, memory_order_release,
+                                              memory_order_relaxed))
+      break;
+  }
+  atomic_fetch_sub_explicit(&ncs_g.blocks_in_use, 1, memory_order_relaxed);
+}
+
+ncs_block_t *ncs_block_pop(void) {
+  uint64_t head = atomic_load_explicit(&ncs_g.free_head, memory_order_acquire);
+  for (;;) {
+    uint32_t top = (uint32_t)head;
+    if (!top) return NULL;
+    ncs_block_t *b = block_at(top - 1);
+    /* b->next_free may be stale if another thread popped b meanwhile; the tag in the upper
+     * half makes that CAS fail, so a stale read is never used. */
+    uint32_t nxt = __atomic_load_n(&b->next_free, __ATOMIC_RELAXED);
+    uint64_t nh = ((head >> 32) + 1) << 32 | nxt;
+    if (atomic_compare_exchange_weak_explicit(&ncs_g.free_head, &head, nh, memory_order_acquire,
+                                              memory_order_acquire)) {
+      uint32_t used = atomic_fetch_add_explicit(&ncs_g.blocks_in_use, 1, memory_order_relaxed) + 1;
+      uint32_t peak = atomic_load_explicit(&ncs_g.blocks_peak, memory_order_relaxed);
+      while (used > peak && !atomic_compare_exchange_weak_explicit(&ncs_g.blocks_peak, &peak, used,
+                                                                   memory_order_relaxed,
+                                                                   memory_order_relaxed)) {
+      }
+      atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
+      atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
+      return b;
+    }
+  }
+}
+
+static void pool_init_blocks(void) {
+  atomic_store(&ncs_g.free_head, 0);
+  atomic_store(&ncs_g.blocks_in_use, ncs_g.nblocks);
+  atomic_store(&ncs_g.blocks_peak, 0);
+  for (uint32_t i = ncs_g.nblocks; i-- > 0;) {
+    ncs_block_t *b = block_at(i);
+    b->index = i;
+    b->cap = (NCS_BLOCK_BYTES - sizeof(ncs_block_t)) / sizeof(uint64_t);
+    ncs_block_push(b);
+  }
+}
+
+static void slot_release_tls(void *p) {
+  ncs_slot_t *s = p;
+  /* The thread is exiting: the writer drains what is left and frees the slot. */
+  if (s) atomic_store_explicit(&s->state, NCS_SLOT_EXITED, memory_order_release);
+}
+
+int ncs_pool_setup(void) {
+  size_t nb = ncs_g.cfg.pool_bytes / NCS_BLOCK_BYTES;
+  if (nb < 16) nb = 16;
+  ncs_g.nblocks = (uint32_t)nb;
+  ncs_g.pool_len = nb * NCS_BLOCK_BYTES;
+  /* MAP_NORESERVE: pages become resident only when a block is first used */
+  void *p = mmap(NULL, ncs_g.pool_len, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return -1;
+  ncs_g.pool = p;
+  pool_init_blocks();
+
+  ncs_g.nslots = ncs_g.cfg.max_threads;
+  size_t slen = sizeof(ncs_slot_t) * ncs_g.nslots;
+  p = mmap(NULL, slen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    munmap(ncs_g.pool, ncs_g.pool_len);
+    ncs_g.pool = NULL;
+    return -1;
+  }
+  ncs_g.slots = p;
+  if (pthread_key_create(&ncs_g.tls_key, slot_release_tls) == 0) ncs_g.tls_key_ok = 1;
+  return 0;
+}
+
+void ncs_pool_teardown(void) {
+  /* Called from the library destructor once no communicator is alive (NCCL is about to
+   * dlclose us). Threads never call in again, so the memory can go. */
+  if (ncs_g.tls_key_ok) pthread_key_delete(ncs_g.tls_key);
+  ncs_g.tls_key_ok = 0;
+  if (ncs_g.slots) munmap(ncs_g.slots, sizeof(ncs_slot_t) * ncs_g.nslots);
+  if (ncs_g.pool) munmap(ncs_g.pool, ncs_g.pool_len);
+  ncs_g.slots = NULL;
+  ncs_g.pool = NULL;
+  ncs_tls_slot = NULL;
+}
+
+void ncs_pool_reset_after_fork(void) {
+  /* Only the forking thread exists in the child: every other slot is orphaned. */
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) {
+    memset(&ncs_g.slots[i], 0, sizeof ncs_g.slots[i]);
+  }
+  pool_init_blocks();
+  ncs_tls_slot = NULL;
+  if (ncs_g.tls_key_ok) pthread_setspecific(ncs_g.tls_key, NULL);
+}
+
+void ncs_slot_refill_ids(ncs_slot_t *s) {
+  s->next_id = atomic_fetch_add_explicit(&ncs_g.id_counter, ID_BLOCK, memory_order_relaxed);
+  s->id_end = s->next_id + ID_BLOCK;
+}
+
+ncs_slot_t *ncs_slot_claim(void) {
+  if (!ncs_g.ready) return NULL;
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) {
+    ncs_slot_t *s = &ncs_g.slots[i];
+    int expect = NCS_SLOT_FREE;
+    if (atomic_load_explicit(&s->state, memory_order_relaxed) != NCS_SLOT_FREE) continue;
+    /* claim with a temporary state so the writer does not look at it half-built */
+    if (!atomic_compare_exchange_strong(&s->state, &expect, -1)) continue;
+    ncs_block_t *b = ncs_block_pop();
+    if (!b) {
+      atomic_store(&s->state, NCS_SLOT_FREE);
+      return NULL;
+    }
+    s->cur = s->rd = b;
+    s->pos = s->rdpos = 0;
+    s->tid = (pid_t)syscall(SYS_gettid);
+    s->thread_index = atomic_fetch_add(&ncs_g.next_thread_index, 1);
+    s->seg = atomic_load(&ncs_g.seg);
+    s->announced = 0;
+    ncs_slot_refill_ids(s);
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) atomic_store_explicit(&s->drops[t], 0, memory_order_relaxed);
+    atomic_store(&s->bad_handle, 0);
+    atomic_store(&s->stale_handle, 0);
+    atomic_store(&s->null_handle, 0);
+    atomic_store(&s->disabled, 0);
+    atomic_store(&s->unknown_type, 0);
+    atomic_store(&s->unknown_state, 0);
+    atomic_store_explicit(&s->state, NCS_SLOT_ACTIVE, memory_order_release);
+    ncs_tls_slot = s;
+    if (ncs_g.tls_key_ok) pthread_setspecific(ncs_g.tls_key, s);
+    return s;
+  }
+  return NULL;
+}
+
+uint64_t *ncs_slot_advance(ncs_slot_t *s, uint32_t nwords) {
+  ncs_block_t *nb = ncs_block_pop();
+  if (!nb) return NULL; /* pool exhausted: the caller counts a drop */
+  if (nwords > nb->cap) {
+    ncs_block_push(nb);
+    return NULL;
+  }
+  ncs_block_t *old = s->cur;
+  s->cur = nb;
+  s->pos = 0;
+  /* publishing next tells the writer that old is final */
+  atomic_store_explicit(&old->next, nb, memory_order_release);
+  return &nb->words[0];
+}

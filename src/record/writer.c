@@ -1,0 +1,810 @@
+/* writer.c - the plugin's one background thread.
+ *
+ * It follows every thread's chain of blocks, turns raw records into the trace format
+ * (docs/trace-format.md), derives collective completions from children, and appends checksummed
+ * chunks to <dir>/<host>-<pid>.nstrace. All file I/O, string reading and hashing happen here,
+ * off NCCL's threads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/ncs.h"
+#include "trace/encode.h"
+
+#define EV_FLUSH_BYTES (1u << 20)
+#define EV_BUF_BYTES (2u << 20)
+#define STR_BUF_BYTES (1u << 20)
+#define STR_TABLE 8192 /* distinct string pointers per segment; more share one "<many>" id */
+#define GRACE_NS 20000000ull   /* children quiet this long: a completion is final */
+#define LINGER_NS 2000000000ull /* keep a completed entry this long to catch late children */
+#define SWEEP_NS 50000000ull
+#define CLOCK_NS 1000000000ull
+#define COUNTERS_NS 5000000000ull
+
+/* --- open events tracked for completions and expiry --- */
+typedef struct {
+  uint64_t id; /* 0 = empty */
+  uint64_t parent;
+  uint64_t start_ns, last_ns, end_ns, first_child_ns, gpu_start, gpu_stop, emitted_ns;
+  uint32_t n_kch, n_pop, n_open;
+  uint8_t type, stopped, seen_start, emitted, revise, forced, nch;
+} trk_t;
+
+typedef struct {
+  const void *ptr;
+  uint32_t id;
+} strent_t;
+
+typedef struct {
+  int fd;
+  char path[1200];
+  ncs_buf_t ev, str, tmp;
+  ncs_evchunk_t evc;
+  int ev_open;
+  uint64_t last_flush_ns, last_clock_ns, last_counters_ns, last_sweep_ns;
+  /* clock conversion */
+  uint64_t cal0_tsc, cal0_ns, anchor_tsc, anchor_ns;
+  double ns_per_tick;
+  /* strings */
+  strent_t strs[STR_TABLE];
+  uint32_t nstr;
+  /* tracking */
+  trk_t *trk;
+  uint32_t trk_cap, trk_n, trk_peak;
+  uint32_t expect_children;
+  /* counters for this segment */
+  uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT], expired[NCS_T_COUNT];
+  uint64_t foreign_ctx, null_ctx, completions, revisions, bytes, chunks, write_errors;
+  uint64_t threads_seen;
+  /* producer counters at segment start, subtracted so the footer is per segment */
+  uint64_t base_drops[NCS_T_COUNT], base_bad, base_stale, base_null, base_nslot, base_disabled,
+      base_unk_type, base_unk_state;
+} writer_t;
+
+static writer_t W;
+
+/* ------------------------------------------------------------------ time */
+
+static void cal_sample(uint64_t *tsc, uint64_t *ns) {
+  uint64_t a = ncs_tsc();
+  *ns = ncs_mono_ns();
+  uint64_t b = ncs_tsc();
+  *tsc = a + (b - a) / 2;
+}
+
+static void clock_setup(void) {
+  if (!ncs_g.cfg.use_tsc) return;
+  cal_sample(&W.cal0_tsc, &W.cal0_ns);
+  uint64_t t, n;
+  do { /* 2 ms is enough for a first rate; it is refined from a growing baseline */
+    cal_sample(&t, &n);
+  } while (n - W.cal0_ns < 2000000);
+  W.ns_per_tick = (double)(n - W.cal0_ns) / (double)(t - W.cal0_tsc);
+  W.anchor_tsc = t, W.anchor_ns = n;
+}
+
+static void clock_refresh(void) {
+  if (!ncs_g.cfg.use_tsc) return;
+  uint64_t t, n;
+  cal_sample(&t, &n);
+  if (t > W.cal0_tsc) W.ns_per_tick = (double)(n - W.cal0_ns) / (double)(t - W.cal0_tsc);
+  W.anchor_tsc = t, W.anchor_ns = n;
+}
+
+static inline uint64_t to_ns(uint64_t stamp) {
+  if (!ncs_g.cfg.use_tsc) return stamp;
+  double d = ((double)(int64_t)(stamp - W.anchor_tsc)) * W.ns_per_tick;
+  return (uint64_t)((int64_t)W.anchor_ns + (int64_t)d);
+}
+
+/* ------------------------------------------------------------------ output */
+
+static void write_chunk(uint16_t type, const ncs_buf_t *b) {
+  if (W.fd < 0) return;
+  if (b->overflow) {
+    W.write_errors++;
+    return;
+  }
+  uint8_t hdr[NCS_CHUNK_HEADER_LEN];
+  ncs_chunk_header(hdr, type, b->p, (uint32_t)b->len);
+  struct iovec iov[2] = {{hdr, sizeof hdr}, {b->p, b->len}};
+  size_t want = sizeof hdr + b->len, done = 0;
+  while (done < want) {
+    ssize_t n = writev(W.fd, iov, 2);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      W.write_errors++;
+      return;
+    }
+    done += (size_t)n;
+    /* short write (rare): advance the iovecs */
+    size_t k = (size_t)n;
+    for (int i = 0; i < 2; i++) {
+      size_t m = k < iov[i].iov_len ? k : iov[i].iov_len;
+      iov[i].iov_base = (char *)iov[i].iov_base + m;
+      iov[i].iov_len -= m;
+      k -= m;
+    }
+  }
+  W.bytes += want;
+  W.chunks++;
+}
+
+static void flush_events(void) {
+  if (!W.ev_open) return;
+  if (W.str.len) {
+    write_chunk(NCS_CHUNK_STRINGS, &W.str);
+    ncs_buf_reset(&W.str);
+  }
+  ncs_enc_events_end(&W.ev, &W.evc);
+  if (W.evc.count) write_chunk(NCS_CHUNK_EVENTS, &W.ev);
+  ncs_buf_reset(&W.ev);
+  W.ev_open = 0;
+  W.last_flush_ns = ncs_mono_ns();
+}
+
+static void emit(const ncs_event_t *e) {
+  if (W.ev_open && W.ev.len > EV_FLUSH_BYTES) flush_events();
+  if (!W.ev_open) {
+    ncs_enc_events_begin(&W.ev, &W.evc, e->kind <= NCS_REC_STATE ? e->ts : W.evc.prev_ts);
+    W.ev_open = 1;
+  }
+  ncs_enc_event(&W.ev, &W.evc, e);
+}
+
+static void small_chunk(uint16_t type) {
+  write_chunk(type, &W.tmp);
+  ncs_buf_reset(&W.tmp);
+}
+
+/* ------------------------------------------------------------------ strings */
+
+static uint32_t intern(const void *p) {
+  if (!p) return 0;
+  uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+  uint32_t i = (uint32_t)(h >> 51) & (STR_TABLE - 1);
+  for (uint32_t n = 0; n < STR_TABLE; n++, i = (i + 1) & (STR_TABLE - 1)) {
+    if (W.strs[i].ptr == p) return W.strs[i].id;
+    if (!W.strs[i].ptr) {
+      if (W.nstr >= STR_TABLE - 1) break;
+      W.strs[i].ptr = p;
+      W.strs[i].id = ++W.nstr;
+      /* NCCL's strings (func, datatype, algo, proto) are static: read once, here */
+      ncs_enc_string(&W.str, W.strs[i].id, (const char *)p);
+      return W.strs[i].id;
+    }
+  }
+  return 0; /* table full: the field reads as NULL rather than growing without bound */
+}
+
+/* ------------------------------------------------------------------ tracking */
+
+static inline uint32_t trk_hash(uint64_t id) {
+  return (uint32_t)((id * 0x9E3779B97F4A7C15ull) >> 32) & (W.trk_cap - 1);
+}
+
+static trk_t *trk_find(uint64_t id) {
+  for (uint32_t i = trk_hash(id);; i = (i + 1) & (W.trk_cap - 1)) {
+    if (W.trk[i].id == id) return &W.trk[i];
+    if (!W.trk[i].id) return NULL;
+  }
+}
+
+static trk_t *trk_insert(uint64_t id) {
+  if (W.trk_n + 1 >= W.trk_cap * 3 / 4) return NULL; /* keep probes short; caller counts */
+  uint32_t i = trk_hash(id);
+  while (W.trk[i].id && W.trk[i].id != id) i = (i + 1) & (W.trk_cap - 1);
+  if (!W.trk[i].id) {
+    memset(&W.trk[i], 0, sizeof W.trk[i]);
+    W.trk[i].id = id;
+    if (++W.trk_n > W.trk_peak) W.trk_peak = W.trk_n;
+  }
+  return &W.trk[i];
+}
+
+static void trk_remove(trk_t *e) {
+  /* backward-shift deletion keeps linear probing correct without tombstones */
+  uint32_t i = (uint32_t)(e - W.trk);
+  W.trk[i].id = 0;
+  W.trk_n--;
+  for (uint32_t j = (i + 1) & (W.trk_cap - 1); W.trk[j].id; j = (j + 1) & (W.trk_cap - 1)) {
+    uint32_t h = trk_hash(W.trk[j].id);
+    /* move j into the hole when its home is not in (i, j] cyclically */
+    if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+      W.trk[i] = W.trk[j];
+      W.trk[j].id = 0;
+      i = j;
+    }
+  }
+}
+
+static void emit_expired(uint64_t id, unsigned type, unsigned reason, uint64_t start_ns) {
+  ncs_event_t e = {.kind = NCS_REC_EXPIRED, .type = (uint8_t)type, .id = id, .reason = reason,
+                   .start_ns = start_ns};
+  emit(&e);
+  if (type < NCS_T_COUNT) W.expired[type]++;
+}
+
+static void emit_complete(trk_t *p, uint32_t extra) {
+  ncs_event_t e = {.kind = NCS_REC_COMPLETE, .type = p->type, .id = p->id};
+  e.cflags = extra | (p->n_kch ? NCS_CF_KERNEL : 0) | (p->n_pop ? NCS_CF_PROXY : 0) |
+             (p->forced ? NCS_CF_FORCED : 0) | (p->emitted ? NCS_CF_REVISED : 0);
+  e.end_ns = p->end_ns;
+  e.first_child_ns = p->first_child_ns;
+  e.gpu_start = p->gpu_start;
+  e.gpu_stop = p->gpu_stop;
+  e.n_kernel_ch = p->n_kch;
+  e.n_proxy_op = p->n_pop;
+  e.n_open = p->n_open;
+  emit(&e);
+  W.completions++;
+  if (p->emitted) W.revisions++;
+  p->emitted = 1;
+  p->revise = 0;
+  p->emitted_ns = ncs_mono_ns();
+}
+
+static int is_parent(unsigned t) { return t == NCS_T_COLL || t == NCS_T_P2P; }
+static int is_child(unsigned t) { return t == NCS_T_PROXY_OP || t == NCS_T_KERNEL_CH; }
+
+/* Try to close a Coll/P2p. `now` < 0 means called from the event stream (no grace yet). */
+static void maybe_complete(trk_t *p, int from_sweep, uint64_t now) {
+  if (!p->seen_start || !p->stopped || p->n_open) return;
+  if (p->n_kch + p->n_pop == 0) return;
+  if (p->emitted && !p->revise) return;
+  /* every channel reported its kernel work: final right away; otherwise wait for quiet */
+  int all_channels = p->nch && p->n_kch >= p->nch && !(W.expect_children & NCS_EV_PROXY_OP);
+  if (all_channels || (from_sweep && now - p->last_ns > GRACE_NS)) emit_complete(p, 0);
+}
+
+static void track_start(const ncs_event_t *e) {
+  unsigned t = e->type;
+  if (is_parent(t)) {
+    trk_t *p = trk_insert(e->id);
+    if (!p) {
+      emit_expired(e->id, t, NCS_XR_EVICTED, e->ts);
+      return;
+    }
+    p->type = (uint8_t)t;
+    p->seen_start = 1;
+    p->start_ns = e->ts;
+    if (!p->last_ns) p->last_ns = e->ts;
+    p->nch = (uint8_t)(t == NCS_T_COLL ? e->f[7] : e->f[5]);
+    return;
+  }
+  if (!is_child(t)) return;
+  trk_t *c = trk_insert(e->id);
+  if (!c) {
+    emit_expired(e->id, t, NCS_XR_EVICTED, e->ts);
+    return;
+  }
+  c->type = (uint8_t)t;
+  c->seen_start = 1;
+  c->start_ns = c->last_ns = e->ts;
+  if (t == NCS_T_KERNEL_CH) c->gpu_start = e->f[1];
+  if (e->parent_kind != NCS_REF_LOCAL) return;
+  trk_t *p = trk_find(e->parent);
+  if (!p) {
+    p = trk_insert(e->parent); /* the parent's START may still sit in another thread's block */
+    if (!p) return;
+    p->start_ns = e->ts;
+  }
+  c->parent = e->parent;
+  p->n_open++;
+  if (t == NCS_T_KERNEL_CH) {
+    p->n_kch++;
+    if (c->gpu_start && (!p->gpu_start || c->gpu_start < p->gpu_start)) p->gpu_start = c->gpu_start;
+  } else {
+    p->n_pop++;
+  }
+  if (!p->first_child_ns || e->ts < p->first_child_ns) p->first_child_ns = e->ts;
+  if (p->last_ns < e->ts) p->last_ns = e->ts;
+  if (p->emitted) p->revise = 1;
+}
+
+static void track_state(const ncs_event_t *e) {
+  if (e->type != NCS_T_KERNEL_CH || e->state != NCS_ST_KERNEL_CH_STOP) return;
+  trk_t *c = trk_find(e->id);
+  if (c) c->gpu_stop = e->arg0;
+}
+
+static void track_stop(const ncs_event_t *e) {
+  unsigned t = e->type;
+  if (!is_parent(t) && !is_child(t)) return;
+  trk_t *x = trk_find(e->id);
+  if (!x) return;
+  if (is_parent(t)) {
+    x->stopped = 1;
+    if (x->last_ns < e->ts) x->last_ns = e->ts;
+    if (x->n_kch + x->n_pop == 0 && !(W.expect_children)) {
+      /* nothing NCCL reports can run under it with this event mask */
+      emit_complete(x, NCS_CF_NO_CHILDREN);
+      trk_remove(x);
+      return;
+    }
+    maybe_complete(x, 0, 0);
+    return;
+  }
+  uint64_t parent = x->parent, gpu_stop = x->gpu_stop;
+  trk_remove(x);
+  if (!parent) return;
+  trk_t *p = trk_find(parent);
+  if (!p) return;
+  if (p->n_open) p->n_open--;
+  if (e->ts > p->end_ns) p->end_ns = e->ts;
+  if (e->ts > p->last_ns) p->last_ns = e->ts;
+  if (t == NCS_T_KERNEL_CH && gpu_stop > p->gpu_stop) p->gpu_stop = gpu_stop;
+  maybe_complete(p, 0, 0);
+}
+
+/* Periodic pass: final completions after the grace period, expiry, and cleanup. With
+ * `flush` everything still open is closed (end of segment). */
+static void sweep(int flush) {
+  uint64_t now = ncs_mono_ns();
+  uint64_t expire = (uint64_t)ncs_g.cfg.expire_ms * 1000000ull;
+  for (uint32_t i = 0; i < W.trk_cap; i++) {
+    trk_t *e = &W.trk[i];
+    if (!e->id) continue;
+    int again = 0;
+    if (is_child(e->type)) {
+      if (flush || now - e->start_ns > expire) {
+        emit_expired(e->id, e->type, flush ? NCS_XR_FLUSH : NCS_XR_TIMEOUT, e->start_ns);
+        trk_t *p = e->parent ? trk_find(e->parent) : NULL;
+        if (p) {
+          if (p->n_open) p->n_open--;
+          p->forced = 1;
+        }
+        trk_remove(e);
+        again = 1;
+      }
+    } else {
+      int kids = e->n_kch + e->n_pop;
+      if (!e->seen_start) {
+        /* a placeholder whose START never came (dropped): completions cannot be attributed */
+        if (flush || now - e->start_ns > expire) {
+          trk_remove(e);
+          again = 1;
+        }
+      } else if (flush) {
+        if (!e->stopped) emit_expired(e->id, e->type, NCS_XR_FLUSH, e->start_ns);
+        if (kids && (!e->emitted || e->revise)) {
+          if (e->n_open || !e->stopped) e->forced = 1;
+          emit_complete(e, 0);
+        } else if (!kids && e->stopped) {
+          emit_complete(e, NCS_CF_NO_CHILDREN);
+        }
+        trk_remove(e);
+        again = 1;
+      } else {
+        maybe_complete(e, 1, now);
+        int done_lingering = e->emitted && !e->revise && now - e->emitted_ns > LINGER_NS;
+        int stale = now - e->start_ns > expire;
+        if (done_lingering) {
+          trk_remove(e);
+          again = 1;
+        } else if (stale) {
+          if (!e->stopped) {
+            emit_expired(e->id, e->type, NCS_XR_TIMEOUT, e->start_ns);
+          } else if (kids) {
+            e->forced = 1;
+            emit_complete(e, 0);
+          } else {
+            emit_complete(e, NCS_CF_NO_CHILDREN | NCS_CF_FORCED);
+          }
+          trk_remove(e);
+          again = 1;
+        }
+      }
+    }
+    if (again) i--; /* backward shift may have moved another entry into slot i */
+  }
+  W.last_sweep_ns = now;
+}
+
+/* ------------------------------------------------------------------ records */
+
+static void decode_ctx(uint64_t raw, int pxn, ncs_event_t *e) {
+  e->ctx = raw;
+  if (!raw) {
+    e->ctx_kind = NCS_CTX_NONE;
+    W.null_ctx++;
+    return;
+  }
+  if ((raw >> 56) == NCS_CH_TAG) {
+    uint32_t pid = (uint32_t)(raw >> 32) & 0xFFFFFF, idx = raw & 0xFFFFFF;
+    unsigned epoch = (raw >> 24) & 0xFF;
+    int ours = pid == ((uint32_t)ncs_g.pid & 0xFFFFFF);
+    if (ours && !pxn && epoch == (atomic_load(&ncs_g.epoch) & 0xFF) && idx < atomic_load(&ncs_g.ncomms)) {
+      e->ctx_kind = NCS_CTX_LOCAL;
+      e->ctx = idx;
+      return;
+    }
+    if (!ours) {
+      e->ctx_kind = NCS_CTX_FOREIGN;
+      e->ctx = ((uint64_t)pid << 16) | (idx & 0xFFFF);
+      W.foreign_ctx++;
+      return;
+    }
+  }
+  e->ctx_kind = NCS_CTX_INVALID;
+  W.foreign_ctx += pxn;
+}
+
+static void decode_ref(uint64_t raw, int pxn, uint8_t *kind, uint64_t *val) {
+  *val = raw;
+  if (!raw)
+    *kind = NCS_REF_NONE;
+  else if (pxn || (raw >> 56) != NCS_EH_TAG)
+    *kind = NCS_REF_FOREIGN; /* never dereferenced, only recorded */
+  else if (((raw >> 44) & 0xFF) != (atomic_load(&ncs_g.epoch) & 0xFF))
+    *kind = NCS_REF_STALE;
+  else {
+    *kind = NCS_REF_LOCAL;
+    *val = raw & NCS_ID_MASK;
+  }
+}
+
+static void process(const uint64_t *w, uint32_t thread) {
+  ncs_event_t e;
+  e.kind = (uint8_t)(w[0] & 0xFF);
+  e.type = (uint8_t)((w[0] >> 8) & 0xFF);
+  e.thread = thread;
+  e.ts = to_ns(w[1]);
+  e.id = w[2];
+  if (e.type >= NCS_T_COUNT) return;
+  switch (e.kind) {
+  case NCS_REC_START: {
+    uint32_t flags = (uint32_t)(w[0] >> 24) & 0xFF;
+    int pxn = (flags & NCS_SF_PXN) != 0;
+    e.flags = flags;
+    e.rank = (int32_t)(uint32_t)(w[0] >> 32);
+    decode_ctx(w[3], pxn, &e);
+    decode_ref(w[4], pxn, &e.parent_kind, &e.parent);
+    const ncs_schema_t *s = &ncs_schema[e.type];
+    e.nfields = s->nfields;
+    const uint64_t *f = w + NCS_START_WORDS;
+    for (unsigned i = 0; i < s->nfields; i++) {
+      switch (s->fields[i].kind) {
+      case NCS_FK_STR: e.f[i] = intern((const void *)(uintptr_t)f[i]); break;
+      case NCS_FK_REF: decode_ref(f[i], pxn, &e.fref_kind[i], &e.f[i]); break;
+      default: e.f[i] = f[i];
+      }
+    }
+    W.starts[e.type]++;
+    emit(&e);
+    track_start(&e);
+    break;
+  }
+  case NCS_REC_STOP:
+    W.stops[e.type]++;
+    emit(&e);
+    track_stop(&e);
+    break;
+  case NCS_REC_STATE:
+    e.state = (uint32_t)(w[0] >> 32);
+    e.arg0 = w[3];
+    e.arg1 = w[4];
+    /* ProxyCtrl's argument is an int in an 8-byte union: drop the undefined upper half */
+    if (e.state >= NCS_ST_PROXY_CTRL_IDLE && e.state <= NCS_ST_PROXY_CTRL_APPEND_END)
+      e.arg0 = (uint64_t)(uint32_t)e.arg0;
+    W.states[e.type]++;
+    emit(&e);
+    track_state(&e);
+    break;
+  default: break;
+  }
+}
+
+static void announce_thread(ncs_slot_t *s) {
+  char path[64], name[64] = "";
+  snprintf(path, sizeof path, "/proc/self/task/%d/comm", (int)s->tid);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (fgets(name, sizeof name, f)) name[strcspn(name, "\n")] = 0;
+    fclose(f);
+  }
+  ncs_enc_thread(&W.tmp, s->thread_index, (uint64_t)s->tid, name);
+  small_chunk(NCS_CHUNK_THREAD);
+  s->announced = s->thread_index + 1;
+  W.threads_seen++;
+}
+
+/* Drain one slot's chain of blocks. Returns records processed. */
+static uint64_t drain_slot(ncs_slot_t *s) {
+  uint64_t n = 0;
+  for (;;) {
+    ncs_block_t *b = s->rd;
+    uint32_t c = atomic_load_explicit(&b->committed, memory_order_acquire);
+    while (s->rdpos < c) {
+      const uint64_t *w = &b->words[s->rdpos];
+      uint32_t nw = (uint32_t)(w[0] >> 16) & 0xFF;
+      if (nw < 3 || s->rdpos + nw > c) { /* cannot happen with a sane producer; skip block */
+        s->rdpos = c;
+        break;
+      }
+      process(w, s->thread_index);
+      s->rdpos += nw;
+      n++;
+    }
+    ncs_block_t *nx = atomic_load_explicit(&b->next, memory_order_acquire);
+    if (!nx) break;
+    if (atomic_load_explicit(&b->committed, memory_order_acquire) != s->rdpos) continue;
+    s->rd = nx;
+    s->rdpos = 0;
+    ncs_block_push(b);
+  }
+  return n;
+}
+
+static uint64_t drain_all(void) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) {
+    ncs_slot_t *s = &ncs_g.slots[i];
+    int st = atomic_load_explicit(&s->state, memory_order_acquire);
+    if (st != NCS_SLOT_ACTIVE && st != NCS_SLOT_EXITED) continue;
+    if (s->announced != s->thread_index + 1) announce_thread(s);
+    n += drain_slot(s);
+    if (st == NCS_SLOT_EXITED && !atomic_load_explicit(&s->rd->next, memory_order_acquire) &&
+        atomic_load_explicit(&s->rd->committed, memory_order_acquire) == s->rdpos) {
+      ncs_block_push(s->rd);
+      s->rd = s->cur = NULL;
+      atomic_store_explicit(&s->state, NCS_SLOT_FREE, memory_order_release);
+    }
+  }
+  return n;
+}
+
+static void publish_comms(void) {
+  uint32_t n = atomic_load(&ncs_g.ncomms);
+  for (uint32_t i = 0; i < n; i++) {
+    ncs_comm_t *c = &ncs_g.comms[i];
+    int st = atomic_load(&c->state), pub = atomic_load(&c->published);
+    if (st == NCS_COMM_FREE) continue;
+    if (pub == 0) {
+      ncs_comm_info_t ci = {.index = i, .comm_id = c->comm_id, .name = c->name, .nranks = c->nranks,
+                            .nnodes = c->nnodes, .rank = c->rank, .abi_version = (uint32_t)c->abi,
+                            .init_ns = to_ns(c->init_tsc), .mask = c->mask};
+      ncs_enc_comm(&W.tmp, &ci);
+      small_chunk(NCS_CHUNK_COMM);
+      atomic_store(&c->published, pub = 1);
+    }
+    if (st == NCS_COMM_DONE && pub == 1) {
+      ncs_enc_comm_end(&W.tmp, i, to_ns(c->fini_tsc));
+      small_chunk(NCS_CHUNK_COMM_END);
+      atomic_store(&c->published, 2);
+    }
+  }
+}
+
+/* ------------------------------------------------------------------ counters */
+
+typedef struct {
+  uint64_t drops[NCS_T_COUNT], bad, stale, null, nslot, nslot_t[NCS_T_COUNT], disabled, unk_type,
+      unk_state;
+} prod_t;
+
+static void producer_counters(prod_t *p) {
+  memset(p, 0, sizeof *p);
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) {
+    ncs_slot_t *s = &ncs_g.slots[i];
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) p->drops[t] += atomic_load_explicit(&s->drops[t], memory_order_relaxed);
+    p->bad += atomic_load_explicit(&s->bad_handle, memory_order_relaxed);
+    p->stale += atomic_load_explicit(&s->stale_handle, memory_order_relaxed);
+    p->null += atomic_load_explicit(&s->null_handle, memory_order_relaxed);
+    p->disabled += atomic_load_explicit(&s->disabled, memory_order_relaxed);
+    p->unk_type += atomic_load_explicit(&s->unknown_type, memory_order_relaxed);
+    p->unk_state += atomic_load_explicit(&s->unknown_state, memory_order_relaxed);
+  }
+  p->nslot = atomic_load(&ncs_g.no_slot_drops);
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) p->drops[t] += atomic_load(&ncs_g.no_slot_by_type[t]);
+}
+
+static void counters_base(void) {
+  prod_t p;
+  producer_counters(&p);
+  memcpy(W.base_drops, p.drops, sizeof W.base_drops);
+  W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null, W.base_nslot = p.nslot;
+  W.base_disabled = p.disabled, W.base_unk_type = p.unk_type, W.base_unk_state = p.unk_state;
+}
+
+static void put(ncs_counters_t *c, uint32_t k, uint64_t v) {
+  if (c->nkeys < 512) c->keys[c->nkeys] = k, c->values[c->nkeys++] = v;
+}
+
+static void write_counters(uint16_t type) {
+  static ncs_counters_t c;
+  prod_t p;
+  producer_counters(&p);
+  c.nkeys = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    put(&c, NCS_CK_STARTS | t, W.starts[t]);
+    put(&c, NCS_CK_STOPS | t, W.stops[t]);
+    put(&c, NCS_CK_STATES | t, W.states[t]);
+    /* drops without a slot are counted under their type and, separately, in total */
+    put(&c, NCS_CK_DROPS | t, p.drops[t] - W.base_drops[t]);
+    put(&c, NCS_CK_EXPIRED | t, W.expired[t]);
+  }
+  put(&c, NCS_CK_BAD_HANDLE, p.bad - W.base_bad);
+  put(&c, NCS_CK_STALE_HANDLE, p.stale - W.base_stale);
+  put(&c, NCS_CK_NULL_HANDLE, p.null - W.base_null);
+  put(&c, NCS_CK_FOREIGN_CTX, W.foreign_ctx);
+  put(&c, NCS_CK_NULL_CTX, W.null_ctx);
+  put(&c, NCS_CK_NO_THREAD_SLOT, 0); /* already inside the per-type drops above */
+  put(&c, NCS_CK_COMPLETIONS, W.completions);
+  put(&c, NCS_CK_REVISIONS, W.revisions);
+  put(&c, NCS_CK_CHUNKS, W.chunks);
+  put(&c, NCS_CK_THREADS, W.threads_seen);
+  put(&c, NCS_CK_UNKNOWN_TYPE, p.unk_type - W.base_unk_type);
+  put(&c, NCS_CK_UNKNOWN_STATE, p.unk_state - W.base_unk_state);
+  put(&c, NCS_CK_POOL_BYTES, ncs_g.pool_len);
+  put(&c, NCS_CK_POOL_PEAK, (uint64_t)atomic_load(&ncs_g.blocks_peak) * NCS_BLOCK_BYTES);
+  put(&c, NCS_CK_END_NS, ncs_mono_ns());
+  put(&c, NCS_CK_TRACKED_PEAK, W.trk_peak);
+  put(&c, NCS_CK_WRITE_ERRORS, W.write_errors);
+  put(&c, NCS_CK_DISABLED_TYPE, p.disabled - W.base_disabled);
+  put(&c, NCS_CK_BYTES, W.bytes); /* last: includes everything before this chunk */
+  ncs_enc_counters(&W.tmp, &c);
+  small_chunk(type);
+}
+
+/* ------------------------------------------------------------------ segment */
+
+static int open_file(void) {
+  const char *dir = ncs_g.cfg.dir;
+  /* mkdir -p */
+  char tmp[1024];
+  snprintf(tmp, sizeof tmp, "%s", dir);
+  for (char *p = tmp + 1; *p; p++) {
+    if (*p != '/') continue;
+    *p = 0;
+    mkdir(tmp, 0755);
+    *p = '/';
+  }
+  if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
+    ncs_log(NCS_LOG_WARN, "cannot create NCCLSCOPE_DIR=%s: %s; profiling disabled", dir, strerror(errno));
+    return -1;
+  }
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  host[strcspn(host, "/")] = 0;
+  snprintf(W.path, sizeof W.path, "%s/%s-%d%s", dir, host, (int)ncs_g.pid, NCS_TRACE_SUFFIX);
+  W.fd = open(W.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (W.fd < 0) {
+    ncs_log(NCS_LOG_WARN, "cannot open %s: %s; profiling disabled", W.path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(W.fd, &st) == 0 && st.st_size == 0) {
+    uint8_t h[NCS_FILE_HEADER_LEN];
+    ncs_file_header(h);
+    if (write(W.fd, h, sizeof h) != (ssize_t)sizeof h) W.write_errors++;
+  }
+  return 0;
+}
+
+static void read_cmdline(char *out, size_t n) {
+  out[0] = 0;
+  FILE *f = fopen("/proc/self/cmdline", "r");
+  if (!f) return;
+  size_t len = fread(out, 1, n - 1, f);
+  fclose(f);
+  out[len] = 0;
+  for (size_t i = 0; i + 1 < len; i++)
+    if (!out[i]) out[i] = ' ';
+}
+
+static void segment_begin(void) {
+  static char cmd[1025];
+  char host[256] = "unknown";
+  gethostname(host, sizeof host - 1);
+  read_cmdline(cmd, sizeof cmd);
+  ncs_segment_info_t s = {.format_version = NCS_FORMAT_VERSION, .plugin_version = NCS_VERSION,
+                          .host = host, .pid = (uint64_t)ncs_g.pid,
+                          .epoch = atomic_load(&ncs_g.epoch) & 0xFF, .mode = 0,
+                          .mask = ncs_g.cfg.events, .start_realtime_ns = ncs_realtime_ns(),
+                          .start_mono_ns = ncs_mono_ns(), .cmdline = cmd,
+                          .pool_bytes = ncs_g.pool_len};
+  ncs_enc_segment(&W.tmp, &s);
+  small_chunk(NCS_CHUNK_SEGMENT);
+  ncs_enc_clock(&W.tmp, s.start_mono_ns, s.start_realtime_ns);
+  small_chunk(NCS_CHUNK_CLOCK);
+}
+
+static void housekeeping(int final) {
+  uint64_t now = ncs_mono_ns();
+  publish_comms();
+  if (final || now - W.last_sweep_ns > SWEEP_NS) sweep(final);
+  if (final || now - W.last_flush_ns >= (uint64_t)ncs_g.cfg.flush_ms * 1000000ull) flush_events();
+  if (now - W.last_clock_ns > CLOCK_NS) {
+    flush_events(); /* keep chunks in time order around the clock pair */
+    clock_refresh();
+    ncs_enc_clock(&W.tmp, now, ncs_realtime_ns());
+    small_chunk(NCS_CHUNK_CLOCK);
+    W.last_clock_ns = now;
+  }
+  if (!final && now - W.last_counters_ns > COUNTERS_NS) {
+    write_counters(NCS_CHUNK_COUNTERS);
+    W.last_counters_ns = now;
+  }
+}
+
+static void *writer_main(void *arg) {
+  (void)arg;
+  unsigned idle_us = 500;
+  while (!atomic_load_explicit(&ncs_g.writer_stop, memory_order_acquire)) {
+    uint64_t n = drain_all();
+    housekeeping(0);
+    if (n) {
+      idle_us = 500;
+      continue;
+    }
+    struct timespec ts = {0, (long)idle_us * 1000};
+    nanosleep(&ts, NULL);
+    if (idle_us < 5000) idle_us *= 2;
+  }
+  /* final: everything the threads committed before the stop request */
+  while (drain_all()) {
+  }
+  housekeeping(1);
+  flush_events();
+  write_counters(NCS_CHUNK_FOOTER);
+  return NULL;
+}
+
+int ncs_writer_start(void) {
+  /* a new segment: comm indexes and handles of a previous segment of this load go stale */
+  if (atomic_load(&ncs_g.live_comms) == 0) {
+    if (atomic_fetch_add(&ncs_g.seg, 1) > 0) atomic_store(&ncs_g.epoch, (atomic_load(&ncs_g.epoch) + 1) & 0xFF);
+    atomic_store(&ncs_g.ncomms, 0);
+  }
+  free(W.trk);
+  ncs_buf_free(&W.ev);
+  ncs_buf_free(&W.str);
+  ncs_buf_free(&W.tmp);
+  memset(&W, 0, sizeof W);
+  W.fd = -1;
+  W.trk_cap = ncs_g.cfg.track_max;
+  W.trk = calloc(W.trk_cap, sizeof(trk_t));
+  if (!W.trk || ncs_buf_init(&W.ev, EV_BUF_BYTES) || ncs_buf_init(&W.str, STR_BUF_BYTES) ||
+      ncs_buf_init(&W.tmp, 64 * 1024) || open_file() != 0) {
+    if (!W.trk) ncs_log(NCS_LOG_WARN, "out of memory starting the writer; profiling disabled");
+    return -1;
+  }
+  W.expect_children = ncs_g.cfg.events & (NCS_EV_KERNEL_CH | NCS_EV_PROXY_OP);
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) ncs_g.slots[i].announced = 0;
+  clock_setup();
+  counters_base();
+  segment_begin();
+  W.last_clock_ns = W.last_flush_ns = W.last_counters_ns = W.last_sweep_ns = ncs_mono_ns();
+  atomic_store(&ncs_g.writer_stop, 0);
+  if (pthread_create(&ncs_g.writer, NULL, writer_main, NULL) != 0) {
+    ncs_log(NCS_LOG_WARN, "cannot start the writer thread; profiling disabled");
+    close(W.fd);
+    W.fd = -1;
+    return -1;
+  }
+  ncs_g.writer_running = 1;
+  ncs_log(NCS_LOG_INFO, "recording to %s (events 0x%x, buffer %zu bytes)", W.path,
+          ncs_g.cfg.events, ncs_g.pool_len);
+  return 0;
+}
+
+void ncs_writer_stop(void) {
+  atomic_store_explicit(&ncs_g.writer_stop, 1, memory_order_release);
+  pthread_join(ncs_g.writer, NULL);
+  ncs_g.writer_running = 0;
+  if (W.fd >= 0) close(W.fd);
+  W.fd = -1;
+  free(W.trk);
+  W.trk = NULL;
+  ncs_buf_free(&W.ev);
+  ncs_buf_free(&W.str);
+  ncs_buf_free(&W.tmp);
+}

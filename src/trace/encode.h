@@ -1,0 +1,54 @@
+/* encode.h - building trace chunks: used by the plugin's writer thread and by tests that need
+ * to craft trace files (valid or deliberately damaged). Not used on NCCL's threads. */
+#ifndef NCS_TRACE_ENCODE_H
+#define NCS_TRACE_ENCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/reader.h"
+
+/* A byte buffer with a fixed capacity chosen at init. Appends past the capacity set
+ * `overflow` and are discarded, so a caller checks once per chunk instead of per field. */
+typedef struct {
+  uint8_t *p;
+  size_t len, cap;
+  int overflow;
+} ncs_buf_t;
+
+int ncs_buf_init(ncs_buf_t *b, size_t cap); /* 0 or -1 (no memory) */
+void ncs_buf_free(ncs_buf_t *b);
+static inline void ncs_buf_reset(ncs_buf_t *b) { b->len = 0, b->overflow = 0; }
+void ncs_buf_bytes(ncs_buf_t *b, const void *p, size_t n);
+void ncs_buf_u8(ncs_buf_t *b, uint8_t v);
+void ncs_buf_varint(ncs_buf_t *b, uint64_t v);
+static inline void ncs_buf_zigzag(ncs_buf_t *b, int64_t v) { ncs_buf_varint(b, ncs_zigzag(v)); }
+/* a string of at most NCS_STRING_MAX bytes (longer ones are cut); NULL is written as "" */
+void ncs_buf_str(ncs_buf_t *b, const char *s);
+
+/* The 16-byte file header. */
+void ncs_file_header(uint8_t out[NCS_FILE_HEADER_LEN]);
+/* The 16-byte chunk header for a payload (computes the CRC). */
+void ncs_chunk_header(uint8_t out[NCS_CHUNK_HEADER_LEN], uint16_t type, const void *payload,
+                      uint32_t len);
+
+/* Payload encoders: append to b. */
+void ncs_enc_segment(ncs_buf_t *b, const ncs_segment_info_t *s);
+void ncs_enc_clock(ncs_buf_t *b, uint64_t mono_ns, uint64_t realtime_ns);
+void ncs_enc_string(ncs_buf_t *b, uint64_t id, const char *s); /* one STRINGS entry */
+void ncs_enc_comm(ncs_buf_t *b, const ncs_comm_info_t *c);
+void ncs_enc_comm_end(ncs_buf_t *b, uint32_t index, uint64_t ns);
+void ncs_enc_thread(ncs_buf_t *b, uint32_t index, uint64_t tid, const char *name);
+void ncs_enc_counters(ncs_buf_t *b, const ncs_counters_t *c);
+/* EVENTS: begin writes the base and count placeholders; the count is patched by end. */
+typedef struct {
+  size_t count_at; /* offset of the fixed-width count */
+  uint32_t count;
+  uint64_t prev_ts;
+} ncs_evchunk_t;
+void ncs_enc_events_begin(ncs_buf_t *b, ncs_evchunk_t *c, uint64_t base_ns);
+/* e->f[] of STR fields hold string ids (fstr is ignored). */
+void ncs_enc_event(ncs_buf_t *b, ncs_evchunk_t *c, const ncs_event_t *e);
+void ncs_enc_events_end(ncs_buf_t *b, ncs_evchunk_t *c);
+
+#endif

@@ -1,0 +1,184 @@
+/* format.h - the ncclscope trace file format (version 1), shared by the writer and the reader.
+ *
+ * docs/trace-format.md is the prose description; this header is the normative list of
+ * constants and per-event field schemas. Both sides drive their encoding and decoding from
+ * ncs_schema[], so a field added here shows up in the writer, the reader and `dump`.
+ */
+#ifndef NCS_TRACE_FORMAT_H
+#define NCS_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NCS_FILE_MAGIC "NCSTRACE" /* 8 bytes at offset 0 */
+#define NCS_FILE_MAGIC_LEN 8
+#define NCS_FORMAT_VERSION 1
+#define NCS_FILE_HEADER_LEN 16 /* magic, u32 version, u32 reserved (0) */
+#define NCS_TRACE_SUFFIX ".nstrace"
+
+#define NCS_CHUNK_MAGIC 0x4B4E4843u /* "CHNK" as little-endian u32 */
+#define NCS_CHUNK_HEADER_LEN 16     /* u32 magic, u16 type, u16 flags, u32 len, u32 crc32c */
+#define NCS_CHUNK_MAX_PAYLOAD (16u << 20)
+#define NCS_STRING_MAX 4096
+#define NCS_MAX_FIELDS 20
+
+/* chunk types */
+enum {
+  NCS_CHUNK_SEGMENT = 1,  /* starts a segment: one per plugin load (see docs) */
+  NCS_CHUNK_CLOCK = 2,    /* (mono_ns, realtime_ns) calibration pair */
+  NCS_CHUNK_STRINGS = 3,  /* string table additions */
+  NCS_CHUNK_COMM = 4,     /* communicator init */
+  NCS_CHUNK_COMM_END = 5, /* communicator finalize */
+  NCS_CHUNK_THREAD = 6,   /* a producer thread */
+  NCS_CHUNK_EVENTS = 7,   /* a batch of event records */
+  NCS_CHUNK_COUNTERS = 8, /* periodic counter snapshot */
+  NCS_CHUNK_FOOTER = 9,   /* final counters: the segment ended cleanly */
+  NCS_CHUNK_MAX_TYPE = 9
+};
+
+/* record kinds inside an EVENTS chunk */
+enum {
+  NCS_REC_START = 1,
+  NCS_REC_STOP = 2,
+  NCS_REC_STATE = 3,
+  NCS_REC_COMPLETE = 4, /* derived by the writer: completion of a Coll/P2p from its children */
+  NCS_REC_EXPIRED = 5,  /* derived by the writer: an event that never stopped */
+  NCS_REC_MAX = 5
+};
+
+/* internal event types: the bit index of NCCL's ncclProfile* bit (0..14) */
+enum {
+  NCS_T_GROUP = 0,
+  NCS_T_COLL = 1,
+  NCS_T_P2P = 2,
+  NCS_T_PROXY_OP = 3,
+  NCS_T_PROXY_STEP = 4,
+  NCS_T_PROXY_CTRL = 5,
+  NCS_T_KERNEL_CH = 6,
+  NCS_T_NET_PLUGIN = 7,
+  NCS_T_GROUP_API = 8,
+  NCS_T_COLL_API = 9,
+  NCS_T_P2P_API = 10,
+  NCS_T_KERNEL_LAUNCH = 11,
+  NCS_T_CE_COLL = 12,
+  NCS_T_CE_SYNC = 13,
+  NCS_T_CE_BATCH = 14,
+  NCS_T_COUNT = 15
+};
+
+/* context encoding of a START record */
+enum {
+  NCS_CTX_NONE = 0,    /* NULL context */
+  NCS_CTX_LOCAL = 1,   /* value = communicator index in this segment */
+  NCS_CTX_FOREIGN = 2, /* an ncclscope context of another process (PXN): value = (pid << 16) | index */
+  NCS_CTX_INVALID = 3, /* not an ncclscope context of this load: value = raw pointer */
+};
+
+/* parent / handle-reference encoding */
+enum {
+  NCS_REF_NONE = 0,    /* NULL */
+  NCS_REF_LOCAL = 1,   /* value = event id in this segment */
+  NCS_REF_FOREIGN = 2, /* raw pointer value: from another process (PXN) or not an ncclscope handle */
+  NCS_REF_STALE = 3,   /* an ncclscope handle of an earlier load of the plugin: value = raw */
+};
+
+/* START record flags */
+enum {
+  NCS_SF_PXN = 1u << 0,       /* ProxyOp whose pid is not this process */
+  NCS_SF_ABI_V1 = 1u << 1,    /* descriptor came through the v1 enum layout */
+  NCS_SF_TRUNCATED = 1u << 2, /* a string or net descriptor was truncated */
+};
+
+/* COMPLETE record flags */
+enum {
+  NCS_CF_KERNEL = 1u << 0,  /* end time from KernelCh (GPU pTimer available) */
+  NCS_CF_PROXY = 1u << 1,   /* end time from ProxyOp stops */
+  NCS_CF_REVISED = 1u << 2, /* a later child arrived after an earlier COMPLETE for this id */
+  NCS_CF_FORCED = 1u << 3,  /* emitted at expiry or flush while children were still open */
+  NCS_CF_NO_CHILDREN = 1u << 4, /* the event stopped and had no children: no completion known */
+};
+
+/* EXPIRED reasons */
+enum {
+  NCS_XR_TIMEOUT = 1, /* open for longer than NCCLSCOPE_EXPIRE_MS */
+  NCS_XR_FLUSH = 2,   /* still open when the segment ended */
+  NCS_XR_EVICTED = 3, /* the writer's tracking table was full */
+};
+
+/* field kinds of a schema */
+enum {
+  NCS_FK_U64 = 1,  /* varint */
+  NCS_FK_I64 = 2,  /* zigzag varint */
+  NCS_FK_STR = 3,  /* varint string id, 0 = NULL */
+  NCS_FK_PTR = 4,  /* varint pointer value (printed in hex) */
+  NCS_FK_BOOL = 5, /* varint 0/1 */
+  NCS_FK_REF = 6,  /* two varints: NCS_REF_* kind, value */
+};
+
+typedef struct {
+  const char *name;
+  uint8_t kind;
+} ncs_field_t;
+
+typedef struct {
+  const char *name;  /* "Coll", "ProxyOp", ... as in NCCL's enum without the ncclProfile prefix */
+  const char *cli;   /* name used by NCCLSCOPE_EVENTS and the CLI: "coll", "proxyop", ... */
+  uint8_t nfields;
+  ncs_field_t fields[NCS_MAX_FIELDS];
+} ncs_schema_t;
+
+/* START payload schema per type (after the common START header). */
+extern const ncs_schema_t ncs_schema[NCS_T_COUNT];
+/* STATE names by value 0..30; NULL for unknown */
+extern const char *const ncs_state_names[31];
+
+/* COMPLETE fields (after id) in order */
+#define NCS_COMPLETE_FIELDS                                                                        \
+  X(flags) X(end_ns) X(first_child_ns) X(gpu_start) X(gpu_stop) X(n_kernel_ch) X(n_proxy_op)      \
+  X(n_open)
+/* footer / counter keys: (group << 8) | type for per-type groups, plain keys below 0x100 */
+enum {
+  NCS_CK_STARTS = 0x100,
+  NCS_CK_STOPS = 0x200,
+  NCS_CK_STATES = 0x300,
+  NCS_CK_DROPS = 0x400,   /* records lost because the buffer pool was full */
+  NCS_CK_EXPIRED = 0x500, /* events that never stopped */
+  NCS_CK_BAD_HANDLE = 0x01,      /* stop/state with a handle that is not ours (ignored) */
+  NCS_CK_STALE_HANDLE = 0x02,    /* stop/state with a handle of an earlier load (ignored) */
+  NCS_CK_NULL_HANDLE = 0x03,     /* stop/state with NULL (ignored) */
+  NCS_CK_FOREIGN_CTX = 0x04,     /* starts with a PXN/foreign context */
+  NCS_CK_NULL_CTX = 0x05,        /* starts with a NULL context */
+  NCS_CK_NO_THREAD_SLOT = 0x06,  /* records lost: more producer threads than slots */
+  NCS_CK_COMPLETIONS = 0x07,
+  NCS_CK_REVISIONS = 0x08,
+  NCS_CK_BYTES = 0x09,           /* bytes written to this file by this segment */
+  NCS_CK_CHUNKS = 0x0A,
+  NCS_CK_THREADS = 0x0B,         /* producer threads seen */
+  NCS_CK_UNKNOWN_TYPE = 0x0C,    /* starts with a type bit we do not know (handle NULL) */
+  NCS_CK_UNKNOWN_STATE = 0x0D,
+  NCS_CK_POOL_BYTES = 0x0E,      /* configured buffer pool */
+  NCS_CK_POOL_PEAK = 0x0F,       /* peak bytes of the pool in use */
+  NCS_CK_END_NS = 0x10,          /* mono ns when the counters were taken */
+  NCS_CK_TRACKED_PEAK = 0x11,    /* peak open events tracked by the writer */
+  NCS_CK_WRITE_ERRORS = 0x12,    /* chunks that could not be written (disk full, ...) */
+  NCS_CK_DISABLED_TYPE = 0x13,   /* starts of types outside NCCLSCOPE_EVENTS (handle NULL) */
+};
+
+/* CRC-32C (Castagnoli), reflected, init ~0, final xor ~0. crc of "123456789" = 0xE3069283 */
+uint32_t ncs_crc32c(uint32_t crc, const void *buf, size_t len);
+
+/* LEB128 varints. put returns bytes written (<= 10). get returns bytes read, 0 on error
+ * (overlong, or runs past end). */
+size_t ncs_put_varint(uint8_t *p, uint64_t v);
+size_t ncs_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v);
+static inline uint64_t ncs_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline int64_t ncs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
+
+/* Mask names: "api,coll,kernel" or a number. Returns 0 on success, -1 with *bad = offending
+ * token. Known names: the per-type cli names plus api, proxy, ce, all, none, default. */
+int ncs_parse_event_list(const char *s, uint32_t *mask, const char **bad, size_t *badlen);
+#define NCS_DEFAULT_EVENTS "api,group,coll,p2p,kernel"
+const char *ncs_type_name(unsigned t); /* "Coll"; "?" when out of range */
+const char *ncs_state_name(unsigned s);
+
+#endif
