@@ -179,7 +179,7 @@ NCS_HIDDEN void ncs_block_push(ncs_block_t *b);
 NCS_HIDDEN uint64_t *ncs_slot_advance(ncs_slot_t *s, uint32_t nwords);
 NCS_HIDDEN void ncs_slot_refill_ids(ncs_slot_t *s);
 
-extern NCS_HIDDEN _Thread_local ncs_slot_t *ncs_tls_slot;
+extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_slot_t *ncs_tls_slot;
 
 static inline ncs_slot_t *ncs_slot(void) {
   ncs_slot_t *s = ncs_tls_slot;

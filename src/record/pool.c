@@ -15,7 +15,7 @@
 
 #include "core/ncs.h"
 
-_Thread_local ncs_slot_t *ncs_tls_slot;
+__attribute__((tls_model("initial-exec"))) _Thread_local ncs_slot_t *ncs_tls_slot;
 
 #define ID_BLOCK 4096
 

@@ -23,7 +23,7 @@
 #define STR_BUF_BYTES (1u << 20)
 #define STR_TABLE 8192 /* distinct string pointers per segment; more share one "<many>" id */
 #define GRACE_NS 20000000ull   /* children quiet this long: a completion is final */
-#define LINGER_NS 2000000000ull /* keep a completed entry this long to catch late children */
+#define LINGER_NS 250000000ull /* keep a completed entry this long to catch late children */
 #define SWEEP_NS 50000000ull
 #define CLOCK_NS 1000000000ull
 #define COUNTERS_NS 5000000000ull

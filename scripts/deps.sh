@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Install the Debian packages ncclscope needs to build and test. Safe to run again: it only
+# installs what is missing. Usage: scripts/deps.sh [build|test]
+set -euo pipefail
+want=(cmake make gcc pkg-config libcmocka-dev)
+if [ "${1:-build}" = test ]; then
+  want+=(clang libclang-rt-14-dev)
+fi
+missing=()
+for p in "${want[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
