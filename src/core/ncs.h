@@ -84,23 +84,23 @@ typedef struct ncs_block {
 
 enum { NCS_SLOT_FREE = 0, NCS_SLOT_ACTIVE = 1, NCS_SLOT_EXITED = 2 };
 
-/* One per producer thread. The producer owns cur/pos/ids; the writer owns rd/rdpos. */
+/* One per producer thread. The producer owns the first cache line, the writer the second:
+ * the writer's progress must not invalidate the line the producer writes on every event. */
 typedef struct {
-  _Atomic int state;
-  uint32_t thread_index; /* per segment; assigned at claim */
+  /* producer side (and claim-time facts the writer reads after seeing state ACTIVE) */
+  _Alignas(64) _Atomic int state;
+  uint32_t thread_index; /* per load; assigned at claim */
   pid_t tid;
-  uint32_t seg;          /* segment number the slot was claimed in */
-  /* producer side */
   ncs_block_t *cur;
   uint32_t pos;
   uint64_t next_id, id_end;
-  _Atomic uint64_t drops[NCS_T_COUNT]; /* written by the producer only (relaxed) */
-  _Atomic uint64_t bad_handle, stale_handle, null_handle, disabled, unknown_type, unknown_state;
   /* writer side */
-  ncs_block_t *rd;
+  _Alignas(64) ncs_block_t *rd;
   uint32_t rdpos;
   uint32_t announced; /* thread index the writer has written a THREAD chunk for, +1 */
-  char pad_[64];
+  /* rare-path counters, written by the producer only (relaxed) */
+  _Alignas(64) _Atomic uint64_t drops[NCS_T_COUNT];
+  _Atomic uint64_t bad_handle, stale_handle, null_handle, disabled, unknown_type, unknown_state;
 } ncs_slot_t;
 
 /* ---- communicators ---- */
@@ -132,7 +132,7 @@ typedef struct {
 typedef struct {
   pthread_mutex_t lock; /* setup, init and finalize only: never on the event path */
   ncs_config_t cfg;
-  int ready;            /* pool and tables exist */
+  _Atomic int ready;    /* pool and tables exist */
   pid_t pid;
   _Atomic uint32_t epoch;
   _Atomic uint32_t seg; /* segment counter within this load */

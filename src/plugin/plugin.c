@@ -30,6 +30,8 @@ void ncs_log(int level, const char *fmt, ...) {
     fprintf(stderr, "ncclscope: %s\n", msg);
 }
 
+static inline int is_ready(void) { return atomic_load_explicit(&ncs_g.ready, memory_order_relaxed); }
+
 static inline uint64_t now(void) {
   return NCS_LIKELY(ncs_g.cfg.use_tsc) ? ncs_tsc() : ncs_mono_ns();
 }
@@ -185,14 +187,14 @@ __attribute__((destructor)) static void ncs_unload(void) {
 static inline uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsigned t,
                                      uint32_t nfields, void *parent, int rank, uint32_t flags) {
   if (NCS_UNLIKELY(!((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1))) {
-    ncs_slot_t *s = ncs_g.ready ? ncs_slot() : NULL;
+    ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
     if (s) ncs_count(&s->disabled);
     return NULL;
   }
   ncs_slot_t *s = ncs_slot();
   unsigned epoch = atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed);
   if (NCS_UNLIKELY(!s)) {
-    if (!ncs_g.ready) return NULL;
+    if (!is_ready()) return NULL;
     uint64_t id = atomic_fetch_add_explicit(&ncs_g.id_counter, 1, memory_order_relaxed);
     *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
     atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
@@ -227,7 +229,7 @@ static inline int type_index(uint64_t type) {
 }
 
 static void unknown_type(void) {
-  ncs_slot_t *s = ncs_g.ready ? ncs_slot() : NULL;
+  ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
   if (s) ncs_count(&s->unknown_type);
 }
 
@@ -436,7 +438,7 @@ START_OLD(1,
 
 /* Validate a handle NCCL gives back. Only our own handles of this load are recorded. */
 static inline int check_handle(void *eh, ncs_slot_t **sp) {
-  ncs_slot_t *s = ncs_g.ready ? ncs_slot() : NULL;
+  ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
   *sp = s;
   uint64_t h = (uint64_t)(uintptr_t)eh;
   if (NCS_UNLIKELY(!h)) {

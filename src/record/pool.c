@@ -131,7 +131,7 @@ void ncs_slot_refill_ids(ncs_slot_t *s) {
 }
 
 ncs_slot_t *ncs_slot_claim(void) {
-  if (!ncs_g.ready) return NULL;
+  if (!atomic_load_explicit(&ncs_g.ready, memory_order_relaxed)) return NULL;
   for (uint32_t i = 0; i < ncs_g.nslots; i++) {
     ncs_slot_t *s = &ncs_g.slots[i];
     int expect = NCS_SLOT_FREE;
@@ -147,16 +147,9 @@ ncs_slot_t *ncs_slot_claim(void) {
     s->pos = s->rdpos = 0;
     s->tid = (pid_t)syscall(SYS_gettid);
     s->thread_index = atomic_fetch_add(&ncs_g.next_thread_index, 1);
-    s->seg = atomic_load(&ncs_g.seg);
     s->announced = 0;
     ncs_slot_refill_ids(s);
-    for (unsigned t = 0; t < NCS_T_COUNT; t++) atomic_store_explicit(&s->drops[t], 0, memory_order_relaxed);
-    atomic_store(&s->bad_handle, 0);
-    atomic_store(&s->stale_handle, 0);
-    atomic_store(&s->null_handle, 0);
-    atomic_store(&s->disabled, 0);
-    atomic_store(&s->unknown_type, 0);
-    atomic_store(&s->unknown_state, 0);
+    /* the rare-path counters are never reset: the writer subtracts a per-segment base */
     atomic_store_explicit(&s->state, NCS_SLOT_ACTIVE, memory_order_release);
     ncs_tls_slot = s;
     if (ncs_g.tls_key_ok) pthread_setspecific(ncs_g.tls_key, s);
