@@ -91,9 +91,10 @@ typedef struct {
   _Alignas(64) _Atomic int state;
   uint32_t thread_index; /* per load; assigned at claim */
   pid_t tid;
-  ncs_block_t *cur;
+  ncs_block_t *cur; /* NULL until the first block could be had */
   uint32_t pos;
   uint64_t next_id, id_end;
+  _Atomic(ncs_block_t *) first; /* the first block, published for the writer */
   /* writer side */
   _Alignas(64) ncs_block_t *rd;
   uint32_t rdpos;
@@ -150,6 +151,7 @@ typedef struct {
   uint32_t nslots;
   _Atomic uint32_t next_thread_index;
   _Atomic uint64_t id_counter;
+  uint64_t id_base; /* first id of this load: random, so a stale handle's id is out of range */
   pthread_key_t tls_key;
   int tls_key_ok;
 
@@ -215,6 +217,6 @@ NCS_HIDDEN void ncs_writer_stop(void);
 
 /* log through NCCL's logger when we have one */
 NCS_HIDDEN void ncs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-extern NCS_HIDDEN ncs_logger_t ncs_logfn;
+extern NCS_HIDDEN _Atomic(ncs_logger_t) ncs_logfn;
 
 #endif

@@ -14,7 +14,7 @@
 #include "core/ncs.h"
 
 ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
-ncs_logger_t ncs_logfn;
+_Atomic(ncs_logger_t) ncs_logfn;
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -24,8 +24,9 @@ void ncs_log(int level, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  if (ncs_logfn)
-    ncs_logfn(level, NCS_LOG_SUBSYS_PROFILE, __FILE__, __LINE__, "ncclscope: %s", msg);
+  ncs_logger_t fn = atomic_load_explicit(&ncs_logfn, memory_order_relaxed);
+  if (fn)
+    fn(level, NCS_LOG_SUBSYS_PROFILE, __FILE__, __LINE__, "ncclscope: %s", msg);
   else if (level <= NCS_LOG_WARN)
     fprintf(stderr, "ncclscope: %s\n", msg);
 }
@@ -56,7 +57,11 @@ static int setup_locked(void) {
   ncs_g.pid = getpid();
   uint64_t t = ncs_mono_ns();
   atomic_store(&ncs_g.epoch, (uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
-  atomic_store(&ncs_g.id_counter, 1);
+  /* ids of this load start at a random point: a handle of an earlier load whose 8-bit epoch
+   * happens to match is still rejected, because its id is outside [id_base, counter) */
+  ncs_g.id_base = ((t * 0x9E3779B97F4A7C15ull) >> 24) & (NCS_ID_MASK >> 2);
+  if (!ncs_g.id_base) ncs_g.id_base = 1;
+  atomic_store(&ncs_g.id_counter, ncs_g.id_base);
   if (ncs_pool_setup() != 0) {
     ncs_log(NCS_LOG_WARN, "cannot map a %llu-byte buffer pool; profiling disabled",
             (unsigned long long)ncs_g.cfg.pool_bytes);
@@ -91,7 +96,7 @@ static uint32_t abi_mask(int abi) {
 static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const char *name,
                             int nnodes, int nranks, int rank, ncs_logger_t logfn, int abi) {
   if (context) *context = NULL;
-  if (logfn) ncs_logfn = logfn;
+  if (logfn) atomic_store_explicit(&ncs_logfn, logfn, memory_order_relaxed);
   if (!context) return NCS_SUCCESS;
   pthread_mutex_lock(&ncs_g.lock);
   if (setup_locked() != 0) {
@@ -107,8 +112,8 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   if (idx >= ncs_g.cfg.max_comms) {
     ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one",
             ncs_g.cfg.max_comms);
+    if (mask) __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED); /* NCCL reads it with atomic loads */
     pthread_mutex_unlock(&ncs_g.lock);
-    if (mask) *mask = (int)m;
     return NCS_SUCCESS;
   }
   ncs_comm_t *c = &ncs_g.comms[idx];
@@ -126,9 +131,9 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   atomic_fetch_add(&ncs_g.live_comms, 1);
   ncs_g.mask_set = m;
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
+  /* one process-wide int in NCCL: every init writes it (under our lock), the last one wins */
+  if (mask) __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED); /* NCCL reads it with atomic loads */
   pthread_mutex_unlock(&ncs_g.lock);
-  /* one process-wide int in NCCL: every init writes it, the last one wins */
-  if (mask) *mask = (int)m;
   return NCS_SUCCESS;
 }
 
@@ -149,9 +154,11 @@ static ncs_result_t do_finalize(void *context) {
   int idx = ncs_g.ready ? ctx_index(context) : -1;
   if (idx >= 0) {
     ncs_comm_t *c = &ncs_g.comms[idx];
-    int live = NCS_COMM_LIVE;
-    if (atomic_compare_exchange_strong(&c->state, &live, NCS_COMM_DONE)) {
+    /* only finalize moves LIVE -> DONE, under the lock; fini_tsc is written before the state
+     * the writer reads it by */
+    if (atomic_load(&c->state) == NCS_COMM_LIVE) {
       c->fini_tsc = now();
+      atomic_store(&c->state, NCS_COMM_DONE);
       /* Last communicator: NCCL may dlclose us right after this returns, so the writer is
        * joined and the file completed now. */
       if (atomic_fetch_sub(&ncs_g.live_comms, 1) == 1 && ncs_g.writer_running) ncs_writer_stop();
@@ -441,19 +448,25 @@ static inline int check_handle(void *eh, ncs_slot_t **sp) {
   ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
   *sp = s;
   uint64_t h = (uint64_t)(uintptr_t)eh;
+  _Atomic uint64_t *bad = NULL;
   if (NCS_UNLIKELY(!h)) {
-    if (s) ncs_count(&s->null_handle);
+    bad = s ? &s->null_handle : NULL;
+  } else if (NCS_UNLIKELY(!ncs_eh_is_ours(h))) {
+    bad = s ? &s->bad_handle : NULL;
+  } else if (NCS_UNLIKELY(ncs_eh_epoch(h) != (atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed) & 0xFF) ||
+                          ncs_eh_id(h) < ncs_g.id_base ||
+                          ncs_eh_id(h) >= atomic_load_explicit(&ncs_g.id_counter, memory_order_relaxed))) {
+    bad = s ? &s->stale_handle : NULL;
+  } else if (NCS_LIKELY(s)) {
+    return (int)ncs_eh_type(h);
+  } else if (is_ready()) {
+    /* a valid handle but no thread slot: the record is lost, and counted */
+    atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ncs_g.no_slot_by_type[ncs_eh_type(h)], 1, memory_order_relaxed);
     return -1;
   }
-  if (NCS_UNLIKELY(!ncs_eh_is_ours(h))) {
-    if (s) ncs_count(&s->bad_handle);
-    return -1;
-  }
-  if (NCS_UNLIKELY(ncs_eh_epoch(h) != (atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed) & 0xFF))) {
-    if (s) ncs_count(&s->stale_handle);
-    return -1;
-  }
-  return s ? (int)ncs_eh_type(h) : -1;
+  if (bad) ncs_count(bad);
+  return -1;
 }
 
 static ncs_result_t stop_any(void *eh) {

@@ -138,13 +138,11 @@ ncs_slot_t *ncs_slot_claim(void) {
     if (atomic_load_explicit(&s->state, memory_order_relaxed) != NCS_SLOT_FREE) continue;
     /* claim with a temporary state so the writer does not look at it half-built */
     if (!atomic_compare_exchange_strong(&s->state, &expect, -1)) continue;
-    ncs_block_t *b = ncs_block_pop();
-    if (!b) {
-      atomic_store(&s->state, NCS_SLOT_FREE);
-      return NULL;
-    }
-    s->cur = s->rd = b;
+    /* No block yet: the first record takes one (or counts a drop if the pool is empty), so a
+     * thread that arrives while the pool is exhausted still has a slot to count on. */
+    s->cur = s->rd = NULL;
     s->pos = s->rdpos = 0;
+    atomic_store_explicit(&s->first, NULL, memory_order_relaxed);
     s->tid = (pid_t)syscall(SYS_gettid);
     s->thread_index = atomic_fetch_add(&ncs_g.next_thread_index, 1);
     s->announced = 0;
@@ -168,7 +166,9 @@ uint64_t *ncs_slot_advance(ncs_slot_t *s, uint32_t nwords) {
   ncs_block_t *old = s->cur;
   s->cur = nb;
   s->pos = 0;
-  /* publishing next tells the writer that old is final */
-  atomic_store_explicit(&old->next, nb, memory_order_release);
+  if (!old) /* the thread's first block */
+    atomic_store_explicit(&s->first, nb, memory_order_release);
+  else /* publishing next tells the writer that old is final */
+    atomic_store_explicit(&old->next, nb, memory_order_release);
   return &nb->words[0];
 }

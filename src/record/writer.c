@@ -44,7 +44,7 @@ typedef struct {
 
 typedef struct {
   int fd;
-  char path[1200];
+  char path[1280];
   ncs_buf_t ev, str, tmp;
   ncs_evchunk_t evc;
   int ev_open;
@@ -251,6 +251,10 @@ static void emit_complete(trk_t *p, uint32_t extra) {
   p->emitted_ns = ncs_mono_ns();
 }
 
+/* t is more than lim ns before now. Event times converted from the TSC can be a little later
+ * than the writer's own clock reading, so the difference must not wrap. */
+static inline int older_than(uint64_t now, uint64_t t, uint64_t lim) { return t < now && now - t > lim; }
+
 static int is_parent(unsigned t) { return t == NCS_T_COLL || t == NCS_T_P2P; }
 static int is_child(unsigned t) { return t == NCS_T_PROXY_OP || t == NCS_T_KERNEL_CH; }
 
@@ -261,7 +265,7 @@ static void maybe_complete(trk_t *p, int from_sweep, uint64_t now) {
   if (p->emitted && !p->revise) return;
   /* every channel reported its kernel work: final right away; otherwise wait for quiet */
   int all_channels = p->nch && p->n_kch >= p->nch && !(W.expect_children & NCS_EV_PROXY_OP);
-  if (all_channels || (from_sweep && now - p->last_ns > GRACE_NS)) emit_complete(p, 0);
+  if (all_channels || (from_sweep && older_than(now, p->last_ns, GRACE_NS))) emit_complete(p, 0);
 }
 
 static void track_start(const ncs_event_t *e) {
@@ -354,7 +358,7 @@ static void sweep(int flush) {
     if (!e->id) continue;
     int again = 0;
     if (is_child(e->type)) {
-      if (flush || now - e->start_ns > expire) {
+      if (flush || older_than(now, e->start_ns, expire)) {
         emit_expired(e->id, e->type, flush ? NCS_XR_FLUSH : NCS_XR_TIMEOUT, e->start_ns);
         trk_t *p = e->parent ? trk_find(e->parent) : NULL;
         if (p) {
@@ -368,7 +372,7 @@ static void sweep(int flush) {
       int kids = e->n_kch + e->n_pop;
       if (!e->seen_start) {
         /* a placeholder whose START never came (dropped): completions cannot be attributed */
-        if (flush || now - e->start_ns > expire) {
+        if (flush || older_than(now, e->start_ns, expire)) {
           trk_remove(e);
           again = 1;
         }
@@ -384,8 +388,8 @@ static void sweep(int flush) {
         again = 1;
       } else {
         maybe_complete(e, 1, now);
-        int done_lingering = e->emitted && !e->revise && now - e->emitted_ns > LINGER_NS;
-        int stale = now - e->start_ns > expire;
+        int done_lingering = e->emitted && !e->revise && older_than(now, e->emitted_ns, LINGER_NS);
+        int stale = older_than(now, e->start_ns, expire);
         if (done_lingering) {
           trk_remove(e);
           again = 1;
@@ -443,7 +447,8 @@ static void decode_ref(uint64_t raw, int pxn, uint8_t *kind, uint64_t *val) {
     *kind = NCS_REF_NONE;
   else if (pxn || (raw >> 56) != NCS_EH_TAG)
     *kind = NCS_REF_FOREIGN; /* never dereferenced, only recorded */
-  else if (((raw >> 44) & 0xFF) != (atomic_load(&ncs_g.epoch) & 0xFF))
+  else if (((raw >> 44) & 0xFF) != (atomic_load(&ncs_g.epoch) & 0xFF) ||
+           (raw & NCS_ID_MASK) < ncs_g.id_base || (raw & NCS_ID_MASK) >= atomic_load(&ncs_g.id_counter))
     *kind = NCS_REF_STALE;
   else {
     *kind = NCS_REF_LOCAL;
@@ -519,6 +524,8 @@ static void announce_thread(ncs_slot_t *s) {
 /* Drain one slot's chain of blocks. Returns records processed. */
 static uint64_t drain_slot(ncs_slot_t *s) {
   uint64_t n = 0;
+  if (!s->rd) s->rd = atomic_load_explicit(&s->first, memory_order_acquire);
+  if (!s->rd) return 0; /* the thread has not had a block yet */
   for (;;) {
     ncs_block_t *b = s->rd;
     uint32_t c = atomic_load_explicit(&b->committed, memory_order_acquire);
@@ -551,10 +558,13 @@ static uint64_t drain_all(void) {
     if (st != NCS_SLOT_ACTIVE && st != NCS_SLOT_EXITED) continue;
     if (s->announced != s->thread_index + 1) announce_thread(s);
     n += drain_slot(s);
-    if (st == NCS_SLOT_EXITED && !atomic_load_explicit(&s->rd->next, memory_order_acquire) &&
-        atomic_load_explicit(&s->rd->committed, memory_order_acquire) == s->rdpos) {
-      ncs_block_push(s->rd);
+    if (st == NCS_SLOT_EXITED &&
+        (!s->rd || (!atomic_load_explicit(&s->rd->next, memory_order_acquire) &&
+                    atomic_load_explicit(&s->rd->committed, memory_order_acquire) == s->rdpos))) {
+      if (s->rd) ncs_block_push(s->rd);
       s->rd = s->cur = NULL;
+      s->rdpos = 0;
+      atomic_store_explicit(&s->first, NULL, memory_order_relaxed);
       atomic_store_explicit(&s->state, NCS_SLOT_FREE, memory_order_release);
     }
   }
@@ -674,7 +684,12 @@ static int open_file(void) {
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
   host[strcspn(host, "/")] = 0;
-  snprintf(W.path, sizeof W.path, "%s/%s-%d%s", dir, host, (int)ncs_g.pid, NCS_TRACE_SUFFIX);
+  int n = snprintf(W.path, sizeof W.path, "%.1023s/%.100s-%d%s", dir, host, (int)ncs_g.pid,
+                   NCS_TRACE_SUFFIX);
+  if (n < 0 || (size_t)n >= sizeof W.path) {
+    ncs_log(NCS_LOG_WARN, "trace path too long under NCCLSCOPE_DIR=%s; profiling disabled", dir);
+    return -1;
+  }
   W.fd = open(W.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (W.fd < 0) {
     ncs_log(NCS_LOG_WARN, "cannot open %s: %s; profiling disabled", W.path, strerror(errno));

@@ -1,0 +1,389 @@
+/* main.c - nccl-sim's command line, processes and summary.
+ *
+ * Every process (the parent is process 0; --procs forks the others before anything is loaded,
+ * so each loads the plugin itself like a separate NCCL rank) runs the scenario and adds what it
+ * called to one shared table. The parent prints that table: the tests compare it with what the
+ * plugin recorded.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+sim_opts_t sim_opt;
+sim_counts_t *sim_cnt;
+
+/* ------------------------------------------------------------------ util */
+uint64_t sim_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+/* The GPU's %globaltimer is a separate clock that runs ahead of host time (DESIGN.md "Time"). */
+uint64_t sim_gpu_ns(void) {
+  uint64_t h = sim_now_ns();
+  return h + (uint64_t)sim_opt.gpu_offset_ns + (uint64_t)((double)h * sim_opt.gpu_drift_ppm * 1e-6);
+}
+
+uint64_t sim_rand(uint64_t *s) {
+  uint64_t x = *s ? *s : 0x2545F4914F6CDD1Dull;
+  x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+  *s = x;
+  return x * 0x2545F4914F6CDD1Dull;
+}
+
+uint64_t sim_mix(uint64_t a, uint64_t b) { /* splitmix64 of a combination */
+  uint64_t z = a * 0x9E3779B97F4A7C15ull + b + 0x632BE59BD9B4E019ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+void sim_sleep_us(unsigned us) {
+  struct timespec t = {(time_t)(us / 1000000u), (long)(us % 1000000u) * 1000L};
+  while (nanosleep(&t, &t) != 0 && errno == EINTR) {
+  }
+}
+
+void sim_fail(const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "nccl-sim[%d]: error: %s\n", (int)getpid(), msg);
+  int was = 0;
+  if (atomic_compare_exchange_strong(&sim_cnt->failed, &was, 1))
+    snprintf(sim_cnt->fail_msg, sizeof sim_cnt->fail_msg, "%s", msg);
+}
+
+void sim_log(const char *fmt, ...) {
+  if (!sim_opt.verbose) return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "nccl-sim[%d]: ", (int)getpid());
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void *sim_xcalloc(size_t n, size_t size) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p) {
+    fprintf(stderr, "nccl-sim: out of memory\n");
+    abort();
+  }
+  return p;
+}
+
+/* Hook for per-rank delays (a later issue adds stragglers); today nothing is delayed. */
+void sim_delay_point(int rank, int where) {
+  (void)rank;
+  (void)where;
+}
+
+/* ------------------------------------------------------------------ options */
+static void usage(FILE *f) {
+  fprintf(
+      f,
+      "usage: nccl-sim [--plugin PATH|NAME|none] [--scenario NAME] [options]\n"
+      "Drives an NCCL profiler plugin the way NCCL 2.23..2.30 does, on a CPU.\n\n"
+      "  --plugin P        plugin .so (path, NCCL-style name, or 'none' for built-in no-ops);\n"
+      "                    default $NCCL_PROFILER_PLUGIN, else libnccl-profiler.so\n"
+      "  --scenario S      what to run (default allreduce); --list shows them\n"
+      "  --abi N           call through ncclProfiler_vN (1..6); default: newest exported\n"
+      "  --ranks N         ranks (default 4, at most %d)\n"
+      "  --procs P         run the ranks in P processes (default 1; pxn needs 2)\n"
+      "  --threads T       user threads per process (default one per rank); flood: producers\n"
+      "  --iters K         operations per rank (default 10)\n"
+      "  --comms C         communicators per rank (default 1; grouped/mixed 2)\n"
+      "  --channels N      channels per operation, at most (default 2, max %d)\n"
+      "  --steps N         network steps per proxy op (default 4)\n"
+      "  --nodes N         nodes the ranks spread over (default: one node per rank)\n"
+      "  --count N         elements per operation (default 262144)\n"
+      "  --seed S          random seed (default 1)\n"
+      "  --replays K       graph: replays of the captured graph (default 4)\n"
+      "  --cycles N        reload: load/unload cycles (default 3)\n"
+      "  --race PCT        %% of plans whose children finish before the Coll stop (default 30)\n"
+      "  --net KIND        net descriptors: sock, ib or mix (default sock)\n"
+      "  --net-threads N   net helper threads (default 2)\n"
+      "  --mask M          force the activation mask after every init (like a RAS override)\n"
+      "  --gpu-offset-us U fake GPU clock offset ahead of CLOCK_MONOTONIC (default 500)\n"
+      "  --gpu-drift-ppm D fake GPU clock drift (default 0)\n"
+      "  --events N        flood: total plugin calls (default 1000000)\n"
+      "  --duration S      flood: run S seconds instead of a call count\n"
+      "  --rate R          flood: pace to R calls/s in total (default: as fast as possible)\n"
+      "  --verbose         print the plugin's log lines and progress to stderr\n"
+      "  --list            list the scenarios\n"
+      "  --help            this text\n",
+      SIM_MAX_RANKS, SIM_MAX_CHANNELS);
+}
+
+static int parse_num(const char *opt, const char *s, double lo, double hi, double *out) {
+  char *e;
+  errno = 0;
+  double v = strtod(s, &e);
+  if (e == s || *e || errno || v < lo || v > hi) {
+    fprintf(stderr, "nccl-sim: bad value for %s: '%s' (expected %g..%g)\n", opt, s, lo, hi);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+static int parse_mask(const char *s, long *out) {
+  char *e;
+  errno = 0;
+  long v = strtol(s, &e, 0);
+  if (e == s || *e || errno || v < 0 || v > 0x7FFF) {
+    fprintf(stderr, "nccl-sim: bad value for --mask: '%s' (expected 0..0x7fff)\n", s);
+    return -1;
+  }
+  *out = v;
+  return 0;
+}
+
+enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
+       O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_EVENTS, O_DURATION, O_RATE, O_VERBOSE,
+       O_LIST, O_HELP };
+
+static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
+                                          {"scenario", 1, 0, O_SCENARIO},
+                                          {"abi", 1, 0, O_ABI},
+                                          {"ranks", 1, 0, O_RANKS},
+                                          {"procs", 1, 0, O_PROCS},
+                                          {"threads", 1, 0, O_THREADS},
+                                          {"iters", 1, 0, O_ITERS},
+                                          {"comms", 1, 0, O_COMMS},
+                                          {"channels", 1, 0, O_CHANNELS},
+                                          {"steps", 1, 0, O_STEPS},
+                                          {"nodes", 1, 0, O_NODES},
+                                          {"count", 1, 0, O_COUNT},
+                                          {"seed", 1, 0, O_SEED},
+                                          {"replays", 1, 0, O_REPLAYS},
+                                          {"cycles", 1, 0, O_CYCLES},
+                                          {"race", 1, 0, O_RACE},
+                                          {"net", 1, 0, O_NET},
+                                          {"net-threads", 1, 0, O_NET_THREADS},
+                                          {"mask", 1, 0, O_MASK},
+                                          {"gpu-offset-us", 1, 0, O_GPU_OFF},
+                                          {"gpu-drift-ppm", 1, 0, O_GPU_DRIFT},
+                                          {"events", 1, 0, O_EVENTS},
+                                          {"duration", 1, 0, O_DURATION},
+                                          {"rate", 1, 0, O_RATE},
+                                          {"verbose", 0, 0, O_VERBOSE},
+                                          {"list", 0, 0, O_LIST},
+                                          {"help", 0, 0, O_HELP},
+                                          {0, 0, 0, 0}};
+
+static void set_defaults(sim_opts_t *o) {
+  memset(o, 0, sizeof *o);
+  const char *env = getenv("NCCL_PROFILER_PLUGIN");
+  o->plugin = env && *env ? env : "libnccl-profiler.so";
+  o->scenario = "allreduce";
+  o->ranks = 4, o->procs = 1, o->iters = 10, o->channels = 2, o->steps = 4;
+  o->replays = 4, o->cycles = 3, o->race_pct = 30, o->net_threads = 2;
+  o->count = 262144, o->seed = 1, o->mask_override = -1;
+  o->flood_events = 1000000;
+  o->gpu_offset_ns = 500000;
+}
+
+/* Returns 0 to run, 1 to exit successfully (help, list), -1 on a bad argument. */
+static int parse_args(int argc, char **argv, sim_opts_t *o) {
+  int c;
+  double v;
+  while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
+    const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+#define NUM(lo, hi, dst)                                                                          \
+  do {                                                                                            \
+    if (parse_num(name, optarg, lo, hi, &v)) return -1;                                           \
+    dst = v;                                                                                      \
+  } while (0)
+    switch (c) {
+    case O_PLUGIN: o->plugin = optarg; break;
+    case O_SCENARIO: o->scenario = optarg; break;
+    case O_ABI: NUM(1, 6, o->abi); break;
+    case O_RANKS: NUM(1, SIM_MAX_RANKS, o->ranks); break;
+    case O_PROCS: NUM(1, 16, o->procs); break;
+    case O_THREADS: NUM(1, 256, o->threads); o->threads_set = 1; break;
+    case O_ITERS: NUM(0, 1e9, o->iters); break;
+    case O_COMMS: NUM(1, SIM_MAX_COMMS, o->comms); o->comms_set = 1; break;
+    case O_CHANNELS: NUM(1, SIM_MAX_CHANNELS, o->channels); break;
+    case O_STEPS: NUM(1, 100000, o->steps); break;
+    case O_NODES: NUM(1, SIM_MAX_RANKS, o->nodes); break;
+    case O_COUNT: NUM(1, 1e12, o->count); break;
+    case O_SEED: NUM(0, 1.8e19, o->seed); break;
+    case O_REPLAYS: NUM(0, 1e6, o->replays); break;
+    case O_CYCLES: NUM(1, 1000, o->cycles); break;
+    case O_RACE: NUM(0, 100, o->race_pct); break;
+    case O_NET:
+      if (!strcmp(optarg, "sock") || !strcmp(optarg, "socket")) o->net_kind = SIM_NET_SOCK;
+      else if (!strcmp(optarg, "ib")) o->net_kind = SIM_NET_IB;
+      else if (!strcmp(optarg, "mix")) o->net_kind = SIM_NET_MIX;
+      else {
+        fprintf(stderr, "nccl-sim: bad value for --net: '%s' (sock, ib or mix)\n", optarg);
+        return -1;
+      }
+      break;
+    case O_NET_THREADS: NUM(1, 16, o->net_threads); break;
+    case O_MASK: if (parse_mask(optarg, &o->mask_override)) return -1; break;
+    case O_GPU_OFF: NUM(-1e9, 1e9, v); o->gpu_offset_ns = (int64_t)(v * 1000.0); break;
+    case O_GPU_DRIFT: NUM(-1e5, 1e5, o->gpu_drift_ppm); break;
+    case O_EVENTS: NUM(1, 1e15, o->flood_events); break;
+    case O_DURATION: NUM(0.001, 86400, o->flood_duration); break;
+    case O_RATE: NUM(1, 1e12, o->flood_rate); break;
+    case O_VERBOSE: o->verbose = 1; break;
+    case O_LIST: sim_scenario_list(); return 1;
+    case O_HELP: usage(stdout); return 1;
+    default: usage(stderr); return -1;
+    }
+#undef NUM
+  }
+  if (optind < argc) {
+    fprintf(stderr, "nccl-sim: unexpected argument '%s'\n", argv[optind]);
+    return -1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ summary */
+static uint64_t ld(_Atomic uint64_t *p) { return atomic_load(p); }
+
+static void print_summary(const sim_opts_t *o, double seconds) {
+  sim_counts_t *c = sim_cnt;
+  uint64_t starts = 0, stops = 0, states = 0;
+  for (int t = 0; t < NCS_NTYPES; t++)
+    starts += ld(&c->start[t]), stops += ld(&c->stop[t]), states += ld(&c->state[t]);
+  printf("nccl-sim: scenario=%s plugin=%s abi=%d procs=%d ranks=%d comms=%d threads=%d iters=%d "
+         "loads=%llu inits=%llu finalizes=%llu init_failures=%llu ops=%llu starts=%llu stops=%llu "
+         "states=%llu open=%lld null_stops=%llu null_states=%llu garbage_stops=%llu "
+         "garbage_states=%llu double_stops=%llu double_states=%llu stale_stops=%llu "
+         "stale_states=%llu null_args=%llu null_ctx_starts=%llu foreign_starts=%llu "
+         "graph_colls=%llu mask=0x%x seconds=%.3f\n",
+         o->scenario, o->plugin, sim_plugin_abi(), o->procs, o->ranks, o->comms, o->threads,
+         o->iters, (unsigned long long)ld(&c->loads), (unsigned long long)ld(&c->inits),
+         (unsigned long long)ld(&c->finalizes), (unsigned long long)ld(&c->init_failures),
+         (unsigned long long)ld(&c->ops), (unsigned long long)starts, (unsigned long long)stops,
+         (unsigned long long)states, (long long)(starts - stops),
+         (unsigned long long)ld(&c->null_stops), (unsigned long long)ld(&c->null_states),
+         (unsigned long long)ld(&c->garbage_stops), (unsigned long long)ld(&c->garbage_states),
+         (unsigned long long)ld(&c->double_stops), (unsigned long long)ld(&c->double_states),
+         (unsigned long long)ld(&c->stale_stops), (unsigned long long)ld(&c->stale_states),
+         (unsigned long long)ld(&c->null_args), (unsigned long long)ld(&c->null_ctx_starts),
+         (unsigned long long)ld(&c->foreign_starts), (unsigned long long)ld(&c->graph_colls),
+         (unsigned)sim_mask(), seconds);
+  printf("nccl-sim-types:");
+  for (int t = 0; t < NCS_NTYPES; t++)
+    printf(" %s=%llu,%llu,%llu", sim_type_names[t], (unsigned long long)ld(&c->start[t]),
+           (unsigned long long)ld(&c->stop[t]), (unsigned long long)ld(&c->state[t]));
+  printf("\n");
+  fflush(stdout);
+}
+
+/* ------------------------------------------------------------------ processes */
+static int run_proc(const sim_scenario_t *s, int proc) {
+  sim_pxn_child_fds(proc);
+  int rc = s->run(proc);
+  if (atomic_load(&sim_cnt->failed)) rc = 1;
+  return rc;
+}
+
+static int wait_children(const pid_t *pids, int n) {
+  int rc = 0;
+  for (int i = 0; i < n; i++) {
+    int st;
+    while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(st)) {
+      fprintf(stderr, "nccl-sim: process %d (pid %d) killed by signal %d\n", i + 1, (int)pids[i],
+              WTERMSIG(st));
+      rc = 1;
+    } else if (WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "nccl-sim: process %d (pid %d) exited with %d\n", i + 1, (int)pids[i],
+              WEXITSTATUS(st));
+      rc = 1;
+    }
+  }
+  return rc;
+}
+
+static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
+  if (o->procs < s->min_procs) o->procs = s->min_procs;
+  if (o->procs > o->ranks) {
+    fprintf(stderr, "nccl-sim: --procs %d needs at least that many ranks (have %d)\n", o->procs,
+            o->ranks);
+    return -1;
+  }
+  if (!o->comms_set) o->comms = s->default_comms;
+  if (o->nodes > o->ranks) o->nodes = o->ranks;
+  int per_proc = (o->ranks + o->procs - 1) / o->procs;
+  if (strcmp(s->name, "flood") == 0) {
+    if (!o->threads_set) o->threads = 1;
+    if (o->procs != 1) {
+      fprintf(stderr, "nccl-sim: flood runs in one process\n");
+      return -1;
+    }
+  } else if (!o->threads_set || o->threads > per_proc) {
+    if (o->threads_set)
+      fprintf(stderr, "nccl-sim: --threads capped at %d (ranks per process)\n", per_proc);
+    o->threads = per_proc;
+  }
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  set_defaults(&sim_opt);
+  int pr = parse_args(argc, argv, &sim_opt);
+  if (pr) return pr > 0 ? 0 : 2;
+  const sim_scenario_t *s = sim_scenario_find(sim_opt.scenario);
+  if (!s) {
+    fprintf(stderr, "nccl-sim: unknown scenario '%s'; --list shows them\n", sim_opt.scenario);
+    return 2;
+  }
+  if (check_opts(&sim_opt, s)) return 2;
+  sim_cnt = mmap(NULL, sizeof *sim_cnt, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sim_cnt == MAP_FAILED) {
+    perror("nccl-sim: mmap");
+    return 1;
+  }
+  if (sim_opt.procs > 1 && strcmp(s->name, "pxn") == 0 && sim_pxn_setup(sim_opt.procs) != 0) {
+    perror("nccl-sim: pipe");
+    return 1;
+  }
+  uint64_t t0 = sim_now_ns();
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pids[16];
+  int nkids = 0;
+  for (int p = 1; p < sim_opt.procs; p++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("nccl-sim: fork");
+      return 1;
+    }
+    if (pid == 0) {
+      int rc = run_proc(s, p);
+      fflush(stdout);
+      fflush(stderr);
+      _exit(rc ? 1 : 0);
+    }
+    pids[nkids++] = pid;
+  }
+  int rc = run_proc(s, 0);
+  if (wait_children(pids, nkids)) rc = 1;
+  print_summary(&sim_opt, (double)(sim_now_ns() - t0) * 1e-9);
+  if (atomic_load(&sim_cnt->failed)) {
+    fprintf(stderr, "nccl-sim: FAILED: %s\n", sim_cnt->fail_msg);
+    rc = 1;
+  }
+  return rc ? 1 : 0;
+}

@@ -1,0 +1,613 @@
+/* nccl.c - the part of NCCL that sits between the user's calls and the proxy threads.
+ *
+ * A group of calls goes through the same profiler call sites as in NCCL (R§3.2, R§3.3):
+ *   user thread:  GroupApi start, GroupStartApiStop, {CollApi|P2pApi start/stop}...,
+ *                 GroupEndApiStart, then per communicator plan: KernelLaunch start/stop and the
+ *                 "host stream plan task"; finally GroupApi stop.
+ *   plan task:    Group start, Coll/P2p starts, proxy ops posted, Coll/P2p stops, Group stop.
+ *                 It runs inline, or on a CUDA host-callback thread for graph replays and for
+ *                 eager plans queued behind pending graph work (R§3.3 item 4, R§7).
+ * The activation mask is sampled once per group, like NCCL's thread-local API state.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+/* Strings as NCCL's *ToString functions return them: static literals (R§2.9). */
+const char *const sim_func_str[SIM_NFUNCS] = {"Broadcast", "Reduce",   "AllGather", "ReduceScatter",
+                                              "AllReduce", "SendRecv", "Send",      "Recv"};
+/* NCCL has no case for ncclUint8 and prints "Unknown" (R§2.9). */
+const char *const sim_dtype_str[SIM_NDTYPES] = {
+    "ncclInt8",  "Unknown",     "ncclInt32",   "ncclUint32",  "ncclInt64",
+    "ncclUint64", "ncclFloat16", "ncclFloat32", "ncclFloat64", "ncclBfloat16"};
+const char *const sim_algo_str[SIM_NALGOS] = {
+    "TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+const char *const sim_proto_str[SIM_NPROTOS] = {"LL", "LL128", "SIMPLE"};
+static const int dtype_size[SIM_NDTYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+
+/* ------------------------------------------------------------------ plans */
+typedef struct {
+  int func, dtype, algo, proto, nch, kind, root, is_p2p;
+  size_t count;     /* the task's count: bytes for AllGather/Broadcast (R§2.9) */
+  int tdtype;       /* the task's datatype: ncclInt8 for AllGather/Broadcast */
+  size_t ucount;    /* the user's count (CE descriptor) */
+  size_t bytes;     /* bytes each rank moves */
+  int mask;         /* activation mask copied at enqueue */
+  void *api_h;      /* CollApi/P2pApi handle; kept for graph replays (R§7) */
+  void *group_api_h;
+  void *ev_h;       /* Coll/P2p handle of the current execution */
+  const void *sendbuff;
+  void *recvbuff;
+} sim_task_t;
+
+typedef struct sim_plan {
+  struct sim_plan *next; /* graph list */
+  sim_comm_t *comm;
+  sim_task_t *tasks;
+  int ntasks;
+  int persistent;        /* captured in a graph */
+  int has_proxy;
+  int mask;
+  uint64_t gpu_launch;
+  uint64_t rng;
+} sim_plan_t;
+
+struct sim_graph {
+  sim_plan_t *plans;     /* replayed at every launch */
+  sim_plan_t *once;      /* plans without proxy ops: ran once at capture (R§7) */
+};
+
+/* ------------------------------------------------------------------ CUDA host-callback queue */
+typedef struct cbq_item {
+  struct cbq_item *next;
+  sim_plan_t *plan;
+} cbq_item_t;
+
+struct sim_cbq {
+  pthread_mutex_t mu;
+  pthread_cond_t cv, idle;
+  cbq_item_t *head, *tail;
+  int pending, stop;
+  pthread_t th;
+};
+
+static void host_plan_task(sim_plan_t *p, int replay);
+static void plan_free(sim_plan_t *p);
+
+static void *cbq_main(void *arg) {
+  sim_cbq_t *q = arg;
+  pthread_mutex_lock(&q->mu);
+  for (;;) {
+    while (!q->head && !q->stop) pthread_cond_wait(&q->cv, &q->mu);
+    if (!q->head) break;
+    cbq_item_t *it = q->head;
+    q->head = it->next;
+    if (!q->head) q->tail = NULL;
+    pthread_mutex_unlock(&q->mu);
+    /* a persistent plan is a graph replay; an eager one ran behind it in stream order */
+    host_plan_task(it->plan, it->plan->persistent);
+    if (!it->plan->persistent) plan_free(it->plan);
+    free(it);
+    pthread_mutex_lock(&q->mu);
+    if (--q->pending == 0) pthread_cond_broadcast(&q->idle);
+  }
+  pthread_mutex_unlock(&q->mu);
+  return NULL;
+}
+
+sim_cbq_t *sim_cbq_create(void) {
+  sim_cbq_t *q = sim_xcalloc(1, sizeof *q);
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->cv, NULL);
+  pthread_cond_init(&q->idle, NULL);
+  if (pthread_create(&q->th, NULL, cbq_main, q) != 0) sim_fail("cannot start a callback thread");
+  return q;
+}
+
+static void cbq_push(sim_cbq_t *q, sim_plan_t *p) {
+  cbq_item_t *it = sim_xcalloc(1, sizeof *it);
+  it->plan = p;
+  pthread_mutex_lock(&q->mu);
+  if (q->tail)
+    q->tail->next = it;
+  else
+    q->head = it;
+  q->tail = it;
+  q->pending++;
+  pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+}
+
+static int cbq_busy(sim_cbq_t *q) {
+  pthread_mutex_lock(&q->mu);
+  int b = q->pending > 0;
+  pthread_mutex_unlock(&q->mu);
+  return b;
+}
+
+void sim_cbq_drain(sim_cbq_t *q) {
+  pthread_mutex_lock(&q->mu);
+  while (q->pending > 0) pthread_cond_wait(&q->idle, &q->mu);
+  pthread_mutex_unlock(&q->mu);
+}
+
+void sim_cbq_destroy(sim_cbq_t *q) {
+  if (!q) return;
+  pthread_mutex_lock(&q->mu);
+  q->stop = 1;
+  pthread_cond_signal(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  pthread_join(q->th, NULL);
+  pthread_mutex_destroy(&q->mu);
+  pthread_cond_destroy(&q->cv);
+  pthread_cond_destroy(&q->idle);
+  free(q);
+}
+
+/* ------------------------------------------------------------------ communicators */
+int sim_global_rank(const sim_comm_t *c, int k) { return c->gbase + c->gstride * k; }
+
+int sim_node_of(int grank) {
+  int nodes = sim_opt.nodes > 0 ? sim_opt.nodes : sim_opt.ranks;
+  int per = (sim_opt.ranks + nodes - 1) / nodes;
+  return grank / (per > 0 ? per : 1);
+}
+
+static int comm_nnodes(const sim_comm_t *c) {
+  int n = 0, last = -1;
+  for (int k = 0; k < c->nranks; k++) {
+    int node = sim_node_of(sim_global_rank(c, k)); /* ascending: count changes */
+    if (node != last) n++, last = node;
+  }
+  return n;
+}
+
+sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, int gstride,
+                            const char *name, sim_comm_t *share_proxy_with) {
+  static _Atomic int next_index;
+  sim_comm_t *c = sim_xcalloc(1, sizeof *c);
+  c->rank = rank, c->nranks = nranks, c->gbase = gbase, c->gstride = gstride;
+  c->comm_id = comm_id;
+  if (name) snprintf(c->name, sizeof c->name, "%s", name);
+  c->nnodes = comm_nnodes(c);
+  int index = atomic_fetch_add(&next_index, 1);
+  c->stream = (void *)(uintptr_t)(0x5a000000u + 0x100u * (unsigned)index);
+  /* NCCL initialises the plugin context before it creates the proxy thread (R§1.4). */
+  sim_comm_init(&c->ctx, comm_id, name, c->nnodes, nranks, rank);
+  if (share_proxy_with) { /* split with shared resources: ProxyCtrl keeps the creator's context */
+    c->proxy = share_proxy_with->proxy;
+    sim_proxy_ref(c->proxy);
+  } else {
+    c->proxy = sim_proxy_create(c->ctx, index);
+  }
+  return c;
+}
+
+/* Waits until the proxy finished every op of this comm, as ncclCommDestroy does. */
+static void comm_drain(sim_comm_t *c) {
+  uint64_t t0 = sim_now_ns();
+  while (atomic_load(&c->inflight) > 0) {
+    if (sim_now_ns() - t0 > 30ull * 1000000000ull) {
+      sim_fail("comm %s rank %d: %d proxy ops still running after 30 s", c->name, c->rank,
+               atomic_load(&c->inflight));
+      return;
+    }
+    sim_sleep_us(200);
+  }
+}
+
+void sim_comm_destroy(sim_comm_t *c, int abort) {
+  if (!abort) comm_drain(c);
+  sim_proxy_unref(c->proxy, abort);
+  sim_comm_finalize(c->ctx);
+  free(c);
+}
+
+/* ------------------------------------------------------------------ descriptors */
+static void coll_descr(ncs_descr_v6_t *d, const sim_plan_t *p, const sim_task_t *t, void *group_h,
+                       uint64_t seq) {
+  memset(d, 0, sizeof *d);
+  d->type = NCS_EV_COLL;
+  d->parentObj = t->api_h;
+  d->rank = p->comm->rank;
+  d->coll.seqNumber = seq;
+  d->coll.func = sim_func_str[t->func];
+  d->coll.sendBuff = t->sendbuff;
+  d->coll.recvBuff = t->recvbuff;
+  d->coll.count = t->count;
+  d->coll.root = t->root;
+  d->coll.datatype = sim_dtype_str[t->tdtype];
+  d->coll.nChannels = (uint8_t)t->nch;
+  d->coll.nWarps = (uint8_t)(t->proto == P_SIMPLE ? 16 : 8);
+  d->coll.algo = sim_algo_str[t->algo];
+  d->coll.proto = sim_proto_str[t->proto];
+  d->coll.parentGroup = group_h;
+}
+
+static void p2p_descr(ncs_descr_v6_t *d, const sim_plan_t *p, const sim_task_t *t, void *group_h) {
+  memset(d, 0, sizeof *d);
+  d->type = NCS_EV_P2P;
+  d->parentObj = t->api_h;
+  d->rank = p->comm->rank;
+  d->p2p.func = sim_func_str[t->func];
+  d->p2p.buff = t->recvbuff;
+  d->p2p.datatype = sim_dtype_str[t->tdtype];
+  d->p2p.count = t->count;
+  d->p2p.peer = t->root;
+  d->p2p.nChannels = (uint8_t)t->nch;
+  d->p2p.parentGroup = group_h;
+}
+
+/* ------------------------------------------------------------------ proxy ops of a plan */
+static int crosses_node(const sim_comm_t *c, int peer) {
+  return sim_node_of(sim_global_rank(c, peer)) != sim_node_of(sim_global_rank(c, c->rank));
+}
+
+static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int ch, int peer,
+                         sim_inst_t *inst) {
+  sim_pop_t *o = sim_xcalloc(1, sizeof *o);
+  o->kind = kind;
+  o->ctx = p->comm->ctx;
+  o->parent = t->ev_h; /* sub->taskEventHandle */
+  o->pid = getpid();
+  o->rank = p->comm->rank;
+  o->channel = ch;
+  o->peer = peer;
+  o->nsteps = sim_opt.steps;
+  o->mask = t->mask;
+  o->net_kind = sim_opt.net_kind == SIM_NET_MIX ? (ch & 1) : sim_opt.net_kind;
+  o->bytes = t->bytes / (size_t)t->nch + 1;
+  size_t chunk = (o->bytes + (size_t)o->nsteps - 1) / (size_t)o->nsteps;
+  o->chunk = chunk > (size_t)INT_MAX ? INT_MAX : (int)chunk; /* chunkSize is an int in the ABI */
+  o->hang = t->kind == K_HANG;
+  o->inst = inst;
+  o->comm = p->comm;
+  return o;
+}
+
+/* Appends one op; net sends go to the other process's proxy under PXN (R§3.7). */
+static void add_op(sim_pop_t **list, sim_pop_t *o) {
+  if (o->kind == POP_SEND && sim_pxn_active() && !o->hang) {
+    sim_pxn_forward(o);
+    free(o);
+    return;
+  }
+  atomic_fetch_add(&o->inst->refs, 1);
+  atomic_fetch_add(&o->inst->ops_left, 1);
+  if (o->kind != POP_KERNEL) atomic_fetch_add(&o->inst->net_left, 1);
+  if (o->hang) o->inst->hang++;
+  atomic_fetch_add(&o->comm->inflight, 1);
+  o->next = *list;
+  *list = o;
+}
+
+static void task_ops(sim_pop_t **list, const sim_plan_t *p, const sim_task_t *t, sim_inst_t *in) {
+  const sim_comm_t *c = p->comm;
+  int nostop = t->kind == K_NOSTOP;
+  for (int ch = 0; ch < t->nch; ch++) {
+    if (t->is_p2p) {
+      if (nostop || crosses_node(c, t->root)) {
+        int kind = nostop ? POP_NOSTOP : (t->func == F_SEND ? POP_SEND : POP_RECV);
+        add_op(list, new_op(p, t, kind, ch, t->root, in));
+      }
+    } else if (c->nranks > 1) {
+      int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
+      if (nostop) /* CollNet/SHM: the proxy starts a ProxyOp that nobody stops (R§3.4) */
+        add_op(list, new_op(p, t, POP_NOSTOP, ch, next, in));
+      else {
+        if (crosses_node(c, next)) add_op(list, new_op(p, t, POP_SEND, ch, next, in));
+        if (crosses_node(c, prev)) add_op(list, new_op(p, t, POP_RECV, ch, prev, in));
+      }
+    }
+    /* KernelCh needs a profiler proxy op per channel, on the local proxy (R§3.5) */
+    if (t->mask & NCS_EV_KERNEL_CH) add_op(list, new_op(p, t, POP_KERNEL, ch, -1, in));
+  }
+}
+
+/* A ring collective goes over the network when a neighbour sits on another node. */
+static int ring_crosses(const sim_comm_t *c) {
+  if (c->nranks < 2) return 0;
+  return crosses_node(c, (c->rank + 1) % c->nranks) ||
+         crosses_node(c, (c->rank + c->nranks - 1) % c->nranks);
+}
+
+/* Plans with proxy ops get a host-callback node in a graph; others run their plan task once at
+ * capture (R§7). KernelCh always adds profiler proxy ops. */
+static int plan_has_proxy(const sim_plan_t *p) {
+  for (int i = 0; i < p->ntasks; i++) {
+    const sim_task_t *t = &p->tasks[i];
+    if (t->kind == K_CE) continue;
+    if ((t->mask & NCS_EV_KERNEL_CH) || t->kind == K_NOSTOP) return 1;
+    if (t->is_p2p ? crosses_node(p->comm, t->root) : ring_crosses(p->comm)) return 1;
+  }
+  return 0;
+}
+
+/* ------------------------------------------------------------------ the plan task */
+static void wait_inst(sim_inst_t *in, int hang) {
+  uint64_t t0 = sim_now_ns();
+  for (;;) {
+    int left = hang ? in->hang - atomic_load(&in->frozen) : atomic_load(&in->ops_left);
+    if (left <= 0) return;
+    if (sim_now_ns() - t0 > 10ull * 1000000000ull) {
+      sim_fail("a plan's proxy ops did not %s within 10 s", hang ? "get stuck" : "finish");
+      return;
+    }
+    sim_sleep_us(50);
+  }
+}
+
+static void start_tasks(sim_plan_t *p, void *group_h, int replay) {
+  sim_comm_t *c = p->comm;
+  for (int i = 0; i < p->ntasks; i++) {
+    sim_task_t *t = &p->tasks[i];
+    t->ev_h = NULL;
+    if (t->kind == K_CE) continue;
+    ncs_descr_v6_t d;
+    if (t->is_p2p) {
+      if (!sim_active(t->mask, SIM_T_P2P)) continue;
+      p2p_descr(&d, p, t, group_h);
+    } else {
+      uint64_t seq = atomic_load(&c->seq[t->func]);
+      if (sim_active(t->mask, SIM_T_COLL)) coll_descr(&d, p, t, group_h, seq);
+      /* graph-captured plans advance seqNumber only with KernelCh on (R§3.6) */
+      if (!p->persistent || ((group_h || t->api_h) && (t->mask & NCS_EV_KERNEL_CH)))
+        atomic_fetch_add(&c->seq[t->func], 1);
+      if (!sim_active(t->mask, SIM_T_COLL)) continue;
+    }
+    sim_ev_start(c->ctx, &t->ev_h, &d);
+    if (replay && sim_abi_has_type(sim_plugin_abi(), sim_type_index(d.type)))
+      atomic_fetch_add(&sim_cnt->graph_colls, 1);
+  }
+}
+
+static void host_plan_task(sim_plan_t *p, int replay) {
+  sim_comm_t *c = p->comm;
+  void *group_h = NULL;
+  if (sim_active(p->mask, SIM_T_GROUP)) {
+    ncs_descr_v6_t d = {.type = NCS_EV_GROUP};
+    sim_ev_start(c->ctx, &group_h, &d);
+  }
+  start_tasks(p, group_h, replay);
+  sim_inst_t *in = sim_xcalloc(1, sizeof *in);
+  atomic_store(&in->refs, 1);
+  /* a replayed kernel starts when the graph runs, not when it was captured */
+  in->gpu_launch = replay ? sim_gpu_ns() : p->gpu_launch;
+  sim_pop_t *ops = NULL;
+  for (int i = 0; i < p->ntasks; i++)
+    if (p->tasks[i].kind != K_CE) task_ops(&ops, p, &p->tasks[i], in);
+  if (ops) sim_proxy_post(c->proxy, ops);
+  /* Children run on the proxy thread. Sometimes let them all finish before the Coll/P2p stop,
+   * which is what NCCL's races produce (R§3.3 item 3). A hanging plan waits until its ops are
+   * stuck so that the abort leaves them open. */
+  if (in->hang)
+    wait_inst(in, 1);
+  else if ((int)(sim_rand(&p->rng) % 100) < sim_opt.race_pct)
+    wait_inst(in, 0);
+  for (int i = 0; i < p->ntasks; i++) {
+    sim_task_t *t = &p->tasks[i];
+    sim_ev_stop(t->is_p2p ? SIM_T_P2P : SIM_T_COLL, &t->ev_h);
+  }
+  sim_ev_stop(SIM_T_GROUP, &group_h);
+  sim_inst_put(in);
+}
+
+static void plan_free(sim_plan_t *p) {
+  free(p->tasks);
+  free(p);
+}
+
+/* ------------------------------------------------------------------ CE collectives (v6) */
+static void ce_launch(sim_comm_t *c, sim_task_t *t) {
+  int mask = sim_mask(); /* CE tasks read the global mask directly (R§3.1) */
+  void *cc = NULL;
+  if (sim_active(mask, SIM_T_CE_COLL)) {
+    ncs_descr_v6_t d;
+    memset(&d, 0, sizeof d);
+    d.type = NCS_EV_CE_COLL;
+    d.parentObj = t->api_h;
+    d.rank = c->rank;
+    d.ceColl.seqNumber = c->ce_seq;
+    d.ceColl.func = sim_func_str[t->func];
+    d.ceColl.sendBuff = t->sendbuff;
+    d.ceColl.recvBuff = t->recvbuff;
+    d.ceColl.count = t->ucount;
+    d.ceColl.root = t->root;
+    d.ceColl.datatype = sim_dtype_str[t->dtype];
+    d.ceColl.syncStrategy = "UC";
+    d.ceColl.ceSeqNum = c->ce_seq;
+    d.ceColl.stream = c->stream;
+    sim_ev_start(c->ctx, &cc, &d);
+  }
+  c->ce_seq++;
+  for (int phase = 0; phase < 4 && cc; phase++) {
+    int sync = phase == 0 || phase == 3; /* sync, two batches, sync */
+    unsigned ty = sync ? SIM_T_CE_SYNC : SIM_T_CE_BATCH;
+    if (!sim_active(mask, ty)) continue;
+    ncs_descr_v6_t d;
+    memset(&d, 0, sizeof d);
+    d.type = sync ? NCS_EV_CE_SYNC : NCS_EV_CE_BATCH;
+    d.parentObj = cc;
+    d.rank = c->rank;
+    if (sync) {
+      d.ceCollSync.isComplete = phase == 3;
+      d.ceCollSync.nRanks = c->nranks;
+    } else {
+      d.ceCollBatch.numOps = c->nranks > 1 ? c->nranks - 1 : 1;
+      d.ceCollBatch.totalBytes = t->bytes;
+    }
+    void *h = NULL;
+    sim_ev_start(c->ctx, &h, &d);
+    sim_ev_stop(ty, &h);
+  }
+  sim_ev_stop(SIM_T_CE_COLL, &cc);
+}
+
+/* ------------------------------------------------------------------ launch */
+static void launch_plan(sim_plan_t *p, sim_graph_t *capture) {
+  sim_comm_t *c = p->comm;
+  int kernel_tasks = 0;
+  for (int i = 0; i < p->ntasks; i++) {
+    if (p->tasks[i].kind == K_CE)
+      ce_launch(c, &p->tasks[i]);
+    else
+      kernel_tasks++;
+  }
+  if (!kernel_tasks) {
+    plan_free(p);
+    return;
+  }
+  void *launch_h = NULL;
+  if (p->mask & NCS_EV_KERNEL_LAUNCH) { /* KernelLaunch has no ancestors rule: own bit only */
+    ncs_descr_v6_t d;
+    memset(&d, 0, sizeof d);
+    d.type = NCS_EV_KERNEL_LAUNCH;
+    d.parentObj = p->tasks[0].group_api_h;
+    d.kernelLaunch.stream = c->stream;
+    sim_ev_start(c->ctx, &launch_h, &d);
+  }
+  p->gpu_launch = sim_gpu_ns(); /* cuLaunchKernelEx, or a recorded node under capture */
+  sim_ev_stop(SIM_T_KERNEL_LAUNCH, &launch_h);
+  p->has_proxy = plan_has_proxy(p);
+  if (capture) {
+    p->persistent = 1;
+    if (p->has_proxy) { /* replayed from a host-callback node at every launch */
+      p->next = capture->plans;
+      capture->plans = p;
+    } else { /* no callback node: the plan task runs once, now (R§7) */
+      host_plan_task(p, 0);
+      p->next = capture->once;
+      capture->once = p;
+    }
+    return;
+  }
+  if (c->cbq && p->has_proxy && cbq_busy(c->cbq)) { /* stream order behind graph host work */
+    cbq_push(c->cbq, p);
+    return;
+  }
+  host_plan_task(p, 0);
+  plan_free(p);
+}
+
+/* ------------------------------------------------------------------ groups */
+static void fill_task(sim_task_t *t, const sim_call_t *k, int mask, void *gapi) {
+  memset(t, 0, sizeof *t);
+  t->func = k->func, t->dtype = k->dtype, t->algo = k->algo, t->proto = k->proto;
+  t->nch =
+      k->nchannels < 1 ? 1 : (k->nchannels > SIM_MAX_CHANNELS ? SIM_MAX_CHANNELS : k->nchannels);
+  t->kind = k->kind, t->root = k->root, t->mask = mask, t->group_api_h = gapi;
+  t->is_p2p = k->func == F_SEND || k->func == F_RECV;
+  t->ucount = k->count;
+  t->bytes = k->count * (size_t)dtype_size[k->dtype];
+  t->count = k->count, t->tdtype = k->dtype;
+  if (k->func == F_ALLGATHER || k->func == F_BROADCAST) /* the task counts bytes (R§2.9) */
+    t->count = t->bytes, t->tdtype = D_INT8;
+  uintptr_t base = 0x7f0000000000u + ((uintptr_t)k->comm->rank << 32);
+  t->sendbuff = (const void *)(base + 0x1000);
+  t->recvbuff = (void *)(base + 0x80001000u);
+}
+
+/* CollApi / P2pApi: started and stopped inside the API call (R§3.2) */
+static void api_event(sim_task_t *t, const sim_call_t *k, void *gapi, int captured) {
+  unsigned ty = t->is_p2p ? SIM_T_P2P_API : SIM_T_COLL_API;
+  if (!sim_active(t->mask, ty)) return;
+  ncs_descr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.parentObj = gapi;
+  if (t->is_p2p) {
+    d.type = NCS_EV_P2P_API;
+    d.p2pApi.func = sim_func_str[k->func];
+    d.p2pApi.count = k->count;
+    d.p2pApi.datatype = sim_dtype_str[k->dtype];
+    d.p2pApi.stream = k->comm->stream;
+    d.p2pApi.graphCaptured = captured;
+  } else {
+    d.type = NCS_EV_COLL_API;
+    d.collApi.func = sim_func_str[k->func];
+    d.collApi.count = k->count;
+    d.collApi.datatype = sim_dtype_str[k->dtype];
+    d.collApi.root = k->root;
+    d.collApi.stream = k->comm->stream;
+    d.collApi.graphCaptured = captured;
+  }
+  sim_ev_start(k->comm->ctx, &t->api_h, &d);
+  void *h = t->api_h; /* the task keeps the value: Coll's parent, even at graph replays */
+  sim_ev_stop(ty, &h);
+}
+
+/* One plan per communicator, in the order the communicators first appear. */
+static void launch_plans(const sim_call_t *calls, sim_task_t *tasks, int n, sim_graph_t *capture,
+                         uint64_t *rng) {
+  char *done = sim_xcalloc((size_t)n, 1);
+  for (int i = 0; i < n; i++) {
+    if (done[i]) continue;
+    sim_plan_t *p = sim_xcalloc(1, sizeof *p);
+    p->comm = calls[i].comm;
+    p->tasks = sim_xcalloc((size_t)n, sizeof *p->tasks);
+    p->rng = sim_rand(rng) | 1;
+    for (int j = i; j < n; j++)
+      if (!done[j] && calls[j].comm == p->comm) {
+        p->tasks[p->ntasks++] = tasks[j];
+        done[j] = 1;
+      }
+    p->mask = p->tasks[0].mask;
+    launch_plan(p, capture);
+  }
+  free(done);
+}
+
+void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, uint64_t *rng) {
+  if (n <= 0) return;
+  sim_delay_point(calls[0].comm->rank, SIM_AT_ENQUEUE);
+  int mask = sim_mask(); /* one sample per group, like ncclProfilerApiState */
+  void *gapi = NULL;
+  void *ctx0 = calls[0].comm->ctx; /* the first communicator's context owns the GroupApi */
+  if (sim_active(mask, SIM_T_GROUP_API)) {
+    ncs_descr_v6_t d;
+    memset(&d, 0, sizeof d);
+    d.type = NCS_EV_GROUP_API;
+    d.groupApi.graphCaptured = capture != NULL;
+    d.groupApi.groupDepth = depth;
+    sim_ev_start(ctx0, &gapi, &d);
+    sim_ev_state(SIM_T_GROUP_API, gapi, NCS_ST_GROUP_START_API_STOP, NULL);
+  }
+  sim_task_t *tasks = sim_xcalloc((size_t)n, sizeof *tasks);
+  for (int i = 0; i < n; i++) {
+    fill_task(&tasks[i], &calls[i], mask, gapi);
+    api_event(&tasks[i], &calls[i], gapi, capture != NULL);
+  }
+  atomic_fetch_add(&sim_cnt->ops, (uint64_t)n);
+  sim_ev_state(SIM_T_GROUP_API, gapi, NCS_ST_GROUP_END_API_START, NULL);
+  launch_plans(calls, tasks, n, capture, rng);
+  free(tasks);
+  sim_ev_stop(SIM_T_GROUP_API, &gapi);
+}
+
+/* ------------------------------------------------------------------ graphs */
+sim_graph_t *sim_graph_new(void) { return sim_xcalloc(1, sizeof(sim_graph_t)); }
+
+void sim_graph_launch(sim_graph_t *g) {
+  for (sim_plan_t *p = g->plans; p; p = p->next) {
+    if (!p->comm->cbq) {
+      sim_fail("graph replay on a communicator without a callback thread");
+      return;
+    }
+    cbq_push(p->comm->cbq, p);
+  }
+}
+
+void sim_graph_destroy(sim_graph_t *g) {
+  for (sim_plan_t *p = g->plans; p; p = p->next) sim_cbq_drain(p->comm->cbq);
+  sim_plan_t *lists[2] = {g->plans, g->once};
+  for (int i = 0; i < 2; i++)
+    while (lists[i]) {
+      sim_plan_t *p = lists[i];
+      lists[i] = p->next;
+      plan_free(p);
+    }
+  free(g);
+}

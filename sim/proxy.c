@@ -1,0 +1,398 @@
+/* proxy.c - NCCL's proxy progress thread, one per communicator (or shared after a split).
+ *
+ * What it emits, and why (R§3.2, R§3.4, R§3.5):
+ *   ProxyCtrl  Sleep/Wakeup around the wait for work, Append/AppendEnd around taking new ops
+ *              (16 per batch, like NCCL_PROXY_APPEND_BATCH_SIZE), Idle/Active on transitions.
+ *              Its context is the creator's, even after the creator was finalized.
+ *   ProxyOp    started when the op is appended; InProgress_v4 when progress begins; stopped when
+ *              all its steps are done. CollNet/SHM ops (POP_NOSTOP) are started and never stopped.
+ *   ProxyStep  up to SIM_PIPELINE steps in flight, handles in a ring of 8, stopped in order.
+ *              send: SendGPUWait, SendPeerWait_v4 (sometimes repeated), SendWait(transSize);
+ *              recv: RecvWait, RecvFlushWait(transSize), RecvGPUWait. The network transfer in
+ *              between runs on a net helper thread, which emits the NetPlugin events.
+ *   KernelCh   from a profiler proxy op per channel: start with the GPU start time, then
+ *              KernelChStop with the GPU stop time once the network part of the plan is done.
+ * All of it races with the launching thread's Coll/P2p stop, as in NCCL.
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+enum { PH_FREE = 0, PH_S_GPUWAIT, PH_S_PEERWAIT, PH_S_SEND, PH_NET, PH_R_WAIT, PH_R_FLUSH,
+       PH_R_GPUWAIT, PH_DONE };
+
+#define APPEND_BATCH 16
+
+void sim_inst_put(sim_inst_t *in) {
+  if (in && atomic_fetch_sub(&in->refs, 1) == 1) free(in);
+}
+
+/* ------------------------------------------------------------------ ProxyCtrl */
+/* NCCL re-reads the global mask for every ProxyCtrl start and record (R§3.1). */
+static void *ctrl_begin(sim_proxy_t *p, int state, int appended) {
+  void *h = NULL;
+  if (!(sim_mask() & NCS_EV_PROXY_CTRL)) return NULL;
+  ncs_descr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.type = NCS_EV_PROXY_CTRL;
+  sim_ev_start(p->ctrl_ctx, &h, &d);
+  if (h && (sim_mask() & NCS_EV_PROXY_CTRL)) {
+    ncs_args_v6_t a = {.proxyCtrl.appendedProxyOps = appended};
+    sim_ev_state(SIM_T_PROXY_CTRL, h, state, &a);
+  }
+  return h;
+}
+
+static void ctrl_end(void **h, int state, int appended) {
+  if (*h && state >= 0 && (sim_mask() & NCS_EV_PROXY_CTRL)) {
+    ncs_args_v6_t a = {.proxyCtrl.appendedProxyOps = appended};
+    sim_ev_state(SIM_T_PROXY_CTRL, *h, state, &a);
+  }
+  sim_ev_stop(SIM_T_PROXY_CTRL, h);
+}
+
+static void ctrl_event(sim_proxy_t *p, int state) {
+  void *h = ctrl_begin(p, state, 0);
+  ctrl_end(&h, -1, 0);
+}
+
+/* ------------------------------------------------------------------ op lifecycle */
+static void start_op(sim_pop_t *o) {
+  if (o->kind == POP_KERNEL || !sim_active(o->mask, SIM_T_PROXY_OP)) return;
+  ncs_descr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.type = NCS_EV_PROXY_OP;
+  d.parentObj = o->parent;
+  d.rank = o->rank;
+  d.proxyOp.pid = o->pid; /* the poster's pid: another process under PXN (R§3.7) */
+  d.proxyOp.channelId = (uint8_t)o->channel;
+  d.proxyOp.peer = o->peer;
+  d.proxyOp.nSteps = o->nsteps;
+  d.proxyOp.chunkSize = o->chunk;
+  d.proxyOp.isSend = o->kind == POP_SEND;
+  sim_ev_start(o->ctx, &o->op_h, &d);
+}
+
+/* The op is done (or was never going to stop): release what it holds. */
+static void finish_op(sim_pop_t *o) {
+  if (o->comm) atomic_fetch_sub(&o->comm->inflight, 1);
+  if (o->inst) {
+    if (o->kind != POP_KERNEL) atomic_fetch_sub(&o->inst->net_left, 1);
+    atomic_fetch_sub(&o->inst->ops_left, 1);
+    sim_inst_put(o->inst);
+  }
+  free(o);
+}
+
+/* Abort: drop the op without stopping its events. A transfer already handed to a net helper
+ * must end first, because the helper reads the step handle through the op. */
+static void discard_op(sim_pop_t *o) {
+  for (int i = 0; i < SIM_STEP_RING; i++) {
+    sim_netreq_t *r = o->st[i].req;
+    if (!r) continue;
+    while (!atomic_load_explicit(&r->done, memory_order_acquire)) sim_sleep_us(20);
+    free(r);
+  }
+  sim_inst_put(o->inst);
+  free(o);
+}
+
+/* ------------------------------------------------------------------ network steps */
+static void submit_net(sim_pop_t *o, struct sim_step *st) {
+  sim_netreq_t *r = sim_xcalloc(1, sizeof *r);
+  r->ctx = o->ctx;
+  r->step_h = &st->h;
+  r->mask = o->mask;
+  r->rank = o->rank;
+  r->is_send = o->kind == POP_SEND;
+  r->fd = 40 + o->channel;
+  r->len = st->trans;
+  r->net_kind = o->net_kind;
+  st->req = r;
+  sim_net_submit(r);
+}
+
+static void start_step(sim_pop_t *o) {
+  int s = o->next_step++;
+  struct sim_step *st = &o->st[s % SIM_STEP_RING];
+  memset(st, 0, sizeof *st);
+  size_t off = (size_t)s * (size_t)o->chunk;
+  st->trans =
+      off >= o->bytes ? 0 : (o->bytes - off < (size_t)o->chunk ? o->bytes - off : (size_t)o->chunk);
+  st->phase = o->kind == POP_SEND ? PH_S_GPUWAIT : PH_R_WAIT;
+  sim_delay_point(o->rank, SIM_AT_STEP);
+  if (!sim_active(o->mask, SIM_T_PROXY_STEP)) return;
+  ncs_descr_v6_t d;
+  memset(&d, 0, sizeof d);
+  d.type = NCS_EV_PROXY_STEP;
+  d.parentObj = o->op_h;
+  d.rank = o->rank;
+  d.proxyStep.step = s;
+  sim_ev_start(o->ctx, &st->h, &d);
+}
+
+static void step_state(struct sim_step *st, int state, size_t trans) {
+  ncs_args_v6_t a;
+  memset(&a, 0, sizeof a);
+  a.proxyStep.transSize = trans;
+  sim_ev_state(SIM_T_PROXY_STEP, st->h, state, &a);
+}
+
+/* One state transition of one step; returns 1 when something happened. */
+static int advance_step(sim_proxy_t *p, sim_pop_t *o, struct sim_step *st) {
+  size_t stale = o->st[(o->done_steps + SIM_STEP_RING - 1) % SIM_STEP_RING].trans;
+  switch (st->phase) {
+  case PH_S_GPUWAIT:
+    step_state(st, NCS_ST_PROXY_STEP_SEND_GPU_WAIT, stale); /* transSize is stale here */
+    st->phase = PH_S_PEERWAIT;
+    st->repeats = (sim_rand(&p->rng) % 3 == 0) ? 1 + (int)(sim_rand(&p->rng) % 2) : 0;
+    return 1;
+  case PH_S_PEERWAIT: /* isend returned no request yet: recorded again (R§3.4) */
+    step_state(st, NCS_ST_PROXY_STEP_SEND_PEER_WAIT_V4, stale);
+    if (st->repeats-- <= 0) st->phase = PH_S_SEND;
+    return 1;
+  case PH_S_SEND:
+    step_state(st, NCS_ST_PROXY_STEP_SEND_WAIT, st->trans);
+    submit_net(o, st);
+    st->phase = PH_NET;
+    return 1;
+  case PH_R_WAIT:
+    step_state(st, NCS_ST_PROXY_STEP_RECV_WAIT, stale);
+    submit_net(o, st);
+    st->phase = PH_NET;
+    return 1;
+  case PH_NET:
+    if (!atomic_load_explicit(&st->req->done, memory_order_acquire)) return 0;
+    free(st->req);
+    st->req = NULL;
+    st->phase = o->kind == POP_SEND ? PH_DONE : PH_R_FLUSH;
+    return 1;
+  case PH_R_FLUSH:
+    step_state(st, NCS_ST_PROXY_STEP_RECV_FLUSH_WAIT, st->trans);
+    st->phase = PH_R_GPUWAIT;
+    return 1;
+  case PH_R_GPUWAIT:
+    step_state(st, NCS_ST_PROXY_STEP_RECV_GPU_WAIT, st->trans);
+    st->phase = PH_DONE;
+    return 1;
+  default: return 0;
+  }
+}
+
+/* Abort scenario: an op that stops making progress after its first step began. */
+static int progress_hang(sim_proxy_t *p, sim_pop_t *o) {
+  if (o->next_step == 0) {
+    start_step(o);
+    return 1;
+  }
+  struct sim_step *st = &o->st[0];
+  if (st->phase == PH_S_GPUWAIT) return advance_step(p, o, st);
+  if (!o->frozen) {
+    o->frozen = 1;
+    atomic_fetch_add(&o->inst->frozen, 1);
+  }
+  return 0;
+}
+
+/* Returns 0 nothing happened, 1 progress, 2 finished. */
+static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
+  if (!o->started) {
+    ncs_args_v6_t a;
+    memset(&a, 0, sizeof a);
+    sim_ev_state(SIM_T_PROXY_OP, o->op_h, NCS_ST_PROXY_OP_IN_PROGRESS_V4, &a);
+    o->started = 1;
+    return 1;
+  }
+  if (o->hang) return progress_hang(p, o);
+  int moved = 0;
+  for (int s = o->done_steps; s < o->next_step; s++)
+    moved |= advance_step(p, o, &o->st[s % SIM_STEP_RING]);
+  while (o->done_steps < o->next_step && o->st[o->done_steps % SIM_STEP_RING].phase == PH_DONE) {
+    sim_ev_stop(SIM_T_PROXY_STEP, &o->st[o->done_steps % SIM_STEP_RING].h);
+    o->done_steps++;
+    moved = 1;
+  }
+  if (o->next_step < o->nsteps && o->next_step - o->done_steps < SIM_PIPELINE) {
+    start_step(o);
+    moved = 1;
+  }
+  if (o->done_steps < o->nsteps) return moved;
+  sim_ev_stop(SIM_T_PROXY_OP, &o->op_h);
+  return 2;
+}
+
+/* ------------------------------------------------------------------ KernelCh */
+static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
+  if (!o->started) { /* the proxy saw the channel's start slot fill in (R§3.5) */
+    ncs_descr_v6_t d;
+    memset(&d, 0, sizeof d);
+    d.type = NCS_EV_KERNEL_CH;
+    d.parentObj = o->parent;
+    d.kernelCh.channelId = (uint8_t)o->channel;
+    o->gpu_start = o->inst->gpu_launch + 700 + 40 * (uint64_t)o->channel;
+    d.kernelCh.pTimer = o->gpu_start;
+    sim_ev_start(o->ctx, &o->kch_h, &d);
+    o->started = 1;
+    if (o->hang) {
+      o->frozen = 1;
+      atomic_fetch_add(&o->inst->frozen, 1);
+    }
+    return 1;
+  }
+  if (o->hang) return 0; /* the kernel never ends: KernelCh stays open */
+  if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
+  /* the GPU finished a little before the proxy polled the completion slot */
+  uint64_t stop = sim_gpu_ns() - 200 - sim_rand(&p->rng) % 1500;
+  if (stop <= o->gpu_start) stop = o->gpu_start + 100;
+  ncs_args_v6_t a;
+  memset(&a, 0, sizeof a);
+  a.kernelCh.pTimer = stop;
+  sim_ev_state(SIM_T_KERNEL_CH, o->kch_h, NCS_ST_KERNEL_CH_STOP, &a);
+  sim_ev_stop(SIM_T_KERNEL_CH, &o->kch_h);
+  return 2;
+}
+
+/* ------------------------------------------------------------------ the thread */
+typedef struct {
+  sim_pop_t *head, *tail;
+} oplist_t;
+
+static void append_ops(sim_proxy_t *p, sim_pop_t *list, oplist_t *act) {
+  while (list) {
+    void *h = ctrl_begin(p, NCS_ST_PROXY_CTRL_APPEND, 0);
+    int n = 0;
+    for (; list && n < APPEND_BATCH; n++) {
+      sim_pop_t *o = list;
+      list = o->next;
+      o->next = NULL;
+      start_op(o);
+      if (o->kind == POP_NOSTOP) { /* nothing ever stops it (R§3.4) */
+        finish_op(o);
+        continue;
+      }
+      if (act->tail)
+        act->tail->next = o;
+      else
+        act->head = o;
+      act->tail = o;
+    }
+    ctrl_end(&h, NCS_ST_PROXY_CTRL_APPEND_END, n);
+  }
+}
+
+static int progress_all(sim_proxy_t *p, oplist_t *act) {
+  int moved = 0;
+  sim_pop_t *prev = NULL, *o = act->head;
+  while (o) {
+    sim_pop_t *next = o->next;
+    int r = o->kind == POP_KERNEL ? progress_kernel(p, o) : progress_net(p, o);
+    moved |= r;
+    if (r == 2) {
+      if (prev)
+        prev->next = next;
+      else
+        act->head = next;
+      if (act->tail == o) act->tail = prev;
+      finish_op(o);
+    } else {
+      prev = o;
+    }
+    o = next;
+  }
+  return moved;
+}
+
+/* Sleep/Wakeup bracket the wait, as in NCCL's progress loop. Called with p->mu held. */
+static void proxy_sleep(sim_proxy_t *p) {
+  pthread_mutex_unlock(&p->mu);
+  void *h = ctrl_begin(p, NCS_ST_PROXY_CTRL_SLEEP, 0);
+  pthread_mutex_lock(&p->mu);
+  while (!p->pending && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
+  pthread_mutex_unlock(&p->mu);
+  ctrl_end(&h, NCS_ST_PROXY_CTRL_WAKEUP, 0);
+  pthread_mutex_lock(&p->mu);
+}
+
+static void *proxy_main(void *arg) {
+  sim_proxy_t *p = arg;
+  oplist_t act = {NULL, NULL};
+  int idle = 1;
+  for (;;) {
+    pthread_mutex_lock(&p->mu);
+    if (!p->pending && !act.head && !p->stop) proxy_sleep(p);
+    if (p->stop && (p->abort || (!p->pending && !act.head))) {
+      sim_pop_t *left = p->pending;
+      p->pending = p->pending_tail = NULL;
+      pthread_mutex_unlock(&p->mu);
+      act.tail = NULL;
+      for (sim_pop_t *o = left; o; o = left) left = o->next, discard_op(o);
+      break;
+    }
+    sim_pop_t *list = p->pending;
+    p->pending = p->pending_tail = NULL;
+    pthread_mutex_unlock(&p->mu);
+    if (list) append_ops(p, list, &act);
+    if (act.head && idle) ctrl_event(p, NCS_ST_PROXY_CTRL_ACTIVE), idle = 0;
+    int moved = progress_all(p, &act);
+    if (!act.head && !idle) ctrl_event(p, NCS_ST_PROXY_CTRL_IDLE), idle = 1;
+    if (act.head) {
+      if (moved)
+        sched_yield();
+      else
+        sim_sleep_us(20); /* everything waits on the network */
+    }
+  }
+  for (sim_pop_t *o = act.head, *n; o; o = n) n = o->next, discard_op(o); /* abort */
+  return NULL;
+}
+
+sim_proxy_t *sim_proxy_create(void *ctrl_ctx, int index) {
+  sim_proxy_t *p = sim_xcalloc(1, sizeof *p);
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->cv, NULL);
+  p->ctrl_ctx = ctrl_ctx;
+  p->index = index;
+  p->refs = 1;
+  p->rng = sim_mix(sim_opt.seed, 0x9e3779b97f4a7c15ull * (uint64_t)(index + 1)) | 1;
+  sim_net_acquire();
+  if (pthread_create(&p->th, NULL, proxy_main, p) != 0) sim_fail("cannot start a proxy thread");
+  return p;
+}
+
+void sim_proxy_ref(sim_proxy_t *p) {
+  pthread_mutex_lock(&p->mu);
+  p->refs++;
+  pthread_mutex_unlock(&p->mu);
+}
+
+void sim_proxy_unref(sim_proxy_t *p, int abort) {
+  pthread_mutex_lock(&p->mu);
+  int last = --p->refs == 0;
+  if (last) {
+    p->stop = 1;
+    p->abort = abort;
+    pthread_cond_signal(&p->cv);
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (!last) return;
+  pthread_join(p->th, NULL);
+  pthread_mutex_destroy(&p->mu);
+  pthread_cond_destroy(&p->cv);
+  free(p);
+  sim_net_release();
+}
+
+void sim_proxy_post(sim_proxy_t *p, sim_pop_t *ops) {
+  sim_pop_t *last = ops;
+  while (last->next) last = last->next;
+  pthread_mutex_lock(&p->mu);
+  if (p->pending_tail)
+    p->pending_tail->next = ops;
+  else
+    p->pending = ops;
+  p->pending_tail = last;
+  pthread_cond_signal(&p->cv);
+  pthread_mutex_unlock(&p->mu);
+}

@@ -1,0 +1,300 @@
+/* sim.h - nccl-sim: a simulated NCCL that drives any profiler plugin on a CPU.
+ *
+ * nccl-sim reproduces how NCCL 2.23 .. 2.30 calls a profiler plugin: which events it starts for
+ * a given activation mask, on which threads, with which descriptors and parents, and in which
+ * (racy) order. It never touches a GPU. The facts it follows are in
+ * shared/research/nccl-profiler-api.md (sections 1-4 and 7); comments cite them as "R§n".
+ *
+ * Layers, bottom up:
+ *   abi_call.c  load the plugin, adapt descriptors to the ABI version NCCL would use, count calls
+ *   proxy.c     per-communicator proxy progress threads: ProxyCtrl, ProxyOp, ProxyStep, KernelCh
+ *   net.c       net-plugin helper threads (NetPlugin events) and the PXN pipe between processes
+ *   nccl.c      communicators, groups, kernel plans, graph capture/replay, CE collectives
+ *   scenarios.c the named scenarios (--scenario) built from the above
+ *   flood.c     the event-cost benchmark loop
+ *   main.c      options, processes, summary
+ */
+#ifndef NCS_SIM_H
+#define NCS_SIM_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "abi/ncs_abi.h"
+
+#define SIM_MAX_CHANNELS 32
+#define SIM_MAX_RANKS 1024
+#define SIM_MAX_COMMS 16   /* communicators per rank */
+#define SIM_STEP_RING 8    /* NCCL_STEPS: ProxyStep handles live in a ring of 8 (R§3.4) */
+#define SIM_PIPELINE 4     /* network steps a proxy op keeps in flight */
+
+/* Event type indexes: the bit number of NCCL's ncclProfile* bit. */
+enum {
+  SIM_T_GROUP = 0, SIM_T_COLL, SIM_T_P2P, SIM_T_PROXY_OP, SIM_T_PROXY_STEP, SIM_T_PROXY_CTRL,
+  SIM_T_KERNEL_CH, SIM_T_NET_PLUGIN, SIM_T_GROUP_API, SIM_T_COLL_API, SIM_T_P2P_API,
+  SIM_T_KERNEL_LAUNCH, SIM_T_CE_COLL, SIM_T_CE_SYNC, SIM_T_CE_BATCH
+};
+
+/* ---------------------------------------------------------------- options */
+enum { SIM_NET_SOCK = 0, SIM_NET_IB = 1, SIM_NET_MIX = 2 };
+
+typedef struct {
+  const char *plugin;   /* path, NCCL-style name, or "none" */
+  const char *scenario;
+  int abi;              /* 0: newest the plugin has, like NCCL; else forced */
+  int ranks, procs, threads, iters, comms, channels, steps, nodes;
+  int replays, cycles, race_pct, net_threads, net_kind;
+  size_t count;         /* elements per operation */
+  uint64_t seed;
+  long mask_override;   /* -1: keep what the plugin set */
+  int verbose;
+  int threads_set, comms_set; /* given on the command line */
+  /* flood */
+  uint64_t flood_events;
+  double flood_duration, flood_rate;
+  /* fake GPU clock */
+  int64_t gpu_offset_ns;
+  double gpu_drift_ppm;
+} sim_opts_t;
+
+extern sim_opts_t sim_opt;
+
+/* ---------------------------------------------------------------- counters
+ * What nccl-sim called, summed over all its processes: the table lives in a MAP_SHARED mapping
+ * made before any fork, so children add to the same numbers the parent prints. */
+typedef struct {
+  _Atomic uint64_t start[NCS_NTYPES], stop[NCS_NTYPES], state[NCS_NTYPES];
+  _Atomic uint64_t null_stops, null_states;       /* handle NULL */
+  _Atomic uint64_t garbage_stops, garbage_states; /* never a plugin handle */
+  _Atomic uint64_t double_stops, double_states;   /* a handle already stopped */
+  _Atomic uint64_t stale_stops, stale_states;     /* a handle of an earlier plugin load */
+  _Atomic uint64_t null_args;                     /* recordEventState with NULL args where a
+                                                     state normally has them */
+  _Atomic uint64_t null_ctx_starts, foreign_starts;
+  _Atomic uint64_t graph_colls; /* Coll/P2p starts issued by graph replays */
+  _Atomic uint64_t ops, loads, inits, init_failures, finalizes;
+  _Atomic int failed;
+  char fail_msg[256];
+} sim_counts_t;
+
+extern sim_counts_t *sim_cnt;
+
+/* ---------------------------------------------------------------- util (main.c) */
+uint64_t sim_now_ns(void);           /* CLOCK_MONOTONIC */
+uint64_t sim_gpu_ns(void);           /* fake %globaltimer: ahead of CLOCK_MONOTONIC */
+uint64_t sim_rand(uint64_t *state);  /* xorshift64* */
+uint64_t sim_mix(uint64_t a, uint64_t b);
+void sim_sleep_us(unsigned us);
+void sim_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void *sim_xcalloc(size_t n, size_t size);
+/* Where a per-rank delay can be injected later (straggler scenarios). Does nothing today. */
+enum { SIM_AT_ENQUEUE = 0, SIM_AT_STEP = 1 };
+void sim_delay_point(int rank, int where);
+
+/* ---------------------------------------------------------------- abi_call.c */
+typedef ncs_result_t (*sim_start_fn)(void *ctx, void **eh, ncs_descr_v6_t *d);
+typedef ncs_result_t (*sim_stop_fn)(void *eh);
+typedef ncs_result_t (*sim_record_fn)(void *eh, ncs_state_t st, ncs_args_v6_t *a);
+/* The functions NCCL's core calls: the v6 plugin's own, an adapter for older versions, or the
+ * built-in no-op plugin ("--plugin none"). */
+typedef struct {
+  sim_start_fn start;
+  sim_stop_fn stop;
+  sim_record_fn record;
+} sim_calls_t;
+extern sim_calls_t sim_calls;
+
+int sim_plugin_load(const char *name, int abi, char *err, size_t errlen);
+void sim_plugin_unload(void);
+int sim_plugin_loaded(void);
+int sim_plugin_abi(void);
+const char *sim_plugin_name(void);
+int sim_abi_has_type(int abi, unsigned type);   /* the adapter forwards this event type */
+int sim_abi_has_state(int abi, int state);      /* the adapter forwards this state */
+int sim_mask(void);                             /* relaxed load of the global mask */
+int sim_comm_init(void **ctx, uint64_t comm_id, const char *name, int nnodes, int nranks,
+                  int rank);
+void sim_comm_finalize(void *ctx);
+unsigned sim_type_index(uint64_t type_bit);
+extern const char *const sim_type_names[NCS_NTYPES];
+
+/* Counted calls, shaped like NCCL's call sites: stop/state skip NULL handles, as NCCL does. */
+void sim_ev_start(void *ctx, void **eh, ncs_descr_v6_t *d);
+void sim_ev_stop(unsigned type, void **eh);     /* stops *eh if non-NULL, then clears it */
+void sim_ev_state(unsigned type, void *eh, int state, ncs_args_v6_t *a);
+/* Unchecked variants: the net-plugin callback passes whatever it holds (R§3.10 item 2). */
+void sim_ev_stop_unchecked(unsigned type, void *eh);
+void sim_ev_state_unchecked(unsigned type, void *eh, int state, ncs_args_v6_t *a);
+/* Raw calls for the stale scenario; 'kind' says which invalid-handle counter to bump. */
+enum { SIM_BAD_NULL, SIM_BAD_GARBAGE, SIM_BAD_DOUBLE, SIM_BAD_STALE };
+void sim_ev_bad_stop(int kind, unsigned type, void *eh);
+void sim_ev_bad_state(int kind, unsigned type, void *eh, int state, ncs_args_v6_t *a);
+
+/* NCCL's "ancestors are emitted too" table (R§3.1): does this mask start an event of 'type'? */
+int sim_active(int mask, unsigned type);
+
+/* ---------------------------------------------------------------- proxy.c */
+enum { POP_SEND = 0, POP_RECV = 1, POP_KERNEL = 2, POP_NOSTOP = 3 };
+
+typedef struct sim_inst sim_inst_t;
+typedef struct sim_comm sim_comm_t;
+typedef struct sim_proxy sim_proxy_t;
+
+/* One execution of a kernel plan: proxy ops hold a reference, so the launching thread can wait
+ * for the children (to stop the Coll after them) and KernelCh knows when the network is done. */
+struct sim_inst {
+  _Atomic int refs;
+  _Atomic int ops_left;  /* local proxy ops not finished */
+  _Atomic int net_left;  /* local network ops not finished */
+  _Atomic int frozen;    /* hanging ops that reached the point where they stop progressing */
+  uint64_t gpu_launch;   /* fake GPU time of the kernel launch */
+  int hang;              /* abort scenario: number of its ops that never finish */
+};
+void sim_inst_put(sim_inst_t *in);
+
+/* A proxy op as NCCL's proxy thread sees it after ncclProxyOpToArgs (R§3.7: everything here is
+ * copied, so for PXN ctx and parent are pointers of another process). */
+typedef struct sim_pop {
+  struct sim_pop *next;
+  int kind;
+  void *ctx, *parent;
+  pid_t pid;
+  int rank, channel, peer, nsteps, chunk, mask, net_kind;
+  size_t bytes;          /* bytes this op moves */
+  int hang;              /* stop progressing after the first step (abort) */
+  sim_inst_t *inst;      /* NULL for ops of another process */
+  sim_comm_t *comm;      /* comm accounted for the op (drain before destroy) */
+  /* progress (proxy thread only) */
+  void *op_h;
+  int started, next_step, done_steps;
+  struct sim_step {
+    void *h;             /* stepEventHandle; the net helper reads it (NCCL's pHandle) */
+    int phase, repeats;
+    size_t trans;
+    struct sim_netreq *req;
+  } st[SIM_STEP_RING];
+  int rounds, frozen;
+  uint64_t gpu_start;
+  void *kch_h;
+} sim_pop_t;
+
+struct sim_proxy {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  pthread_t th;
+  int index;
+  void *ctrl_ctx;        /* context of the communicator that created it (R§1.4) */
+  int refs;
+  int stop, abort;
+  sim_pop_t *pending, *pending_tail;
+  uint64_t rng;
+};
+
+sim_proxy_t *sim_proxy_create(void *ctrl_ctx, int index);
+void sim_proxy_ref(sim_proxy_t *p);
+/* Drops a reference; the last one stops and joins the thread ('abort': leave ops open). */
+void sim_proxy_unref(sim_proxy_t *p, int abort);
+void sim_proxy_post(sim_proxy_t *p, sim_pop_t *ops); /* a NULL-terminated list */
+
+/* ---------------------------------------------------------------- net.c */
+typedef struct sim_netreq {
+  void *ctx;
+  void **step_h;         /* &sub->pHandles[i].stepEventHandle */
+  int mask, rank, is_send, fd, net_kind;
+  size_t len;
+  _Atomic int done;
+  struct sim_netreq *next;
+} sim_netreq_t;
+
+void sim_net_acquire(void);  /* starts the helper threads on first use */
+void sim_net_release(void);  /* joins them after the last user */
+void sim_net_submit(sim_netreq_t *r);
+
+/* PXN: a process forwards its send proxy ops to the next process's proxy through a pipe. */
+int sim_pxn_setup(int nprocs);            /* before fork */
+void sim_pxn_child_fds(int proc);         /* after fork: keep this process's two ends */
+int sim_pxn_active(void);
+void sim_pxn_forward(const sim_pop_t *op);
+void sim_pxn_start_listener(sim_comm_t *(*host)(int channel));
+void sim_pxn_finish(void);                /* close our write end, wait for the peer's EOF */
+
+/* ---------------------------------------------------------------- nccl.c */
+enum { F_BROADCAST = 0, F_REDUCE, F_ALLGATHER, F_REDUCESCATTER, F_ALLREDUCE, F_SENDRECV, F_SEND,
+       F_RECV, SIM_NFUNCS };
+enum { D_INT8 = 0, D_UINT8, D_INT32, D_UINT32, D_INT64, D_UINT64, D_FLOAT16, D_FLOAT32,
+       D_FLOAT64, D_BFLOAT16, SIM_NDTYPES };
+enum { A_TREE = 0, A_RING, A_COLLNET_DIRECT, A_COLLNET_CHAIN, A_NVLS, A_NVLS_TREE, A_PAT,
+       SIM_NALGOS };
+enum { P_LL = 0, P_LL128, P_SIMPLE, SIM_NPROTOS };
+extern const char *const sim_func_str[SIM_NFUNCS];
+extern const char *const sim_dtype_str[SIM_NDTYPES];
+extern const char *const sim_algo_str[SIM_NALGOS];
+extern const char *const sim_proto_str[SIM_NPROTOS];
+
+/* How a task's proxy ops behave. */
+enum { K_NORMAL = 0, K_NOSTOP = 1, K_HANG = 2, K_CE = 3 };
+
+typedef struct sim_cbq sim_cbq_t;
+
+struct sim_comm {
+  int rank, nranks, nnodes;
+  int gbase, gstride;    /* global rank of comm rank k = gbase + gstride * k */
+  uint64_t comm_id;
+  char name[48];
+  void *ctx;
+  int init_failed;
+  sim_proxy_t *proxy;
+  _Atomic uint64_t seq[SIM_NFUNCS];
+  uint32_t ce_seq;
+  void *stream;
+  sim_cbq_t *cbq;        /* CUDA host-callback thread of this rank's device, if any */
+  _Atomic int inflight;  /* local proxy ops posted and not finished */
+  int hung;              /* an aborted op left ops open */
+};
+
+/* One user-level call: ncclAllReduce(comm, ...), ncclSend(...), ... */
+typedef struct {
+  sim_comm_t *comm;
+  int func, dtype, algo, proto, nchannels, kind;
+  size_t count;          /* user count */
+  int root;              /* root, or the peer for Send/Recv */
+} sim_call_t;
+
+typedef struct sim_graph sim_graph_t;
+
+sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, int gstride,
+                            const char *name, sim_comm_t *share_proxy_with);
+/* Waits for the comm's ops, drops its proxy reference, finalizes its plugin context. */
+void sim_comm_destroy(sim_comm_t *c, int abort);
+/* ncclGroupStart ... calls ... ncclGroupEnd on the calling thread. depth: 1 implicit group,
+ * 2 user group. With 'capture' the calls are captured into that graph instead of launched. */
+void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, uint64_t *rng);
+sim_graph_t *sim_graph_new(void);
+void sim_graph_launch(sim_graph_t *g); /* one replay on the callback thread(s) */
+void sim_graph_destroy(sim_graph_t *g); /* waits for its replays */
+sim_cbq_t *sim_cbq_create(void);
+void sim_cbq_drain(sim_cbq_t *q);
+void sim_cbq_destroy(sim_cbq_t *q);
+int sim_global_rank(const sim_comm_t *c, int k);
+int sim_node_of(int grank);
+
+/* ---------------------------------------------------------------- scenarios.c / flood.c */
+typedef struct {
+  const char *name;
+  const char *help;
+  int (*run)(int proc);  /* runs in every process; returns 0 on success */
+  int min_procs;
+  int default_comms;
+} sim_scenario_t;
+
+const sim_scenario_t *sim_scenario_find(const char *name);
+void sim_scenario_list(void);
+int sim_flood_run(int proc);
+
+#endif /* NCS_SIM_H */

@@ -1,0 +1,71 @@
+/* cli.h - shared pieces of the ncclscope command-line tool: one file per verb, helpers in util.c.
+ *
+ * A verb is a function `int verb(int argc, char **argv)` with argv[0] the verb's name; it returns
+ * the process exit status. To add one, write src/cli/<verb>.c and add a line to the table in
+ * main.c.
+ */
+#ifndef NCS_CLI_H
+#define NCS_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+/* exit statuses shared by every verb */
+enum {
+  NCS_EXIT_OK = 0,
+  NCS_EXIT_FAIL = 1,  /* damaged input, or ncclscope itself failed */
+  NCS_EXIT_USAGE = 2, /* bad command line, or no traces found */
+};
+
+/* verbs */
+int ncs_cmd_dump(int argc, char **argv);
+int ncs_cmd_record(int argc, char **argv);
+int ncs_cmd_demo(int argc, char **argv);
+
+/* dump --stats over the traces of `path` (a directory or one file); used by dump and demo */
+int ncs_stats_path(const char *path, FILE *out);
+int ncs_stats_paths(char *const *paths, int npaths, FILE *out); /* one job over several paths */
+
+/* record: run a command with the plugin loaded and the NCCLSCOPE_* variables set */
+typedef struct {
+  const char *verb;        /* for messages: "record", "demo" */
+  const char *out_dir;     /* NULL: ncclscope-<YYYYmmdd-HHMMSS> */
+  const char *dir_prefix;  /* default directory name before the timestamp */
+  const char *events;      /* NULL: keep NCCLSCOPE_EVENTS, else the default */
+  const char *mode;        /* NULL: trace */
+  const char *buffer_size; /* NULL: the plugin's default */
+  const char *plugin;      /* NULL: found by ncs_find_plugin */
+  char *const *cmd;        /* NULL-terminated */
+  char *dir_used;          /* out: the absolute trace directory */
+  size_t dir_used_len;
+} ncs_record_opts_t;
+int ncs_record_run(ncs_record_opts_t *o);
+
+/* helpers (util.c) */
+extern const char *ncs_prog; /* "ncclscope" */
+int ncs_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ncs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ncs_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* report a getopt_long failure ('?' or ':') for the option at argv[optind - 1]; returns 2 */
+int ncs_bad_option(const char *verb, int c, char **argv);
+/* directory of the running executable (from /proc/self/exe); 0 or -1 */
+int ncs_exe_dir(char *out, size_t len);
+/* find a file next to the executable or in one of `rel` dirs relative to it; env overrides */
+int ncs_find_tool(const char *env, const char *name, const char *const *rel, char *out, size_t len);
+int ncs_find_plugin(char *out, size_t len);
+/* "123", "64K", "16M", "1G" (powers of 1024) -> bytes; 0 or -1 */
+int ncs_parse_size(const char *s, uint64_t *v);
+/* a decimal count in [lo, hi]; 0 or -1 */
+int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
+/* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0 */
+int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask);
+/* write a string so that one line stays one line: bare when safe, else quoted with escapes */
+void ncs_put_str(FILE *o, const char *s);
+/* "api,coll" style names of a mask */
+void ncs_put_mask(FILE *o, uint32_t mask);
+/* "starts.Coll", "bad_handles", ... for a counter key; "0x123" for keys this tool does not know */
+void ncs_counter_name(uint32_t key, char *out, size_t len);
+/* the basename of a trace path without the .nstrace suffix */
+void ncs_short_name(const char *path, char *out, size_t len);
+
+#endif

@@ -1,0 +1,116 @@
+/* demo.c - `ncclscope demo`: record a simulated job with nccl-sim, then summarise it.
+ *
+ * nccl-sim drives the plugin through NCCL's real call patterns on the CPU, so the demo needs no
+ * GPU and no NCCL. It runs through the same code as `record`.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+static const char demo_help[] =
+    "usage: ncclscope demo [OPTIONS]\n"
+    "\n"
+    "Run nccl-sim (a simulated NCCL job on the CPU, no GPU needed) with the profiler plugin,\n"
+    "write its trace and print the 'dump --stats' summary.\n"
+    "\n"
+    "options:\n"
+    "  -o, --output DIR     trace directory (default ncclscope-demo-YYYYmmdd-HHMMSS)\n"
+    "  -r, --ranks N        simulated ranks (default 8)\n"
+    "  -i, --iters K        operations per rank (default 200)\n"
+    "  -p, --procs P        processes the ranks run in (default: one per rank, like a real job)\n"
+    "  -s, --scenario NAME  nccl-sim scenario (default mixed)\n"
+    "  -e, --events LIST    event types to record (default: all)\n"
+    "  -h, --help           this help\n"
+    "\n"
+    "environment: NCCLSCOPE_SIM overrides the nccl-sim path, NCCLSCOPE_PLUGIN the plugin's.\n";
+
+typedef struct {
+  const char *out, *ranks, *iters, *procs, *scenario, *events;
+} demo_opts_t;
+
+static int parse(int argc, char **argv, demo_opts_t *d) {
+  static const struct option opts[] = {
+      {"output", required_argument, 0, 'o'}, {"ranks", required_argument, 0, 'r'},
+      {"iters", required_argument, 0, 'i'},  {"scenario", required_argument, 0, 's'},
+      {"events", required_argument, 0, 'e'}, {"procs", required_argument, 0, 'p'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  int c;
+  uint64_t v;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":o:r:i:p:s:e:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'o': d->out = optarg; break;
+    case 's': d->scenario = optarg; break;
+    case 'e': d->events = optarg; break;
+    case 'r':
+      if (ncs_parse_count(optarg, 1, 1024, &v) != 0) /* nccl-sim's limits */
+        return ncs_usage_error("demo", "--ranks needs a number from 1 to 1024, not '%s'", optarg);
+      d->ranks = optarg;
+      break;
+    case 'i':
+      if (ncs_parse_count(optarg, 1, 10000000, &v) != 0)
+        return ncs_usage_error("demo", "--iters needs a positive number, not '%s'", optarg);
+      d->iters = optarg;
+      break;
+    case 'p':
+      if (ncs_parse_count(optarg, 1, 16, &v) != 0)
+        return ncs_usage_error("demo", "--procs needs a number from 1 to 16, not '%s'", optarg);
+      d->procs = optarg;
+      break;
+    case 'h': fputs(demo_help, stdout); return -1;
+    default: return ncs_bad_option("demo", c, argv);
+    }
+  }
+  if (optind < argc) return ncs_usage_error("demo", "unexpected argument '%s'", argv[optind]);
+  return 0;
+}
+
+int ncs_cmd_demo(int argc, char **argv) {
+  demo_opts_t d = {.ranks = "8", .iters = "200", .scenario = "mixed", .events = "all"};
+  int rc = parse(argc, argv, &d);
+  if (rc) return rc < 0 ? NCS_EXIT_OK : rc;
+  /* one process per rank (one trace file per rank), up to nccl-sim's 16 processes */
+  if (!d.procs) d.procs = atoi(d.ranks) > 16 ? "16" : d.ranks;
+  static const char *const sim_rel[] = {"", "sim", "../bin", NULL};
+  char sim[PATH_MAX], plugin[PATH_MAX], dir[PATH_MAX] = "";
+  if (ncs_find_tool("NCCLSCOPE_SIM", "nccl-sim", sim_rel, sim, sizeof sim) != 0 ||
+      ncs_find_plugin(plugin, sizeof plugin) != 0)
+    return NCS_EXIT_FAIL;
+  char *cmd[] = {sim,
+                 "--plugin",
+                 plugin,
+                 "--scenario",
+                 (char *)d.scenario,
+                 "--ranks",
+                 (char *)d.ranks,
+                 "--iters",
+                 (char *)d.iters,
+                 "--procs",
+                 (char *)d.procs,
+                 NULL};
+  ncs_record_opts_t o = {.verb = "demo",
+                         .out_dir = d.out,
+                         .dir_prefix = "ncclscope-demo",
+                         .events = d.events,
+                         .plugin = plugin,
+                         .cmd = cmd,
+                         .dir_used = dir,
+                         .dir_used_len = sizeof dir};
+  fprintf(stderr,
+          "ncclscope demo: running nccl-sim: scenario %s, %s ranks in %s processes, %s "
+          "operations per rank (%s)\n",
+          d.scenario, d.ranks, d.procs, d.iters, sim);
+  rc = ncs_record_run(&o);
+  if (rc == NCS_EXIT_USAGE && !dir[0]) return rc;
+  if (rc != 0) ncs_warn("nccl-sim exited with status %d", rc);
+  if (!dir[0]) return rc ? rc : NCS_EXIT_FAIL;
+  fprintf(stderr, "ncclscope demo: summary ('ncclscope dump --stats %s'):\n", dir);
+  fflush(stderr);
+  int st = ncs_stats_path(dir, stdout);
+  fprintf(stderr, "ncclscope demo: every event: ncclscope dump %s | less\n", dir);
+  return rc ? rc : st;
+}

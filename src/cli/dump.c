@@ -1,0 +1,331 @@
+/* dump.c - `ncclscope dump`: one line per item of a trace, every field of every event.
+ *
+ * Files are printed one after another in name order; within a file, items come in file order
+ * (records of a chunk are ordered by time per thread, chunks may overlap a little). With --stats
+ * the work goes to stats.c instead.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "trace/reader.h"
+
+static const char dump_help[] =
+    "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
+    "\n"
+    "Print one line per event (and per segment, clock, communicator, thread, counter snapshot and\n"
+    "footer) of the *.nstrace files in DIR, with every field.\n"
+    "\n"
+    "options:\n"
+    "  --stats        per file and job-wide counts per event type, drops, handles, completions\n"
+    "  --type LIST    only events of these types (e.g. coll,p2p or proxy); hides other lines\n"
+    "  --limit N      stop after N lines\n"
+    "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
+    "  -h, --help     this help\n"
+    "\n"
+    "exit status: 0 ok (a truncated last chunk is only a warning), 1 a file is damaged in the\n"
+    "middle, 2 usage error or no traces found\n";
+
+typedef struct {
+  FILE *o;
+  uint32_t types; /* event types to print */
+  int filtered;   /* --type given: only event lines */
+  int abs;
+  uint64_t limit, lines;
+  char name[128];
+  uint32_t seg;
+  uint64_t seg_start;
+} dump_t;
+
+/* ---------------------------------------------------------------- small formatters */
+
+static void put_time(dump_t *d, uint64_t ts) {
+  if (d->abs) {
+    fprintf(d->o, "%" PRIu64, ts);
+    return;
+  }
+  uint64_t mag = ts >= d->seg_start ? ts - d->seg_start : d->seg_start - ts;
+  fprintf(d->o, "%s%" PRIu64 ".%09" PRIu64, ts >= d->seg_start ? "" : "-", mag / 1000000000u,
+          mag % 1000000000u);
+}
+
+/* "<file> seg=N t=T " */
+static void put_prefix(dump_t *d, int has_ts, uint64_t ts) {
+  fprintf(d->o, "%s seg=%u t=", d->name, d->seg);
+  if (has_ts)
+    put_time(d, ts);
+  else
+    fputc('-', d->o);
+  fputc(' ', d->o);
+}
+
+static void put_ref(FILE *o, uint8_t kind, uint64_t v) {
+  switch (kind) {
+  case NCS_REF_NONE: fputs("none", o); break;
+  case NCS_REF_LOCAL: fprintf(o, "local:%" PRIu64, v); break;
+  case NCS_REF_FOREIGN: fprintf(o, "foreign:0x%" PRIx64, v); break;
+  default: fprintf(o, "stale:0x%" PRIx64, v); break;
+  }
+}
+
+static void put_ctx(FILE *o, uint8_t kind, uint64_t v) {
+  switch (kind) {
+  case NCS_CTX_NONE: fputs("none", o); break;
+  case NCS_CTX_LOCAL: fprintf(o, "%" PRIu64, v); break;
+  case NCS_CTX_FOREIGN: fprintf(o, "foreign:%" PRIu64 ".%" PRIu64, v >> 16, v & 0xFFFF); break;
+  default: fprintf(o, "invalid:0x%" PRIx64, v); break;
+  }
+}
+
+static void put_flags(FILE *o, uint32_t flags, const char *const *names, unsigned n) {
+  fprintf(o, "0x%x", flags);
+  if (!flags) return;
+  int any = 0;
+  fputc('(', o);
+  for (unsigned i = 0; i < 32; i++) {
+    if (!(flags & (1u << i))) continue;
+    if (i < n)
+      fprintf(o, "%s%s", any++ ? "," : "", names[i]);
+    else
+      fprintf(o, "%sbit%u", any++ ? "," : "", i);
+  }
+  fputc(')', o);
+}
+
+/* A field named like a key of the line's header (NetPlugin's "id") gets the type as a prefix. */
+static int header_key(const char *name) {
+  static const char *const keys[] = {"id", "thr", "ctx", "parent", "rank", "flags"};
+  for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (!strcmp(name, keys[i])) return 1;
+  return 0;
+}
+
+static void put_field(FILE *o, const ncs_event_t *e, unsigned i) {
+  const ncs_field_t *f = &ncs_schema[e->type].fields[i];
+  if (header_key(f->name))
+    fprintf(o, " %s.%s=", ncs_schema[e->type].cli, f->name);
+  else
+    fprintf(o, " %s=", f->name);
+  switch (f->kind) {
+  case NCS_FK_I64: fprintf(o, "%" PRId64, (int64_t)e->f[i]); break;
+  case NCS_FK_STR: ncs_put_str(o, e->fstr[i]); break;
+  case NCS_FK_PTR: fprintf(o, "0x%" PRIx64, e->f[i]); break;
+  case NCS_FK_REF: put_ref(o, e->fref_kind[i], e->f[i]); break;
+  default: fprintf(o, "%" PRIu64, e->f[i]); break;
+  }
+}
+
+/* a host time field of a derived record: 0 means unknown */
+static void put_host_time(dump_t *d, const char *name, uint64_t ts) {
+  fprintf(d->o, " %s=", name);
+  if (ts)
+    put_time(d, ts);
+  else
+    fputc('-', d->o);
+}
+
+/* ---------------------------------------------------------------- event lines */
+
+static void line_start(dump_t *d, const ncs_event_t *e) {
+  static const char *const sf[] = {"pxn", "v1", "trunc"};
+  fprintf(d->o, " ctx=");
+  put_ctx(d->o, e->ctx_kind, e->ctx);
+  fprintf(d->o, " parent=");
+  put_ref(d->o, e->parent_kind, e->parent);
+  fprintf(d->o, " rank=%d flags=", e->rank);
+  put_flags(d->o, e->flags, sf, 3);
+  for (unsigned i = 0; i < e->nfields; i++) put_field(d->o, e, i);
+}
+
+static void line_complete(dump_t *d, const ncs_event_t *e) {
+  static const char *const cf[] = {"kernel", "proxy", "revised", "forced", "nochildren"};
+  fprintf(d->o, " flags=");
+  put_flags(d->o, e->cflags, cf, 5);
+  put_host_time(d, "end", e->end_ns);
+  put_host_time(d, "firstChild", e->first_child_ns);
+  fprintf(d->o, " gpuStart=%" PRIu64 " gpuStop=%" PRIu64 " kernelCh=%u proxyOp=%u open=%u",
+          e->gpu_start, e->gpu_stop, e->n_kernel_ch, e->n_proxy_op, e->n_open);
+}
+
+static void line_event(dump_t *d, const ncs_event_t *e) {
+  static const char *const kinds[] = {"?", "START", "STOP", "STATE", "COMPLETE", "EXPIRED"};
+  static const char *const reasons[] = {"?", "timeout", "segment-end", "evicted"};
+  int timed = e->kind <= NCS_REC_STATE || (e->kind == NCS_REC_COMPLETE && e->end_ns);
+  put_prefix(d, timed, e->kind == NCS_REC_COMPLETE ? e->end_ns : e->ts);
+  fprintf(d->o, "%s %s id=%" PRIu64, kinds[e->kind], ncs_type_name(e->type), e->id);
+  if (e->kind <= NCS_REC_STATE) fprintf(d->o, " thr=%u", e->thread);
+  switch (e->kind) {
+  case NCS_REC_START: line_start(d, e); break;
+  case NCS_REC_STATE:
+    fprintf(d->o, " state=%s(%u) arg0=%" PRIu64 " arg1=%" PRIu64, ncs_state_name(e->state),
+            e->state, e->arg0, e->arg1);
+    break;
+  case NCS_REC_COMPLETE: line_complete(d, e); break;
+  case NCS_REC_EXPIRED:
+    fprintf(d->o, " reason=%s", e->reason < 4 ? reasons[e->reason] : "?");
+    if (e->reason >= 4) fprintf(d->o, "(%u)", e->reason);
+    put_host_time(d, "start", e->start_ns);
+    break;
+  }
+  fputc('\n', d->o);
+}
+
+/* ---------------------------------------------------------------- other lines */
+
+static void line_segment(dump_t *d, const ncs_segment_info_t *s) {
+  put_prefix(d, 1, s->start_mono_ns);
+  fprintf(d->o, "SEGMENT version=%u plugin=", s->format_version);
+  ncs_put_str(d->o, s->plugin_version);
+  fprintf(d->o, " host=");
+  ncs_put_str(d->o, s->host);
+  fprintf(d->o, " pid=%" PRIu64 " epoch=%u mode=%s mask=0x%x(", s->pid, s->epoch,
+          s->mode == 0   ? "trace"
+          : s->mode == 1 ? "flight"
+                         : "?",
+          s->mask);
+  ncs_put_mask(d->o, s->mask);
+  fprintf(d->o, ") startRealtime=%" PRIu64 " startMono=%" PRIu64 " pool=%" PRIu64 " cmd=",
+          s->start_realtime_ns, s->start_mono_ns, s->pool_bytes);
+  ncs_put_str(d->o, s->cmdline);
+  fputc('\n', d->o);
+}
+
+static void line_comm(dump_t *d, const ncs_comm_info_t *c) {
+  put_prefix(d, 1, c->init_ns);
+  fprintf(d->o, "COMM index=%u commId=0x%016" PRIx64 " name=", c->index, c->comm_id);
+  ncs_put_str(d->o, c->name);
+  fprintf(d->o, " rank=%d nranks=%d nNodes=%d abi=%u mask=0x%x(", c->rank, c->nranks, c->nnodes,
+          c->abi_version, c->mask);
+  ncs_put_mask(d->o, c->mask);
+  fprintf(d->o, ")\n");
+}
+
+static void line_counters(dump_t *d, const ncs_item_t *it) {
+  const ncs_counters_t *c = it->counters;
+  uint64_t end = 0;
+  for (uint32_t i = 0; i < c->nkeys; i++)
+    if (c->keys[i] == NCS_CK_END_NS) end = c->values[i];
+  put_prefix(d, end != 0, end);
+  fputs(it->what == NCS_ITEM_FOOTER ? "FOOTER" : "COUNTERS", d->o);
+  for (uint32_t i = 0; i < c->nkeys; i++) {
+    char name[64];
+    ncs_counter_name(c->keys[i], name, sizeof name);
+    fprintf(d->o, " %s=%" PRIu64, name, c->values[i]);
+  }
+  fputc('\n', d->o);
+}
+
+/* One line for an item; returns 1 when a line was printed. */
+static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
+  if (it->what == NCS_ITEM_SEGMENT) {
+    const ncs_segment_info_t *s = ncs_reader_segment(r);
+    d->seg = s->index;
+    d->seg_start = s->start_mono_ns;
+    if (d->filtered) return 0;
+    line_segment(d, s);
+    return 1;
+  }
+  if (it->what == NCS_ITEM_EVENT) {
+    if (!(d->types & (1u << it->ev.type))) return 0;
+    line_event(d, &it->ev);
+    return 1;
+  }
+  if (d->filtered) return 0;
+  switch (it->what) {
+  case NCS_ITEM_CLOCK:
+    put_prefix(d, 1, it->clock_mono_ns);
+    fprintf(d->o, "CLOCK mono=%" PRIu64 " realtime=%" PRIu64 "\n", it->clock_mono_ns,
+            it->clock_realtime_ns);
+    break;
+  case NCS_ITEM_COMM: line_comm(d, &it->comm); break;
+  case NCS_ITEM_COMM_END:
+    put_prefix(d, 1, it->ts);
+    fprintf(d->o, "COMM_END index=%u\n", it->comm.index);
+    break;
+  case NCS_ITEM_THREAD:
+    put_prefix(d, 0, 0);
+    fprintf(d->o, "THREAD index=%u tid=%" PRIu64 " name=", it->thread_index, it->thread_tid);
+    ncs_put_str(d->o, it->thread_name);
+    fputc('\n', d->o);
+    break;
+  default: line_counters(d, it); break;
+  }
+  return 1;
+}
+
+/* ---------------------------------------------------------------- files */
+
+/* Dump one file. Returns its NCS_DAMAGE_* (corrupt also when it cannot be opened). */
+static int dump_file(dump_t *d, const char *path) {
+  char err[512];
+  ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
+  if (!r) {
+    ncs_warn("%s: %s", path, err);
+    return NCS_DAMAGE_CORRUPT;
+  }
+  ncs_short_name(path, d->name, sizeof d->name);
+  d->seg = 0;
+  d->seg_start = 0;
+  ncs_item_t it;
+  while (d->lines < d->limit && ncs_reader_next(r, &it) > 0) d->lines += line_item(d, r, &it);
+  int damage = ncs_reader_damage(r);
+  if (damage) ncs_warn("%s: %s", path, ncs_reader_error(r));
+  ncs_reader_close(r);
+  return damage;
+}
+
+static int dump_paths(dump_t *d, char **paths, int npaths) {
+  int worst = NCS_DAMAGE_NONE;
+  size_t files = 0;
+  for (int i = 0; i < npaths; i++) {
+    char **list, err[512];
+    size_t n;
+    if (ncs_list_traces(paths[i], &list, &n, err, sizeof err) != 0) {
+      ncs_error("%s", err);
+      return NCS_EXIT_USAGE;
+    }
+    if (n == 0) ncs_warn("no *.nstrace files in %s", paths[i]);
+    for (size_t k = 0; k < n && d->lines < d->limit; k++) {
+      int dmg = dump_file(d, list[k]);
+      if (dmg > worst) worst = dmg;
+    }
+    files += n;
+    ncs_free_paths(list, n);
+  }
+  if (!files) {
+    ncs_error("no trace files found");
+    return NCS_EXIT_USAGE;
+  }
+  return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+}
+
+int ncs_cmd_dump(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"stats", no_argument, 0, 's'},       {"type", required_argument, 0, 't'},
+      {"limit", required_argument, 0, 'n'}, {"abs", no_argument, 0, 'a'},
+      {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+  dump_t d = {.o = stdout, .types = 0x7FFF, .limit = UINT64_MAX};
+  int stats = 0, c;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+    switch (c) {
+    case 's': stats = 1; break;
+    case 'a': d.abs = 1; break;
+    case 'h': fputs(dump_help, stdout); return NCS_EXIT_OK;
+    case 't':
+      if (ncs_check_events("dump", "--type", optarg, &d.types) != 0) return NCS_EXIT_USAGE;
+      d.filtered = 1;
+      break;
+    case 'n':
+      if (ncs_parse_count(optarg, 1, UINT64_MAX, &d.limit) != 0)
+        return ncs_usage_error("dump", "--limit needs a positive number, not '%s'", optarg);
+      break;
+    default: return ncs_bad_option("dump", c, argv);
+    }
+  }
+  if (optind >= argc) return ncs_usage_error("dump", "which trace? give a directory or a file");
+  if (stats) return ncs_stats_paths(argv + optind, argc - optind, stdout);
+  return dump_paths(&d, argv + optind, argc - optind);
+}

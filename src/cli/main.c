@@ -1,0 +1,64 @@
+/* main.c - the ncclscope command: dispatch to one verb per file (dump.c, record.c, demo.c, ...).
+ *
+ * Shape follows `perf`: `ncclscope VERB [OPTIONS] ARGS`. Every verb answers --help; unknown verbs
+ * and options exit with status 2.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "trace/format.h"
+
+#ifndef NCS_VERSION
+#define NCS_VERSION "unknown"
+#endif
+
+typedef struct {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+} verb_t;
+
+/* Add new verbs here (and a file src/cli/<verb>.c). */
+static const verb_t verbs[] = {
+    {"record", ncs_cmd_record, "run a command with the profiler plugin and record a trace"},
+    {"dump", ncs_cmd_dump, "print every event of a trace, or counts with --stats"},
+    {"demo", ncs_cmd_demo, "record a simulated 8-rank job with nccl-sim (no GPU needed)"},
+};
+
+static void usage(FILE *o) {
+  fprintf(o,
+          "usage: %s [--version] [--help] VERB [OPTIONS] [ARGS]\n"
+          "\n"
+          "ncclscope records what NCCL does (through NCCL's profiler plugin API) and analyses it.\n"
+          "\n"
+          "verbs:\n",
+          ncs_prog);
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    fprintf(o, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
+  fprintf(o, "\nRun '%s VERB --help' for a verb's options. Docs: docs/cli.md\n", ncs_prog);
+}
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return NCS_EXIT_USAGE;
+  }
+  const char *v = argv[1];
+  if (!strcmp(v, "--help") || !strcmp(v, "-h") || !strcmp(v, "help")) {
+    usage(stdout);
+    return NCS_EXIT_OK;
+  }
+  if (!strcmp(v, "--version") || !strcmp(v, "-V") || !strcmp(v, "version")) {
+    printf("ncclscope %s (trace format %d)\n", NCS_VERSION, NCS_FORMAT_VERSION);
+    return NCS_EXIT_OK;
+  }
+  if (v[0] == '-') return ncs_usage_error(NULL, "unknown option '%s'", v);
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    if (!strcmp(v, verbs[i].name)) return verbs[i].run(argc - 1, argv + 1);
+  char names[256] = "";
+  for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
+    snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",
+             verbs[i].name);
+  return ncs_usage_error(NULL, "unknown verb '%s' (verbs: %s)", v, names);
+}

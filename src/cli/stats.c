@@ -1,0 +1,456 @@
+/* stats.c - `ncclscope dump --stats`: what each process recorded, and whether anything was lost.
+ *
+ * Per file: host, pid, plugin version, segments (clean or not), the ABI versions NCCL chose, the
+ * communicators, counts per event type and the totals of drops, bad handles and completions.
+ * Then the same counts for the whole job. A segment with a footer uses the footer's counters
+ * (they count calls, including records that were dropped); a segment without one (crash, kill)
+ * counts its records and takes drops and handle counts from its last counter snapshot.
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli/cli.h"
+#include "trace/reader.h"
+
+#define NPLAIN 0x20     /* plain counter keys 0x01..0x1F */
+#define MAX_COMMS 256   /* communicators listed per file */
+#define MAX_SEGS 64     /* segments listed per file */
+#define MAX_PAIRS 65536 /* (commId, rank) pairs remembered for the job summary */
+
+typedef struct {
+  uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT];
+  uint64_t drops[NCS_T_COUNT], expired[NCS_T_COUNT];
+  uint64_t plain[NPLAIN];
+  uint64_t cflags[5]; /* COMPLETE records per flag bit (always from records) */
+} counts_t;
+
+typedef struct {
+  uint32_t index, epoch, mode, mask;
+  uint64_t start_rt, start_mono, last_ts;
+  int footer, snapshot;
+  int cut; /* the file is damaged before this segment's end */
+} seg_t;
+
+typedef struct {
+  uint64_t comm_id;
+  char name[64];
+  int32_t rank, nranks, nnodes;
+  uint32_t abi, index, seg;
+  int finalized;
+} comm_t;
+
+typedef struct {
+  uint64_t comm_id;
+  int32_t rank, nranks;
+} pair_t;
+
+typedef struct {
+  char host[128], plugin[64];
+  uint64_t pid;
+  uint32_t nseg;
+  seg_t segs[MAX_SEGS];
+  seg_t cur; /* the open segment */
+  counts_t rec, snap, foot, total;
+  uint32_t abi_mask;
+  comm_t comms[MAX_COMMS];
+  uint32_t ncomms, ncomms_all;
+  int from_records, snap_used, snap_missing;
+} file_t;
+
+typedef struct {
+  counts_t total;
+  uint32_t files, segs, crashed, damaged, truncated;
+  pair_t *pairs;
+  size_t npairs;
+  int pairs_full;
+} job_t;
+
+/* ---------------------------------------------------------------- counting */
+
+static void counts_add(counts_t *a, const counts_t *b) {
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    a->starts[t] += b->starts[t], a->stops[t] += b->stops[t], a->states[t] += b->states[t];
+    a->drops[t] += b->drops[t], a->expired[t] += b->expired[t];
+  }
+  for (unsigned k = 0; k < NPLAIN; k++) a->plain[k] += b->plain[k];
+  for (unsigned k = 0; k < 5; k++) a->cflags[k] += b->cflags[k];
+}
+
+static void counts_from_chunk(counts_t *c, const ncs_counters_t *k) {
+  memset(c, 0, sizeof *c);
+  for (uint32_t i = 0; i < k->nkeys; i++) {
+    uint32_t key = k->keys[i], g = key >> 8, t = key & 0xFF;
+    uint64_t v = k->values[i];
+    if (t < NCS_T_COUNT && g == 1)
+      c->starts[t] = v;
+    else if (t < NCS_T_COUNT && g == 2)
+      c->stops[t] = v;
+    else if (t < NCS_T_COUNT && g == 3)
+      c->states[t] = v;
+    else if (t < NCS_T_COUNT && g == 4)
+      c->drops[t] = v;
+    else if (t < NCS_T_COUNT && g == 5)
+      c->expired[t] = v;
+    else if (key < NPLAIN)
+      c->plain[key] = v;
+  }
+}
+
+static void count_event(counts_t *c, const ncs_event_t *e) {
+  switch (e->kind) {
+  case NCS_REC_START:
+    c->starts[e->type]++;
+    if (e->ctx_kind == NCS_CTX_FOREIGN) c->plain[NCS_CK_FOREIGN_CTX]++;
+    if (e->ctx_kind == NCS_CTX_NONE) c->plain[NCS_CK_NULL_CTX]++;
+    break;
+  case NCS_REC_STOP: c->stops[e->type]++; break;
+  case NCS_REC_STATE: c->states[e->type]++; break;
+  case NCS_REC_EXPIRED: c->expired[e->type]++; break;
+  default: /* COMPLETE */
+    c->plain[NCS_CK_COMPLETIONS]++;
+    if (e->cflags & NCS_CF_REVISED) c->plain[NCS_CK_REVISIONS]++;
+    for (unsigned b = 0; b < 5; b++)
+      if (e->cflags & (1u << b)) c->cflags[b]++;
+  }
+}
+
+static uint64_t total_drops(const counts_t *c) {
+  uint64_t d = c->plain[NCS_CK_NO_THREAD_SLOT];
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) d += c->drops[t];
+  return d;
+}
+
+/* ---------------------------------------------------------------- segments */
+
+/* Close the open segment: fold its counts into the file's totals. */
+static void seg_end(file_t *f) {
+  if (!f->nseg) return;
+  seg_t *s = &f->cur;
+  counts_t c;
+  if (s->footer) {
+    c = f->foot;
+    memcpy(c.cflags, f->rec.cflags, sizeof c.cflags); /* per-flag counts only exist in records */
+  } else {
+    c = f->rec;
+    f->from_records = 1;
+    if (s->snapshot) {
+      /* what records cannot tell: drops and ignored handles */
+      memcpy(c.drops, f->snap.drops, sizeof c.drops);
+      for (unsigned k = NCS_CK_BAD_HANDLE; k <= NCS_CK_NULL_HANDLE; k++)
+        c.plain[k] = f->snap.plain[k];
+      c.plain[NCS_CK_NO_THREAD_SLOT] = f->snap.plain[NCS_CK_NO_THREAD_SLOT];
+      c.plain[NCS_CK_WRITE_ERRORS] = f->snap.plain[NCS_CK_WRITE_ERRORS];
+      f->snap_used = 1;
+    } else {
+      f->snap_missing = 1;
+    }
+  }
+  counts_add(&f->total, &c);
+  if (s->index < MAX_SEGS) f->segs[s->index] = *s;
+}
+
+static void seg_begin(file_t *f, const ncs_segment_info_t *si) {
+  seg_end(f);
+  if (!f->nseg) {
+    snprintf(f->host, sizeof f->host, "%s", si->host);
+    snprintf(f->plugin, sizeof f->plugin, "%s", si->plugin_version);
+    f->pid = si->pid;
+  }
+  f->nseg++;
+  memset(&f->cur, 0, sizeof f->cur);
+  f->cur = (seg_t){.index = si->index,
+                   .epoch = si->epoch,
+                   .mode = si->mode,
+                   .mask = si->mask,
+                   .start_rt = si->start_realtime_ns,
+                   .start_mono = si->start_mono_ns,
+                   .last_ts = si->start_mono_ns};
+  memset(&f->rec, 0, sizeof f->rec);
+  memset(&f->snap, 0, sizeof f->snap);
+  memset(&f->foot, 0, sizeof f->foot);
+}
+
+static void add_comm(file_t *f, const ncs_comm_info_t *c) {
+  f->ncomms_all++;
+  if (c->abi_version < 32) f->abi_mask |= 1u << c->abi_version;
+  if (f->ncomms >= MAX_COMMS) return;
+  comm_t *m = &f->comms[f->ncomms++];
+  *m = (comm_t){.comm_id = c->comm_id,
+                .rank = c->rank,
+                .nranks = c->nranks,
+                .nnodes = c->nnodes,
+                .abi = c->abi_version,
+                .index = c->index,
+                .seg = f->nseg - 1};
+  snprintf(m->name, sizeof m->name, "%s", c->name);
+}
+
+static void end_comm(file_t *f, uint32_t index) {
+  for (uint32_t i = f->ncomms; i-- > 0;)
+    if (f->comms[i].index == index && f->comms[i].seg == f->nseg - 1) {
+      f->comms[i].finalized = 1;
+      return;
+    }
+}
+
+static void item(file_t *f, ncs_reader_t *r, const ncs_item_t *it) {
+  seg_t *s = &f->cur;
+  if (it->ts > s->last_ts && it->what != NCS_ITEM_COUNTERS && it->what != NCS_ITEM_FOOTER)
+    s->last_ts = it->ts;
+  switch (it->what) {
+  case NCS_ITEM_SEGMENT: seg_begin(f, ncs_reader_segment(r)); break;
+  case NCS_ITEM_COMM: add_comm(f, &it->comm); break;
+  case NCS_ITEM_COMM_END: end_comm(f, it->comm.index); break;
+  case NCS_ITEM_THREAD: f->rec.plain[NCS_CK_THREADS]++; break;
+  case NCS_ITEM_EVENT:
+    count_event(&f->rec, &it->ev);
+    if (it->ev.kind == NCS_REC_COMPLETE && it->ev.end_ns > s->last_ts) s->last_ts = it->ev.end_ns;
+    break;
+  case NCS_ITEM_COUNTERS:
+    counts_from_chunk(&f->snap, it->counters);
+    s->snapshot = 1;
+    break;
+  case NCS_ITEM_FOOTER:
+    counts_from_chunk(&f->foot, it->counters);
+    if (f->foot.plain[NCS_CK_END_NS] > s->last_ts) s->last_ts = f->foot.plain[NCS_CK_END_NS];
+    s->footer = 1;
+    break;
+  default: break;
+  }
+}
+
+/* ---------------------------------------------------------------- printing */
+
+static void put_table(FILE *o, const counts_t *c, const char *indent) {
+  fprintf(o, "%s%-13s %12s %12s %12s %10s %10s\n", indent, "event type", "starts", "stops",
+          "states", "dropped", "expired");
+  int any = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    if (!(c->starts[t] | c->stops[t] | c->states[t] | c->drops[t] | c->expired[t])) continue;
+    fprintf(o, "%s%-13s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10" PRIu64 " %10" PRIu64 "\n",
+            indent, ncs_schema[t].name, c->starts[t], c->stops[t], c->states[t], c->drops[t],
+            c->expired[t]);
+    any = 1;
+  }
+  if (!any) fprintf(o, "%s(no events)\n", indent);
+}
+
+static void put_totals(FILE *o, const counts_t *c, const char *indent) {
+  const uint64_t *p = c->plain;
+  fprintf(o,
+          "%sdrops %" PRIu64 " (buffer pool full %" PRIu64 ", no thread slot %" PRIu64 ")\n"
+          "%shandles: bad %" PRIu64 ", stale %" PRIu64 ", NULL %" PRIu64
+          "; contexts: foreign %" PRIu64 ", NULL %" PRIu64 "\n"
+          "%scompletions %" PRIu64 " (kernel %" PRIu64 ", proxy %" PRIu64 ", revised %" PRIu64
+          ", forced %" PRIu64 ", no children %" PRIu64 "), threads %" PRIu64 "\n",
+          indent, total_drops(c), total_drops(c) - p[NCS_CK_NO_THREAD_SLOT],
+          p[NCS_CK_NO_THREAD_SLOT], indent, p[NCS_CK_BAD_HANDLE], p[NCS_CK_STALE_HANDLE],
+          p[NCS_CK_NULL_HANDLE], p[NCS_CK_FOREIGN_CTX], p[NCS_CK_NULL_CTX], indent,
+          p[NCS_CK_COMPLETIONS], c->cflags[0], c->cflags[1], c->cflags[2], c->cflags[3],
+          c->cflags[4], p[NCS_CK_THREADS]);
+  if (p[NCS_CK_UNKNOWN_TYPE] | p[NCS_CK_UNKNOWN_STATE] | p[NCS_CK_DISABLED_TYPE])
+    fprintf(o,
+            "%signored: starts of unknown type %" PRIu64 ", unknown states %" PRIu64
+            ", starts of types not requested %" PRIu64 "\n",
+            indent, p[NCS_CK_UNKNOWN_TYPE], p[NCS_CK_UNKNOWN_STATE], p[NCS_CK_DISABLED_TYPE]);
+  if (p[NCS_CK_WRITE_ERRORS])
+    fprintf(o, "%sWARNING: %" PRIu64 " chunks could not be written (disk full?)\n", indent,
+            p[NCS_CK_WRITE_ERRORS]);
+}
+
+static void put_utc(FILE *o, uint64_t ns) {
+  time_t t = (time_t)(ns / 1000000000u);
+  struct tm tm;
+  char buf[32];
+  if (ns && gmtime_r(&t, &tm) && strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm))
+    fprintf(o, "%s UTC", buf);
+  else
+    fputs("unknown time", o);
+}
+
+static void put_segments(FILE *o, const file_t *f) {
+  for (uint32_t i = 0; i < f->nseg && i < MAX_SEGS; i++) {
+    const seg_t *s = &f->segs[i];
+    uint64_t dur = s->last_ts > s->start_mono ? s->last_ts - s->start_mono : 0;
+    fprintf(o, "  segment %u: load %u, mode %s, events ", s->index, s->epoch,
+            s->mode == 0   ? "trace"
+            : s->mode == 1 ? "flight"
+                           : "?");
+    ncs_put_mask(o, s->mask);
+    fprintf(o, ", started ");
+    put_utc(o, s->start_rt);
+    fprintf(o, ", %.3f s, %s\n", (double)dur / 1e9,
+            s->footer ? "clean"
+            : s->cut  ? "footer not reached: the file is damaged"
+                      : "no footer: crashed/killed");
+  }
+  if (f->nseg > MAX_SEGS) fprintf(o, "  ... %u more segments\n", f->nseg - MAX_SEGS);
+}
+
+static void put_comms(FILE *o, const file_t *f) {
+  fprintf(o, "  NCCL ABI:");
+  if (!f->abi_mask) fprintf(o, " (no communicator)");
+  for (unsigned v = 0; v < 32; v++)
+    if (f->abi_mask & (1u << v)) fprintf(o, " v%u", v);
+  fprintf(o, "\n  communicators: %u\n", f->ncomms_all);
+  for (uint32_t i = 0; i < f->ncomms; i++) {
+    const comm_t *c = &f->comms[i];
+    fprintf(o, "    commId 0x%016" PRIx64 "  name ", c->comm_id);
+    ncs_put_str(o, c->name[0] ? c->name : "-");
+    fprintf(o, "  rank %d/%d  nNodes %d  abi v%u  seg %u%s\n", c->rank, c->nranks, c->nnodes,
+            c->abi, c->seg, c->finalized ? "" : "  (not finalized)");
+  }
+  if (f->ncomms_all > f->ncomms) fprintf(o, "    ... %u more\n", f->ncomms_all - f->ncomms);
+}
+
+static void put_file(FILE *o, const char *path, const file_t *f) {
+  fprintf(o, "== %s\n  host ", path);
+  ncs_put_str(o, f->nseg ? f->host : "?");
+  fprintf(o, ", pid %" PRIu64 ", plugin ", f->pid);
+  ncs_put_str(o, f->nseg ? f->plugin : "?");
+  fprintf(o, ", %u segment%s\n", f->nseg, f->nseg == 1 ? "" : "s");
+  if (!f->nseg) {
+    fprintf(o, "  no segment: the process died before it wrote one\n");
+    return;
+  }
+  put_segments(o, f);
+  put_comms(o, f);
+  if (f->from_records)
+    fprintf(o, "  counts computed from the records (no footer)%s\n",
+            f->snap_missing ? "; no counter snapshot: drops and handle counts unknown"
+            : f->snap_used  ? "; drops and handles from the last counter snapshot"
+                            : "");
+  put_table(o, &f->total, "  ");
+  put_totals(o, &f->total, "  ");
+}
+
+/* ---------------------------------------------------------------- the job */
+
+static void job_pairs(job_t *j, const file_t *f) {
+  for (uint32_t i = 0; i < f->ncomms; i++) {
+    if (j->npairs >= MAX_PAIRS) {
+      j->pairs_full = 1;
+      return;
+    }
+    if (!j->pairs && !(j->pairs = malloc(MAX_PAIRS * sizeof *j->pairs))) return;
+    j->pairs[j->npairs++] = (pair_t){f->comms[i].comm_id, f->comms[i].rank, f->comms[i].nranks};
+  }
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  const pair_t *x = a, *y = b;
+  if (x->comm_id != y->comm_id) return x->comm_id < y->comm_id ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
+}
+
+/* One line per commId: how many of its ranks left a trace. */
+static void put_job_comms(FILE *o, job_t *j) {
+  if (!j->npairs) return;
+  qsort(j->pairs, j->npairs, sizeof *j->pairs, cmp_pair);
+  size_t ncomm = 0;
+  for (size_t i = 0; i < j->npairs;) {
+    size_t k = i, ranks = 0;
+    for (; k < j->npairs && j->pairs[k].comm_id == j->pairs[i].comm_id; k++)
+      if (k == i || j->pairs[k].rank != j->pairs[k - 1].rank) ranks++;
+    if (ncomm++ < 32)
+      fprintf(o, "    commId 0x%016" PRIx64 ": %zu of %d ranks recorded%s\n", j->pairs[i].comm_id,
+              ranks, j->pairs[i].nranks, j->pairs[i].comm_id ? "" : " (ABI v1-v3: no commId)");
+    i = k;
+  }
+  if (ncomm > 32) fprintf(o, "    ... %zu more\n", ncomm - 32);
+  fprintf(o, "  communicators: %zu distinct commIds%s\n", ncomm,
+          j->pairs_full ? " (list cut)" : "");
+}
+
+static void put_job(FILE *o, job_t *j) {
+  fprintf(o, "== job: %u file%s, %u segment%s (%u without footer), %u damaged, %u truncated\n",
+          j->files, j->files == 1 ? "" : "s", j->segs, j->segs == 1 ? "" : "s", j->crashed,
+          j->damaged, j->truncated);
+  put_job_comms(o, j);
+  put_table(o, &j->total, "  ");
+  put_totals(o, &j->total, "  ");
+}
+
+/* Read one file into *f and print it. Returns its NCS_DAMAGE_*. */
+static int stats_file(const char *path, file_t *f, FILE *o) {
+  char err[512];
+  memset(f, 0, sizeof *f);
+  ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
+  if (!r) {
+    ncs_warn("%s: %s", path, err);
+    fprintf(o, "== %s\n  unreadable: %s\n", path, err);
+    return NCS_DAMAGE_CORRUPT;
+  }
+  ncs_item_t it;
+  while (ncs_reader_next(r, &it) > 0) item(f, r, &it);
+  int damage = ncs_reader_damage(r);
+  f->cur.cut = damage == NCS_DAMAGE_CORRUPT;
+  seg_end(f);
+  put_file(o, path, f);
+  if (damage) {
+    fprintf(o, "  %s: %s\n", damage == NCS_DAMAGE_CORRUPT ? "DAMAGED" : "truncated",
+            ncs_reader_error(r));
+    ncs_warn("%s: %s", path, ncs_reader_error(r));
+  }
+  ncs_reader_close(r);
+  return damage;
+}
+
+/* The trace files of all paths, in order. 0, or an exit status. */
+static int gather(char *const *paths, int npaths, char ***out, size_t *nout) {
+  *out = NULL, *nout = 0;
+  for (int i = 0; i < npaths; i++) {
+    char **list, err[512];
+    size_t n;
+    if (ncs_list_traces(paths[i], &list, &n, err, sizeof err) != 0) {
+      ncs_error("%s", err);
+      return NCS_EXIT_USAGE;
+    }
+    if (!n) ncs_warn("no *.nstrace files in %s", paths[i]);
+    char **all = realloc(*out, (*nout + n + 1) * sizeof *all);
+    if (!all) {
+      ncs_free_paths(list, n);
+      return NCS_EXIT_FAIL;
+    }
+    if (n) memcpy(all + *nout, list, n * sizeof *list);
+    *out = all, *nout += n;
+    free(list); /* the strings moved to *out */
+  }
+  if (!*nout) {
+    ncs_error("no trace files found");
+    return NCS_EXIT_USAGE;
+  }
+  return 0;
+}
+
+int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
+  char **list;
+  size_t n;
+  int rc = gather(paths, npaths, &list, &n);
+  file_t *f = rc ? NULL : malloc(sizeof *f);
+  if (!f) {
+    ncs_free_paths(list, n);
+    return rc ? rc : NCS_EXIT_FAIL;
+  }
+  job_t j = {0};
+  for (size_t i = 0; i < n; i++) {
+    int dmg = stats_file(list[i], f, o);
+    j.files++, j.segs += f->nseg;
+    for (uint32_t s = 0; s < f->nseg && s < MAX_SEGS; s++) j.crashed += !f->segs[s].footer;
+    j.damaged += dmg == NCS_DAMAGE_CORRUPT, j.truncated += dmg == NCS_DAMAGE_TRUNCATED;
+    counts_add(&j.total, &f->total);
+    job_pairs(&j, f);
+  }
+  put_job(o, &j);
+  free(j.pairs);
+  free(f);
+  ncs_free_paths(list, n);
+  return j.damaged ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+}
+
+int ncs_stats_path(const char *path, FILE *o) {
+  char *p = (char *)path;
+  return ncs_stats_paths(&p, 1, o);
+}

@@ -1,0 +1,217 @@
+/* util.c - helpers shared by the ncclscope verbs: messages, option errors, finding files next to
+ * the executable, and number and string formatting. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "trace/format.h"
+
+const char *ncs_prog = "ncclscope";
+
+int ncs_usage_error(const char *verb, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s%s%s: ", ncs_prog, verb ? " " : "", verb ? verb : "");
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\nTry '%s%s%s --help'.\n", ncs_prog, verb ? " " : "", verb ? verb : "");
+  return NCS_EXIT_USAGE;
+}
+
+void ncs_warn(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: warning: ", ncs_prog);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void ncs_error(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "%s: error: ", ncs_prog);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+int ncs_bad_option(const char *verb, int c, char **argv) {
+  const char *opt = optind > 0 ? argv[optind - 1] : "?";
+  if (c == ':') return ncs_usage_error(verb, "option '%s' needs a value", opt);
+  if (optopt && optopt != '?') return ncs_usage_error(verb, "unknown option '-%c'", optopt);
+  return ncs_usage_error(verb, "unknown option '%s'", opt);
+}
+
+int ncs_exe_dir(char *out, size_t len) {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  char *slash = strrchr(buf, '/');
+  if (!slash) return -1;
+  *slash = 0;
+  if ((size_t)snprintf(out, len, "%s", buf[0] ? buf : "/") >= len) return -1;
+  return 0;
+}
+
+int ncs_find_tool(const char *env, const char *name, const char *const *rel, char *out,
+                  size_t len) {
+  const char *e = env ? getenv(env) : NULL;
+  if (e && *e) {
+    if (access(e, R_OK) != 0) {
+      ncs_error("%s=%s: %s", env, e, strerror(errno));
+      return -1;
+    }
+    char *abs = realpath(e, NULL);
+    int ok = abs && strlen(abs) < len;
+    if (ok) strcpy(out, abs);
+    free(abs);
+    return ok ? 0 : -1;
+  }
+  char dir[PATH_MAX];
+  if (ncs_exe_dir(dir, sizeof dir) != 0) return -1;
+  for (size_t i = 0; rel[i]; i++) {
+    if ((size_t)snprintf(out, len, "%s/%s%s%s", dir, rel[i], rel[i][0] ? "/" : "", name) >= len)
+      continue;
+    if (access(out, R_OK) == 0) {
+      char *abs = realpath(out, NULL);
+      if (abs && strlen(abs) < len) strcpy(out, abs);
+      free(abs);
+      return 0;
+    }
+  }
+  char where[PATH_MAX + 256] = "";
+  for (size_t i = 0; rel[i]; i++)
+    snprintf(where + strlen(where), sizeof where - strlen(where), "%s%s%s%s", i ? ", " : "", dir,
+             rel[i][0] ? "/" : "", rel[i]);
+  ncs_error("cannot find %s (looked in %s)%s%s", name, where, env ? "; set " : "", env ? env : "");
+  return -1;
+}
+
+int ncs_find_plugin(char *out, size_t len) {
+  static const char *const rel[] = {"", "../lib", NULL};
+  return ncs_find_tool("NCCLSCOPE_PLUGIN", "libnccl-profiler-ncclscope.so", rel, out, len);
+}
+
+int ncs_parse_size(const char *s, uint64_t *v) {
+  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (errno || end == s) return -1;
+  unsigned shift = 0;
+  if (*end) {
+    switch (*end) {
+    case 'k':
+    case 'K': shift = 10; break;
+    case 'm':
+    case 'M': shift = 20; break;
+    case 'g':
+    case 'G': shift = 30; break;
+    default: return -1;
+    }
+    end++;
+    if (*end == 'i') end++; /* KiB, MiB, GiB */
+    if (*end == 'B' || *end == 'b') end++;
+    if (*end) return -1;
+  }
+  if (n == 0 || n > (1ull << 40) >> shift) return -1; /* 1 TiB is plenty */
+  *v = (uint64_t)n << shift;
+  return 0;
+}
+
+int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v) {
+  if (!s || !*s || *s == '-' || *s == '+') return -1;
+  char *end;
+  errno = 0;
+  unsigned long long n = strtoull(s, &end, 10);
+  if (errno || *end || end == s || n < lo || n > hi) return -1;
+  *v = n;
+  return 0;
+}
+
+int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask) {
+  const char *bad = NULL;
+  size_t badlen = 0;
+  if (ncs_parse_event_list(list, mask, &bad, &badlen) == 0) return 0;
+  if (badlen == 0) {
+    ncs_usage_error(verb, "%s: empty event list", opt);
+    return -1;
+  }
+  fprintf(stderr, "%s %s: %s: unknown event type '%.*s' in '%s'\nknown:", ncs_prog, verb, opt,
+          (int)badlen, bad, list);
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) fprintf(stderr, " %s", ncs_schema[t].cli);
+  fprintf(stderr, ", api, proxy, ce, all, none, default, a number (bit mask), -NAME removes\n");
+  return -1;
+}
+
+void ncs_put_str(FILE *o, const char *s) {
+  if (!s) {
+    fputs("(null)", o);
+    return;
+  }
+  int bare = *s != 0;
+  for (const unsigned char *p = (const unsigned char *)s; *p && bare; p++)
+    bare = *p > 0x20 && *p < 0x7F && *p != '"' && *p != '\\';
+  if (bare) {
+    fputs(s, o);
+    return;
+  }
+  fputc('"', o);
+  for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+    if (*p == '"' || *p == '\\')
+      fprintf(o, "\\%c", *p);
+    else if (*p == '\n')
+      fputs("\\n", o);
+    else if (*p == '\t')
+      fputs("\\t", o);
+    else if (*p < 0x20 || *p >= 0x7F) /* control bytes, and bytes a terminal might take as C1 */
+      fprintf(o, "\\x%02x", *p);
+    else
+      fputc(*p, o);
+  }
+  fputc('"', o);
+}
+
+void ncs_put_mask(FILE *o, uint32_t mask) {
+  if (mask == (1u << NCS_T_COUNT) - 1) {
+    fputs("all", o);
+    return;
+  }
+  int any = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++)
+    if (mask & (1u << t)) fprintf(o, "%s%s", any++ ? "," : "", ncs_schema[t].cli);
+  if (mask >> NCS_T_COUNT)
+    fprintf(o, "%s0x%x", any++ ? "," : "", mask >> NCS_T_COUNT << NCS_T_COUNT);
+  if (!any) fputs("none", o);
+}
+
+void ncs_short_name(const char *path, char *out, size_t len) {
+  const char *b = strrchr(path, '/');
+  b = b ? b + 1 : path;
+  size_t n = strlen(b), m = strlen(NCS_TRACE_SUFFIX);
+  if (n > m && strcmp(b + n - m, NCS_TRACE_SUFFIX) == 0) n -= m;
+  snprintf(out, len, "%.*s", (int)n, b);
+}
+
+void ncs_counter_name(uint32_t key, char *out, size_t len) {
+  static const char *const groups[] = {NULL, "starts", "stops", "states", "drops", "expired"};
+  static const char *const plain[] = {
+      NULL,        "bad_handles",    "stale_handles", "null_handles",  "foreign_ctx",
+      "null_ctx",  "no_thread_slot", "completions",   "revisions",     "bytes",
+      "chunks",    "threads",        "unknown_type",  "unknown_state", "pool_bytes",
+      "pool_peak", "end_ns",         "tracked_peak",  "write_errors",  "disabled_type"};
+  unsigned g = key >> 8, t = key & 0xFF;
+  if (g >= 1 && g <= 5 && t < NCS_T_COUNT)
+    snprintf(out, len, "%s.%s", groups[g], ncs_schema[t].name);
+  else if (key > 0 && key < sizeof plain / sizeof plain[0])
+    snprintf(out, len, "%s", plain[key]);
+  else
+    snprintf(out, len, "0x%x", key);
+}

@@ -1,0 +1,102 @@
+/* fuzz_reader.c - libFuzzer target for the trace reader.
+ *
+ * Opens the input with ncs_reader_open_mem and drains every item, checking the promises the
+ * tools rely on (kinds and types in range, strings resolved, counts bounded). A broken promise
+ * traps, so the fuzzer reports it like a crash. replay_main.c runs the same function over the
+ * corpus in every build.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/reader.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define CHECK(c)                                                                                   \
+  do {                                                                                             \
+    if (!(c)) __builtin_trap();                                                                    \
+  } while (0)
+
+static void check_event(const ncs_reader_t *r, const ncs_event_t *e) {
+  CHECK(e->kind >= NCS_REC_START && e->kind <= NCS_REC_MAX);
+  CHECK(e->type < NCS_T_COUNT);
+  if (e->kind != NCS_REC_START) return;
+  CHECK(e->ctx_kind <= NCS_CTX_INVALID && e->parent_kind <= NCS_REF_STALE);
+  CHECK(e->nfields == ncs_schema[e->type].nfields);
+  for (unsigned i = 0; i < e->nfields; i++) {
+    uint8_t k = ncs_schema[e->type].fields[i].kind;
+    if (k == NCS_FK_STR) CHECK((e->f[i] == 0) == (e->fstr[i] == NULL));
+    if (k == NCS_FK_STR && e->fstr[i]) CHECK(e->fstr[i] == ncs_reader_string(r, e->f[i]));
+    if (k == NCS_FK_STR && e->fstr[i]) CHECK(strlen(e->fstr[i]) <= NCS_STRING_MAX);
+    if (k == NCS_FK_REF) CHECK(e->fref_kind[i] <= NCS_REF_STALE);
+    if (k == NCS_FK_BOOL) CHECK(e->f[i] <= 1);
+  }
+}
+
+static void check_item(const ncs_reader_t *r, const ncs_item_t *it) {
+  const ncs_segment_info_t *s = ncs_reader_segment(r);
+  CHECK(s != NULL); /* every item comes after a SEGMENT */
+  CHECK(s->host && s->plugin_version && s->cmdline);
+  CHECK(strlen(s->host) <= NCS_STRING_MAX && strlen(s->cmdline) <= NCS_STRING_MAX);
+  switch (it->what) {
+  case NCS_ITEM_COMM: CHECK(it->comm.name != NULL); break;
+  case NCS_ITEM_THREAD: CHECK(it->thread_name != NULL); break;
+  case NCS_ITEM_EVENT: check_event(r, &it->ev); break;
+  case NCS_ITEM_COUNTERS:
+  case NCS_ITEM_FOOTER: CHECK(it->counters && it->counters->nkeys <= 512); break;
+  default: CHECK(it->what >= NCS_ITEM_SEGMENT && it->what <= NCS_ITEM_FOOTER);
+  }
+}
+
+static void read_all(const uint8_t *data, size_t size) {
+  char err[256];
+  ncs_reader_t *r = ncs_reader_open_mem(data, size, err, sizeof err);
+  if (!r) {
+    CHECK(err[0] != 0);
+    return;
+  }
+  ncs_item_t it;
+  int rc;
+  uint64_t last = 0;
+  while ((rc = ncs_reader_next(r, &it)) > 0) {
+    check_item(r, &it);
+    uint64_t off = ncs_reader_offset(r);
+    CHECK(off >= last && off <= size); /* the reader only moves forward, within the input */
+    last = off;
+  }
+  CHECK(rc == 0 || rc == -1);
+  CHECK((rc == -1) == (ncs_reader_error(r)[0] != 0));
+  CHECK((rc == -1) == (ncs_reader_damage(r) != NCS_DAMAGE_NONE));
+  CHECK(ncs_reader_next(r, &it) == rc);
+  ncs_reader_close(r);
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Give every whole chunk its correct CRC, so that mutations inside payloads reach the decoders
+ * instead of stopping at the checksum. The reader itself stays exactly as shipped. */
+static void fix_crcs(uint8_t *p, size_t size) {
+  size_t off = NCS_FILE_HEADER_LEN;
+  while (off <= size && size - off >= NCS_CHUNK_HEADER_LEN) {
+    uint32_t len = le32(p + off + 8);
+    if (len > size - off - NCS_CHUNK_HEADER_LEN) break;
+    uint32_t crc = ncs_crc32c(ncs_crc32c(0, p + off + 4, 8), p + off + NCS_CHUNK_HEADER_LEN, len);
+    for (int i = 0; i < 4; i++) p[off + 12 + i] = (uint8_t)(crc >> (8 * i));
+    off += NCS_CHUNK_HEADER_LEN + (size_t)len;
+  }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  read_all(data, size); /* as is: framing, checksums, truncation */
+  uint8_t *copy = malloc(size ? size : 1);
+  if (!copy) return 0;
+  memcpy(copy, data, size);
+  fix_crcs(copy, size);
+  read_all(copy, size); /* with good checksums: the payload decoders */
+  free(copy);
+  return 0;
+}

@@ -1,0 +1,858 @@
+/* test_reader.c - the trace reader against valid, cut and damaged files (cmocka).
+ *
+ * Files are crafted with tracegen.c (the writer's encoders), so a round trip checks encoder and
+ * reader against each other field by field, and the damage tests change single bytes of them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "trace/reader.h"
+#include "tracegen.h"
+
+/* ---------------------------------------------------------------- helpers */
+
+typedef struct {
+  int n;  /* items read */
+  int rc; /* last ncs_reader_next result */
+  int damage;
+  char err[400];
+  int what[4096];     /* item kinds in order */
+  uint64_t end[4096]; /* ncs_reader_offset after each item: the end of its chunk */
+} drain_t;
+
+static void drain_reader(ncs_reader_t *r, drain_t *d) {
+  ncs_item_t it;
+  memset(d, 0, sizeof *d);
+  while ((d->rc = ncs_reader_next(r, &it)) > 0) {
+    assert_true(d->n < 4096);
+    d->what[d->n] = it.what;
+    d->end[d->n++] = ncs_reader_offset(r);
+  }
+  d->damage = ncs_reader_damage(r);
+  snprintf(d->err, sizeof d->err, "%s", ncs_reader_error(r));
+  /* sticky: after the end or an error, the same answer again */
+  assert_int_equal(ncs_reader_next(r, &it), d->rc);
+}
+
+/* Read a buffer; returns 0 when it could not even be opened. */
+static int drain_mem(const void *p, size_t len, drain_t *d) {
+  char err[256];
+  ncs_reader_t *r = ncs_reader_open_mem(p, len, err, sizeof err);
+  if (!r) {
+    memset(d, 0, sizeof *d);
+    snprintf(d->err, sizeof d->err, "%s", err);
+    return 0;
+  }
+  drain_reader(r, d);
+  ncs_reader_close(r);
+  return 1;
+}
+
+static char tmpdir[64];
+
+static int setup_tmp(void **state) {
+  (void)state;
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/ncs-test-XXXXXX");
+  return mkdtemp(tmpdir) ? 0 : -1;
+}
+
+static int teardown_tmp(void **state) {
+  (void)state;
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+static void write_file(const char *path, const void *p, size_t len) {
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(p, 1, len, f), len);
+  fclose(f);
+}
+
+static uint32_t le32(const uint8_t *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Offsets of the chunk headers of a valid file. */
+static size_t chunk_offsets(const tg_t *g, size_t *off, size_t max) {
+  size_t n = 0;
+  for (size_t o = NCS_FILE_HEADER_LEN; o < g->file.len && n < max;
+       o += NCS_CHUNK_HEADER_LEN + le32(g->file.p + o + 8))
+    off[n++] = o;
+  return n;
+}
+
+/* A file with one segment, then a raw EVENTS payload given as bytes. */
+static void file_with_events(tg_t *g, const uint8_t *pay, size_t len) {
+  tg_init(g);
+  tg_header(g);
+  tg_segment(g, 0, 42);
+  ncs_buf_bytes(&g->pay, pay, len);
+  tg_chunk(g, NCS_CHUNK_EVENTS);
+}
+
+static void assert_contains(const char *s, const char *what) {
+  if (!strstr(s, what)) fail_msg("'%s' does not contain '%s'", s, what);
+}
+
+/* ---------------------------------------------------------------- round trip */
+
+static void check_event(const ncs_event_t *got, const ncs_event_t *want) {
+  assert_int_equal(got->kind, want->kind);
+  assert_int_equal(got->type, want->type);
+  assert_int_equal(got->id, want->id);
+  switch (want->kind) {
+  case NCS_REC_START:
+    assert_int_equal(got->ctx_kind, want->ctx_kind);
+    assert_int_equal(got->ctx, want->ctx);
+    assert_int_equal(got->parent_kind, want->parent_kind);
+    assert_int_equal(got->parent, want->parent);
+    assert_int_equal(got->rank, want->rank);
+    assert_int_equal(got->flags, want->flags);
+    assert_int_equal(got->nfields, ncs_schema[want->type].nfields);
+    for (unsigned i = 0; i < got->nfields; i++) {
+      assert_int_equal(got->f[i], want->f[i]);
+      uint8_t k = ncs_schema[want->type].fields[i].kind;
+      if (k == NCS_FK_REF) assert_int_equal(got->fref_kind[i], want->fref_kind[i]);
+      if (k == NCS_FK_STR && want->fstr[i]) assert_string_equal(got->fstr[i], want->fstr[i]);
+      if (k == NCS_FK_STR && !want->fstr[i]) assert_null(got->fstr[i]);
+    }
+    assert_int_equal(got->thread, want->thread);
+    assert_int_equal(got->ts, want->ts);
+    break;
+  case NCS_REC_STOP:
+    assert_int_equal(got->thread, want->thread);
+    assert_int_equal(got->ts, want->ts);
+    break;
+  case NCS_REC_STATE:
+    assert_int_equal(got->thread, want->thread);
+    assert_int_equal(got->ts, want->ts);
+    assert_int_equal(got->state, want->state);
+    assert_int_equal(got->arg0, want->arg0);
+    assert_int_equal(got->arg1, want->arg1);
+    break;
+  case NCS_REC_COMPLETE:
+    assert_int_equal(got->cflags, want->cflags);
+    assert_int_equal(got->end_ns, want->end_ns);
+    assert_int_equal(got->first_child_ns, want->first_child_ns);
+    assert_int_equal(got->gpu_start, want->gpu_start);
+    assert_int_equal(got->gpu_stop, want->gpu_stop);
+    assert_int_equal(got->n_kernel_ch, want->n_kernel_ch);
+    assert_int_equal(got->n_proxy_op, want->n_proxy_op);
+    assert_int_equal(got->n_open, want->n_open);
+    break;
+  default:
+    assert_int_equal(got->reason, want->reason);
+    assert_int_equal(got->start_ns, want->start_ns);
+  }
+}
+
+static void check_segment(ncs_reader_t *r, uint32_t index) {
+  ncs_segment_info_t want;
+  tg_segment_info(&want, index, 4242);
+  const ncs_segment_info_t *s = ncs_reader_segment(r);
+  assert_non_null(s);
+  assert_int_equal(s->index, index);
+  assert_int_equal(s->format_version, want.format_version);
+  assert_string_equal(s->plugin_version, want.plugin_version);
+  assert_string_equal(s->host, want.host);
+  assert_int_equal(s->pid, want.pid);
+  assert_int_equal(s->epoch, want.epoch);
+  assert_int_equal(s->mode, want.mode);
+  assert_int_equal(s->mask, want.mask);
+  assert_int_equal(s->start_realtime_ns, want.start_realtime_ns);
+  assert_int_equal(s->start_mono_ns, want.start_mono_ns);
+  assert_string_equal(s->cmdline, want.cmdline);
+  assert_int_equal(s->pool_bytes, want.pool_bytes);
+}
+
+static void check_comm(const ncs_item_t *it) {
+  ncs_comm_info_t want;
+  tg_comm_info(&want, 0, 3);
+  assert_int_equal(it->comm.index, want.index);
+  assert_int_equal(it->comm.comm_id, want.comm_id);
+  assert_string_equal(it->comm.name, want.name);
+  assert_int_equal(it->comm.nranks, want.nranks);
+  assert_int_equal(it->comm.nnodes, want.nnodes);
+  assert_int_equal(it->comm.rank, want.rank);
+  assert_int_equal(it->comm.abi_version, want.abi_version);
+  assert_int_equal(it->comm.init_ns, want.init_ns);
+  assert_int_equal(it->comm.mask, want.mask);
+}
+
+static void check_counters(const ncs_item_t *it, uint32_t nrecs) {
+  const ncs_counters_t *c = it->counters;
+  assert_non_null(c);
+  assert_int_equal(c->nkeys, 3 * NCS_T_COUNT + 7);
+  assert_int_equal(c->keys[0], NCS_CK_STARTS | 0);
+  assert_int_equal(c->values[0], 1);
+  assert_int_equal(c->keys[3 * NCS_T_COUNT], NCS_CK_DROPS | NCS_T_COLL);
+  assert_int_equal(c->values[3 * NCS_T_COUNT], 5);
+  assert_int_equal(c->keys[c->nkeys - 1], 0x7777);
+  assert_int_equal(c->values[c->nkeys - 1], nrecs);
+}
+
+/* Walk one segment of tg_sample and compare every item. */
+static size_t check_sample_segment(ncs_reader_t *r, const tg_t *g, size_t ev, uint32_t seg,
+                                   int footer) {
+  ncs_item_t it;
+  static const int head[] = {NCS_ITEM_SEGMENT, NCS_ITEM_CLOCK,  NCS_ITEM_COMM,
+                             NCS_ITEM_THREAD,  NCS_ITEM_THREAD, NCS_ITEM_THREAD};
+  for (unsigned i = 0; i < sizeof head / sizeof head[0]; i++) {
+    assert_int_equal(ncs_reader_next(r, &it), 1);
+    assert_int_equal(it.what, head[i]);
+    if (it.what == NCS_ITEM_SEGMENT) check_segment(r, seg);
+    if (it.what == NCS_ITEM_CLOCK) assert_int_equal(it.clock_mono_ns, 1000000000ull * (seg + 1));
+    if (it.what == NCS_ITEM_CLOCK)
+      assert_int_equal(it.clock_realtime_ns, 1700000000000000000ull + seg);
+    if (it.what == NCS_ITEM_COMM) check_comm(&it);
+    if (it.what == NCS_ITEM_THREAD) {
+      assert_int_equal(it.thread_index, i - 3);
+      assert_int_equal(it.thread_tid, 5000 + i - 3);
+      assert_string_equal(it.thread_name, i == 3 ? "python" : "nccl-proxy");
+    }
+  }
+  /* the STRINGS chunk came before the COMM chunk */
+  for (uint64_t id = 1; id <= TG_NSTRINGS; id++)
+    assert_string_equal(ncs_reader_string(r, id), tg_strings[id]);
+  assert_null(ncs_reader_string(r, TG_NSTRINGS + 1));
+  assert_null(ncs_reader_string(r, 0));
+  size_t per_chunk = 3 * NCS_T_COUNT + 4;
+  for (int half = 0; half < 2; half++) {
+    for (size_t k = 0; k < per_chunk; k++, ev++) {
+      assert_int_equal(ncs_reader_next(r, &it), 1);
+      assert_int_equal(it.what, NCS_ITEM_EVENT);
+      check_event(&it.ev, &g->log[ev]);
+    }
+    if (half == 0) {
+      assert_int_equal(ncs_reader_next(r, &it), 1);
+      assert_int_equal(it.what, NCS_ITEM_COUNTERS);
+      check_counters(&it, (uint32_t)per_chunk);
+    }
+  }
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_COMM_END);
+  assert_int_equal(it.comm.index, 0);
+  assert_int_equal(it.ts, 1000000000ull * (seg + 1) + 1000 + 200000);
+  if (footer) {
+    assert_int_equal(ncs_reader_next(r, &it), 1);
+    assert_int_equal(it.what, NCS_ITEM_FOOTER);
+    check_counters(&it, (uint32_t)(2 * per_chunk));
+  }
+  return ev;
+}
+
+static void test_round_trip(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 2, 0, 4242);
+  char err[256];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  assert_non_null(r);
+  assert_null(ncs_reader_segment(r));
+  size_t ev = check_sample_segment(r, &g, 0, 0, 1);
+  ev = check_sample_segment(r, &g, ev, 1, 1);
+  assert_int_equal(ev, g.nlog);
+  ncs_item_t it;
+  assert_int_equal(ncs_reader_next(r, &it), 0);
+  assert_string_equal(ncs_reader_error(r), "");
+  assert_int_equal(ncs_reader_damage(r), NCS_DAMAGE_NONE);
+  assert_int_equal(ncs_reader_offset(r), g.file.len);
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+/* The same through a real file (pread path). */
+static void test_round_trip_file(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 2, 1, 4242);
+  char path[128], err[256];
+  snprintf(path, sizeof path, "%s/rt.nstrace", tmpdir);
+  write_file(path, g.file.p, g.file.len);
+  ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
+  assert_non_null(r);
+  size_t ev = check_sample_segment(r, &g, 0, 0, 1);
+  check_sample_segment(r, &g, ev, 1, 0); /* crashed: no footer */
+  ncs_item_t it;
+  assert_int_equal(ncs_reader_next(r, &it), 0);
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+/* ---------------------------------------------------------------- truncation */
+
+/* Every prefix of a valid file: never a crash, exactly the items of the whole chunks before the
+ * cut, a TRUNCATED verdict inside a chunk and a clean end at a chunk boundary. */
+static void check_all_cuts(const tg_t *g, int use_file) {
+  drain_t *full = malloc(sizeof *full), *d = malloc(sizeof *d);
+  assert_true(drain_mem(g->file.p, g->file.len, full));
+  assert_int_equal(full->rc, 0);
+  size_t off[256], nch = chunk_offsets(g, off, 256);
+  char path[128];
+  snprintf(path, sizeof path, "%s/cut.nstrace", tmpdir);
+  for (size_t len = 0; len <= g->file.len; len++) {
+    if (use_file) {
+      char err[256];
+      write_file(path, g->file.p, len);
+      ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
+      assert_non_null(r);
+      drain_reader(r, d);
+      ncs_reader_close(r);
+    } else {
+      assert_true(drain_mem(g->file.p, len, d));
+    }
+    int want = 0;
+    while (want < full->n && full->end[want] <= len) want++;
+    assert_int_equal(d->n, want);
+    assert_memory_equal(d->what, full->what, (size_t)want * sizeof d->what[0]);
+    int boundary = len == NCS_FILE_HEADER_LEN || len == g->file.len;
+    for (size_t k = 0; k < nch; k++) boundary |= off[k] == len;
+    if (boundary) {
+      assert_int_equal(d->rc, 0);
+    } else {
+      assert_int_equal(d->rc, -1);
+      assert_int_equal(d->damage, NCS_DAMAGE_TRUNCATED);
+      assert_contains(d->err, "offset");
+      assert_contains(d->err, "died while writing");
+    }
+  }
+  free(full);
+  free(d);
+}
+
+static void test_truncate_every_offset(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 2, 0, 7);
+  check_all_cuts(&g, 0);
+  tg_free(&g);
+}
+
+static void test_truncate_every_offset_file(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 1, 7);
+  check_all_cuts(&g, 1);
+  tg_free(&g);
+}
+
+static void test_empty_and_header_only(void **state) {
+  (void)state;
+  drain_t d;
+  assert_true(drain_mem("", 0, &d));
+  assert_int_equal(d.rc, -1);
+  assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
+  assert_contains(d.err, "truncated file header at offset 0");
+  uint8_t h[NCS_FILE_HEADER_LEN];
+  ncs_file_header(h);
+  assert_true(drain_mem(h, sizeof h, &d));
+  assert_int_equal(d.rc, 0);
+  assert_int_equal(d.n, 0);
+}
+
+/* ---------------------------------------------------------------- damage */
+
+static void test_bad_file_magic_and_version(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  drain_t d;
+  g.file.p[0] = 'X';
+  assert_false(drain_mem(g.file.p, g.file.len, &d));
+  assert_contains(d.err, "not an ncclscope trace");
+  assert_false(drain_mem("hello", 5, &d));
+  g.file.p[0] = 'N';
+  g.file.p[8] = 2; /* format version 2 */
+  assert_false(drain_mem(g.file.p, g.file.len, &d));
+  assert_contains(d.err, "version 2");
+  tg_free(&g);
+}
+
+static void test_crc_corruption(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  size_t off[64], n = chunk_offsets(&g, off, 64);
+  drain_t *full = malloc(sizeof *full), *d = malloc(sizeof *d);
+  drain_mem(g.file.p, g.file.len, full);
+  /* a byte in every chunk but the last: corrupt, items before it kept */
+  for (size_t k = 0; k + 1 < n; k++) {
+    size_t at = off[k] + NCS_CHUNK_HEADER_LEN;
+    g.file.p[at] ^= 0x40;
+    drain_mem(g.file.p, g.file.len, d);
+    g.file.p[at] ^= 0x40;
+    assert_int_equal(d->rc, -1);
+    assert_int_equal(d->damage, NCS_DAMAGE_CORRUPT);
+    assert_contains(d->err, "checksum mismatch");
+    char where[64];
+    snprintf(where, sizeof where, "offset %zu", off[k]);
+    assert_contains(d->err, where);
+    int want = 0;
+    while (want < full->n && full->end[want] <= off[k]) want++;
+    assert_int_equal(d->n, want);
+  }
+  /* the last chunk: a torn write, not damage in the middle */
+  g.file.p[off[n - 1] + NCS_CHUNK_HEADER_LEN] ^= 1;
+  drain_mem(g.file.p, g.file.len, d);
+  assert_int_equal(d->damage, NCS_DAMAGE_TRUNCATED);
+  assert_contains(d->err, "bad checksum in the last chunk");
+  free(full);
+  free(d);
+  tg_free(&g);
+}
+
+static void test_bad_chunk_magic_and_zero_tail(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  size_t off[64];
+  chunk_offsets(&g, off, 64);
+  drain_t d;
+  g.file.p[off[2]] = 'Z';
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_contains(d.err, "bad chunk magic");
+  assert_int_equal(d.n, 2);
+  g.file.p[off[2]] = 'C';
+  /* zeros after the data, as a crash on some filesystems leaves */
+  size_t len = g.file.len;
+  uint8_t zeros[100] = {0};
+  ncs_buf_bytes(&g.file, zeros, sizeof zeros);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
+  assert_contains(d.err, "100 zero bytes");
+  assert_int_equal(d.end[d.n - 1], len);
+  tg_free(&g);
+}
+
+static void test_oversize_length(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  size_t off[64];
+  chunk_offsets(&g, off, 64);
+  drain_t d;
+  uint32_t big = NCS_CHUNK_MAX_PAYLOAD + 1;
+  memcpy(g.file.p + off[1] + 8, &big, 4);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_contains(d.err, "claims a payload");
+  assert_int_equal(d.n, 1);
+  /* a length inside the limit but past the end of the file: a cut-off write */
+  uint32_t past = (uint32_t)g.file.len;
+  memcpy(g.file.p + off[1] + 8, &past, 4);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
+  assert_contains(d.err, "truncated chunk at offset");
+  tg_free(&g);
+}
+
+static void test_bad_varints(void **state) {
+  (void)state;
+  tg_t g;
+  drain_t d;
+  /* base ns: 11 bytes of continuation */
+  uint8_t overlong[12];
+  memset(overlong, 0xFF, 11);
+  overlong[11] = 0;
+  file_with_events(&g, overlong, sizeof overlong);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_contains(d.err, "bad varint");
+  tg_free(&g);
+  /* a 10th byte above 1 */
+  uint8_t ten[10] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x02};
+  file_with_events(&g, ten, sizeof ten);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "bad varint");
+  tg_free(&g);
+  /* runs past the end: base 5, count 1, STOP Coll with a cut varint */
+  uint8_t cut[] = {5, 1, NCS_REC_STOP, NCS_T_COLL, 0, 0x80};
+  file_with_events(&g, cut, sizeof cut);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "runs past the end of the chunk");
+  assert_contains(d.err, "in the EVENTS chunk at offset");
+  tg_free(&g);
+  /* a u32 field above 32 bits: thread = 2^40 */
+  uint8_t range[] = {5, 1, NCS_REC_STOP, NCS_T_COLL, 0x80, 0x80, 0x80, 0x80, 0x80, 0x20, 0, 1};
+  file_with_events(&g, range, sizeof range);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "value out of range");
+  assert_contains(d.err, "thread");
+  tg_free(&g);
+}
+
+/* A START Coll record with all fields 0 except one STR field set to `sid`. */
+static size_t coll_start(uint8_t *p, uint8_t sid, uint8_t ctx_kind, uint8_t ref_kind,
+                         uint8_t bool_v) {
+  size_t n = 0;
+  p[n++] = NCS_REC_START, p[n++] = NCS_T_COLL;
+  p[n++] = 0, p[n++] = 2, p[n++] = 1;        /* thread, dts, id */
+  p[n++] = ctx_kind, p[n++] = 0;             /* ctx */
+  p[n++] = ref_kind, p[n++] = 0, p[n++] = 0; /* parent, rank */
+  p[n++] = 0;                                /* flags */
+  for (unsigned i = 0; i < ncs_schema[NCS_T_COLL].nfields; i++) {
+    uint8_t k = ncs_schema[NCS_T_COLL].fields[i].kind;
+    if (k == NCS_FK_REF) p[n++] = 0;
+    p[n++] = k == NCS_FK_STR && i == 1 ? sid : k == NCS_FK_BOOL ? bool_v : 0;
+  }
+  return n;
+}
+
+static void expect_event_error(const uint8_t *rec, size_t len, const char *msg, int good_before) {
+  uint8_t pay[256] = {5, 2};
+  memcpy(pay + 2, rec, len);
+  tg_t g;
+  drain_t d;
+  file_with_events(&g, pay, len + 2);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.rc, -1);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_contains(d.err, msg);
+  assert_int_equal(d.n, 6 + good_before); /* segment, clock, comm, 3 threads */
+  tg_free(&g);
+}
+
+static void test_bad_records(void **state) {
+  (void)state;
+  uint8_t rec[128];
+  size_t n = coll_start(rec, 1, 0, 0, 0);
+  /* two records: the first is good, the second is broken in various ways */
+  memcpy(rec + n, rec, n);
+  uint8_t *second = rec + n;
+  second[0] = 9;
+  expect_event_error(rec, 2 * n, "unknown record kind", 1);
+  second[0] = NCS_REC_START;
+  second[1] = 15;
+  expect_event_error(rec, 2 * n, "unknown event type", 1);
+  coll_start(second, 99, 0, 0, 0);
+  expect_event_error(rec, 2 * n, "string id 99 is not defined", 1);
+  coll_start(second, 1, 4, 0, 0);
+  expect_event_error(rec, 2 * n, "unknown context kind", 1);
+  coll_start(second, 1, 0, 4, 0);
+  expect_event_error(rec, 2 * n, "unknown reference kind", 1);
+  coll_start(second, 1, 0, 0, 2);
+  expect_event_error(rec, 2 * n, "boolean field", 1);
+  /* the count says 2 but only one record is there */
+  expect_event_error(rec, n, "ends after 1 of its 2 records", 1);
+}
+
+static void test_strings(void **state) {
+  (void)state;
+  tg_t g;
+  drain_t d;
+  /* id 0 */
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  ncs_enc_string(&g.pay, 0, "x");
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "string id 0");
+  tg_free(&g);
+  /* longer than 4096 */
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  ncs_buf_varint(&g.pay, 9);
+  ncs_buf_varint(&g.pay, 5000);
+  uint8_t big[5000] = {0};
+  ncs_buf_bytes(&g.pay, big, sizeof big);
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "string longer than 4096");
+  tg_free(&g);
+  /* a length past the end of the chunk */
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  ncs_buf_varint(&g.pay, 9);
+  ncs_buf_varint(&g.pay, 10);
+  ncs_buf_bytes(&g.pay, "abc", 3);
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "string runs past the end");
+  tg_free(&g);
+  /* a redefinition wins; sparse huge ids work */
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  ncs_enc_string(&g.pay, 1, "first");
+  ncs_enc_string(&g.pay, 1, "second");
+  ncs_enc_string(&g.pay, UINT64_MAX, "max");
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  char err[128];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  ncs_item_t it;
+  while (ncs_reader_next(r, &it) > 0) {
+  }
+  assert_string_equal(ncs_reader_error(r), "");
+  assert_string_equal(ncs_reader_string(r, 1), "second");
+  assert_string_equal(ncs_reader_string(r, UINT64_MAX), "max");
+  assert_null(ncs_reader_string(r, 7));
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+static void test_many_strings(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  char s[32];
+  for (uint64_t id = 10; id < 30010; id++) {
+    snprintf(s, sizeof s, "s%llu", (unsigned long long)id);
+    ncs_enc_string(&g.pay, id * 7919, s);
+  }
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  char err[128];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  ncs_item_t it;
+  while (ncs_reader_next(r, &it) > 0) {
+  }
+  assert_string_equal(ncs_reader_error(r), "");
+  assert_string_equal(ncs_reader_string(r, 12345 * 7919), "s12345");
+  assert_string_equal(ncs_reader_string(r, 1), "AllReduce");
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+/* Ids that share their low bits must not make the table quadratic (hashing with a secret). */
+static void test_colliding_string_ids(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  for (uint64_t i = 1; i <= 60000; i++) ncs_enc_string(&g.pay, i << 40, "x");
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  char err[128];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  ncs_item_t it;
+  while (ncs_reader_next(r, &it) > 0) {
+  }
+  assert_string_equal(ncs_reader_error(r), "");
+  assert_string_equal(ncs_reader_string(r, 59999ull << 40), "x");
+  assert_null(ncs_reader_string(r, 60001ull << 40));
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+static void test_unknown_chunks_and_trailing_bytes(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  ncs_buf_bytes(&g.pay, "future stuff", 12);
+  tg_chunk(&g, 200); /* before the first segment too */
+  tg_segment(&g, 0, 1);
+  ncs_buf_bytes(&g.pay, "\xff\xff\xff", 3);
+  tg_chunk(&g, 0);
+  tg_chunk(&g, 0xFFFF); /* empty payload */
+  /* a known chunk with bytes after its fields (a later minor version) */
+  ncs_enc_comm_end(&g.pay, 3, 99);
+  ncs_buf_bytes(&g.pay, "\x01\x02\x03", 3);
+  tg_chunk(&g, NCS_CHUNK_COMM_END);
+  /* EVENTS: one record, then junk after it */
+  ncs_event_t e;
+  ncs_enc_events_begin(&g.pay, &g.ev, 100);
+  tg_event(&e, NCS_REC_STOP, NCS_T_P2P, 5, 150);
+  tg_put_event(&g, &e);
+  ncs_enc_events_end(&g.pay, &g.ev);
+  ncs_buf_bytes(&g.pay, "\xff\xff", 2);
+  tg_chunk(&g, NCS_CHUNK_EVENTS);
+  /* an EVENTS chunk with no records */
+  ncs_enc_events_begin(&g.pay, &g.ev, 100);
+  ncs_enc_events_end(&g.pay, &g.ev);
+  tg_chunk(&g, NCS_CHUNK_EVENTS);
+  tg_counters(&g, NCS_CHUNK_FOOTER, 1);
+  char err[128];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  ncs_item_t it;
+  int what[32], n = 0, rc;
+  while ((rc = ncs_reader_next(r, &it)) > 0 && n < 32) {
+    what[n++] = it.what;
+    if (it.what == NCS_ITEM_COMM_END) assert_int_equal(it.ts, 99);
+    if (it.what == NCS_ITEM_EVENT) check_event(&it.ev, &g.log[0]);
+  }
+  assert_int_equal(rc, 0);
+  int want[] = {NCS_ITEM_SEGMENT,  NCS_ITEM_CLOCK,  NCS_ITEM_COMM,
+                NCS_ITEM_THREAD,   NCS_ITEM_THREAD, NCS_ITEM_THREAD,
+                NCS_ITEM_COMM_END, NCS_ITEM_EVENT,  NCS_ITEM_FOOTER};
+  assert_int_equal(n, sizeof want / sizeof want[0]);
+  assert_memory_equal(what, want, sizeof want);
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+static void test_chunk_rules(void **state) {
+  (void)state;
+  tg_t g;
+  drain_t d;
+  /* a known chunk before any SEGMENT */
+  tg_init(&g);
+  tg_header(&g);
+  ncs_enc_clock(&g.pay, 1, 2);
+  tg_chunk(&g, NCS_CHUNK_CLOCK);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "before any SEGMENT");
+  tg_free(&g);
+  /* flags this reader does not know */
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  size_t off[64];
+  chunk_offsets(&g, off, 64);
+  g.file.p[off[1] + 6] = 1; /* flags are covered by the CRC: fix it up */
+  uint8_t h[NCS_CHUNK_HEADER_LEN];
+  uint32_t len = le32(g.file.p + off[1] + 8);
+  ncs_chunk_header(h, NCS_CHUNK_CLOCK, g.file.p + off[1] + NCS_CHUNK_HEADER_LEN, len);
+  memcpy(g.file.p + off[1] + 12, h + 12, 4); /* wrong CRC on purpose first */
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "checksum");
+  uint32_t crc = ncs_crc32c(ncs_crc32c(0, g.file.p + off[1] + 4, 8), g.file.p + off[1] + 16, len);
+  memcpy(g.file.p + off[1] + 12, &crc, 4);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "flags 0x1");
+  tg_free(&g);
+  /* more than 512 counters */
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  for (unsigned i = 0; i < 600; i++) ncs_buf_varint(&g.pay, i), ncs_buf_varint(&g.pay, i);
+  tg_chunk(&g, NCS_CHUNK_COUNTERS);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "more than 512 counters");
+  tg_free(&g);
+  /* a key without a value */
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  ncs_buf_varint(&g.pay, 0x101);
+  tg_chunk(&g, NCS_CHUNK_FOOTER);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_contains(d.err, "counter value");
+  tg_free(&g);
+}
+
+static void test_multi_segment(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 3, 0, 7);
+  /* a fourth segment that uses a string id the earlier segments defined but it does not */
+  ncs_segment_info_t s;
+  tg_segment_info(&s, 3, 7);
+  ncs_enc_segment(&g.pay, &s);
+  tg_chunk(&g, NCS_CHUNK_SEGMENT);
+  uint8_t rec[128];
+  size_t n = coll_start(rec, 1, 0, 0, 0);
+  uint8_t pay[160] = {5, 1};
+  memcpy(pay + 2, rec, n);
+  ncs_buf_bytes(&g.pay, pay, n + 2);
+  tg_chunk(&g, NCS_CHUNK_EVENTS);
+  char err[128];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  ncs_item_t it;
+  uint32_t segs = 0, footers = 0;
+  int rc;
+  while ((rc = ncs_reader_next(r, &it)) > 0) {
+    if (it.what == NCS_ITEM_SEGMENT) {
+      assert_int_equal(ncs_reader_segment(r)->index, segs);
+      assert_int_equal(ncs_reader_segment(r)->epoch, segs);
+      segs++;
+    }
+    footers += it.what == NCS_ITEM_FOOTER;
+  }
+  assert_int_equal(segs, 4);
+  assert_int_equal(footers, 3);
+  assert_int_equal(rc, -1);
+  assert_contains(ncs_reader_error(r), "string id 1 is not defined");
+  assert_null(ncs_reader_string(r, 1)); /* the old segment's strings are gone */
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+/* ---------------------------------------------------------------- listing */
+
+static void test_list_traces(void **state) {
+  (void)state;
+  char dir[128], p[192], err[256];
+  snprintf(dir, sizeof dir, "%s/list", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  char **v;
+  size_t n;
+  assert_int_equal(ncs_list_traces(dir, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 0);
+  ncs_free_paths(v, n);
+  const char *names[] = {"b-2.nstrace", "a-1.nstrace", "notes.txt", "x.nstrace.tmp", ".nstrace"};
+  for (unsigned i = 0; i < 5; i++) {
+    snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+    write_file(p, "x", 1);
+  }
+  snprintf(p, sizeof p, "%s/sub.nstrace", dir); /* a directory: not a trace */
+  assert_int_equal(mkdir(p, 0755), 0);
+  assert_int_equal(ncs_list_traces(dir, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 2);
+  snprintf(p, sizeof p, "%s/a-1.nstrace", dir);
+  assert_string_equal(v[0], p);
+  snprintf(p, sizeof p, "%s/b-2.nstrace", dir);
+  assert_string_equal(v[1], p);
+  ncs_free_paths(v, n);
+  /* a file is its own list, whatever its name */
+  snprintf(p, sizeof p, "%s/notes.txt", dir);
+  assert_int_equal(ncs_list_traces(p, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 1);
+  assert_string_equal(v[0], p);
+  ncs_free_paths(v, n);
+  assert_int_equal(ncs_list_traces("/nonexistent/dir", &v, &n, err, sizeof err), -1);
+  assert_contains(err, "/nonexistent/dir");
+  /* open refuses directories and missing files */
+  assert_null(ncs_reader_open(dir, err, sizeof err));
+  assert_contains(err, "not a regular file");
+  assert_null(ncs_reader_open("/nonexistent/x.nstrace", err, sizeof err));
+  assert_contains(err, "cannot open");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_round_trip_file),
+      cmocka_unit_test(test_truncate_every_offset),
+      cmocka_unit_test(test_truncate_every_offset_file),
+      cmocka_unit_test(test_empty_and_header_only),
+      cmocka_unit_test(test_bad_file_magic_and_version),
+      cmocka_unit_test(test_crc_corruption),
+      cmocka_unit_test(test_bad_chunk_magic_and_zero_tail),
+      cmocka_unit_test(test_oversize_length),
+      cmocka_unit_test(test_bad_varints),
+      cmocka_unit_test(test_bad_records),
+      cmocka_unit_test(test_strings),
+      cmocka_unit_test(test_many_strings),
+      cmocka_unit_test(test_colliding_string_ids),
+      cmocka_unit_test(test_unknown_chunks_and_trailing_bytes),
+      cmocka_unit_test(test_chunk_rules),
+      cmocka_unit_test(test_multi_segment),
+      cmocka_unit_test(test_list_traces),
+  };
+  return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
+}

@@ -1,0 +1,42 @@
+/* tracegen.h - craft ncclscope trace files in memory for the tests, the CLI fixtures and the
+ * fuzzing seed corpus. Built on src/trace/encode.h, so the files are what the writer produces. */
+#ifndef NCS_TESTS_TRACEGEN_H
+#define NCS_TESTS_TRACEGEN_H
+
+#include "trace/encode.h"
+
+typedef struct {
+  ncs_buf_t file; /* the whole file */
+  ncs_buf_t pay;  /* the payload of the chunk being built */
+  ncs_evchunk_t ev;
+  ncs_event_t *log; /* every event encoded, in order (STR fields with fstr set) */
+  size_t nlog, caplog;
+} tg_t;
+
+void tg_init(tg_t *g);
+void tg_free(tg_t *g);
+void tg_header(tg_t *g);
+/* append a chunk of `type` from g->pay (then cleared) */
+void tg_chunk(tg_t *g, uint16_t type);
+
+/* The i-th sample event of type t and kind (deterministic, every field non-trivial). STR fields
+ * get string ids 1..TG_NSTRINGS. */
+#define TG_NSTRINGS 6
+extern const char *const tg_strings[TG_NSTRINGS + 1]; /* [id] */
+void tg_event(ncs_event_t *e, uint8_t kind, uint8_t type, uint64_t id, uint64_t ts);
+void tg_segment_info(ncs_segment_info_t *s, uint32_t epoch, uint64_t pid);
+void tg_comm_info(ncs_comm_info_t *c, uint32_t index, int rank);
+
+/* encode one event into the open EVENTS chunk and log it */
+void tg_put_event(tg_t *g, const ncs_event_t *e);
+
+/* Segment building blocks */
+void tg_segment(tg_t *g, uint32_t epoch, uint64_t pid); /* SEGMENT, CLOCK, STRINGS, COMM, THREAD */
+/* one EVENTS chunk with START/STATE/STOP of every type and COMPLETE/EXPIRED; returns the count */
+uint32_t tg_all_events(tg_t *g, uint64_t base_ns, uint64_t first_id);
+void tg_counters(tg_t *g, uint16_t type, uint32_t nrecs); /* COUNTERS or FOOTER */
+
+/* A complete file: `nseg` segments; the last one has no footer when `crash`. */
+void tg_sample(tg_t *g, int nseg, int crash, uint64_t pid);
+
+#endif

@@ -1,0 +1,163 @@
+/* tracegen_main.c - ncs-tracegen: write crafted trace files for the CLI tests and the fuzzing
+ * seed corpus.
+ *
+ *   ncs-tracegen fixtures DIR   valid/, crashed/, damaged/, escape/ and empty/ trace dirs
+ *   ncs-tracegen corpus DIR     small files of every chunk and record type (seed corpus)
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tracegen.h"
+
+static void put(const char *dir, const char *name, const void *p, size_t len) {
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(p, 1, len, f) != len || fclose(f) != 0) {
+    fprintf(stderr, "ncs-tracegen: cannot write %s: %s\n", path, strerror(errno));
+    exit(1);
+  }
+}
+
+static void mkdirs(const char *dir, const char *sub, char *out, size_t len) {
+  snprintf(out, len, "%s%s%s", dir, sub ? "/" : "", sub ? sub : "");
+  if (mkdir(out, 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "ncs-tracegen: cannot create %s: %s\n", out, strerror(errno));
+    exit(1);
+  }
+}
+
+static void put_sample(const char *dir, const char *name, int nseg, int crash, uint64_t pid) {
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, nseg, crash, pid);
+  put(dir, name, g.file.p, g.file.len);
+  tg_free(&g);
+}
+
+static void fixtures(const char *root) {
+  char d[512];
+  mkdirs(root, NULL, d, sizeof d);
+  mkdirs(root, "valid", d, sizeof d);
+  put_sample(d, "node1-100.nstrace", 2, 0, 100);
+  put_sample(d, "node2-200.nstrace", 1, 0, 200);
+  mkdirs(root, "empty", d, sizeof d);
+  /* crashed: no footer, and half of a last chunk */
+  mkdirs(root, "crashed", d, sizeof d);
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 1, 300);
+  size_t len = g.file.len;
+  tg_all_events(&g, 5000000000ull, 500);
+  put(d, "node1-300.nstrace", g.file.p, len + (g.file.len - len) / 2);
+  tg_free(&g);
+  /* damaged: a flipped byte in the middle (the 5th chunk) */
+  mkdirs(root, "damaged", d, sizeof d);
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 400);
+  size_t off = NCS_FILE_HEADER_LEN;
+  for (int k = 0; k < 4; k++) {
+    uint32_t n;
+    memcpy(&n, g.file.p + off + 8, 4);
+    off += NCS_CHUNK_HEADER_LEN + n;
+  }
+  g.file.p[off + NCS_CHUNK_HEADER_LEN] ^= 0x55;
+  put(d, "node1-400.nstrace", g.file.p, g.file.len);
+  tg_free(&g);
+  /* escape: hostile strings must stay on one line */
+  mkdirs(root, "escape", d, sizeof d);
+  tg_init(&g);
+  tg_header(&g);
+  ncs_segment_info_t s;
+  tg_segment_info(&s, 0, 600);
+  s.host = "evil\nhost\x1b[31m";
+  s.cmdline = "a \"quoted\" arg";
+  ncs_enc_segment(&g.pay, &s);
+  tg_chunk(&g, NCS_CHUNK_SEGMENT);
+  put(d, "evil-600.nstrace", g.file.p, g.file.len);
+  tg_free(&g);
+}
+
+/* A segment followed by the chunk built by `fn`. */
+static void seed(const char *dir, const char *name, void (*fn)(tg_t *)) {
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 77);
+  if (fn) fn(&g);
+  put(dir, name, g.file.p, g.file.len);
+  tg_free(&g);
+}
+
+static void c_events(tg_t *g) { tg_all_events(g, 1000000100, 1); }
+static void c_counters(tg_t *g) { tg_counters(g, NCS_CHUNK_COUNTERS, 1); }
+static void c_footer(tg_t *g) { tg_counters(g, NCS_CHUNK_FOOTER, 1); }
+static void c_comm_end(tg_t *g) {
+  ncs_enc_comm_end(&g->pay, 0, 1000000900);
+  tg_chunk(g, NCS_CHUNK_COMM_END);
+}
+static void c_unknown(tg_t *g) {
+  ncs_buf_bytes(&g->pay, "\x01\x02\x03\x04", 4);
+  tg_chunk(g, 42);
+}
+static void c_two_segments(tg_t *g) {
+  c_footer(g);
+  tg_segment(g, 1, 77);
+  c_events(g);
+}
+
+/* one EVENTS chunk with one record of `kind` per type */
+static void events_of_kind(tg_t *g, uint8_t kind) {
+  ncs_event_t e;
+  ncs_enc_events_begin(&g->pay, &g->ev, 1000000100);
+  for (uint8_t t = 0; t < NCS_T_COUNT; t++) {
+    if ((kind == NCS_REC_COMPLETE || kind == NCS_REC_EXPIRED) && t != NCS_T_COLL && t != NCS_T_P2P)
+      continue;
+    tg_event(&e, kind, t, 1 + t, 1000000200 + 10 * t);
+    tg_put_event(g, &e);
+  }
+  ncs_enc_events_end(&g->pay, &g->ev);
+  tg_chunk(g, NCS_CHUNK_EVENTS);
+}
+static void c_start(tg_t *g) { events_of_kind(g, NCS_REC_START); }
+static void c_stop(tg_t *g) { events_of_kind(g, NCS_REC_STOP); }
+static void c_state(tg_t *g) { events_of_kind(g, NCS_REC_STATE); }
+static void c_complete(tg_t *g) { events_of_kind(g, NCS_REC_COMPLETE); }
+static void c_expired(tg_t *g) { events_of_kind(g, NCS_REC_EXPIRED); }
+
+static void corpus(const char *root) {
+  char d[512];
+  mkdirs(root, NULL, d, sizeof d);
+  uint8_t h[NCS_FILE_HEADER_LEN];
+  ncs_file_header(h);
+  put(d, "header-only", h, sizeof h);
+  seed(d, "segment", NULL);
+  seed(d, "events-all", c_events);
+  seed(d, "events-start", c_start);
+  seed(d, "events-stop", c_stop);
+  seed(d, "events-state", c_state);
+  seed(d, "events-complete", c_complete);
+  seed(d, "events-expired", c_expired);
+  seed(d, "counters", c_counters);
+  seed(d, "footer", c_footer);
+  seed(d, "comm-end", c_comm_end);
+  seed(d, "unknown-chunk", c_unknown);
+  seed(d, "two-segments", c_two_segments);
+  put_sample(d, "sample-crashed", 1, 1, 88);
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && !strcmp(argv[1], "fixtures")) {
+    fixtures(argv[2]);
+    return 0;
+  }
+  if (argc == 3 && !strcmp(argv[1], "corpus")) {
+    corpus(argv[2]);
+    return 0;
+  }
+  fprintf(stderr, "usage: ncs-tracegen fixtures|corpus DIR\n");
+  return 2;
+}
