@@ -9,13 +9,22 @@ quick=0
 [ "${1:-}" = --quick ] && quick=1
 jobs=$(nproc)
 
+passed=0 failed=0
+log=$(mktemp); trap 'rm -f "$log"' EXIT
 run_suite() { # name, build dir, cmake args...
   local name=$1 dir=$2
   shift 2
   echo "=== $name ==="
   cmake -S . -B "$dir" "$@" >/dev/null
   cmake --build "$dir" -j"$jobs" >/dev/null
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300)
+  local rc=0
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 300) | tee "$log" || rc=$?
+  # "100% tests passed, 0 tests failed out of 105"
+  local f n
+  f=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
+  n=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$log" | tail -1)
+  passed=$((passed + ${n:-0} - ${f:-0})) failed=$((failed + ${f:-0}))
+  [ "$rc" -eq 0 ] && [ "${n:-0}" -gt 0 ] || { echo "tests: $passed passed, $((failed > 0 ? failed : 1)) failed"; exit 1; }
 }
 
 run_suite release build -DCMAKE_BUILD_TYPE=RelWithDebInfo
@@ -31,4 +40,4 @@ if [ $quick = 0 ]; then
     scripts/fuzz.sh "${NCS_FUZZ_SECONDS:-60}"
   fi
 fi
-echo "all suites passed"
+echo "tests: $passed passed, $failed failed"

@@ -12,6 +12,7 @@
  * events (with --rate the busy-wait between batches is excluded); cpu_seconds = process CPU time
  * during the loop, which includes the plugin's own threads (its writer).
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -142,7 +143,13 @@ static void *producer_main(void *arg) {
     if (!paced) continue;
     busy += now - b0;
     uint64_t due = p->t0 + (uint64_t)((double)p->calls * 1e9 / g_rate_pt);
-    while (now < due && !flood_done(p, now)) now = sim_now_ns(); /* busy-wait: no sleep jitter */
+    /* spin (no sleep jitter, caches stay warm), or with --pace yield wait like an idle NCCL
+     * proxy thread, so other runnable threads (the plugin's writer) get the core when there
+     * are more threads than cores */
+    while (now < due && !flood_done(p, now)) {
+      if (sim_opt.flood_yield) sched_yield();
+      now = sim_now_ns();
+    }
   }
   ncs_args_v6_t a = {.kernelCh.pTimer = sim_gpu_ns()};
   f_state(p, SIM_T_KERNEL_CH, s.kch_h, NCS_ST_KERNEL_CH_STOP, &a); /* close an open Coll */

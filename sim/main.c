@@ -121,6 +121,8 @@ static void usage(FILE *f) {
       "  --events N        flood: total plugin calls (default 1000000)\n"
       "  --duration S      flood: run S seconds instead of a call count\n"
       "  --rate R          flood: pace to R calls/s in total (default: as fast as possible)\n"
+      "  --pace spin|yield flood: wait between paced batches spinning (default) or calling\n"
+      "                    sched_yield like an idle NCCL proxy thread (for more threads than cores)\n"
       "  --verbose         print the plugin's log lines and progress to stderr\n"
       "  --list            list the scenarios\n"
       "  --help            this text\n",
@@ -153,7 +155,8 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_EVENTS, O_DURATION, O_RATE, O_VERBOSE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_EVENTS, O_DURATION, O_RATE,
+  O_PACE, O_VERBOSE,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -179,7 +182,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"gpu-drift-ppm", 1, 0, O_GPU_DRIFT},
                                           {"events", 1, 0, O_EVENTS},
                                           {"duration", 1, 0, O_DURATION},
-                                          {"rate", 1, 0, O_RATE},
+                                          {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE},
                                           {"verbose", 0, 0, O_VERBOSE},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
@@ -241,6 +244,13 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_EVENTS: NUM(1, 1e15, o->flood_events); break;
     case O_DURATION: NUM(0.001, 86400, o->flood_duration); break;
     case O_RATE: NUM(1, 1e12, o->flood_rate); break;
+    case O_PACE:
+      if (!strcmp(optarg, "spin") || !strcmp(optarg, "yield")) {
+        o->flood_yield = optarg[0] == 'y';
+        break;
+      }
+      fprintf(stderr, "nccl-sim: --pace must be spin or yield, not '%s'\n", optarg);
+      return -1;
     case O_VERBOSE: o->verbose = 1; break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;

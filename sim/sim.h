@@ -57,6 +57,7 @@ typedef struct {
   /* flood */
   uint64_t flood_events;
   double flood_duration, flood_rate;
+  int flood_yield; /* --pace yield */
   /* fake GPU clock */
   int64_t gpu_offset_ns;
   double gpu_drift_ppm;

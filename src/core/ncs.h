@@ -27,6 +27,7 @@
 #define NCS_ID_BITS 44
 #define NCS_ID_MASK ((1ull << NCS_ID_BITS) - 1)
 
+#define NCS_HKEY(epoch) ((uint32_t)(NCS_EH_TAG << 12) | ((epoch) & 0xFF))
 static inline uint64_t ncs_eh_make(unsigned type, unsigned epoch, uint64_t id) {
   return (NCS_EH_TAG << 56) | ((uint64_t)(type & 0xF) << 52) | ((uint64_t)(epoch & 0xFF) << 44) |
          (id & NCS_ID_MASK);
@@ -131,27 +132,34 @@ typedef struct {
 
 /* ---- global state ---- */
 typedef struct {
-  pthread_mutex_t lock; /* setup, init and finalize only: never on the event path */
-  ncs_config_t cfg;
-  _Atomic int ready;    /* pool and tables exist */
-  pid_t pid;
+  /* read on every event: one cache line, written only at setup and segment changes */
+  _Alignas(64) _Atomic uint32_t enabled; /* event bits we record */
+  _Atomic uint32_t hkey;  /* (NCS_EH_TAG << 12) | epoch: bits 63..44 of a valid handle, type masked */
+  _Atomic int ready;      /* pool and tables exist */
+  int use_tsc;
+  uint64_t id_base; /* first id of this load: random, so a stale handle's id is out of range */
   _Atomic uint32_t epoch;
+  pid_t pid;
+
+  /* written once per ~4096 starts per thread */
+  _Alignas(64) _Atomic uint64_t id_counter;
+
+  /* written once per block by producers and the writer */
+  _Alignas(64) _Atomic uint64_t free_head; /* (tag << 32) | (index + 1) */
+  _Atomic uint32_t blocks_in_use, blocks_peak;
+
+  _Alignas(64) pthread_mutex_t lock; /* setup, init and finalize only: never on the event path */
+  ncs_config_t cfg;
   _Atomic uint32_t seg; /* segment counter within this load */
   uint32_t mask_set;    /* the activation mask we hand NCCL */
-  _Atomic uint32_t enabled; /* event bits we record (hot path) */
 
-  /* pool */
   uint8_t *pool;
   size_t pool_len;
   uint32_t nblocks;
-  _Atomic uint64_t free_head; /* (tag << 32) | (index + 1) */
-  _Atomic uint32_t blocks_in_use, blocks_peak;
 
   ncs_slot_t *slots;
   uint32_t nslots;
   _Atomic uint32_t next_thread_index;
-  _Atomic uint64_t id_counter;
-  uint64_t id_base; /* first id of this load: random, so a stale handle's id is out of range */
   pthread_key_t tls_key;
   int tls_key_ok;
 
@@ -159,9 +167,8 @@ typedef struct {
   _Atomic uint32_t ncomms; /* indexes handed out this segment */
   _Atomic int live_comms;
 
-  /* counters not owned by a slot */
+  /* counters not owned by a slot (rare paths) */
   _Atomic uint64_t no_slot_drops, no_slot_by_type[NCS_T_COUNT];
-  _Atomic uint64_t null_ctx, foreign_ctx;
 
   /* writer */
   int writer_running;
@@ -170,6 +177,11 @@ typedef struct {
 } ncs_global_t;
 
 extern NCS_HIDDEN ncs_global_t ncs_g;
+
+static inline void ncs_set_epoch(uint32_t e) {
+  atomic_store(&ncs_g.epoch, e & 0xFF);
+  atomic_store(&ncs_g.hkey, NCS_HKEY(e));
+}
 
 /* pool.c */
 NCS_HIDDEN int ncs_pool_setup(void);

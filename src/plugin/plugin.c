@@ -34,7 +34,7 @@ void ncs_log(int level, const char *fmt, ...) {
 static inline int is_ready(void) { return atomic_load_explicit(&ncs_g.ready, memory_order_relaxed); }
 
 static inline uint64_t now(void) {
-  return NCS_LIKELY(ncs_g.cfg.use_tsc) ? ncs_tsc() : ncs_mono_ns();
+  return NCS_LIKELY(ncs_g.use_tsc) ? ncs_tsc() : ncs_mono_ns();
 }
 
 /* ------------------------------------------------------------------ lifecycle */
@@ -56,7 +56,8 @@ static int setup_locked(void) {
   if (ncs_g.cfg.disabled) return -1;
   ncs_g.pid = getpid();
   uint64_t t = ncs_mono_ns();
-  atomic_store(&ncs_g.epoch, (uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
+  ncs_set_epoch((uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
+  ncs_g.use_tsc = ncs_g.cfg.use_tsc;
   /* ids of this load start at a random point: a handle of an earlier load whose 8-bit epoch
    * happens to match is still rejected, because its id is outside [id_base, counter) */
   ncs_g.id_base = ((t * 0x9E3779B97F4A7C15ull) >> 24) & (NCS_ID_MASK >> 2);
@@ -188,20 +189,22 @@ __attribute__((destructor)) static void ncs_unload(void) {
 
 /* ------------------------------------------------------------------ event path */
 
-/* Reserve a START record and hand out the handle. Returns NULL when nothing must be written
- * (type not recorded, or no space: then the drop is counted but the handle is still valid,
- * so children keep a parent id). */
-static inline uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsigned t,
-                                     uint32_t nfields, void *parent, int rank, uint32_t flags) {
-  if (NCS_UNLIKELY(!((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1))) {
-    ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
+#define HOT __attribute__((always_inline)) inline
+#define COLD __attribute__((noinline, cold))
+
+/* START when the fast path could not run: no slot yet, type not recorded, or no space.
+ * Returns where the fields go, or NULL when nothing must be written. A dropped record still
+ * hands out a valid handle, so children keep a parent id. */
+static COLD uint64_t *start_slow(ncs_slot_t **sp, void *ctx, void **eh, unsigned t, uint32_t nw,
+                                 void *parent, int rank, uint32_t flags) {
+  if (!is_ready()) return NULL;
+  ncs_slot_t *s = ncs_slot();
+  if (!((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1)) {
     if (s) ncs_count(&s->disabled);
     return NULL;
   }
-  ncs_slot_t *s = ncs_slot();
   unsigned epoch = atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed);
-  if (NCS_UNLIKELY(!s)) {
-    if (!is_ready()) return NULL;
+  if (!s) { /* more threads than NCCLSCOPE_MAX_THREADS */
     uint64_t id = atomic_fetch_add_explicit(&ncs_g.id_counter, 1, memory_order_relaxed);
     *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
     atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
@@ -210,9 +213,8 @@ static inline uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsi
   }
   uint64_t id = ncs_new_id(s);
   *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
-  uint32_t nw = NCS_START_WORDS + nfields;
   uint64_t *w = ncs_reserve(s, nw);
-  if (NCS_UNLIKELY(!w)) {
+  if (!w) {
     ncs_count(&s->drops[t]);
     return NULL;
   }
@@ -225,7 +227,29 @@ static inline uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsi
   return w + NCS_START_WORDS;
 }
 
-static inline void finish(ncs_slot_t *s, uint32_t nfields) { ncs_commit(s, NCS_START_WORDS + nfields); }
+/* Reserve a START record and hand out the handle: the common case inline, the rest in
+ * start_slow. */
+static HOT uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsigned t,
+                                  uint32_t nfields, void *parent, int rank, uint32_t flags) {
+  ncs_slot_t *s = ncs_tls_slot;
+  uint32_t nw = NCS_START_WORDS + nfields;
+  if (NCS_LIKELY(s && ((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1) &&
+                 s->next_id < s->id_end && s->cur && s->pos + nw <= s->cur->cap)) {
+    uint64_t id = s->next_id++;
+    *eh = (void *)(uintptr_t)ncs_eh_make(t, atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed), id);
+    uint64_t *w = &s->cur->words[s->pos];
+    w[0] = NCS_REC_HDR(NCS_REC_START, t, nw, flags, rank);
+    w[1] = now();
+    w[2] = id;
+    w[3] = (uint64_t)(uintptr_t)ctx;
+    w[4] = (uint64_t)(uintptr_t)parent;
+    *sp = s;
+    return w + NCS_START_WORDS;
+  }
+  return start_slow(sp, ctx, eh, t, nw, parent, rank, flags);
+}
+
+static HOT void finish(ncs_slot_t *s, uint32_t nfields) { ncs_commit(s, NCS_START_WORDS + nfields); }
 
 #define U(x) ((uint64_t)(uintptr_t)(x))
 #define I(x) ((uint64_t)(int64_t)(x))
@@ -443,64 +467,82 @@ START_OLD(1,
            f[8] = U(d->p2p.name)),
           0)
 
-/* Validate a handle NCCL gives back. Only our own handles of this load are recorded. */
-static inline int check_handle(void *eh, ncs_slot_t **sp) {
-  ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
-  *sp = s;
+/* A handle NCCL gives back is recorded only when it is ours, of this load, and issued: tag and
+ * epoch in one compare, the type nibble, and the id inside [id_base, id_counter). */
+static HOT int handle_ok(uint64_t h) {
+  uint64_t id = h & NCS_ID_MASK;
+  return ((uint32_t)(h >> 44) & 0xFF0FFu) == atomic_load_explicit(&ncs_g.hkey, memory_order_relaxed) &&
+         ncs_eh_type(h) < NCS_T_COUNT &&
+         id - ncs_g.id_base < atomic_load_explicit(&ncs_g.id_counter, memory_order_relaxed) - ncs_g.id_base;
+}
+
+/* STOP/STATE off the fast path: count what was wrong, or write the record after claiming a slot
+ * or a block. */
+static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a1) {
+  if (!is_ready()) return;
+  ncs_slot_t *s = ncs_slot();
   uint64_t h = (uint64_t)(uintptr_t)eh;
   _Atomic uint64_t *bad = NULL;
-  if (NCS_UNLIKELY(!h)) {
+  if (!h)
     bad = s ? &s->null_handle : NULL;
-  } else if (NCS_UNLIKELY(!ncs_eh_is_ours(h))) {
+  else if (!ncs_eh_is_ours(h))
     bad = s ? &s->bad_handle : NULL;
-  } else if (NCS_UNLIKELY(ncs_eh_epoch(h) != (atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed) & 0xFF) ||
-                          ncs_eh_id(h) < ncs_g.id_base ||
-                          ncs_eh_id(h) >= atomic_load_explicit(&ncs_g.id_counter, memory_order_relaxed))) {
+  else if (!handle_ok(h))
     bad = s ? &s->stale_handle : NULL;
-  } else if (NCS_LIKELY(s)) {
-    return (int)ncs_eh_type(h);
-  } else if (is_ready()) {
-    /* a valid handle but no thread slot: the record is lost, and counted */
+  else if (!s) { /* a valid handle but no thread slot: the record is lost, and counted */
     atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&ncs_g.no_slot_by_type[ncs_eh_type(h)], 1, memory_order_relaxed);
-    return -1;
+    return;
   }
-  if (bad) ncs_count(bad);
-  return -1;
-}
-
-static ncs_result_t stop_any(void *eh) {
-  ncs_slot_t *s;
-  int t = check_handle(eh, &s);
-  if (t < 0) return NCS_SUCCESS;
-  uint64_t *w = ncs_reserve(s, 3);
-  if (NCS_UNLIKELY(!w)) {
-    ncs_count(&s->drops[t]);
-    return NCS_SUCCESS;
+  if (bad || !s) {
+    if (bad) ncs_count(bad);
+    return;
   }
-  w[0] = NCS_REC_HDR(NCS_REC_STOP, t, 3, 0, 0);
-  w[1] = now();
-  w[2] = ncs_eh_id((uint64_t)(uintptr_t)eh);
-  ncs_commit(s, 3);
-  return NCS_SUCCESS;
-}
-
-static inline void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
-  ncs_slot_t *s;
-  int t = check_handle(eh, &s);
-  if (t < 0) return;
-  if (NCS_UNLIKELY((unsigned)state >= NCS_NSTATES)) ncs_count(&s->unknown_state);
-  uint64_t *w = ncs_reserve(s, 5);
-  if (NCS_UNLIKELY(!w)) {
+  unsigned t = ncs_eh_type(h);
+  if (kind == NCS_REC_STATE && (unsigned)state >= NCS_NSTATES) ncs_count(&s->unknown_state);
+  uint32_t nw = kind == NCS_REC_STOP ? 3 : 5;
+  uint64_t *w = ncs_reserve(s, nw);
+  if (!w) {
     ncs_count(&s->drops[t]);
     return;
   }
-  w[0] = NCS_REC_HDR(NCS_REC_STATE, t, 5, 0, state);
+  w[0] = NCS_REC_HDR(kind, t, nw, 0, kind == NCS_REC_STATE ? state : 0);
   w[1] = now();
-  w[2] = ncs_eh_id((uint64_t)(uintptr_t)eh);
-  w[3] = a0;
-  w[4] = a1;
-  ncs_commit(s, 5);
+  w[2] = h & NCS_ID_MASK;
+  if (nw == 5) w[3] = a0, w[4] = a1;
+  ncs_commit(s, nw);
+}
+
+static ncs_result_t stop_any(void *eh) {
+  ncs_slot_t *s = ncs_tls_slot;
+  uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (NCS_LIKELY(s && handle_ok(h) && s->cur && s->pos + 3 <= s->cur->cap)) {
+    uint64_t *w = &s->cur->words[s->pos];
+    w[0] = NCS_REC_HDR(NCS_REC_STOP, ncs_eh_type(h), 3, 0, 0);
+    w[1] = now();
+    w[2] = h & NCS_ID_MASK;
+    ncs_commit(s, 3);
+    return NCS_SUCCESS;
+  }
+  end_slow(eh, NCS_REC_STOP, 0, 0, 0);
+  return NCS_SUCCESS;
+}
+
+static HOT void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
+  ncs_slot_t *s = ncs_tls_slot;
+  uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (NCS_LIKELY(s && handle_ok(h) && (unsigned)state < NCS_NSTATES && s->cur &&
+                 s->pos + 5 <= s->cur->cap)) {
+    uint64_t *w = &s->cur->words[s->pos];
+    w[0] = NCS_REC_HDR(NCS_REC_STATE, ncs_eh_type(h), 5, 0, state);
+    w[1] = now();
+    w[2] = h & NCS_ID_MASK;
+    w[3] = a0;
+    w[4] = a1;
+    ncs_commit(s, 5);
+    return;
+  }
+  end_slow(eh, NCS_REC_STATE, state, a0, a1);
 }
 
 static ncs_result_t state_v4(void *eh, ncs_state_t st, ncs_args_v4_t *a) {

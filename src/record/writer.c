@@ -80,7 +80,7 @@ static void cal_sample(uint64_t *tsc, uint64_t *ns) {
 }
 
 static void clock_setup(void) {
-  if (!ncs_g.cfg.use_tsc) return;
+  if (!ncs_g.use_tsc) return;
   cal_sample(&W.cal0_tsc, &W.cal0_ns);
   uint64_t t, n;
   do { /* 2 ms is enough for a first rate; it is refined from a growing baseline */
@@ -91,7 +91,7 @@ static void clock_setup(void) {
 }
 
 static void clock_refresh(void) {
-  if (!ncs_g.cfg.use_tsc) return;
+  if (!ncs_g.use_tsc) return;
   uint64_t t, n;
   cal_sample(&t, &n);
   if (t > W.cal0_tsc) W.ns_per_tick = (double)(n - W.cal0_ns) / (double)(t - W.cal0_tsc);
@@ -99,7 +99,7 @@ static void clock_refresh(void) {
 }
 
 static inline uint64_t to_ns(uint64_t stamp) {
-  if (!ncs_g.cfg.use_tsc) return stamp;
+  if (!ncs_g.use_tsc) return stamp;
   double d = ((double)(int64_t)(stamp - W.anchor_tsc)) * W.ns_per_tick;
   return (uint64_t)((int64_t)W.anchor_ns + (int64_t)d);
 }
@@ -776,7 +776,7 @@ static void *writer_main(void *arg) {
 int ncs_writer_start(void) {
   /* a new segment: comm indexes and handles of a previous segment of this load go stale */
   if (atomic_load(&ncs_g.live_comms) == 0) {
-    if (atomic_fetch_add(&ncs_g.seg, 1) > 0) atomic_store(&ncs_g.epoch, (atomic_load(&ncs_g.epoch) + 1) & 0xFF);
+    if (atomic_fetch_add(&ncs_g.seg, 1) > 0) ncs_set_epoch((atomic_load(&ncs_g.epoch) + 1) & 0xFF);
     atomic_store(&ncs_g.ncomms, 0);
   }
   free(W.trk);
