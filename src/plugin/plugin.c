@@ -288,6 +288,29 @@ static inline void proxyop_fields(uint64_t *f, pid_t pid, uint8_t ch, int peer, 
 
 static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PXN : 0; }
 
+/* The Coll, P2p, proxy, KernelCh and NetPlugin members have the same names in v4, v5 and v6;
+ * only v5+ has parentGroup (PG: the expression for it). */
+#define FILL_V4_COMMON(d, PG_COLL, PG_P2P)                                                        \
+  case NCS_T_COLL:                                                                                \
+    f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff);               \
+    f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root);                   \
+    f[6] = U(d->coll.datatype), f[7] = d->coll.nChannels, f[8] = d->coll.nWarps;                \
+    f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = (PG_COLL);                        \
+    f[12] = 0, f[13] = 0, f[14] = 0, f[15] = I(-1), f[16] = 0, f[17] = 0;                       \
+    break;                                                                                        \
+  case NCS_T_P2P:                                                                                 \
+    f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype);                    \
+    f[3] = d->p2p.count, f[4] = I(d->p2p.peer), f[5] = d->p2p.nChannels, f[6] = (PG_P2P);       \
+    f[7] = 0, f[8] = 0;                                                                           \
+    break;                                                                                        \
+  case NCS_T_PROXY_OP:                                                                            \
+    proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps, \
+                   d->proxyOp.chunkSize, d->proxyOp.isSend);                                      \
+    break;                                                                                        \
+  case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;                                      \
+  case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;           \
+  case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
+
 /* v5 and v6 share the descriptor prefix; v5 never sends CE types. */
 static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
   if (!eh) return NCS_SUCCESS;
@@ -306,24 +329,7 @@ static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
   switch (t) {
   case NCS_T_GROUP:
   case NCS_T_PROXY_CTRL: break;
-  case NCS_T_COLL:
-    f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff);
-    f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root);
-    f[6] = U(d->coll.datatype), f[7] = d->coll.nChannels, f[8] = d->coll.nWarps;
-    f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = U(d->coll.parentGroup);
-    f[12] = 0, f[13] = 0, f[14] = 0, f[15] = I(-1), f[16] = 0, f[17] = 0;
-    break;
-  case NCS_T_P2P:
-    f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype), f[3] = d->p2p.count;
-    f[4] = I(d->p2p.peer), f[5] = d->p2p.nChannels, f[6] = U(d->p2p.parentGroup), f[7] = 0, f[8] = 0;
-    break;
-  case NCS_T_PROXY_OP:
-    proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
-                   d->proxyOp.chunkSize, d->proxyOp.isSend);
-    break;
-  case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;
-  case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;
-  case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
+    FILL_V4_COMMON(d, U(d->coll.parentGroup), U(d->p2p.parentGroup))
   case NCS_T_GROUP_API: f[0] = d->groupApi.graphCaptured, f[1] = I(d->groupApi.groupDepth); break;
   case NCS_T_COLL_API:
     f[0] = U(d->collApi.func), f[1] = d->collApi.count, f[2] = U(d->collApi.datatype);
@@ -366,24 +372,7 @@ static ncs_result_t start_v4(void *ctx, void **eh, ncs_descr_v4_t *d) {
   uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);
   if (!f) return NCS_SUCCESS;
   switch (t) {
-  case NCS_T_COLL:
-    f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff);
-    f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root);
-    f[6] = U(d->coll.datatype), f[7] = d->coll.nChannels, f[8] = d->coll.nWarps;
-    f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = 0;
-    f[12] = 0, f[13] = 0, f[14] = 0, f[15] = I(-1), f[16] = 0, f[17] = 0;
-    break;
-  case NCS_T_P2P:
-    f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype), f[3] = d->p2p.count;
-    f[4] = I(d->p2p.peer), f[5] = d->p2p.nChannels, f[6] = 0, f[7] = 0, f[8] = 0;
-    break;
-  case NCS_T_PROXY_OP:
-    proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,
-                   d->proxyOp.chunkSize, d->proxyOp.isSend);
-    break;
-  case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;
-  case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;
-  case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
+    FILL_V4_COMMON(d, 0, 0)
   default: break;
   }
   finish(s, nf);
