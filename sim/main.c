@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "sim.h"
+#include "trace/reader.h"
 
 sim_opts_t sim_opt;
 sim_counts_t *sim_cnt;
@@ -121,6 +122,10 @@ static void usage(FILE *f) {
       "  --events N        flood: total plugin calls (default 1000000)\n"
       "  --duration S      flood: run S seconds instead of a call count\n"
       "  --rate R          flood: pace to R calls/s in total (default: as fast as possible)\n"
+      "  --replay PATH     play back a capture (a trace dir or file recorded with\n"
+      "                    NCCLSCOPE_CAPTURE=1) against the plugin; one process per file;\n"
+      "                    implies --scenario replay\n"
+      "  --speed X         replay: X times the recorded pace (default 1; 0 = no pacing)\n"
       "  --pace spin|yield flood: wait between paced batches spinning (default) or calling\n"
       "                    sched_yield like an idle NCCL proxy thread (for more threads than cores)\n"
       "  --verbose         print the plugin's log lines and progress to stderr\n"
@@ -156,7 +161,7 @@ static int parse_mask(const char *s, long *out) {
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_EVENTS, O_DURATION, O_RATE,
-  O_PACE, O_VERBOSE,
+  O_PACE, O_REPLAY, O_SPEED, O_VERBOSE,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -182,7 +187,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"gpu-drift-ppm", 1, 0, O_GPU_DRIFT},
                                           {"events", 1, 0, O_EVENTS},
                                           {"duration", 1, 0, O_DURATION},
-                                          {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE},
+                                          {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
                                           {"verbose", 0, 0, O_VERBOSE},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
@@ -194,6 +199,7 @@ static void set_defaults(sim_opts_t *o) {
   o->plugin = env && *env ? env : "libnccl-profiler.so";
   o->scenario = "allreduce";
   o->ranks = 4, o->procs = 1, o->iters = 10, o->channels = 2, o->steps = 4;
+  o->replay_speed = 1.0;
   o->replays = 4, o->cycles = 3, o->race_pct = 30, o->net_threads = 2;
   o->count = 262144, o->seed = 1, o->mask_override = -1;
   o->flood_events = 1000000;
@@ -244,6 +250,11 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_EVENTS: NUM(1, 1e15, o->flood_events); break;
     case O_DURATION: NUM(0.001, 86400, o->flood_duration); break;
     case O_RATE: NUM(1, 1e12, o->flood_rate); break;
+    case O_REPLAY:
+      o->replay_path = optarg;
+      o->scenario = "replay";
+      break;
+    case O_SPEED: NUM(0, 1e6, o->replay_speed); break;
     case O_PACE:
       if (!strcmp(optarg, "spin") || !strcmp(optarg, "yield")) {
         o->flood_yield = optarg[0] == 'y';
@@ -326,7 +337,30 @@ static int wait_children(const pid_t *pids, int n) {
   return rc;
 }
 
+/* --replay: one process per trace file */
+static int replay_files(sim_opts_t *o) {
+  char err[512];
+  size_t n = 0;
+  if (!o->replay_path) {
+    fprintf(stderr, "nccl-sim: scenario replay needs --replay PATH\n");
+    return -1;
+  }
+  if (ncs_list_traces(o->replay_path, &o->replay_files, &n, err, sizeof err) != 0) {
+    fprintf(stderr, "nccl-sim: --replay %s: %s\n", o->replay_path, err);
+    return -1;
+  }
+  if (n == 0 || n > 16) {
+    fprintf(stderr, "nccl-sim: --replay %s: %zu trace files (need 1 to 16)\n", o->replay_path, n);
+    return -1;
+  }
+  o->replay_nfiles = (int)n;
+  o->procs = (int)n;
+  if (o->ranks < o->procs) o->ranks = o->procs;
+  return 0;
+}
+
 static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
+  if (strcmp(s->name, "replay") == 0 && replay_files(o) != 0) return -1;
   if (o->procs < s->min_procs) o->procs = s->min_procs;
   if (o->procs > o->ranks) {
     fprintf(stderr, "nccl-sim: --procs %d needs at least that many ranks (have %d)\n", o->procs,

@@ -543,6 +543,8 @@ static const sim_scenario_t scenarios[] = {
      run_stale, 1, 1},
     {"graph", "graph capture, then replays on a callback thread with capture-time parents",
      run_graph, 1, 1},
+    {"replay", "play back a capture recorded with NCCLSCOPE_CAPTURE=1 (--replay PATH)",
+     sim_replay_run, 1, 1},
     {"abort", "an operation left with ProxyOps/KernelCh open, then abort and finalize", run_abort,
      1, 1},
     {"reload", "init, events, finalize, dlclose, dlopen ... --cycles times", run_reload, 1, 1},

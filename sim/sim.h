@@ -58,6 +58,11 @@ typedef struct {
   uint64_t flood_events;
   double flood_duration, flood_rate;
   int flood_yield; /* --pace yield */
+  /* replay */
+  const char *replay_path;
+  char **replay_files;
+  int replay_nfiles, replay_ncomms;
+  double replay_speed; /* 1 = recorded pace, 0 = as fast as the dependencies allow */
   /* fake GPU clock */
   int64_t gpu_offset_ns;
   double gpu_drift_ppm;
@@ -293,6 +298,8 @@ typedef struct {
   int min_procs;
   int default_comms;
 } sim_scenario_t;
+
+int sim_replay_run(int proc);
 
 const sim_scenario_t *sim_scenario_find(const char *name);
 void sim_scenario_list(void);

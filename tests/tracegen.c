@@ -124,6 +124,14 @@ void tg_event(ncs_event_t *e, uint8_t kind, uint8_t type, uint64_t id, uint64_t 
     e->reason = 1 + (uint32_t)(id % 3);
     e->start_ns = ts - 100;
     break;
+  case NCS_REC_BADCALL:
+    e->thread = type % 3;
+    e->ts = ts;
+    e->flags = id % 2 ? NCS_BC_STOP : NCS_BC_STATE;
+    e->state = (uint32_t)(type + id) % 31;
+    e->arg0 = 7 + id;
+    e->arg1 = id;
+    break;
   }
 }
 

@@ -149,12 +149,14 @@ static void line_complete(dump_t *d, const ncs_event_t *e) {
 }
 
 static void line_event(dump_t *d, const ncs_event_t *e) {
-  static const char *const kinds[] = {"?", "START", "STOP", "STATE", "COMPLETE", "EXPIRED"};
+  static const char *const kinds[] = {"?",        "START",   "STOP",   "STATE",
+                                      "COMPLETE", "EXPIRED", "BADCALL"};
   static const char *const reasons[] = {"?", "timeout", "segment-end", "evicted"};
-  int timed = e->kind <= NCS_REC_STATE || (e->kind == NCS_REC_COMPLETE && e->end_ns);
+  int timed = e->kind <= NCS_REC_STATE || e->kind == NCS_REC_BADCALL ||
+              (e->kind == NCS_REC_COMPLETE && e->end_ns);
   put_prefix(d, timed, e->kind == NCS_REC_COMPLETE ? e->end_ns : e->ts);
   fprintf(d->o, "%s %s id=%" PRIu64, kinds[e->kind], ncs_type_name(e->type), e->id);
-  if (e->kind <= NCS_REC_STATE) fprintf(d->o, " thr=%u", e->thread);
+  if (e->kind <= NCS_REC_STATE || e->kind == NCS_REC_BADCALL) fprintf(d->o, " thr=%u", e->thread);
   switch (e->kind) {
   case NCS_REC_START: line_start(d, e); break;
   case NCS_REC_STATE:
@@ -162,6 +164,11 @@ static void line_event(dump_t *d, const ncs_event_t *e) {
             e->state, e->arg0, e->arg1);
     break;
   case NCS_REC_COMPLETE: line_complete(d, e); break;
+  case NCS_REC_BADCALL:
+    fprintf(d->o, " call=%s handle=0x%" PRIx64 " state=%s(%u) arg0=%" PRIu64 " arg1=%" PRIu64,
+            e->flags == NCS_BC_STOP ? "stop" : "state", e->id, ncs_state_name(e->state), e->state,
+            e->arg0, e->arg1);
+    break;
   case NCS_REC_EXPIRED:
     fprintf(d->o, " reason=%s", e->reason < 4 ? reasons[e->reason] : "?");
     if (e->reason >= 4) fprintf(d->o, "(%u)", e->reason);
@@ -180,9 +187,10 @@ static void line_segment(dump_t *d, const ncs_segment_info_t *s) {
   fprintf(d->o, " host=");
   ncs_put_str(d->o, s->host);
   fprintf(d->o, " pid=%" PRIu64 " epoch=%u mode=%s mask=0x%x(", s->pid, s->epoch,
-          s->mode == 0   ? "trace"
-          : s->mode == 1 ? "flight"
-                         : "?",
+          s->mode == NCS_MODE_TRACE    ? "trace"
+          : s->mode == NCS_MODE_FLIGHT ? "flight"
+          : s->mode == NCS_MODE_CAPTURE ? "capture"
+                                        : "?",
           s->mask);
   ncs_put_mask(d->o, s->mask);
   fprintf(d->o, ") startRealtime=%" PRIu64 " startMono=%" PRIu64 " pool=%" PRIu64 " cmd=",

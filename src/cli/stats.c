@@ -275,8 +275,9 @@ static void put_segments(FILE *o, const file_t *f) {
     const seg_t *s = &f->segs[i];
     uint64_t dur = s->last_ts > s->start_mono ? s->last_ts - s->start_mono : 0;
     fprintf(o, "  segment %u: load %u, mode %s, events ", s->index, s->epoch,
-            s->mode == 0   ? "trace"
-            : s->mode == 1 ? "flight"
+            s->mode == NCS_MODE_TRACE    ? "trace"
+            : s->mode == NCS_MODE_CAPTURE ? "capture"
+            : s->mode == NCS_MODE_FLIGHT ? "flight"
                            : "?");
     ncs_put_mask(o, s->mask);
     fprintf(o, ", started ");

@@ -91,6 +91,9 @@ void ncs_config_load(ncs_config_t *c) {
     else
       add_error(c, "NCCLSCOPE_MODE", mode, "expected trace or flight; recording a full trace");
   }
+  const char *cap = getenv("NCCLSCOPE_CAPTURE");
+  c->capture = cap && *cap && strcmp(cap, "0") != 0;
+  c->mode = c->capture ? NCS_MODE_CAPTURE : NCS_MODE_TRACE;
   const char *dis = getenv("NCCLSCOPE_DISABLE");
   c->disabled = dis && *dis && strcmp(dis, "0") != 0;
 }

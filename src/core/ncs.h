@@ -54,7 +54,8 @@ typedef struct {
   uint32_t track_max;    /* open events the writer tracks for completions (power of 2) */
   int use_tsc;
   int disabled;
-  int mode; /* 0 trace */
+  int mode;    /* NCS_MODE_TRACE or NCS_MODE_CAPTURE */
+  int capture; /* NCCLSCOPE_CAPTURE: record every call NCCL makes, for replay */
   char errors[512]; /* configuration problems, logged through NCCL's logger at init */
 } ncs_config_t;
 

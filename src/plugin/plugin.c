@@ -74,7 +74,8 @@ static int setup_locked(void) {
     ncs_pool_teardown();
     return -1;
   }
-  atomic_store(&ncs_g.enabled, ncs_g.cfg.events);
+  /* capture records every call NCCL makes, whatever NCCLSCOPE_EVENTS asked NCCL for */
+  atomic_store(&ncs_g.enabled, ncs_g.cfg.capture ? NCS_EV_ALL : ncs_g.cfg.events);
   static int atfork_done; /* per load: glibc drops the handler again at dlclose */
   if (!atfork_done) pthread_atfork(NULL, NULL, after_fork_child);
   atfork_done = 1;
@@ -485,6 +486,19 @@ static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a
   }
   if (bad || !s) {
     if (bad) ncs_count(bad);
+    if (bad && ncs_g.cfg.capture) { /* keep the raw call, so a replay makes it too */
+      uint64_t *w = ncs_reserve(s, 5);
+      if (!w) {
+        ncs_count(&s->drops[ncs_eh_is_ours(h) ? ncs_eh_type(h) : 0]);
+        return;
+      }
+      w[0] = NCS_REC_HDR(NCS_REC_BADCALL, ncs_eh_is_ours(h) ? ncs_eh_type(h) : 0, 5,
+                         kind == NCS_REC_STOP ? NCS_BC_STOP : NCS_BC_STATE, state);
+      w[1] = now();
+      w[2] = h;
+      w[3] = a0, w[4] = a1;
+      ncs_commit(s, 5);
+    }
     return;
   }
   unsigned t = ncs_eh_type(h);

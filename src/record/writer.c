@@ -153,7 +153,9 @@ static void flush_events(void) {
 static void emit(const ncs_event_t *e) {
   if (W.ev_open && W.ev.len > EV_FLUSH_BYTES) flush_events();
   if (!W.ev_open) {
-    ncs_enc_events_begin(&W.ev, &W.evc, e->kind <= NCS_REC_STATE ? e->ts : W.evc.prev_ts);
+    ncs_enc_events_begin(&W.ev, &W.evc,
+                         e->kind <= NCS_REC_STATE || e->kind == NCS_REC_BADCALL ? e->ts
+                                                                                : W.evc.prev_ts);
     W.ev_open = 1;
   }
   ncs_enc_event(&W.ev, &W.evc, e);
@@ -492,6 +494,13 @@ static void process(const uint64_t *w, uint32_t thread) {
     emit(&e);
     track_stop(&e);
     break;
+  case NCS_REC_BADCALL:
+    e.flags = (uint32_t)(w[0] >> 24) & 0xFF;
+    e.state = (uint32_t)(w[0] >> 32);
+    e.arg0 = w[3];
+    e.arg1 = w[4];
+    emit(&e);
+    break;
   case NCS_REC_STATE:
     e.state = (uint32_t)(w[0] >> 32);
     e.arg0 = w[3];
@@ -722,7 +731,7 @@ static void segment_begin(void) {
   read_cmdline(cmd, sizeof cmd);
   ncs_segment_info_t s = {.format_version = NCS_FORMAT_VERSION, .plugin_version = NCS_VERSION,
                           .host = host, .pid = (uint64_t)ncs_g.pid,
-                          .epoch = atomic_load(&ncs_g.epoch) & 0xFF, .mode = 0,
+                          .epoch = atomic_load(&ncs_g.epoch) & 0xFF, .mode = (uint32_t)ncs_g.cfg.mode,
                           .mask = ncs_g.cfg.events, .start_realtime_ns = ncs_realtime_ns(),
                           .start_mono_ns = ncs_mono_ns(), .cmdline = cmd,
                           .pool_bytes = ncs_g.pool_len};

@@ -200,6 +200,15 @@ void ncs_enc_event(ncs_buf_t *b, ncs_evchunk_t *c, const ncs_event_t *e) {
     ncs_buf_varint(b, e->reason);
     ncs_buf_varint(b, e->start_ns);
     break;
+  case NCS_REC_BADCALL:
+    ncs_buf_varint(b, e->thread);
+    enc_time(b, c, e->ts);
+    ncs_buf_varint(b, e->id); /* the raw handle value */
+    ncs_buf_varint(b, e->flags);
+    ncs_buf_varint(b, e->state);
+    ncs_buf_varint(b, e->arg0);
+    ncs_buf_varint(b, e->arg1);
+    break;
   }
   c->count++;
 }

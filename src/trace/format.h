@@ -43,7 +43,8 @@ enum {
   NCS_REC_STATE = 3,
   NCS_REC_COMPLETE = 4, /* derived by the writer: completion of a Coll/P2p from its children */
   NCS_REC_EXPIRED = 5,  /* derived by the writer: an event that never stopped */
-  NCS_REC_MAX = 5
+  NCS_REC_BADCALL = 6,  /* capture mode: stop/state on a handle that is not a live one of ours */
+  NCS_REC_MAX = 6
 };
 
 /* internal event types: the bit index of NCCL's ncclProfile* bit (0..14) */
@@ -97,6 +98,12 @@ enum {
   NCS_CF_FORCED = 1u << 3,  /* emitted at expiry or flush while children were still open */
   NCS_CF_NO_CHILDREN = 1u << 4, /* the event stopped and had no children: no completion known */
 };
+
+/* BADCALL: which call (the record's flags) */
+enum { NCS_BC_STOP = 2, NCS_BC_STATE = 3 };
+
+/* SEGMENT modes */
+enum { NCS_MODE_TRACE = 0, NCS_MODE_FLIGHT = 1, NCS_MODE_CAPTURE = 2 };
 
 /* EXPIRED reasons */
 enum {

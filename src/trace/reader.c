@@ -533,6 +533,20 @@ static int dec_record(ncs_reader_t *r, ncs_event_t *e) {
                ? -1
                : 0;
   case NCS_REC_COMPLETE: return dec_complete(r, e);
+  case NCS_REC_BADCALL: {
+    if (get_u32(r, &e->thread, "thread") || get_dts(r, e) || get_u64(r, &e->id, "handle"))
+      return -1;
+    const uint8_t *call_at = r->pos;
+    if (get_u32(r, &e->flags, "call") != 0) return -1;
+    if (e->flags != NCS_BC_STOP && e->flags != NCS_BC_STATE) {
+      r->pos = call_at;
+      return bad_field(r, "call", "a bad call is neither a stop nor a state");
+    }
+    return get_u32(r, &e->state, "state") || get_u64(r, &e->arg0, "arg0") ||
+                   get_u64(r, &e->arg1, "arg1")
+               ? -1
+               : 0;
+  }
   default: /* NCS_REC_EXPIRED */
     return get_u64(r, &e->id, "id") || get_u32(r, &e->reason, "reason") ||
                    get_u64(r, &e->start_ns, "start")

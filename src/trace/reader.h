@@ -43,7 +43,7 @@ typedef struct {
   uint8_t kind; /* NCS_REC_* */
   uint8_t type; /* NCS_T_* */
   uint32_t thread;
-  uint64_t ts; /* mono ns (START/STOP/STATE) */
+  uint64_t ts; /* mono ns (START/STOP/STATE/BADCALL) */
   uint64_t id;
   /* START */
   uint8_t ctx_kind;
@@ -51,7 +51,7 @@ typedef struct {
   uint8_t parent_kind;
   uint64_t parent;
   int32_t rank;
-  uint32_t flags;
+  uint32_t flags; /* START flags; for BADCALL the call: NCS_BC_STOP or NCS_BC_STATE */
   uint8_t nfields;          /* ncs_schema[type].nfields */
   uint64_t f[NCS_MAX_FIELDS]; /* raw values; I64 already un-zigzagged (cast to int64_t) */
   uint8_t fref_kind[NCS_MAX_FIELDS]; /* for REF fields: the ref kind; f[] holds the value */

@@ -1,0 +1,30 @@
+# Capture and replay (docs/gpu.md): a capture is a trace recorded with NCCLSCOPE_CAPTURE=1;
+# nccl-sim --replay plays it back against a plugin.
+#
+# replay_roundtrip_*  capture a nccl-sim scenario, replay it, and require the same job stats
+# replay_fixture_*    replay every capture kept in tests/fixtures/gpu/<name>/ (recorded on real
+#                     GPUs by scripts/gpu-run.sh) through ncclscope, checked by scenario_test:
+#                     counts equal what was replayed, parent types, completions, seqNumbers,
+#                     no drops. Also through the v5 and v4 adapters.
+set(NCS_RT ${CMAKE_CURRENT_SOURCE_DIR}/replay_roundtrip.sh)
+foreach(s mixed pxn reload graph stale)
+  add_test(NAME replay_roundtrip_${s}
+           COMMAND sh ${NCS_RT} $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope>
+                   $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/replay-${s}
+                   --scenario ${s} --procs 2 --ranks 4 --iters 20)
+  set_tests_properties(replay_roundtrip_${s} PROPERTIES TIMEOUT 120
+                       PASS_REGULAR_EXPRESSION "replay round trip: ok")
+endforeach()
+# reload and stale run in one process
+set_tests_properties(replay_roundtrip_reload replay_roundtrip_stale PROPERTIES DISABLED FALSE)
+
+file(GLOB NCS_GPU_FIXTURES LIST_DIRECTORIES true ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/gpu/*)
+foreach(dir ${NCS_GPU_FIXTURES})
+  if(IS_DIRECTORY ${dir})
+    get_filename_component(name ${dir} NAME)
+    ncs_scenario(fixture_${name} --scenario replay -- --replay ${dir} --speed 0)
+    foreach(v 5 4)
+      ncs_scenario(fixture_${name}_abi${v} --scenario replay --abi ${v} -- --replay ${dir} --speed 0)
+    endforeach()
+  endif()
+endforeach()
