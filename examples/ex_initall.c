@@ -1,0 +1,33 @@
+/* ex_initall: one process drives every GPU from one thread. ncclCommInitAll, then --iters
+ * AllReduce (sum) calls in ncclGroupStart/End, verified on the host. */
+#include "common.h"
+
+int main(int argc, char **argv) {
+  ex_opts_t o;
+  ex_init(argc, argv, "initall", &o, 1 << 20, 0);
+  int n = o.ranks, devs[EX_MAX_RANKS];
+  ncclComm_t comms[EX_MAX_RANKS];
+  ex_bufs_t b[EX_MAX_RANKS];
+  for (int i = 0; i < n; i++) devs[i] = i;
+  NCCLCHECK(ncclCommInitAll(comms, n, devs));
+  for (int i = 0; i < n; i++) ex_bufs_alloc(&b[i], devs[i], i, o.count, o.count);
+
+  for (int it = 0; it < o.iters; it++) {
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < n; i++)
+      NCCLCHECK(
+          ncclAllReduce(b[i].send, b[i].recv, o.count, ncclFloat, ncclSum, comms[i], b[i].stream));
+    NCCLCHECK(ncclGroupEnd());
+  }
+  ex_expect_t e = {.kind = EX_SUM, .nranks = n};
+  for (int i = 0; i < n; i++) {
+    ex_sync(&b[i]);
+    ex_verify(b[i].dev, b[i].recv, o.count, &e, i, "AllReduce");
+  }
+  for (int i = 0; i < n; i++) {
+    ex_bufs_free(&b[i]);
+    NCCLCHECK(ncclCommDestroy(comms[i]));
+  }
+  ex_ok(n);
+  return 0;
+}
