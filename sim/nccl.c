@@ -288,6 +288,9 @@ static void add_op(sim_pop_t **list, sim_pop_t *o) {
 static void task_ops(sim_pop_t **list, const sim_plan_t *p, const sim_task_t *t, sim_inst_t *in) {
   const sim_comm_t *c = p->comm;
   int nostop = t->kind == K_NOSTOP;
+  /* A send/recv to itself is a local copy: NCCL 2.28.9 gives it no KernelCh and no proxy op
+   * (seen on 2xH200: the self Send/Recv of an AlltoAll have no children). */
+  if (t->is_p2p && t->root == c->rank && !nostop) return;
   for (int ch = 0; ch < t->nch; ch++) {
     if (t->is_p2p) {
       if (nostop || crosses_node(c, t->root)) {
@@ -321,6 +324,7 @@ static int plan_has_proxy(const sim_plan_t *p) {
   for (int i = 0; i < p->ntasks; i++) {
     const sim_task_t *t = &p->tasks[i];
     if (t->kind == K_CE) continue;
+    if (t->is_p2p && t->root == p->comm->rank && t->kind != K_NOSTOP) continue; /* self copy */
     if ((t->mask & NCS_EV_KERNEL_CH) || t->kind == K_NOSTOP) return 1;
     if (t->is_p2p ? crosses_node(p->comm, t->root) : ring_crosses(p->comm)) return 1;
   }

@@ -123,7 +123,7 @@ ncs_cli_test(stats_valid 0
   "Coll +4 +2 +2 +10 +0"
   "drops 14 [(]buffer pool full 10, no thread slot 4[)]"
   "handles: bad 6, stale 0, NULL 0. contexts: foreign 0, NULL 0"
-  "completions 4 [(]kernel 4, proxy 6, revised 4, forced 0, no children 0[)], threads 6"
+  "completions 4 [(]kernel 4, proxy 6, revised 4, forced 0, no children 0, from group 0[)], threads 6"
   "== job: 2 files, 3 segments [(]0 without footer[)], 0 damaged, 0 truncated"
   "commId 0xabcdef0123456789: 1 of 8 ranks recorded"
   "completions 6 "

@@ -23,6 +23,15 @@ foreach(dir ${NCS_GPU_FIXTURES})
   if(IS_DIRECTORY ${dir})
     get_filename_component(name ${dir} NAME)
     ncs_scenario(fixture_${name} --scenario replay -- --replay ${dir} --speed 0)
+    # the checks of scripts/gpu-run.sh on the replayed trace (abort leaves operations unfinished)
+    set(flags --expect group,coll,kernel)
+    if(name MATCHES "^abort")
+      list(APPEND flags --allow-missing-completion coll,p2p --no-seq-match)
+    endif()
+    add_test(NAME fixture_${name}_check
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/replay_check.sh $<TARGET_FILE:nccl-sim>
+                     $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncs-trace-check> ${dir}
+                     ${CMAKE_CURRENT_BINARY_DIR}/fixture-check-${name} ${flags})
     foreach(v 5 4)
       ncs_scenario(fixture_${name}_abi${v} --scenario replay --abi ${v} -- --replay ${dir} --speed 0)
     endforeach()

@@ -139,9 +139,9 @@ static void line_start(dump_t *d, const ncs_event_t *e) {
 }
 
 static void line_complete(dump_t *d, const ncs_event_t *e) {
-  static const char *const cf[] = {"kernel", "proxy", "revised", "forced", "nochildren"};
+  static const char *const cf[] = {"kernel", "proxy", "revised", "forced", "nochildren", "group"};
   fprintf(d->o, " flags=");
-  put_flags(d->o, e->cflags, cf, 5);
+  put_flags(d->o, e->cflags, cf, 6);
   put_host_time(d, "end", e->end_ns);
   put_host_time(d, "firstChild", e->first_child_ns);
   fprintf(d->o, " gpuStart=%" PRIu64 " gpuStop=%" PRIu64 " kernelCh=%u proxyOp=%u open=%u",

@@ -24,6 +24,7 @@ static const verb_t verbs[] = {
     {"record", ncs_cmd_record, "run a command with the profiler plugin and record a trace"},
     {"dump", ncs_cmd_dump, "print every event of a trace, or counts with --stats"},
     {"demo", ncs_cmd_demo, "record a simulated 8-rank job with nccl-sim (no GPU needed)"},
+    {"export", ncs_cmd_export, "write a trace as a Perfetto (.pftrace) or Chrome JSON timeline"},
 };
 
 static void usage(FILE *o) {

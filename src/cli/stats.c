@@ -23,7 +23,7 @@ typedef struct {
   uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT];
   uint64_t drops[NCS_T_COUNT], expired[NCS_T_COUNT];
   uint64_t plain[NPLAIN];
-  uint64_t cflags[5]; /* COMPLETE records per flag bit (always from records) */
+  uint64_t cflags[6]; /* COMPLETE records per flag bit (always from records) */
 } counts_t;
 
 typedef struct {
@@ -75,7 +75,7 @@ static void counts_add(counts_t *a, const counts_t *b) {
     a->drops[t] += b->drops[t], a->expired[t] += b->expired[t];
   }
   for (unsigned k = 0; k < NPLAIN; k++) a->plain[k] += b->plain[k];
-  for (unsigned k = 0; k < 5; k++) a->cflags[k] += b->cflags[k];
+  for (unsigned k = 0; k < 6; k++) a->cflags[k] += b->cflags[k];
 }
 
 static void counts_from_chunk(counts_t *c, const ncs_counters_t *k) {
@@ -108,10 +108,11 @@ static void count_event(counts_t *c, const ncs_event_t *e) {
   case NCS_REC_STOP: c->stops[e->type]++; break;
   case NCS_REC_STATE: c->states[e->type]++; break;
   case NCS_REC_EXPIRED: c->expired[e->type]++; break;
+  case NCS_REC_BADCALL: break; /* counted by the plugin under the handle counters */
   default: /* COMPLETE */
     c->plain[NCS_CK_COMPLETIONS]++;
     if (e->cflags & NCS_CF_REVISED) c->plain[NCS_CK_REVISIONS]++;
-    for (unsigned b = 0; b < 5; b++)
+    for (unsigned b = 0; b < 6; b++)
       if (e->cflags & (1u << b)) c->cflags[b]++;
   }
 }
@@ -244,12 +245,13 @@ static void put_totals(FILE *o, const counts_t *c, const char *indent) {
           "%shandles: bad %" PRIu64 ", stale %" PRIu64 ", NULL %" PRIu64
           "; contexts: foreign %" PRIu64 ", NULL %" PRIu64 "\n"
           "%scompletions %" PRIu64 " (kernel %" PRIu64 ", proxy %" PRIu64 ", revised %" PRIu64
-          ", forced %" PRIu64 ", no children %" PRIu64 "), threads %" PRIu64 "\n",
+          ", forced %" PRIu64 ", no children %" PRIu64 ", from group %" PRIu64
+          "), threads %" PRIu64 "\n",
           indent, total_drops(c), total_drops(c) - p[NCS_CK_NO_THREAD_SLOT],
           p[NCS_CK_NO_THREAD_SLOT], indent, p[NCS_CK_BAD_HANDLE], p[NCS_CK_STALE_HANDLE],
           p[NCS_CK_NULL_HANDLE], p[NCS_CK_FOREIGN_CTX], p[NCS_CK_NULL_CTX], indent,
           p[NCS_CK_COMPLETIONS], c->cflags[0], c->cflags[1], c->cflags[2], c->cflags[3],
-          c->cflags[4], p[NCS_CK_THREADS]);
+          c->cflags[4], c->cflags[5], p[NCS_CK_THREADS]);
   if (p[NCS_CK_UNKNOWN_TYPE] | p[NCS_CK_UNKNOWN_STATE] | p[NCS_CK_DISABLED_TYPE])
     fprintf(o,
             "%signored: starts of unknown type %" PRIu64 ", unknown states %" PRIu64

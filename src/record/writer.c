@@ -33,9 +33,18 @@ typedef struct {
   uint64_t id; /* 0 = empty */
   uint64_t parent;
   uint64_t start_ns, last_ns, end_ns, first_child_ns, gpu_start, gpu_stop, emitted_ns;
+  uint64_t group; /* parentGroup id (the kernel plan), 0 if none */
   uint32_t n_kch, n_pop, n_open;
   uint8_t type, stopped, seen_start, emitted, revise, forced, nch;
 } trk_t;
+
+/* What the operations of one Group (one kernel plan) completed at: the completion of a member
+ * that has no children of its own. A small cache; an entry is overwritten when its slot is
+ * needed again. */
+typedef struct {
+  uint64_t group, end_ns, first_child_ns, gpu_start, gpu_stop;
+} grp_t;
+#define GRP_TABLE 4096
 
 typedef struct {
   const void *ptr;
@@ -58,6 +67,7 @@ typedef struct {
   /* tracking */
   trk_t *trk;
   uint32_t trk_cap, trk_n, trk_peak;
+  grp_t grp[GRP_TABLE];
   uint32_t expect_children;
   /* counters for this segment */
   uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT], expired[NCS_T_COUNT];
@@ -234,8 +244,24 @@ static void emit_expired(uint64_t id, unsigned type, unsigned reason, uint64_t s
   if (type < NCS_T_COUNT) W.expired[type]++;
 }
 
+static grp_t *grp_slot(uint64_t group) {
+  return &W.grp[(uint32_t)((group * 0x9E3779B97F4A7C15ull) >> 40) & (GRP_TABLE - 1)];
+}
+
+static void grp_note(const trk_t *p) {
+  if (!p->group || !(p->n_kch + p->n_pop)) return;
+  grp_t *g = grp_slot(p->group);
+  if (g->group != p->group) memset(g, 0, sizeof *g), g->group = p->group;
+  if (p->end_ns > g->end_ns) g->end_ns = p->end_ns;
+  if (p->first_child_ns && (!g->first_child_ns || p->first_child_ns < g->first_child_ns))
+    g->first_child_ns = p->first_child_ns;
+  if (p->gpu_start && (!g->gpu_start || p->gpu_start < g->gpu_start)) g->gpu_start = p->gpu_start;
+  if (p->gpu_stop > g->gpu_stop) g->gpu_stop = p->gpu_stop;
+}
+
 static void emit_complete(trk_t *p, uint32_t extra) {
   ncs_event_t e = {.kind = NCS_REC_COMPLETE, .type = p->type, .id = p->id};
+  grp_note(p);
   e.cflags = extra | (p->n_kch ? NCS_CF_KERNEL : 0) | (p->n_pop ? NCS_CF_PROXY : 0) |
              (p->forced ? NCS_CF_FORCED : 0) | (p->emitted ? NCS_CF_REVISED : 0);
   e.end_ns = p->end_ns;
@@ -283,6 +309,8 @@ static void track_start(const ncs_event_t *e) {
     p->start_ns = e->ts;
     if (!p->last_ns) p->last_ns = e->ts;
     p->nch = (uint8_t)(t == NCS_T_COLL ? e->f[7] : e->f[5]);
+    unsigned gi = t == NCS_T_COLL ? 11 : 6; /* parentGroup */
+    p->group = e->fref_kind[gi] == NCS_REF_LOCAL ? e->f[gi] : 0;
     return;
   }
   if (!is_child(t)) return;
@@ -350,11 +378,28 @@ static void track_stop(const ncs_event_t *e) {
   maybe_complete(p, 0, 0);
 }
 
+/* A member of a kernel plan with no children of its own: NCCL reports nothing for it (a
+ * send/recv to itself, for one), but it ran in the same kernel as its Group's other members. */
+static void complete_from_group(trk_t *e) {
+  const grp_t *g = grp_slot(e->group);
+  e->end_ns = g->end_ns, e->first_child_ns = g->first_child_ns;
+  e->gpu_start = g->gpu_start, e->gpu_stop = g->gpu_stop;
+  emit_complete(e, NCS_CF_GROUP);
+}
+
 /* Periodic pass: final completions after the grace period, expiry, and cleanup. With
  * `flush` everything still open is closed (end of segment). */
 static void sweep(int flush) {
   uint64_t now = ncs_mono_ns();
   uint64_t expire = (uint64_t)ncs_g.cfg.expire_ms * 1000000ull;
+  if (flush) /* parents with children first, so their Groups are known to childless members */
+    for (uint32_t i = 0; i < W.trk_cap; i++) {
+      trk_t *e = &W.trk[i];
+      if (!e->id || is_child(e->type) || !e->seen_start || !(e->n_kch + e->n_pop)) continue;
+      if (e->emitted && !e->revise) continue;
+      if (e->n_open || !e->stopped) e->forced = 1;
+      emit_complete(e, 0);
+    }
   for (uint32_t i = 0; i < W.trk_cap; i++) {
     trk_t *e = &W.trk[i];
     if (!e->id) continue;
@@ -383,9 +428,17 @@ static void sweep(int flush) {
         if (kids && (!e->emitted || e->revise)) {
           if (e->n_open || !e->stopped) e->forced = 1;
           emit_complete(e, 0);
-        } else if (!kids && e->stopped) {
-          emit_complete(e, NCS_CF_NO_CHILDREN);
+        } else if (!kids && e->stopped && !e->emitted) {
+          if (e->group && grp_slot(e->group)->group == e->group)
+            complete_from_group(e);
+          else
+            emit_complete(e, NCS_CF_NO_CHILDREN);
         }
+        trk_remove(e);
+        again = 1;
+      } else if (!kids && e->stopped && !e->emitted && e->group &&
+                 older_than(now, e->last_ns, GRACE_NS) && grp_slot(e->group)->group == e->group) {
+        complete_from_group(e);
         trk_remove(e);
         again = 1;
       } else {

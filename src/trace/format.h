@@ -97,6 +97,8 @@ enum {
   NCS_CF_REVISED = 1u << 2, /* a later child arrived after an earlier COMPLETE for this id */
   NCS_CF_FORCED = 1u << 3,  /* emitted at expiry or flush while children were still open */
   NCS_CF_NO_CHILDREN = 1u << 4, /* the event stopped and had no children: no completion known */
+  NCS_CF_GROUP = 1u << 5, /* no children of its own (e.g. a send/recv to itself): the times of
+                             the other operations of its Group, i.e. of the same kernel plan */
 };
 
 /* BADCALL: which call (the record's flags) */

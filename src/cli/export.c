@@ -1,0 +1,124 @@
+/* export.c - `ncclscope export`: write a recording as one timeline file for Perfetto (native
+ * protobuf) or for Chrome-JSON viewers. The work is in src/export (docs/timeline.md). */
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "export/export.h"
+
+static const char export_help[] =
+    "usage: ncclscope export [OPTIONS] DIR|FILE...\n"
+    "\n"
+    "Write the *.nstrace files of DIR as one timeline: one process per rank with its API calls,\n"
+    "collectives per communicator, GPU work per channel, proxy operations, steps and network\n"
+    "events; a job track per communicator with one slice per collective over all ranks; flows\n"
+    "across ranks; counters. Open a .pftrace at https://ui.perfetto.dev (Open trace file).\n"
+    "\n"
+    "options:\n"
+    "  -f, --format FMT     perfetto (native protobuf, the default) or chrome (trace-event JSON)\n"
+    "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace or DIR.json)\n"
+    "  -e, --events LIST    only these event types (names as for record --events; default all)\n"
+    "  -q, --quiet          no progress lines and no summary on stderr\n"
+    "  -h, --help           this help\n"
+    "\n"
+    "exit status: 0 ok (a truncated last chunk is only a warning), 1 an input file is damaged\n"
+    "in the middle (what could be read is exported) or the output cannot be written, 2 usage\n"
+    "error or no traces found\n";
+
+/* DIR -> DIR.pftrace, FILE.nstrace -> FILE.pftrace */
+static int default_output(const char *in, const char *ext, char *out, size_t len) {
+  size_t n = strlen(in);
+  while (n > 1 && in[n - 1] == '/') n--;
+  static const char sfx[] = ".nstrace";
+  if (n > sizeof sfx - 1 && !strncmp(in + n - (sizeof sfx - 1), sfx, sizeof sfx - 1))
+    n -= sizeof sfx - 1;
+  if (n == 1 && in[0] == '.') return snprintf(out, len, "ncclscope%s", ext) < (int)len ? 0 : -1;
+  return snprintf(out, len, "%.*s%s", (int)n, in, ext) < (int)len ? 0 : -1;
+}
+
+int ncs_cmd_export(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
+      {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
+      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+  ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
+  int c, quiet = 0;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":f:o:e:qh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'f':
+      if (!strcmp(optarg, "perfetto") || !strcmp(optarg, "pftrace") || !strcmp(optarg, "proto"))
+        o.format = NCS_EXPORT_PERFETTO;
+      else if (!strcmp(optarg, "chrome") || !strcmp(optarg, "json"))
+        o.format = NCS_EXPORT_CHROME;
+      else
+        return ncs_usage_error("export", "--format must be perfetto or chrome, not '%s'", optarg);
+      break;
+    case 'o': o.out = optarg; break;
+    case 'e':
+      if (ncs_check_events("export", "--events", optarg, &o.types) != 0) return NCS_EXIT_USAGE;
+      if (!o.types) return ncs_usage_error("export", "--events selects no event type");
+      break;
+    case 'q': quiet = 1; break;
+    case 'h': fputs(export_help, stdout); return NCS_EXIT_OK;
+    default: return ncs_bad_option("export", c, argv);
+    }
+  }
+  if (optind >= argc)
+    return ncs_usage_error("export", "which traces? give a trace directory or files");
+  char out[PATH_MAX];
+  const char *ext = o.format == NCS_EXPORT_CHROME ? ".json" : ".pftrace";
+  if (!o.out) {
+    if (argc - optind > 1)
+      return ncs_usage_error("export", "several inputs: name the output with -o FILE");
+    if (default_output(argv[optind], ext, out, sizeof out) != 0)
+      return ncs_usage_error("export", "path too long: %s", argv[optind]);
+    o.out = out;
+  }
+  o.progress = !quiet;
+  ncs_export_stats_t st;
+  char err[512] = "";
+  int rc = ncs_export(argv + optind, (size_t)(argc - optind), &o, &st, err, sizeof err);
+  if (rc == 2) {
+    ncs_error("%s", err);
+    return NCS_EXIT_USAGE;
+  }
+  if (rc < 0) {
+    ncs_error("%s", err);
+    return NCS_EXIT_FAIL;
+  }
+  if (!quiet) {
+    double mb = (double)st.bytes_out / 1e6;
+    fprintf(stderr,
+            "ncclscope export: wrote %s (%.1f MB, %s): %" PRIu64 " processes, %" PRIu64
+            " tracks, %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
+            " counter samples, %" PRIu64 " job slices, %" PRIu64 " flows (%" PRIu64
+            " collective, %" PRIu64 " send/recv)\n",
+            o.out, mb, o.format == NCS_EXPORT_CHROME ? "Chrome JSON" : "Perfetto protobuf",
+            st.processes, st.tracks, st.slices, st.instants, st.counter_samples, st.job_slices,
+            st.coll_flows + st.p2p_flows, st.coll_flows, st.p2p_flows);
+    fprintf(stderr,
+            "ncclscope export: %" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s: "
+            "%.2f M records/s\n",
+            st.records, st.files, (double)st.bytes_in / 1e6, st.seconds,
+            st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
+    if (st.gpu_mapped_files)
+      fprintf(stderr,
+              "ncclscope export: GPU times mapped to host time in %d of %" PRIu64
+              " files (offset error at most %.1f us)\n",
+              st.gpu_mapped_files, st.files, (double)st.max_gpu_offset_err_ns / 1e3);
+    if (st.unmatched_stops || st.unfinished)
+      fprintf(stderr,
+              "ncclscope export: %" PRIu64 " stop/state records without their start (dropped "
+              "records), %" PRIu64 " events never stopped (shown up to the end of their "
+              "segment)\n",
+              st.unmatched_stops, st.unfinished);
+    if (o.format == NCS_EXPORT_PERFETTO && strcmp(o.out, "-"))
+      fprintf(stderr, "ncclscope export: open it at https://ui.perfetto.dev (Open trace file)\n");
+  }
+  return rc == 1 ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+}

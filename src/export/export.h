@@ -1,0 +1,42 @@
+/* export.h - turn a directory of ncclscope traces into one timeline file (docs/timeline.md).
+ *
+ * Two passes over each trace file, never holding a file in memory: the index pass learns what
+ * linking across ranks needs (collective instances, send/recv pair counts, completion times,
+ * the GPU clock offset), the emit pass streams the timeline to the output as it reads.
+ */
+#ifndef NCS_EXPORT_EXPORT_H
+#define NCS_EXPORT_EXPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum { NCS_EXPORT_PERFETTO = 1, NCS_EXPORT_CHROME = 2 };
+
+typedef struct {
+  int format;          /* NCS_EXPORT_* */
+  const char *out;     /* output path; "-" is stdout */
+  uint32_t types;      /* event types to export (bit per NCS_T_*); 0 means all */
+  int progress;        /* print progress lines to stderr for long exports */
+  const char *prog;    /* prefix of messages ("ncclscope export") */
+} ncs_export_opts_t;
+
+typedef struct {
+  uint64_t files, records, bytes_in, bytes_out;
+  uint64_t processes, tracks, slices, instants, counter_samples;
+  uint64_t coll_flows, p2p_flows, job_slices;
+  uint64_t unmatched_stops; /* STOP/STATE of events whose START is not in the trace (dropped) */
+  uint64_t unfinished;      /* slices closed at the end of their segment (never stopped) */
+  uint32_t damaged, truncated;
+  double seconds;
+  int gpu_mapped_files;     /* files whose KernelCh GPU times were mapped to host time */
+  int64_t max_gpu_offset_err_ns; /* largest bound on the mapping error over those files */
+  int clock_conflicts;      /* files whose GPU and host clocks contradict each other */
+} ncs_export_stats_t;
+
+/* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something
+ * was exported but an input file is damaged in the middle, 2 when there are no traces, -1 on
+ * failure (err says why: cannot write the output, out of memory). */
+int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
+               ncs_export_stats_t *st, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,117 @@
+/* sink.h - what the timeline model (timeline.c) hands to an output format (pftrace.c, chrome.c).
+ *
+ * The model decides everything about the timeline: processes, tracks and lanes, slice names,
+ * arguments, flows and counters, in output time (ns). A sink only encodes it. Strings passed to
+ * a sink (names, string arguments) are "stable": static, or from the model's string pool, so a
+ * sink may key its interning tables by pointer. Tracks are declared (sink->track) before their
+ * first event. Slices on one track are properly nested and, at equal timestamps, an END is
+ * always handed over before a BEGIN; a slice's END is never at its BEGIN's time.
+ */
+#ifndef NCS_EXPORT_SINK_H
+#define NCS_EXPORT_SINK_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "export/pb.h"
+
+/* slice categories: the "kind" a slice is counted under (lint --summary, docs/timeline.md) */
+enum {
+  TC_API = 0,    /* GroupApi, CollApi, P2pApi, KernelLaunch */
+  TC_GROUP,      /* NCCL's internal Group event */
+  TC_COLL,       /* Coll: enqueue to completion */
+  TC_P2P,        /* P2p: enqueue to completion */
+  TC_CE,         /* CeColl, CeSync, CeBatch */
+  TC_KERNEL,     /* KernelCh, GPU time */
+  TC_PROXYOP,    /* ProxyOp */
+  TC_PROXYSTEP,  /* ProxyStep */
+  TC_PROXYCTRL,  /* ProxyCtrl */
+  TC_NET,        /* NetPlugin */
+  TC_PHASE,      /* a state of a ProxyOp/ProxyStep/ProxyCtrl, nested in it */
+  TC_STATE,      /* an instant: a state of any other event */
+  TC_JOB,        /* one collective instance over all its ranks (job track) */
+  TC_OTHER,
+  TC_COUNT
+};
+extern const char *const tl_cat_names[TC_COUNT];
+
+enum { TK_PROCESS = 1, TK_GROUP, TK_LANE, TK_COUNTER };
+
+typedef struct {
+  uint64_t uuid, parent; /* parent 0: top level (or a process track's own) */
+  uint32_t idx;          /* dense, 0.. in declaration order */
+  int32_t pid;           /* synthetic pid of the process the track belongs to; 0 for job tracks */
+  uint8_t kind;          /* TK_* */
+  uint8_t unit_bytes;    /* counters: values are bytes */
+  uint8_t integer;       /* counters: integer values */
+  uint8_t explicit_order;/* order children by sibling order */
+  uint16_t lane;         /* lanes: 0.. within the row */
+  int32_t order;         /* sibling_order_rank; processes: their order */
+  const char *name;      /* process name, row name, counter name */
+  const char *path;      /* "group / row" for formats without hierarchy */
+  const char *merge_key; /* lanes: rows merge their lanes by this key */
+  const char *desc;      /* description, or NULL */
+  const char *unit;      /* counters: unit name, or NULL */
+  uint32_t sort;         /* flat sort index within the process (JSON thread_sort_index) */
+} tl_track_t;
+
+enum { TA_U64 = 1, TA_I64, TA_STR, TA_PTR, TA_BOOL, TA_DBL };
+typedef struct {
+  const char *name; /* stable */
+  uint8_t kind;
+  union {
+    uint64_t u;
+    int64_t i;
+    double d;
+    const char *s; /* stable */
+  } v;
+} tl_arg_t;
+
+typedef struct {
+  uint64_t id;
+  uint8_t out; /* 1: the arrow leaves this slice; 0: it arrives (JSON s/f) */
+} tl_flow_t;
+
+typedef struct {
+  const tl_track_t *track;
+  uint64_t ts;
+  const char *name; /* stable */
+  uint8_t cat;      /* TC_* */
+  const tl_arg_t *args;
+  uint32_t nargs;
+  const tl_flow_t *flows; /* on the BEGIN */
+  uint32_t nflows;
+  uint64_t corr; /* correlation id, 0 none */
+} tl_slice_t;
+
+typedef struct tl_sink tl_sink_t;
+struct tl_sink {
+  /* a new producer stream (one per trace file, one for the job tracks) */
+  void (*seq_begin)(tl_sink_t *s);
+  void (*track)(tl_sink_t *s, const tl_track_t *t);
+  void (*begin)(tl_sink_t *s, const tl_slice_t *sl);
+  /* flows here bind to the slice being closed (JSON: near its end) */
+  void (*end)(tl_sink_t *s, const tl_track_t *t, uint64_t ts, const tl_flow_t *flows,
+              uint32_t nflows);
+  void (*instant)(tl_sink_t *s, const tl_slice_t *sl);
+  void (*counter)(tl_sink_t *s, const tl_track_t *t, uint64_t ts, double v);
+  int (*finish)(tl_sink_t *s); /* flush and close: 0, or -1 (errno set) */
+  void (*destroy)(tl_sink_t *s);
+  /* shared state */
+  int fd;
+  int err;           /* errno of the first write error */
+  uint64_t origin;   /* output ns that becomes 0 in formats with relative time */
+  uint64_t bytes_out;
+  pb_buf_t out;      /* pending output bytes */
+};
+
+/* Append-and-flush output shared by the sinks: flush when more than 1 MiB is pending. */
+void tl_out_flush(tl_sink_t *s);
+static inline void tl_out_maybe_flush(tl_sink_t *s) {
+  if (s->out.n >= (1u << 20)) tl_out_flush(s);
+}
+
+tl_sink_t *tl_pftrace_sink(int fd);
+tl_sink_t *tl_chrome_sink(int fd, uint64_t origin);
+
+#endif
