@@ -193,9 +193,14 @@ static double time_op(const opts_t *o, int op, rank_t *rs, int nlocal, int nrank
     CUDA(cudaStreamBeginCapture(rs[i].stream, cudaStreamCaptureModeThreadLocal));
   }
   issue_all(op, rs, nlocal, nranks, bytes, o->iters);
+  /* end every capture before instantiating: while one stream of this thread still captures,
+   * instantiation is not permitted (thread-local capture mode) */
   for (int i = 0; i < nlocal; i++) {
     CUDA(cudaSetDevice(rs[i].dev));
     CUDA(cudaStreamEndCapture(rs[i].stream, &g[i]));
+  }
+  for (int i = 0; i < nlocal; i++) {
+    CUDA(cudaSetDevice(rs[i].dev));
     CUDA(cudaGraphInstantiate(&ge[i], g[i], 0));
   }
   /* one untimed launch, then the timed one */
