@@ -85,10 +85,13 @@ void *sim_xcalloc(size_t n, size_t size) {
   return p;
 }
 
-/* Hook for per-rank delays (a later issue adds stragglers); today nothing is delayed. */
+/* Per-rank delays: --slow-rank R --slow-us U sleeps before each enqueue of global rank R (a
+ * straggler); --slow-link R --slow-link-us U makes each network step of rank R U us longer. */
 void sim_delay_point(int rank, int where) {
-  (void)rank;
-  (void)where;
+  if (where == SIM_AT_ENQUEUE && rank == sim_opt.slow_rank && sim_opt.slow_us)
+    sim_sleep_us(sim_opt.slow_us);
+  else if (where == SIM_AT_STEP && rank == sim_opt.slow_link_rank && sim_opt.slow_link_us)
+    sim_sleep_us(sim_opt.slow_link_us);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -119,6 +122,9 @@ static void usage(FILE *f) {
       "  --mask M          force the activation mask after every init (like a RAS override)\n"
       "  --gpu-offset-us U fake GPU clock offset ahead of CLOCK_MONOTONIC (default 500)\n"
       "  --gpu-drift-ppm D fake GPU clock drift (default 0)\n"
+      "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
+      "  --slow-link R --slow-link-us U  each network step of global rank R takes U us longer\n"
+      "  --gpu-gbps G      a kernel lasts (bus bytes)/G ns, G in GB/s (default: as fast as it runs)\n"
       "  --events N        flood: total plugin calls (default 1000000)\n"
       "  --duration S      flood: run S seconds instead of a call count\n"
       "  --rate R          flood: pace to R calls/s in total (default: as fast as possible)\n"
@@ -160,7 +166,7 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_EVENTS, O_DURATION, O_RATE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_REPLAY, O_SPEED, O_VERBOSE,
        O_LIST, O_HELP };
 
@@ -185,6 +191,11 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"mask", 1, 0, O_MASK},
                                           {"gpu-offset-us", 1, 0, O_GPU_OFF},
                                           {"gpu-drift-ppm", 1, 0, O_GPU_DRIFT},
+                                          {"slow-rank", 1, 0, O_SLOW_RANK},
+                                          {"slow-us", 1, 0, O_SLOW_US},
+                                          {"slow-link", 1, 0, O_SLOW_LINK},
+                                          {"slow-link-us", 1, 0, O_SLOW_LINK_US},
+                                          {"gpu-gbps", 1, 0, O_GPU_GBPS},
                                           {"events", 1, 0, O_EVENTS},
                                           {"duration", 1, 0, O_DURATION},
                                           {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
@@ -204,6 +215,7 @@ static void set_defaults(sim_opts_t *o) {
   o->count = 262144, o->seed = 1, o->mask_override = -1;
   o->flood_events = 1000000;
   o->gpu_offset_ns = 500000;
+  o->slow_rank = o->slow_link_rank = -1;
 }
 
 /* Returns 0 to run, 1 to exit successfully (help, list), -1 on a bad argument. */
@@ -247,6 +259,11 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_MASK: if (parse_mask(optarg, &o->mask_override)) return -1; break;
     case O_GPU_OFF: NUM(-1e9, 1e9, v); o->gpu_offset_ns = (int64_t)(v * 1000.0); break;
     case O_GPU_DRIFT: NUM(-1e5, 1e5, o->gpu_drift_ppm); break;
+    case O_SLOW_RANK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_rank = (int)v; break;
+    case O_SLOW_US: NUM(0, 1e7, v); o->slow_us = (unsigned)v; break;
+    case O_SLOW_LINK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_link_rank = (int)v; break;
+    case O_SLOW_LINK_US: NUM(0, 1e7, v); o->slow_link_us = (unsigned)v; break;
+    case O_GPU_GBPS: NUM(1e-3, 1e6, o->gpu_gbps); break;
     case O_EVENTS: NUM(1, 1e15, o->flood_events); break;
     case O_DURATION: NUM(0.001, 86400, o->flood_duration); break;
     case O_RATE: NUM(1, 1e12, o->flood_rate); break;

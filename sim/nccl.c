@@ -247,6 +247,17 @@ static int crosses_node(const sim_comm_t *c, int peer) {
   return sim_node_of(sim_global_rank(c, peer)) != sim_node_of(sim_global_rank(c, c->rank));
 }
 
+/* --gpu-gbps: the kernel's duration, (bus bytes) / G. Bus bytes are nccl-tests' algbw bytes times
+ * the bus factor: AllReduce 2(n-1)/n x size; AllGather/ReduceScatter (n-1)/n x size x n;
+ * Broadcast, Reduce, Send, Recv 1 x size (size = user count x type size). */
+static uint64_t kernel_ns(const sim_task_t *t, int n) {
+  double b = (double)t->bytes;
+  if (t->func == F_ALLREDUCE) b = b * 2.0 * (n - 1) / n;
+  else if (t->func == F_ALLGATHER || t->func == F_REDUCESCATTER) b = b * (n - 1);
+  uint64_t ns = (uint64_t)(b / sim_opt.gpu_gbps + 0.5);
+  return ns ? ns : 1;
+}
+
 static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int ch, int peer,
                          sim_inst_t *inst) {
   sim_pop_t *o = sim_xcalloc(1, sizeof *o);
@@ -266,6 +277,7 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
   o->hang = t->kind == K_HANG;
   o->inst = inst;
   o->comm = p->comm;
+  if (kind == POP_KERNEL && sim_opt.gpu_gbps > 0) o->kern_ns = kernel_ns(t, p->comm->nranks);
   return o;
 }
 
@@ -566,7 +578,7 @@ static void launch_plans(const sim_call_t *calls, sim_task_t *tasks, int n, sim_
 
 void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, uint64_t *rng) {
   if (n <= 0) return;
-  sim_delay_point(calls[0].comm->rank, SIM_AT_ENQUEUE);
+  sim_delay_point(sim_global_rank(calls[0].comm, calls[0].comm->rank), SIM_AT_ENQUEUE);
   int mask = sim_mask(); /* one sample per group, like ncclProfilerApiState */
   void *gapi = NULL;
   void *ctx0 = calls[0].comm->ctx; /* the first communicator's context owns the GroupApi */

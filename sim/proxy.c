@@ -79,7 +79,12 @@ static void start_op(sim_pop_t *o) {
 static void finish_op(sim_pop_t *o) {
   if (o->comm) atomic_fetch_sub(&o->comm->inflight, 1);
   if (o->inst) {
-    if (o->kind != POP_KERNEL) atomic_fetch_sub(&o->inst->net_left, 1);
+    if (o->kind != POP_KERNEL) {
+      uint64_t now = sim_gpu_ns(), prev = atomic_load(&o->inst->net_done_gpu);
+      while (prev < now && !atomic_compare_exchange_weak(&o->inst->net_done_gpu, &prev, now)) {
+      }
+      atomic_fetch_sub(&o->inst->net_left, 1);
+    }
     atomic_fetch_sub(&o->inst->ops_left, 1);
     sim_inst_put(o->inst);
   }
@@ -122,7 +127,7 @@ static void start_step(sim_pop_t *o) {
   st->trans =
       off >= o->bytes ? 0 : (o->bytes - off < (size_t)o->chunk ? o->bytes - off : (size_t)o->chunk);
   st->phase = o->kind == POP_SEND ? PH_S_GPUWAIT : PH_R_WAIT;
-  sim_delay_point(o->rank, SIM_AT_STEP);
+  sim_delay_point(o->comm ? sim_global_rank(o->comm, o->rank) : o->rank, SIM_AT_STEP);
   if (!sim_active(o->mask, SIM_T_PROXY_STEP)) return;
   ncs_descr_v6_t d;
   memset(&d, 0, sizeof d);
@@ -245,6 +250,18 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
   /* the GPU finished a little before the proxy polled the completion slot */
   uint64_t stop = sim_gpu_ns() - 200 - sim_rand(&p->rng) % 1500;
+  if (o->kern_ns) { /* --gpu-gbps: the fake GPU clock says every channel ends kern_ns after the
+                       first started, whatever the host's scheduling did. With an injected slow
+                       link the kernel waits for its data: it ends when the network finished,
+                       if that was later (the injected delay dwarfs scheduling noise). */
+    uint64_t end = o->inst->gpu_launch + 700 + o->kern_ns;
+    if (sim_opt.slow_link_us > 0) {
+      uint64_t net = atomic_load(&o->inst->net_done_gpu);
+      if (net > end) end = net;
+    }
+    if (sim_gpu_ns() < end) return 0;
+    stop = end;
+  }
   if (stop <= o->gpu_start) stop = o->gpu_start + 100;
   ncs_args_v6_t a;
   memset(&a, 0, sizeof a);

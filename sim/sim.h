@@ -66,6 +66,10 @@ typedef struct {
   /* fake GPU clock */
   int64_t gpu_offset_ns;
   double gpu_drift_ppm;
+  /* delay injection (report validation): -1 = none. Ranks are global ranks. */
+  int slow_rank, slow_link_rank;
+  unsigned slow_us, slow_link_us;
+  double gpu_gbps; /* > 0: a kernel lasts bus bytes / gpu_gbps (see docs/nccl-sim.md) */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -99,7 +103,8 @@ void sim_sleep_us(unsigned us);
 void sim_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *sim_xcalloc(size_t n, size_t size);
-/* Where a per-rank delay can be injected later (straggler scenarios). Does nothing today. */
+/* Per-rank delay injection: --slow-rank sleeps at ENQUEUE, --slow-link at each network STEP.
+ * 'rank' is the global rank. */
 enum { SIM_AT_ENQUEUE = 0, SIM_AT_STEP = 1 };
 void sim_delay_point(int rank, int where);
 
@@ -161,6 +166,7 @@ struct sim_inst {
   _Atomic int frozen;    /* hanging ops that reached the point where they stop progressing */
   uint64_t gpu_launch;   /* fake GPU time of the kernel launch */
   int hang;              /* abort scenario: number of its ops that never finish */
+  _Atomic uint64_t net_done_gpu; /* fake GPU time when its last network op finished */
 };
 void sim_inst_put(sim_inst_t *in);
 
@@ -187,6 +193,7 @@ typedef struct sim_pop {
   } st[SIM_STEP_RING];
   int rounds, frozen;
   uint64_t gpu_start;
+  uint64_t kern_ns;      /* --gpu-gbps: KernelCh lasts this long (bus bytes / G) */
   void *kch_h;
 } sim_pop_t;
 

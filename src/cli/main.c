@@ -25,6 +25,7 @@ static const verb_t verbs[] = {
     {"dump", ncs_cmd_dump, "print every event of a trace, or counts with --stats"},
     {"demo", ncs_cmd_demo, "record a simulated 8-rank job with nccl-sim (no GPU needed)"},
     {"export", ncs_cmd_export, "write a trace as a Perfetto (.pftrace) or Chrome JSON timeline"},
+    {"report", ncs_cmd_report, "cross-rank analysis: stragglers, skew, busbw per size, mismatches"},
 };
 
 static void usage(FILE *o) {

@@ -36,15 +36,8 @@ typedef struct {
   uint64_t group; /* parentGroup id (the kernel plan), 0 if none */
   uint32_t n_kch, n_pop, n_open;
   uint8_t type, stopped, seen_start, emitted, revise, forced, nch;
+  uint8_t agg; /* keyed by a Group's id: what its members completed at (see grp_note) */
 } trk_t;
-
-/* What the operations of one Group (one kernel plan) completed at: the completion of a member
- * that has no children of its own. A small cache; an entry is overwritten when its slot is
- * needed again. */
-typedef struct {
-  uint64_t group, end_ns, first_child_ns, gpu_start, gpu_stop;
-} grp_t;
-#define GRP_TABLE 4096
 
 typedef struct {
   const void *ptr;
@@ -67,7 +60,6 @@ typedef struct {
   /* tracking */
   trk_t *trk;
   uint32_t trk_cap, trk_n, trk_peak;
-  grp_t grp[GRP_TABLE];
   uint32_t expect_children;
   /* counters for this segment */
   uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT], expired[NCS_T_COUNT];
@@ -244,14 +236,23 @@ static void emit_expired(uint64_t id, unsigned type, unsigned reason, uint64_t s
   if (type < NCS_T_COUNT) W.expired[type]++;
 }
 
-static grp_t *grp_slot(uint64_t group) {
-  return &W.grp[(uint32_t)((group * 0x9E3779B97F4A7C15ull) >> 40) & (GRP_TABLE - 1)];
+/* What the operations of one Group (one kernel plan) completed at, kept under the Group's own
+ * id (ids are unique, so it cannot collide with a tracked event) for members that have no
+ * children of their own. It lingers like a completed parent. */
+static trk_t *grp_find(uint64_t group) {
+  trk_t *g = group ? trk_find(group) : NULL;
+  return g && g->agg ? g : NULL;
 }
 
 static void grp_note(const trk_t *p) {
   if (!p->group || !(p->n_kch + p->n_pop)) return;
-  grp_t *g = grp_slot(p->group);
-  if (g->group != p->group) memset(g, 0, sizeof *g), g->group = p->group;
+  trk_t *g = grp_find(p->group);
+  if (!g) {
+    if (trk_find(p->group) || !(g = trk_insert(p->group))) return; /* table full: no group times */
+    g->agg = 1;
+    g->seen_start = g->stopped = g->emitted = 1;
+  }
+  g->emitted_ns = ncs_mono_ns();
   if (p->end_ns > g->end_ns) g->end_ns = p->end_ns;
   if (p->first_child_ns && (!g->first_child_ns || p->first_child_ns < g->first_child_ns))
     g->first_child_ns = p->first_child_ns;
@@ -381,7 +382,7 @@ static void track_stop(const ncs_event_t *e) {
 /* A member of a kernel plan with no children of its own: NCCL reports nothing for it (a
  * send/recv to itself, for one), but it ran in the same kernel as its Group's other members. */
 static void complete_from_group(trk_t *e) {
-  const grp_t *g = grp_slot(e->group);
+  const trk_t *g = grp_find(e->group);
   e->end_ns = g->end_ns, e->first_child_ns = g->first_child_ns;
   e->gpu_start = g->gpu_start, e->gpu_stop = g->gpu_stop;
   emit_complete(e, NCS_CF_GROUP);
@@ -395,7 +396,8 @@ static void sweep(int flush) {
   if (flush) /* parents with children first, so their Groups are known to childless members */
     for (uint32_t i = 0; i < W.trk_cap; i++) {
       trk_t *e = &W.trk[i];
-      if (!e->id || is_child(e->type) || !e->seen_start || !(e->n_kch + e->n_pop)) continue;
+      if (!e->id || e->agg || is_child(e->type) || !e->seen_start || !(e->n_kch + e->n_pop))
+        continue;
       if (e->emitted && !e->revise) continue;
       if (e->n_open || !e->stopped) e->forced = 1;
       emit_complete(e, 0);
@@ -404,7 +406,13 @@ static void sweep(int flush) {
     trk_t *e = &W.trk[i];
     if (!e->id) continue;
     int again = 0;
-    if (is_child(e->type)) {
+    if (e->agg) {
+      /* flush: group entries go last, after the members that may still need them */
+      if (!flush && older_than(now, e->emitted_ns, LINGER_NS)) {
+        trk_remove(e);
+        again = 1;
+      }
+    } else if (is_child(e->type)) {
       if (flush || older_than(now, e->start_ns, expire)) {
         emit_expired(e->id, e->type, flush ? NCS_XR_FLUSH : NCS_XR_TIMEOUT, e->start_ns);
         trk_t *p = e->parent ? trk_find(e->parent) : NULL;
@@ -429,15 +437,15 @@ static void sweep(int flush) {
           if (e->n_open || !e->stopped) e->forced = 1;
           emit_complete(e, 0);
         } else if (!kids && e->stopped && !e->emitted) {
-          if (e->group && grp_slot(e->group)->group == e->group)
+          if (grp_find(e->group))
             complete_from_group(e);
           else
             emit_complete(e, NCS_CF_NO_CHILDREN);
         }
         trk_remove(e);
         again = 1;
-      } else if (!kids && e->stopped && !e->emitted && e->group &&
-                 older_than(now, e->last_ns, GRACE_NS) && grp_slot(e->group)->group == e->group) {
+      } else if (!kids && e->stopped && !e->emitted && older_than(now, e->last_ns, GRACE_NS) &&
+                 grp_find(e->group)) {
         complete_from_group(e);
         trk_remove(e);
         again = 1;
@@ -464,6 +472,12 @@ static void sweep(int flush) {
     }
     if (again) i--; /* backward shift may have moved another entry into slot i */
   }
+  if (flush) /* the group entries, now that no member needs them */
+    for (uint32_t i = 0; i < W.trk_cap; i++)
+      if (W.trk[i].id && W.trk[i].agg) {
+        trk_remove(&W.trk[i]);
+        i--;
+      }
   W.last_sweep_ns = now;
 }
 

@@ -1,0 +1,337 @@
+/* report.c - `ncclscope report DIR [--json] [--top N]`: cross-rank analysis of a recorded job.
+ *
+ * The findings that matter come first (stragglers, slow ranks, mismatches, missing ranks), then
+ * tables per communicator x collective x size bucket and per rank. The numbers come from
+ * src/analyze (docs/report.md defines each of them and the --json schema).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/analyze.h"
+#include "cli/cli.h"
+
+static const char report_help[] =
+    "usage: ncclscope report [--json] [--top N] DIR|FILE\n"
+    "\n"
+    "Cross-rank analysis of a recorded job: collectives matched across ranks by (commId, func,\n"
+    "seqNumber), arrival skew and who arrived last, durations and bus bandwidth per size bucket,\n"
+    "clock error bounds, mismatched collectives and unpaired sends/receives.\n"
+    "\n"
+    "  --json        machine-readable output (schema: docs/report.md)\n"
+    "  --top N       stragglers and slow ranks listed (default 5)\n"
+    "  -h, --help    this help\n";
+
+static void fmt_ns(char *o, size_t n, double ns) {
+  double a = ns < 0 ? -ns : ns;
+  if (a >= 1e9)
+    snprintf(o, n, "%.2f s", ns / 1e9);
+  else if (a >= 1e6)
+    snprintf(o, n, "%.2f ms", ns / 1e6);
+  else if (a >= 1e3)
+    snprintf(o, n, "%.1f us", ns / 1e3);
+  else
+    snprintf(o, n, "%.0f ns", ns);
+}
+
+static void fmt_bytes(char *o, size_t n, int lg) {
+  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  if (lg < 0) {
+    snprintf(o, n, "0 B");
+    return;
+  }
+  int k = lg / 10;
+  if (k > 4) k = 4;
+  snprintf(o, n, "%llu %s", 1ull << (lg - 10 * k), u[k]);
+}
+
+static int cmp_wait(const void *x, const void *y) {
+  const ncs_an_rank_t *a = *(ncs_an_rank_t *const *)x, *b = *(ncs_an_rank_t *const *)y;
+  if (a->wait_caused != b->wait_caused) return a->wait_caused > b->wait_caused ? -1 : 1;
+  return a->last > b->last ? -1 : a->last < b->last;
+}
+static int cmp_slow(const void *x, const void *y) {
+  const ncs_an_rank_t *a = *(ncs_an_rank_t *const *)x, *b = *(ncs_an_rank_t *const *)y;
+  if (a->excess != b->excess) return a->excess > b->excess ? -1 : 1;
+  return a->slowest > b->slowest ? -1 : a->slowest < b->slowest;
+}
+
+static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
+
+static void json_str(FILE *o, const char *s) {
+  fputc('"', o);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(o, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(o, "\\u%04x", c);
+    else
+      fputc(c, o);
+  }
+  fputc('"', o);
+}
+
+static void print_json(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, ncs_an_rank_t **bys,
+                       uint32_t top) {
+  fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
+  json_str(o, a->path);
+  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->error,
+          a->damaged_files);
+  for (uint32_t i = 0; i < a->nprocs; i++) {
+    const ncs_an_proc_t *p = &a->procs[i];
+    fprintf(o, "%s\n{\"file\":", i ? "," : "");
+    json_str(o, p->file);
+    fprintf(o, ",\"host\":");
+    json_str(o, p->host);
+    fprintf(o,
+            ",\"pid\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRId64
+            ",\"clock_pairs\":%u,\"gpu_clock\":{\"domain\":\"%s\",\"offset_ns\":%" PRId64
+            ",\"gap_p50_ns\":%" PRId64 ",\"gap_p99_ns\":%" PRId64 ",\"gap_min_ns\":%" PRId64
+            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}}",
+            p->pid, p->clk_off, p->clk_spread, p->clk_pairs,
+            p->gpu_domain == NCS_GPU_REALTIME ? "realtime" : p->gpu_domain == NCS_GPU_OWN ? "own" : "none",
+            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n);
+  }
+  fprintf(o, "],\n\"hosts\":[");
+  for (uint32_t h = 0; h < a->nhosts; h++) {
+    fprintf(o, "%s{\"host\":", h ? "," : "");
+    json_str(o, a->hosts[h].host);
+    fprintf(o, ",\"offset_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}",
+            a->hosts[h].offset, a->hosts[h].error, a->hosts[h].samples);
+  }
+  fprintf(o, "],\n\"communicators\":[");
+  for (uint32_t c = 0; c < a->ncomms; c++)
+    fprintf(o, "%s{\"index\":%u,\"comm_id\":\"0x%016" PRIx64 "\",\"nranks\":%d,\"nnodes\":%d,\"ranks_seen\":%d}",
+            c ? "," : "", c, a->comms[c].comm_id, a->comms[c].nranks, a->comms[c].nnodes,
+            a->comms[c].ranks_seen);
+  fprintf(o,
+          "],\n\"collectives\":{\"instances\":%" PRIu64 ",\"incomplete\":%" PRIu64
+          ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64 ",\"mismatched\":%" PRIu64
+          ",\"mismatches\":[",
+          a->instances, a->incomplete, a->coll_ops, a->unmatched_seq, a->mismatched);
+  for (uint32_t k = 0; k < a->nmism; k++) {
+    const ncs_an_mismatch_t *m = &a->mism[k];
+    fprintf(o, "%s{\"comm\":%u,\"func\":", k ? "," : "", m->comm);
+    json_str(o, m->func);
+    fprintf(o, ",\"seq\":%" PRIu64 ",\"rank_a\":%d,\"rank_b\":%d,\"what\":", m->seq, m->rank_a,
+            m->rank_b);
+    json_str(o, m->what);
+    fputc('}', o);
+  }
+  fprintf(o,
+          "]},\n\"p2p\":{\"sends\":%" PRIu64 ",\"recvs\":%" PRIu64 ",\"pairs\":%" PRIu64
+          ",\"unmatched_sends\":%" PRIu64 ",\"unmatched_recvs\":%" PRIu64
+          ",\"bytes_mismatch\":%" PRIu64 "},\n\"buckets\":[",
+          a->sends, a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
+          a->p2p_bytes_mismatch);
+  for (uint32_t k = 0; k < a->nbuckets; k++) {
+    const ncs_an_bucket_t *b = &a->buckets[k];
+    fprintf(o, "%s\n{\"comm\":%u,\"func\":", k ? "," : "", b->comm);
+    json_str(o, b->func);
+    fprintf(o,
+            ",\"p2p\":%s,\"bytes_lo\":%llu,\"bytes_hi\":%llu,\"count\":%" PRIu64
+            ",\"bytes\":%" PRIu64 ",\"timing\":{\"kernel_gpu\":%" PRIu64 ",\"proxy_host\":%" PRIu64
+            ",\"enqueue_host\":%" PRIu64 "},\"lat_p50_ns\":%.0f,\"lat_p95_ns\":%.0f,"
+            "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
+            "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f}",
+            b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
+            b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
+            b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
+            b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max);
+  }
+  fprintf(o, "],\n\"ranks\":[");
+  for (uint32_t k = 0; k < a->nranks; k++) {
+    const ncs_an_rank_t *r = &a->ranks[k];
+    fprintf(o,
+            "%s\n{\"comm\":%u,\"rank\":%d,\"pid\":%" PRIu64 ",\"instances\":%" PRIu64
+            ",\"last_arrivals\":%" PRIu64 ",\"wait_caused_ns\":%" PRId64
+            ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
+            ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64 "}",
+            k ? "," : "", r->comm, r->rank, a->procs[r->proc].pid, r->instances, r->last,
+            r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
+            r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0);
+  }
+  fprintf(o, "],\n\"stragglers\":[");
+  for (uint32_t k = 0; k < top && k < a->nranks && byw[k]->last; k++) {
+    const ncs_an_rank_t *r = byw[k];
+    fprintf(o,
+            "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"wait_caused_ns\":%" PRId64
+            ",\"error_ns\":%" PRId64 ",\"evidence\":[",
+            k ? "," : "", r->comm, r->rank, r->instances ? (double)r->last / (double)r->instances : 0,
+            r->wait_caused, a->error);
+    for (uint32_t e = 0; e < r->nev; e++) {
+      fprintf(o, "%s{\"func\":", e ? "," : "");
+      json_str(o, r->ev[e].func);
+      fprintf(o, ",\"seq\":%" PRIu64 ",\"late_ns\":%" PRId64 "}", r->ev[e].seq, r->ev[e].late);
+    }
+    fprintf(o, "]}");
+  }
+  fprintf(o, "],\n\"slow_ranks\":[");
+  for (uint32_t k = 0; k < top && k < a->nranks && bys[k]->slowest; k++) {
+    const ncs_an_rank_t *r = bys[k];
+    fprintf(o,
+            "%s\n{\"comm\":%u,\"rank\":%d,\"slowest\":%" PRIu64 ",\"slowest_fraction\":%.4f,"
+            "\"excess_ns\":%" PRId64 "}",
+            k ? "," : "", r->comm, r->rank, r->slowest,
+            r->instances ? (double)r->slowest / (double)r->instances : 0, r->excess);
+  }
+  fprintf(o, "]}\n");
+}
+
+static void print_text(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, ncs_an_rank_t **bys,
+                       uint32_t top) {
+  char t1[32], t2[32], err[32];
+  fmt_ns(err, sizeof err, (double)a->error);
+  fprintf(o, "ncclscope report: %s\n", a->path);
+  fprintf(o, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
+             " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
+          a->nprocs, a->nhosts, a->nhosts == 1 ? "" : "s", a->ncomms, a->instances, a->coll_ops,
+          a->sends, a->recvs, err);
+  fprintf(o, "Findings\n");
+  int nf = 0;
+  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
+    const ncs_an_rank_t *r = byw[k];
+    if (!r->last || r->wait_caused <= 0) break;
+    const ncs_an_comm_t *c = &a->comms[r->comm];
+    if (k > 0 && pct(r->last, r->instances) < 100.0 / (c->nranks ? c->nranks : 1) * 1.5) break;
+    fmt_ns(t1, sizeof t1, (double)r->wait_caused);
+    fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
+    fprintf(o,
+            "  - rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
+            " collectives on comm 0x%016" PRIx64 ", causing %s of waiting (+-%s); worst: %s seq %" PRIu64
+            " by %s\n",
+            r->rank, a->procs[r->proc].pid, pct(r->last, r->instances), r->instances, c->comm_id, t1,
+            err, r->nev ? r->ev[0].func : "-", r->nev ? r->ev[0].seq : 0, t2);
+    nf++;
+  }
+  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
+    const ncs_an_rank_t *r = bys[k];
+    if (!r->slowest || pct(r->slowest, r->instances) < 25) break;
+    fmt_ns(t1, sizeof t1, (double)r->excess);
+    fprintf(o,
+            "  - rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
+            " collectives on comm 0x%016" PRIx64 ", %s over the median rank in total\n",
+            r->rank, a->procs[r->proc].pid, pct(r->slowest, r->instances), r->instances,
+            a->comms[r->comm].comm_id, t1);
+    nf++;
+  }
+  if (a->mismatched) {
+    const ncs_an_mismatch_t *m = &a->mism[0];
+    fprintf(o, "  - %" PRIu64 " collective instances differ across ranks, e.g. %s seq %" PRIu64
+               " on comm 0x%016" PRIx64 ": rank %d vs rank %d: %s\n",
+            a->mismatched, m->func, m->seq, a->comms[m->comm].comm_id, m->rank_a, m->rank_b, m->what);
+    nf++;
+  }
+  if (a->incomplete) {
+    fprintf(o, "  - %" PRIu64 " collective instances were not recorded by every rank of their communicator\n",
+            a->incomplete);
+    nf++;
+  }
+  if (a->p2p_unmatched_send || a->p2p_unmatched_recv || a->p2p_bytes_mismatch) {
+    fprintf(o, "  - point-to-point: %" PRIu64 " sends and %" PRIu64 " receives without a partner, %" PRIu64
+               " pairs with different sizes\n",
+            a->p2p_unmatched_send, a->p2p_unmatched_recv, a->p2p_bytes_mismatch);
+    nf++;
+  }
+  if (a->damaged_files) {
+    fprintf(o, "  - %" PRIu64 " trace files are damaged (analysed up to the damage)\n", a->damaged_files);
+    nf++;
+  }
+  if (!nf) fprintf(o, "  - nothing stands out\n");
+
+  fprintf(o, "\nCollectives per communicator x function x size (latency = slowest rank's duration)\n");
+  fprintf(o, "  %-5s %-14s %-10s %7s %10s %10s %10s %9s %9s %10s %s\n", "comm", "func", "size>=",
+          "count", "lat p50", "lat p95", "lat p99", "busbw p50", "busbw p95", "skew p50", "timing");
+  for (uint32_t k = 0; k < a->nbuckets; k++) {
+    const ncs_an_bucket_t *b = &a->buckets[k];
+    char sz[24], l1[24], l2[24], l3[24], sk[24];
+    fmt_bytes(sz, sizeof sz, b->log2);
+    fmt_ns(l1, sizeof l1, b->lat_p50), fmt_ns(l2, sizeof l2, b->lat_p95);
+    fmt_ns(l3, sizeof l3, b->lat_p99), fmt_ns(sk, sizeof sk, b->skew_p50);
+    const char *src = b->src[0] >= b->src[1] && b->src[0] >= b->src[2] ? ncs_src_names[0]
+                      : b->src[1] >= b->src[2]                         ? ncs_src_names[1]
+                                                                       : ncs_src_names[2];
+    fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %10s %10s %10s %9.2f %9.2f %10s %s\n", b->comm,
+            b->func, sz, b->count, l1, l2, l3, b->busbw_p50, b->busbw_p95, b->p2p ? "-" : sk, src);
+  }
+  fprintf(o, "\nRanks by waiting caused (top %u)\n", top);
+  fprintf(o, "  %-5s %5s %8s %9s %7s %12s %12s %12s %12s\n", "comm", "rank", "pid", "instances",
+          "last%", "wait caused", "waited", "slowest%", "launch mean");
+  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
+    const ncs_an_rank_t *r = byw[k];
+    char w1[24], w2[24], l[24];
+    fmt_ns(w1, sizeof w1, (double)r->wait_caused), fmt_ns(w2, sizeof w2, (double)r->wait_suffered);
+    fmt_ns(l, sizeof l, r->launch_n ? (double)r->launch_sum / (double)r->launch_n : 0);
+    fprintf(o, "  %-5u %5d %8" PRIu64 " %9" PRIu64 " %6.0f%% %12s %12s %11.0f%% %12s\n", r->comm,
+            r->rank, a->procs[r->proc].pid, r->instances, pct(r->last, r->instances), w1, w2,
+            pct(r->slowest, r->instances), r->launch_n ? l : "-");
+  }
+  fprintf(o, "\nClocks: ");
+  if (a->nhosts <= 1) {
+    fprintf(o, "one host; all ranks share CLOCK_MONOTONIC, bound = CLOCK pair spread %s\n", err);
+  } else {
+    fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->nhosts,
+            a->hosts[0].host);
+    for (uint32_t h = 1; h < a->nhosts; h++) {
+      fmt_ns(t1, sizeof t1, (double)a->hosts[h].offset), fmt_ns(t2, sizeof t2, (double)a->hosts[h].error);
+      fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->hosts[h].host, t1, t2, a->hosts[h].samples);
+    }
+  }
+  int64_t g50 = 0, g99 = 0;
+  uint64_t gn = 0;
+  for (uint32_t i = 0; i < a->nprocs; i++) {
+    if (a->procs[i].gap_n) gn += a->procs[i].gap_n;
+    if (llabs(a->procs[i].gap_p50) > llabs(g50)) g50 = a->procs[i].gap_p50;
+    if (llabs(a->procs[i].gap_p99) > llabs(g99)) g99 = a->procs[i].gap_p99;
+  }
+  if (gn) {
+    fmt_ns(t1, sizeof t1, (double)g50), fmt_ns(t2, sizeof t2, (double)g99);
+    fprintf(o, "  GPU pTimer vs host time at KernelCh start (%" PRIu64 " samples): worst process p50 %s, p99 %s\n",
+            gn, t1, t2);
+  }
+}
+
+int ncs_cmd_report(int argc, char **argv) {
+  static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                       {"top", required_argument, 0, 't'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int c, json = 0;
+  uint64_t top = 5;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":jt:h", opts, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = 1; break;
+    case 't':
+      if (ncs_parse_count(optarg, 1, 100000, &top) != 0)
+        return ncs_usage_error("report", "--top needs a number from 1 to 100000, not '%s'", optarg);
+      break;
+    case 'h': fputs(report_help, stdout); return NCS_EXIT_OK;
+    default: return ncs_bad_option("report", c, argv);
+    }
+  }
+  if (optind >= argc) return ncs_usage_error("report", "which traces? give a trace directory");
+  if (optind + 1 < argc) return ncs_usage_error("report", "one trace directory, please");
+  char err[512];
+  ncs_analysis_t *a = ncs_analyze_path(argv[optind], err, sizeof err);
+  if (!a) {
+    ncs_error("report: %s", err);
+    return NCS_EXIT_USAGE;
+  }
+  ncs_an_rank_t **byw = calloc(a->nranks + 1, sizeof *byw), **bys = calloc(a->nranks + 1, sizeof *bys);
+  if (!byw || !bys) abort();
+  for (uint32_t k = 0; k < a->nranks; k++) byw[k] = bys[k] = &a->ranks[k];
+  qsort(byw, a->nranks, sizeof *byw, cmp_wait);
+  qsort(bys, a->nranks, sizeof *bys, cmp_slow);
+  if (json)
+    print_json(stdout, a, byw, bys, (uint32_t)top);
+  else
+    print_text(stdout, a, byw, bys, (uint32_t)top);
+  int rc = a->damaged_files ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  free(byw), free(bys);
+  ncs_analysis_free(a);
+  return rc;
+}

@@ -1,0 +1,53 @@
+#!/bin/sh
+# report_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - `ncclscope report` on nccl-sim jobs with
+# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | json | usage.
+set -eu
+SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
+rm -rf "$W" && mkdir -p "$W"
+run() { NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario allreduce "$@" >"$W/sim.out"; }
+fail() { echo "FAIL: $*"; cat "$W/report.json" 2>/dev/null | head -c 3000; exit 1; }
+json() { "$NCS" report --json "$W/t" >"$W/report.json" || fail "report exited $?"; }
+py() { python3 -c "import json,sys; r=json.load(open('$W/report.json')); $1" || fail "$2"; }
+case $CASE in
+straggler)
+  run --ranks 4 --iters 20 --slow-rank 2 --slow-us 3000
+  json
+  py "s=r['stragglers'][0]; assert s['rank']==2, s; assert s['last_fraction']>=0.9, s" \
+     "top straggler is not rank 2"
+  "$NCS" report "$W/t" | grep -q "rank 2 (pid [0-9]*) arrived last" || fail "text finding"
+  ;;
+slowlink)
+  run --ranks 4 --iters 20 --slow-link 1 --slow-link-us 2000 --gpu-gbps 0.2
+  json
+  py "s=r['slow_ranks'][0]; assert s['rank']==1, s; assert s['slowest_fraction']>=0.8, s" \
+     "slowest rank is not rank 1"
+  ;;
+busbw)
+  run --ranks 4 --iters 10 --gpu-gbps 0.1
+  json
+  py "b=[x for x in r['buckets'] if not x['p2p']]; assert b
+for x in b: assert abs(x['busbw_p50_gbs']-0.1)<=0.002, x; assert x['timing']['kernel_gpu']==x['count'], x" \
+     "busbw not within 2% of 0.1 GB/s"
+  ;;
+json)
+  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 10 >"$W/sim.out"
+  json
+  py "
+for k in ['schema','error_bound_ns','processes','hosts','communicators','collectives','p2p','buckets','ranks','stragglers','slow_ranks']: assert k in r, k
+assert r['schema']=='ncclscope-report/1'; assert len(r['processes'])==2
+assert r['collectives']['instances']>0 and r['collectives']['mismatched']==0, r['collectives']
+assert r['collectives']['incomplete']==0, r['collectives']
+assert r['p2p']['sends']>0 and r['p2p']['unmatched_sends']==0 and r['p2p']['unmatched_recvs']==0, r['p2p']
+for b in r['buckets']:
+  for k in ['comm','func','bytes_lo','bytes_hi','count','lat_p50_ns','lat_p99_ns','busbw_p50_gbs','timing']: assert k in b, k" \
+     "json schema"
+  ;;
+usage)
+  set +e
+  "$NCS" report >/dev/null 2>&1; [ $? -eq 2 ] || fail "no dir: want 2"
+  "$NCS" report "$W/none" >/dev/null 2>&1; [ $? -eq 2 ] || fail "no traces: want 2"
+  "$NCS" report --help | grep -q -- --json || fail "help"
+  ;;
+*) echo "unknown case $CASE"; exit 2 ;;
+esac
+echo "report check $CASE: ok"
