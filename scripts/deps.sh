@@ -4,7 +4,7 @@
 set -euo pipefail
 want=(cmake make gcc pkg-config libcmocka-dev)
 if [ "${1:-build}" = test ]; then
-  want+=(clang libclang-rt-14-dev)
+  want+=(clang libclang-rt-14-dev protobuf-compiler)
 fi
 missing=()
 for p in "${want[@]}"; do

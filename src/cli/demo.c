@@ -1,7 +1,8 @@
-/* demo.c - `ncclscope demo`: record a simulated job with nccl-sim, then summarise it.
+/* demo.c - `ncclscope demo`: record a simulated job with nccl-sim, summarise it, and write its
+ * timeline (DIR.pftrace, for ui.perfetto.dev) beside the trace directory.
  *
  * nccl-sim drives the plugin through NCCL's real call patterns on the CPU, so the demo needs no
- * GPU and no NCCL. It runs through the same code as `record`.
+ * GPU and no NCCL. It runs through the same code as `record` and `export`.
  */
 #include <getopt.h>
 #include <limits.h>
@@ -9,12 +10,14 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "export/export.h"
 
 static const char demo_help[] =
     "usage: ncclscope demo [OPTIONS]\n"
     "\n"
     "Run nccl-sim (a simulated NCCL job on the CPU, no GPU needed) with the profiler plugin,\n"
-    "write its trace and print the 'dump --stats' summary.\n"
+    "write its trace, print the 'dump --stats' summary and write the timeline DIR.pftrace beside\n"
+    "the trace directory (open it at https://ui.perfetto.dev: Open trace file).\n"
     "\n"
     "options:\n"
     "  -o, --output DIR     trace directory (default ncclscope-demo-YYYYmmdd-HHMMSS)\n"
@@ -111,6 +114,24 @@ int ncs_cmd_demo(int argc, char **argv) {
   fprintf(stderr, "ncclscope demo: summary ('ncclscope dump --stats %s'):\n", dir);
   fflush(stderr);
   int st = ncs_stats_path(dir, stdout);
+  fflush(stdout);
   fprintf(stderr, "ncclscope demo: every event: ncclscope dump %s | less\n", dir);
+  /* the timeline, as `ncclscope export DIR` writes it */
+  char pf[PATH_MAX + 16];
+  snprintf(pf, sizeof pf, "%s.pftrace", dir);
+  char *in[] = {dir};
+  ncs_export_opts_t eo = {.format = NCS_EXPORT_PERFETTO, .out = pf, .progress = 1,
+                          .prog = "ncclscope demo"};
+  ncs_export_stats_t es;
+  char err[512] = "";
+  int erc = ncs_export(in, 1, &eo, &es, err, sizeof err);
+  if (erc < 0 || erc == 2)
+    ncs_warn("no timeline written: %s", err);
+  else
+    fprintf(stderr,
+            "ncclscope demo: timeline written to %s (%.1f MB: %llu slices, %llu flows)\n"
+            "ncclscope demo: open it at https://ui.perfetto.dev (Open trace file, then pick %s)\n",
+            pf, (double)es.bytes_out / 1e6, (unsigned long long)es.slices,
+            (unsigned long long)(es.coll_flows + es.p2p_flows), pf);
   return rc ? rc : st;
 }

@@ -21,6 +21,7 @@ static const char export_help[] =
     "  -f, --format FMT     perfetto (native protobuf, the default) or chrome (trace-event JSON)\n"
     "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace or DIR.json)\n"
     "  -e, --events LIST    only these event types (names as for record --events; default all)\n"
+    "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
     "  -h, --help           this help\n"
     "\n"
@@ -43,12 +44,14 @@ int ncs_cmd_export(int argc, char **argv) {
   static const struct option opts[] = {
       {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
       {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+      {"jobs", required_argument, 0, 'j'},   {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
   int c, quiet = 0;
+  uint64_t v;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":f:o:e:qh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":f:o:e:j:qh", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
       if (!strcmp(optarg, "perfetto") || !strcmp(optarg, "pftrace") || !strcmp(optarg, "proto"))
@@ -64,6 +67,11 @@ int ncs_cmd_export(int argc, char **argv) {
       if (!o.types) return ncs_usage_error("export", "--events selects no event type");
       break;
     case 'q': quiet = 1; break;
+    case 'j':
+      if (ncs_parse_count(optarg, 1, 64, &v) != 0)
+        return ncs_usage_error("export", "--jobs needs a number from 1 to 64, not '%s'", optarg);
+      o.jobs = (int)v;
+      break;
     case 'h': fputs(export_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("export", c, argv);
     }
@@ -106,11 +114,17 @@ int ncs_cmd_export(int argc, char **argv) {
             "%.2f M records/s\n",
             st.records, st.files, (double)st.bytes_in / 1e6, st.seconds,
             st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
-    if (st.gpu_mapped_files)
+    if (st.gpu_bounded)
       fprintf(stderr,
-              "ncclscope export: GPU times mapped to host time in %d of %" PRIu64
-              " files (offset error at most %.1f us)\n",
-              st.gpu_mapped_files, st.files, (double)st.max_gpu_offset_err_ns / 1e3);
+              "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
+              " ranks (offset error at most %.1f us for the %d ranks with a bound)\n",
+              st.gpu_mapped, st.processes, (double)st.max_gpu_offset_err_ns / 1e3,
+              st.gpu_bounded);
+    else if (st.gpu_mapped)
+      fprintf(stderr,
+              "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
+              " ranks (error bound unknown: no kernel launch recorded before the kernels)\n",
+              st.gpu_mapped, st.processes);
     if (st.unmatched_stops || st.unfinished)
       fprintf(stderr,
               "ncclscope export: %" PRIu64 " stop/state records without their start (dropped "

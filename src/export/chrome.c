@@ -39,6 +39,7 @@ typedef struct {
   jtrack_t *tr;
   uint32_t ntr;
   int first; /* no event written yet */
+  int whole; /* header and trailer are ours (else a fragment of events) */
   int32_t *named_pids;
   uint32_t nnamed;
 } js_t;
@@ -46,7 +47,7 @@ typedef struct {
 /* ---------------------------------------------------------------- text output */
 
 static void put(pb_buf_t *b, const char *s, size_t n) {
-  if (pb_room(b, n)) return;
+  if (!n || pb_room(b, n)) return;
   memcpy(b->p + b->n, s, n);
   b->n += n;
 }
@@ -208,29 +209,34 @@ static void name_pid(js_t *j, int32_t pid, const char *name, int64_t order) {
   meta(j, "process_sort_index", pid, 0, NULL, order, 0);
 }
 
-static void js_seq_begin(tl_sink_t *s) { (void)s; }
+static void js_seq_begin(tl_sink_t *s, uint32_t seq) {
+  (void)s;
+  (void)seq;
+}
 
+/* Only lanes get a JSON thread; processes and the job get a process name. Group and counter
+ * tracks have no JSON counterpart (counters are named by their events). */
 static void js_track(tl_sink_t *s, const tl_track_t *t) {
   js_t *j = (js_t *)s;
+  if (t->kind == TK_PROCESS) {
+    name_pid(j, t->pid, t->name, t->order);
+    return;
+  }
+  if (t->kind != TK_LANE) return;
   jtrack_t *x = jt(j, t->idx);
   if (!x) return;
   x->pid = t->pid;
   x->tid = t->idx + 1;
   x->kind = t->kind;
   x->declared = 1;
-  if (t->kind == TK_PROCESS) {
-    name_pid(j, t->pid, t->name, t->order);
-  } else if (t->parent == 0) {
-    name_pid(j, t->pid, t->name, -1); /* the job: first */
-  } else if (t->kind == TK_LANE) {
-    char nm[512];
-    if (t->lane)
-      snprintf(nm, sizeof nm, "%s #%u", t->path ? t->path : t->name, (unsigned)t->lane + 1);
-    else
-      snprintf(nm, sizeof nm, "%s", t->path ? t->path : t->name);
-    meta(j, "thread_name", t->pid, x->tid, nm, 0, 1);
-    meta(j, "thread_sort_index", t->pid, x->tid, NULL, t->sort, 0);
-  }
+  x->depth = 0;
+  char nm[512];
+  if (t->lane)
+    snprintf(nm, sizeof nm, "%s #%u", t->path ? t->path : t->name, (unsigned)t->lane + 1);
+  else
+    snprintf(nm, sizeof nm, "%s", t->path ? t->path : t->name);
+  meta(j, "thread_name", t->pid, x->tid, nm, 0, 1);
+  meta(j, "thread_sort_index", t->pid, x->tid, NULL, t->sort, 0);
 }
 
 static void flow_event(js_t *j, const jtrack_t *x, const tl_flow_t *f, uint64_t ts) {
@@ -355,8 +361,9 @@ static void js_counter(tl_sink_t *s, const tl_track_t *t, uint64_t ts, double v)
 
 static int js_finish(tl_sink_t *s) {
   js_t *j = (js_t *)s;
-  PUTS(&s->out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ncclscope export\"}}\n");
-  (void)j;
+  if (j->whole)
+    PUTS(&s->out,
+         "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ncclscope export\"}}\n");
   tl_out_flush(s);
   if (s->out.oom && !s->err) s->err = ENOMEM;
   if (s->err) {
@@ -379,7 +386,7 @@ static void js_destroy(tl_sink_t *s) {
   free(j);
 }
 
-tl_sink_t *tl_chrome_sink(int fd, uint64_t origin) {
+tl_sink_t *tl_chrome_sink(int fd, uint64_t origin, int whole, int32_t job_pid) {
   js_t *j = calloc(1, sizeof *j);
   if (!j) return NULL;
   tl_sink_t *s = &j->base;
@@ -393,7 +400,11 @@ tl_sink_t *tl_chrome_sink(int fd, uint64_t origin) {
   s->destroy = js_destroy;
   s->fd = fd;
   s->origin = origin;
-  j->first = 1;
-  PUTS(&s->out, "{\"traceEvents\":[");
+  j->whole = whole;
+  if (whole) { /* the first event, so that every later one (and every fragment's) has a comma */
+    j->first = 1;
+    PUTS(&s->out, "{\"traceEvents\":[");
+    name_pid(j, job_pid, "job", -1);
+  }
   return s;
 }

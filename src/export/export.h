@@ -17,6 +17,7 @@ typedef struct {
   const char *out;     /* output path; "-" is stdout */
   uint32_t types;      /* event types to export (bit per NCS_T_*); 0 means all */
   int progress;        /* print progress lines to stderr for long exports */
+  int jobs;            /* threads; 0: one per core (the output is the same for any number) */
   const char *prog;    /* prefix of messages ("ncclscope export") */
 } ncs_export_opts_t;
 
@@ -28,9 +29,10 @@ typedef struct {
   uint64_t unfinished;      /* slices closed at the end of their segment (never stopped) */
   uint32_t damaged, truncated;
   double seconds;
-  int gpu_mapped_files;     /* files whose KernelCh GPU times were mapped to host time */
-  int64_t max_gpu_offset_err_ns; /* largest bound on the mapping error over those files */
-  int clock_conflicts;      /* files whose GPU and host clocks contradict each other */
+  int gpu_mapped;           /* ranks whose KernelCh GPU times were mapped to host time */
+  int gpu_bounded;          /* of those, ranks with an error bound (KernelLaunch records) */
+  int64_t max_gpu_offset_err_ns; /* the largest such bound */
+  int clock_conflicts;      /* ranks whose GPU and host clocks contradict each other */
 } ncs_export_stats_t;
 
 /* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something

@@ -42,7 +42,7 @@ static const uint32_t ik_field[IK_COUNT] = {ID_CATEGORIES, ID_NAMES, ID_ARG_NAME
 
 typedef struct {
   tl_sink_t base;
-  uint32_t seq;     /* current sequence id (1..) */
+  uint32_t seq;     /* current sequence id (1: the job; 2 + file index) */
   int seq_started;  /* the current sequence has had its CLEARED packet */
   hmap_t intern;    /* (pointer, kind) -> iid, per sequence */
   uint64_t next_iid[IK_COUNT];
@@ -103,9 +103,9 @@ static void packet_interned(pf_t *p, int uses_interning) {
   }
 }
 
-static void pf_seq_begin(tl_sink_t *s) {
+static void pf_seq_begin(tl_sink_t *s, uint32_t seq) {
   pf_t *p = (pf_t *)s;
-  p->seq++;
+  p->seq = seq;
   p->seq_started = 0;
   hm_clear(&p->intern);
   for (int k = 0; k < IK_COUNT; k++) p->next_iid[k] = 0;

@@ -86,8 +86,8 @@ typedef struct {
 
 typedef struct tl_sink tl_sink_t;
 struct tl_sink {
-  /* a new producer stream (one per trace file, one for the job tracks) */
-  void (*seq_begin)(tl_sink_t *s);
+  /* a new producer stream: sequence 1 for the job tracks, 2 + index for each trace file */
+  void (*seq_begin)(tl_sink_t *s, uint32_t seq);
   void (*track)(tl_sink_t *s, const tl_track_t *t);
   void (*begin)(tl_sink_t *s, const tl_slice_t *sl);
   /* flows here bind to the slice being closed (JSON: near its end) */
@@ -112,6 +112,8 @@ static inline void tl_out_maybe_flush(tl_sink_t *s) {
 }
 
 tl_sink_t *tl_pftrace_sink(int fd);
-tl_sink_t *tl_chrome_sink(int fd, uint64_t origin);
+/* whole: write the JSON header (and the job's process name) and, at finish, the trailer;
+ * otherwise a fragment: events only, each after a comma, to be appended to a whole one */
+tl_sink_t *tl_chrome_sink(int fd, uint64_t origin, int whole, int32_t job_pid);
 
 #endif

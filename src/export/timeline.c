@@ -1,6 +1,6 @@
 /* timeline.c - the timeline model behind `ncclscope export` (docs/timeline.md).
  *
- * Pass 0 reads the first items of every file (host, pid, first clock pair) to decide the job
+ * Pass 0 reads the first items of every file (host, pid, first clock pair) to decide the job's
  * time line. Pass 1 (index) reads each file once and keeps only what linking across ranks and
  * the emit pass need:
  *   - per Coll/P2p event, in file order: start, stop, completion (the last COMPLETE), GPU span,
@@ -8,17 +8,23 @@
  *   - per collective instance (commId, func, seqNumber): earliest and latest start, latest end,
  *     first rank, straggler, last rank to finish, and a bitmap of the ranks seen;
  *   - per (commId, sender, receiver): how many sends and receives, to pair the k-th of each;
- *   - per file: communicators, segment end times, the GPU clock offset and its error bound.
+ *   - per file: communicators, segment end times, the GPU clock offset and its error bounds.
  * Then the job tracks are written, and pass 2 (emit) streams each file: every START becomes a
  * BEGIN on the first free lane of its row, every STOP the END, states become nested phases or
- * instants. Coll/P2p slices are written whole at their START, since their end is known from
- * pass 1. Memory in pass 2 is bounded by what is open at once (events, lanes, pending counter
- * changes), plus the index above.
+ * instants. Coll/P2p slices are written whole at their START: their end is known from pass 1.
+ *
+ * Both passes run on several threads, one file at a time each. A .pftrace is a concatenation of
+ * packets and every file is its own packet sequence with its own uuid range, so each file's part
+ * is written to an unlinked temporary file next to the output and appended to the output in file
+ * order: the output is the same for any number of threads. Memory in pass 2 is bounded by what
+ * is open at once per worker (events, lanes, pending counter changes), plus the index above.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,20 +60,25 @@ void tl_out_flush(tl_sink_t *s) {
 
 #define NONE32 0xFFFFFFFFu
 #define COUNTER_WINDOW_NS 1000000000ull /* counter changes are reordered within 1 s */
+#define MAX_ARGS 64
+#define MAX_WORKERS 16
+#define ST_KERNEL_CH_STOP 22 /* ncs_state_names[22] */
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h) {
   const uint8_t *s = p;
   for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
   return h;
 }
-static uint64_t mix2(uint64_t a, uint64_t b) { return hm_mix(a ^ hm_mix(b + 0x9e3779b97f4a7c15ull)); }
+static uint64_t mix2(uint64_t a, uint64_t b) {
+  return hm_mix(a ^ hm_mix(b + 0x9e3779b97f4a7c15ull));
+}
 static uint64_t nz(uint64_t v) { return v ? v : 1; }
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
-static double now_s(void) {
+static uint64_t now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
 /* growable array */
@@ -85,6 +96,7 @@ static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
 #define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
 
 /* ---------------------------------------------------------------- string pool */
+/* Stable copies of strings, deduplicated by content: sinks intern by pointer. */
 typedef struct {
   hmap_t map; /* content hash -> char* (probing on collision: hash+1, ...) */
   char *block;
@@ -116,7 +128,7 @@ static const char *pool_n(pool_t *p, const char *s, size_t n) {
   c[n] = 0;
   p->block += n + 1;
   p->left -= n + 1;
-  if (hm_put(&p->map, h, (uint64_t)(uintptr_t)c) != 0) return c;
+  (void)hm_put(&p->map, h, (uint64_t)(uintptr_t)c); /* on failure: a copy that is not shared */
   return c;
 }
 static const char *pool(pool_t *p, const char *s) { return s ? pool_n(p, s, strlen(s)) : NULL; }
@@ -134,30 +146,61 @@ static void pool_free(pool_t *p) {
   for (uint32_t i = 0; i < p->nblocks; i++) free(p->blocks[i]);
   free(p->blocks);
   hm_free(&p->map);
+  memset(p, 0, sizeof *p);
 }
 
 /* ================================================================ the index */
 
+/* What the KernelCh records say about one GPU's globaltimer against the host clock. Every host
+ * observation comes after what it observed, so host ts - pTimer is at least the true offset: the
+ * smallest is the estimate (an upper bound). A kernel cannot start before the KernelLaunch that
+ * carried its operation: launch ts - pTimer start is at most the true offset (a lower bound). */
+typedef struct {
+  int has;
+  int64_t off; /* host mono = pTimer + off */
+  int64_t lo;  /* INT64_MIN: no lower bound */
+  uint64_t min_pt;
+} gpuclk_t;
+
+static void clk_init(gpuclk_t *g) {
+  g->has = 0, g->off = 0, g->lo = INT64_MIN, g->min_pt = UINT64_MAX;
+}
+static void clk_obs(gpuclk_t *g, uint64_t host, uint64_t pt, int is_start) {
+  int64_t off = (int64_t)(host - pt);
+  if (!g->has || off < g->off) g->off = off;
+  g->has = 1;
+  if (is_start && pt < g->min_pt) g->min_pt = pt;
+}
+static void clk_merge(gpuclk_t *a, const gpuclk_t *b) {
+  if (!b->has) return;
+  if (!a->has || b->off < a->off) a->off = b->off;
+  a->has = 1;
+  if (b->lo > a->lo) a->lo = b->lo;
+  if (b->min_pt < a->min_pt) a->min_pt = b->min_pt;
+}
+
 typedef struct {
   uint64_t comm_id; /* 0: unknown (ABI v1-v3): no linking across ranks */
-  const char *name;
+  const char *name; /* shared pool */
   int32_t rank, nranks;
   uint32_t seg, index, proc;
   uint32_t order; /* order of first appearance in the file: groups */
+  gpuclk_t clk;   /* its GPU's clock, from its KernelCh */
 } comm_t;
 
 typedef struct {         /* one Coll or P2p event, in file order */
   uint64_t id, start, stop, end, gpu_start, gpu_stop; /* host mono ns (gpu: raw pTimer) */
-  uint32_t inst;         /* Coll: instance + 1; 0 none */
+  uint32_t inst;         /* Coll: its instance + 1; 0 not linked */
   int32_t rank;          /* its communicator rank; -1 unknown */
   uint16_t seg;
   uint8_t cflags, type;
-  uint8_t dup, has_complete;
+  uint8_t has_complete;
 } ent_t;
 
 typedef struct {
   uint64_t comm_id, seq, h, count;
-  const char *func, *algo, *proto, *dtype, *comm_name;
+  uint32_t occurrence; /* the n-th time the ranks ran (commId, func, seq): a re-created comm */
+  const char *func, *algo, *proto, *dtype, *comm_name; /* shared pool */
   uint64_t min_start, max_start, max_end; /* output time */
   int32_t first_rank, straggler, last_rank, nranks;
   uint32_t nseen;
@@ -170,11 +213,12 @@ typedef struct {
 
 typedef struct {
   uint32_t file;
-  int32_t rank; /* world rank, -1 none */
-  uint64_t world; /* world commId */
+  int32_t rank;   /* world rank, -1 none */
   int32_t pid, order;
   const char *name;
+  gpuclk_t clk; /* its GPU's clock: the comms' together */
   tl_track_t trk;
+  /* the emit pass of its file only */
   tl_track_t ctr[2];
   uint8_t ctr_declared[2];
   double ctr_val[2];
@@ -185,22 +229,22 @@ typedef struct {
   uint64_t size;
   const char *host;
   uint64_t pid;
-  int have_clock;
   int64_t clock_off;   /* realtime - mono from the first clock pair */
   int64_t host_off;    /* added to host mono to get output time */
-  int has_gpu;
-  int64_t gpu_off;     /* host mono = pTimer + gpu_off */
-  int64_t gpu_lo;      /* lower bound of the true offset (INT64_MIN: unknown) */
-  uint64_t min_ts, min_ptimer;
+  gpuclk_t clk;        /* KernelCh without a communicator of this file */
+  uint64_t min_ts;
   uint64_t *seg_end;   /* per segment: last host ts */
   uint32_t nseg, seg_cap;
   ent_t *ents;
   uint32_t nent, ent_cap;
-  uint32_t c0, c1;     /* its comms in ex->comms */
-  uint32_t p0, p1;     /* its procs in ex->procs */
-  hmap_t comm_map;     /* (seg << 32 | index) -> comm index */
+  comm_t *comms;
+  uint32_t ncomms, comm_cap;
+  hmap_t comm_map;     /* (seg << 32 | index) -> index in comms */
+  uint32_t p0, p1;     /* its procs */
   int damage;
   char errmsg[256];
+  /* emit pass: the file's part of the output, in a temporary file */
+  int frag_fd, frag_done;
 } file_t;
 
 /* ================================================================ emit-pass state */
@@ -221,7 +265,7 @@ typedef struct {
   const char *name, *path, *desc;
   int32_t order;
   lane_t *lanes;
-  uint32_t nlanes, lane_cap;
+  uint32_t nlanes, lane_cap, free_hint;
 } row_t;
 
 typedef struct {
@@ -235,7 +279,7 @@ typedef struct {
   uint64_t start, last, phase_start, gpu_end;
   uint32_t group, proc;
   int32_t ch;
-  uint8_t type, phase_open, expired, is_send, in_use;
+  uint8_t type, phase_open, is_send, in_use;
 } open_t;
 
 typedef struct {
@@ -245,34 +289,18 @@ typedef struct {
   uint8_t kind;
 } cdelta_t;
 
-typedef struct {
-  ncs_export_opts_t o;
-  ncs_export_stats_t *st;
+typedef struct ex ex_t;
+
+typedef struct { /* one worker: everything the emit pass of one file needs */
+  ex_t *x;
+  pthread_t thread;
   tl_sink_t *sink;
-  pool_t pool;
-  file_t *files;
-  uint32_t nfiles, file_cap;
-  comm_t *comms;
-  uint32_t ncomms, comm_cap;
-  proc_t *procs;
-  uint32_t nprocs, proc_cap;
-  inst_t *insts;
-  uint32_t ninsts, inst_cap;
-  hmap_t inst_map; /* key hash -> inst + 1 */
-  pair_t *pairs;
-  uint32_t npairs, pair_cap;
-  hmap_t pair_map; /* (commId, src, dst) -> pair index */
+  pool_t pool; /* strings of the emit pass (the sink interns them by pointer) */
+  ncs_export_stats_t st;
+  file_t *f;
+  uint32_t fi, seg, ent_cursor;
   uint64_t next_uuid;
   uint32_t next_track;
-  int32_t job_pid;
-  uint64_t origin;
-  /* progress */
-  uint64_t bytes_total, bytes_done;
-  double t0, last_print;
-  int printed;
-  /* emit pass, per file */
-  file_t *f;
-  uint32_t fi;
   row_t *rows;
   uint32_t nrows, row_cap;
   hmap_t row_map;
@@ -283,46 +311,106 @@ typedef struct {
   uint32_t nopen, open_cap, *free_open, nfree, free_cap;
   hmap_t open_map;   /* id -> open index */
   hmap_t parent_map; /* Coll/P2p id -> func (KernelCh names) */
-  hmap_t occ_map;    /* p2p (commId, me, peer, dir) -> count */
+  hmap_t occ_map;    /* p2p (pair, dir) -> count */
   hmap_t tid_map;    /* thread index -> tid, per segment */
+  hmap_t name_map;   /* (kind, value) -> pooled name */
   cdelta_t *heap;
   uint32_t nheap, heap_cap;
   uint64_t max_coll_start;
-  uint32_t ent_cursor, seg;
-  const char *argname[NCS_T_COUNT][NCS_MAX_FIELDS];
-  tl_arg_t args[64];
+  tl_arg_t args[MAX_ARGS];
   uint32_t nargs;
   tl_flow_t *flows;
   uint32_t flow_cap;
+  uint64_t reported; /* bytes of the current file counted in x->bytes_done */
   int oom;
-} ex_t;
+} wk_t;
 
-static void new_track(ex_t *x, tl_track_t *t, uint8_t kind, uint64_t parent, int32_t pid);
+struct ex {
+  ncs_export_opts_t o;
+  file_t *files;
+  uint32_t nfiles, file_cap;
+  proc_t *procs;
+  uint32_t nprocs, proc_cap;
+  inst_t *insts;
+  uint32_t ninsts, inst_cap;
+  hmap_t inst_map; /* key -> inst index */
+  pair_t *pairs;
+  uint32_t npairs, pair_cap;
+  hmap_t pair_map; /* (commId, src, dst) -> pair index */
+  pool_t pool;     /* strings of the index (under mu while indexing) */
+  uint64_t next_uuid;
+  uint32_t next_track;
+  int32_t job_pid;
+  uint64_t origin;
+  const char *argname[NCS_T_COUNT][NCS_MAX_FIELDS];
+  char argbuf[NCS_T_COUNT][NCS_MAX_FIELDS][48];
+  /* threads */
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  uint32_t nworkers, next_file, appended;
+  int direct; /* one worker: write straight into the output */
+  tl_sink_t *main_sink;
+  atomic_int oom, failed;
+  char fail_msg[256];
+  const char *tmp_dir;
+  /* progress */
+  uint64_t bytes_total;
+  atomic_uint_fast64_t bytes_done;
+  atomic_uint_fast64_t last_print_ns;
+  atomic_int printed, writing;
+  uint64_t t0_ns;
+};
+
+static void new_track(wk_t *w, tl_track_t *t, uint8_t kind, uint64_t parent, int32_t pid);
 
 /* ================================================================ progress */
 
-static void progress(ex_t *x, ncs_reader_t *r, int force) {
+static void progress_print(ex_t *x, int final) {
+  uint64_t t = now_ns();
   if (!x->o.progress) return;
-  double t = now_s();
-  if (!force && (t - x->t0 < 1.0 || t - x->last_print < 0.5)) return;
-  if (force && !x->printed) return;
-  uint64_t done = x->bytes_done + (r ? ncs_reader_offset(r) : 0);
+  if (final) {
+    if (!atomic_load(&x->printed)) return;
+  } else {
+    uint64_t last = atomic_load(&x->last_print_ns);
+    if (t - x->t0_ns < 1000000000ull || t - last < 500000000ull) return;
+    if (!atomic_compare_exchange_strong(&x->last_print_ns, &last, t)) return; /* another did */
+  }
+  atomic_store(&x->printed, 1);
+  uint64_t done = final ? x->bytes_total : atomic_load(&x->bytes_done);
   double pct = x->bytes_total ? 100.0 * (double)done / (double)x->bytes_total : 100.0;
-  fprintf(stderr, "%s: %5.1f%% (%s, file %u of %u, %.1f s)\n", x->o.prog, pct > 100 ? 100 : pct,
-          x->sink ? "writing" : "indexing", x->fi + 1, x->nfiles, t - x->t0);
-  x->last_print = t;
-  x->printed = 1;
+  fprintf(stderr, "%s: %5.1f%% (%s, %.1f s)\n", x->o.prog, pct > 100 ? 100 : pct,
+          atomic_load(&x->writing) ? "writing" : "indexing", (double)(t - x->t0_ns) * 1e-9);
+}
+
+static void progress(wk_t *w, ncs_reader_t *r) {
+  uint64_t off = r ? ncs_reader_offset(r) : 0;
+  if (off > w->reported) {
+    atomic_fetch_add(&w->x->bytes_done, off - w->reported);
+    w->reported = off;
+  }
+  progress_print(w->x, 0);
+}
+
+static void file_done(wk_t *w, const file_t *f) {
+  if (f->size > w->reported) atomic_fetch_add(&w->x->bytes_done, f->size - w->reported);
+  w->reported = 0;
+}
+
+static void set_oom(wk_t *w) {
+  w->oom = 1;
+  atomic_store(&w->x->oom, 1);
 }
 
 /* ================================================================ pass 0: hosts and clocks */
 
-static int pass0(ex_t *x, file_t *f) {
+static void pass0(ex_t *x, file_t *f) {
   char err[256];
   ncs_reader_t *r = ncs_reader_open(f->path, err, sizeof err);
   if (!r) {
     snprintf(f->errmsg, sizeof f->errmsg, "%s", err);
     f->damage = NCS_DAMAGE_CORRUPT;
-    return 0;
+    f->host = "?";
+    return;
   }
   ncs_item_t it;
   for (int n = 0; n < 64 && ncs_reader_next(r, &it) > 0; n++) {
@@ -333,13 +421,11 @@ static int pass0(ex_t *x, file_t *f) {
       f->clock_off = (int64_t)(s->start_realtime_ns - s->start_mono_ns);
     } else if (it.what == NCS_ITEM_CLOCK) {
       f->clock_off = (int64_t)(it.clock_realtime_ns - it.clock_mono_ns);
-      f->have_clock = 1;
       break;
     }
   }
   ncs_reader_close(r);
   if (!f->host) f->host = "?";
-  return 0;
 }
 
 /* single host: the raw monotonic clock; several: each host's clock moved to wall-clock time by
@@ -362,10 +448,10 @@ static void host_offsets(ex_t *x) {
 
 /* ================================================================ pass 1: index */
 
-static comm_t *file_comm(ex_t *x, const file_t *f, uint32_t seg, uint64_t index) {
+static comm_t *file_comm(const file_t *f, uint32_t seg, uint64_t index) {
   uint64_t v;
   if (index > 0xFFFFFFFFu || !hm_get(&f->comm_map, ((uint64_t)seg << 32) | index, &v)) return NULL;
-  return &x->comms[v];
+  return &f->comms[v];
 }
 
 static uint64_t to_out(const file_t *f, uint64_t host) { return host + (uint64_t)f->host_off; }
@@ -376,10 +462,11 @@ static int dtype_size(const char *d) {
   static const struct {
     const char *n;
     int s;
-  } t[] = {{"Int8", 1},    {"Char", 1},     {"Uint8", 1},    {"Float8e4m3", 1}, {"Float8e5m2", 1},
-           {"Float16", 2}, {"Half", 2},     {"Bfloat16", 2}, {"Int32", 4},      {"Int", 4},
-           {"Uint32", 4},  {"Float32", 4},  {"Float", 4},    {"Int64", 8},      {"Uint64", 8},
-           {"Float64", 8}, {"Double", 8}};
+  } t[] = {{"Int8", 1},     {"Char", 1},    {"Uint8", 1},   {"Float8e4m3", 1},
+           {"Float8e5m2", 1}, {"Float16", 2}, {"Half", 2},    {"Bfloat16", 2},
+           {"Int32", 4},    {"Int", 4},     {"Uint32", 4},  {"Float32", 4},
+           {"Float", 4},    {"Int64", 8},   {"Uint64", 8},  {"Float64", 8},
+           {"Double", 8}};
   for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
     if (!strcmp(d, t[i].n)) return t[i].s;
   return 0;
@@ -391,27 +478,34 @@ static int fidx(unsigned type, const char *name) {
     if (!strcmp(ncs_schema[type].fields[i].name, name)) return (int)i;
   return -1;
 }
-static int F_COLL_SEQ, F_COLL_FUNC, F_COLL_COUNT, F_COLL_DTYPE, F_COLL_ALGO, F_COLL_PROTO,
-    F_COLL_HASH, F_P2P_FUNC, F_P2P_PEER, F_P2P_COUNT, F_P2P_DTYPE, F_P2P_HASH, F_PO_CH, F_PO_PEER,
-    F_PO_SEND, F_KC_CH, F_KC_PTIMER, F_API_FUNC, F_P2PAPI_FUNC, F_CE_FUNC, F_NET_ID;
+
+typedef struct {
+  int coll_seq, coll_func, coll_count, coll_dtype, coll_algo, coll_proto, coll_hash;
+  int p2p_func, p2p_peer, p2p_count, p2p_dtype, p2p_hash;
+  int po_ch, po_peer, po_send, kc_ch, kc_ptimer, api_func, p2papi_func, ce_func, net_id;
+} fields_t;
+static fields_t F;
 
 static void field_indexes(void) {
-  F_COLL_SEQ = fidx(NCS_T_COLL, "seqNumber"), F_COLL_FUNC = fidx(NCS_T_COLL, "func");
-  F_COLL_COUNT = fidx(NCS_T_COLL, "count"), F_COLL_DTYPE = fidx(NCS_T_COLL, "datatype");
-  F_COLL_ALGO = fidx(NCS_T_COLL, "algo"), F_COLL_PROTO = fidx(NCS_T_COLL, "proto");
-  F_COLL_HASH = fidx(NCS_T_COLL, "commHash");
-  F_P2P_FUNC = fidx(NCS_T_P2P, "func"), F_P2P_PEER = fidx(NCS_T_P2P, "peer");
-  F_P2P_COUNT = fidx(NCS_T_P2P, "count"), F_P2P_DTYPE = fidx(NCS_T_P2P, "datatype");
-  F_P2P_HASH = fidx(NCS_T_P2P, "commHash");
-  F_PO_CH = fidx(NCS_T_PROXY_OP, "channelId"), F_PO_PEER = fidx(NCS_T_PROXY_OP, "peer");
-  F_PO_SEND = fidx(NCS_T_PROXY_OP, "isSend");
-  F_KC_CH = fidx(NCS_T_KERNEL_CH, "channelId"), F_KC_PTIMER = fidx(NCS_T_KERNEL_CH, "pTimer");
-  F_API_FUNC = fidx(NCS_T_COLL_API, "func"), F_P2PAPI_FUNC = fidx(NCS_T_P2P_API, "func");
-  F_CE_FUNC = fidx(NCS_T_CE_COLL, "func"), F_NET_ID = fidx(NCS_T_NET_PLUGIN, "id");
+  F.coll_seq = fidx(NCS_T_COLL, "seqNumber"), F.coll_func = fidx(NCS_T_COLL, "func");
+  F.coll_count = fidx(NCS_T_COLL, "count"), F.coll_dtype = fidx(NCS_T_COLL, "datatype");
+  F.coll_algo = fidx(NCS_T_COLL, "algo"), F.coll_proto = fidx(NCS_T_COLL, "proto");
+  F.coll_hash = fidx(NCS_T_COLL, "commHash");
+  F.p2p_func = fidx(NCS_T_P2P, "func"), F.p2p_peer = fidx(NCS_T_P2P, "peer");
+  F.p2p_count = fidx(NCS_T_P2P, "count"), F.p2p_dtype = fidx(NCS_T_P2P, "datatype");
+  F.p2p_hash = fidx(NCS_T_P2P, "commHash");
+  F.po_ch = fidx(NCS_T_PROXY_OP, "channelId"), F.po_peer = fidx(NCS_T_PROXY_OP, "peer");
+  F.po_send = fidx(NCS_T_PROXY_OP, "isSend");
+  F.kc_ch = fidx(NCS_T_KERNEL_CH, "channelId"), F.kc_ptimer = fidx(NCS_T_KERNEL_CH, "pTimer");
+  F.api_func = fidx(NCS_T_COLL_API, "func"), F.p2papi_func = fidx(NCS_T_P2P_API, "func");
+  F.ce_func = fidx(NCS_T_CE_COLL, "func"), F.net_id = fidx(NCS_T_NET_PLUGIN, "id");
 }
 
-static const char *fstr(ex_t *x, const ncs_event_t *e, int i) {
-  return i >= 0 && i < e->nfields ? pool(&x->pool, e->fstr[i]) : NULL;
+static const char *fstr(pool_t *p, const ncs_event_t *e, int i) {
+  return i >= 0 && i < e->nfields ? pool(p, e->fstr[i]) : NULL;
+}
+static const char *fraw(const ncs_event_t *e, int i) {
+  return i >= 0 && i < e->nfields ? e->fstr[i] : NULL;
 }
 static uint64_t fval(const ncs_event_t *e, int i) { return i >= 0 && i < e->nfields ? e->f[i] : 0; }
 
@@ -430,62 +524,36 @@ static uint64_t pair_key(uint64_t comm_id, int32_t src, int32_t dst) {
 
 typedef struct {
   hmap_t ids;      /* (seg, id) -> ent index */
-  hmap_t launch;   /* (seg, comm index) -> the last KernelLaunch start */
+  hmap_t launch;   /* (seg, thread, comm index) -> the last KernelLaunch start */
   hmap_t launched; /* (seg, Coll/P2p id) -> the KernelLaunch start before it */
+  hmap_t occ;      /* (instance key, rank) -> times seen */
+  hmap_t kch;      /* (seg, KernelCh id) -> comm index + 1 (0: none), while open */
 } idx_tmp_t;
 
-static void index_start(ex_t *x, file_t *f, idx_tmp_t *tmp, const ncs_event_t *e, uint32_t seg) {
-  hmap_t *ids = &tmp->ids;
-  if (e->type == NCS_T_KERNEL_LAUNCH) {
-    if (hm_put(&tmp->launch, ((uint64_t)seg << 32) ^ e->ctx, e->ts) != 0) x->oom = 1;
-    return;
-  }
-  if (e->type == NCS_T_KERNEL_CH) {
-    uint64_t pt = fval(e, F_KC_PTIMER);
-    if (pt) {
-      int64_t off = (int64_t)(e->ts - pt);
-      if (!f->has_gpu || off < f->gpu_off) f->gpu_off = off;
-      f->has_gpu = 1;
-      if (pt < f->min_ptimer) f->min_ptimer = pt;
-      /* the kernel cannot start before the launch that carried its operation: a lower bound */
-      uint64_t lt;
-      if (e->parent_kind == NCS_REF_LOCAL &&
-          hm_get(&tmp->launched, e->parent ^ ((uint64_t)seg << 52), &lt)) {
-        int64_t lo = (int64_t)(lt - pt);
-        if (lo > f->gpu_lo) f->gpu_lo = lo;
-      }
-    }
-    return;
-  }
-  if (e->type != NCS_T_COLL && e->type != NCS_T_P2P) return;
-  if (GROW(f->ents, f->ent_cap, f->nent + 1) != 0) {
-    x->oom = 1;
-    return;
-  }
-  ent_t *n = &f->ents[f->nent];
-  memset(n, 0, sizeof *n);
-  n->id = e->id, n->start = e->ts, n->seg = (uint16_t)seg, n->type = e->type, n->rank = -1;
-  if (hm_put(ids, e->id ^ ((uint64_t)seg << 52), f->nent) != 0) x->oom = 1;
-  f->nent++;
-  uint64_t lt;
-  if (e->ctx_kind == NCS_CTX_LOCAL && hm_get(&tmp->launch, ((uint64_t)seg << 32) ^ e->ctx, &lt) &&
-      hm_put(&tmp->launched, e->id ^ ((uint64_t)seg << 52), lt) != 0)
-    x->oom = 1;
-  const comm_t *c = e->ctx_kind == NCS_CTX_LOCAL ? file_comm(x, f, seg, e->ctx) : NULL;
-  if (!c || c->rank < 0 || c->rank >= c->nranks) return;
-  n->rank = c->rank;
+static uint64_t seg_id(uint64_t id, uint32_t seg) { return id ^ ((uint64_t)seg << 52); }
+/* KernelLaunch and the Coll/P2p it carries: same thread (the eager path; graph replays start
+ * their Coll on a callback thread that has no launch), same communicator */
+static uint64_t launch_key(const ncs_event_t *e, uint32_t seg) {
+  return mix2(((uint64_t)seg << 32) ^ e->thread, e->ctx);
+}
+
+/* shared part of indexing a Coll/P2p START: instance or send/recv pair (x->mu held) */
+static void index_link(wk_t *w, idx_tmp_t *tmp, ent_t *n, const comm_t *c,
+                       const ncs_event_t *e) {
+  ex_t *x = w->x;
   if (e->type == NCS_T_P2P) {
-    const char *func = fstr(x, e, F_P2P_FUNC);
-    uint64_t cid = link_id(c, e, F_P2P_HASH);
-    int64_t peer = (int64_t)fval(e, F_P2P_PEER);
+    const char *func = fraw(e, F.p2p_func);
+    uint64_t cid = link_id(c, e, F.p2p_hash);
+    int64_t peer = (int64_t)fval(e, F.p2p_peer);
     if (!cid || !func || peer < 0 || peer >= c->nranks) return;
     int send = !strcmp(func, "Send");
     if (!send && strcmp(func, "Recv")) return;
-    uint64_t key = send ? pair_key(cid, c->rank, (int32_t)peer) : pair_key(cid, (int32_t)peer, c->rank);
+    uint64_t key =
+        send ? pair_key(cid, c->rank, (int32_t)peer) : pair_key(cid, (int32_t)peer, c->rank);
     int created;
     uint64_t *pi = hm_ref(&x->pair_map, key, x->npairs, &created);
     if (!pi || (created && GROW(x->pairs, x->pair_cap, x->npairs + 1) != 0)) {
-      x->oom = 1;
+      set_oom(w);
       return;
     }
     if (created) x->npairs++;
@@ -495,87 +563,141 @@ static void index_start(ex_t *x, file_t *f, idx_tmp_t *tmp, const ncs_event_t *e
       x->pairs[*pi].nrecv++;
     return;
   }
-  const char *func = fstr(x, e, F_COLL_FUNC);
-  uint64_t cid = link_id(c, e, F_COLL_HASH);
+  const char *func = fstr(&x->pool, e, F.coll_func);
+  uint64_t cid = link_id(c, e, F.coll_hash);
   if (!cid || !func) return;
-  uint64_t seq = fval(e, F_COLL_SEQ), key = inst_key(cid, func, seq);
+  uint64_t seq = fval(e, F.coll_seq), key = inst_key(cid, func, seq);
   int created;
+  uint64_t *occ = hm_ref(&tmp->occ, mix2(key, (uint64_t)(uint32_t)c->rank), 0, &created);
+  if (!occ) {
+    set_oom(w);
+    return;
+  }
+  uint32_t k = (uint32_t)(*occ)++;
+  if (k) key = mix2(key, k); /* the same rank again: a later incarnation of the comm */
   uint64_t *ii = hm_ref(&x->inst_map, key, x->ninsts, &created);
   if (!ii || (created && GROW(x->insts, x->inst_cap, x->ninsts + 1) != 0)) {
-    x->oom = 1;
+    set_oom(w);
     return;
   }
   inst_t *in = &x->insts[*ii];
   if (created) {
     x->ninsts++;
-    in->comm_id = cid, in->seq = seq, in->func = func, in->h = nz(key);
-    in->algo = fstr(x, e, F_COLL_ALGO), in->proto = fstr(x, e, F_COLL_PROTO);
-    in->dtype = fstr(x, e, F_COLL_DTYPE), in->count = fval(e, F_COLL_COUNT);
+    in->comm_id = cid, in->seq = seq, in->func = func, in->h = nz(key), in->occurrence = k;
+    in->algo = fstr(&x->pool, e, F.coll_algo), in->proto = fstr(&x->pool, e, F.coll_proto);
+    in->dtype = fstr(&x->pool, e, F.coll_dtype), in->count = fval(e, F.coll_count);
     in->comm_name = c->name, in->nranks = c->nranks;
     in->min_start = UINT64_MAX;
     in->first_rank = in->straggler = in->last_rank = -1;
     in->bits = calloc(((size_t)c->nranks + 63) / 64, sizeof(uint64_t));
-    if (!in->bits) x->oom = 1;
+    if (!in->bits) set_oom(w);
   }
   if (c->nranks != in->nranks || !in->bits) return; /* a different comm with the same id? */
-  uint64_t bit = 1ull << (c->rank & 63), *w = &in->bits[c->rank / 64];
-  if (*w & bit) {
-    n->dup = 1; /* the same rank ran this instance twice: not linked */
-    return;
-  }
-  *w |= bit;
   n->inst = (uint32_t)*ii + 1;
 }
 
-static void index_file(ex_t *x, file_t *f) {
+static void index_start(wk_t *w, file_t *f, idx_tmp_t *tmp, const ncs_event_t *e, uint32_t seg) {
+  if (e->type == NCS_T_KERNEL_LAUNCH) {
+    if (hm_put(&tmp->launch, launch_key(e, seg), e->ts) != 0) set_oom(w);
+    return;
+  }
+  if (e->type == NCS_T_KERNEL_CH) {
+    uint64_t pt = fval(e, F.kc_ptimer), ci = 0;
+    if (!pt) return;
+    if (e->ctx_kind == NCS_CTX_LOCAL) {
+      uint64_t v;
+      if (e->ctx <= 0xFFFFFFFFu && hm_get(&f->comm_map, ((uint64_t)seg << 32) | e->ctx, &v))
+        ci = v + 1;
+    }
+    gpuclk_t *g = ci ? &f->comms[ci - 1].clk : &f->clk;
+    clk_obs(g, e->ts, pt, 1);
+    if (hm_put(&tmp->kch, seg_id(e->id, seg), ci) != 0) set_oom(w);
+    uint64_t lt;
+    if (e->parent_kind == NCS_REF_LOCAL && hm_get(&tmp->launched, seg_id(e->parent, seg), &lt)) {
+      int64_t lo = (int64_t)(lt - pt);
+      if (lo > g->lo) g->lo = lo;
+    }
+    return;
+  }
+  if (e->type != NCS_T_COLL && e->type != NCS_T_P2P) return;
+  if (GROW(f->ents, f->ent_cap, f->nent + 1) != 0) {
+    set_oom(w);
+    return;
+  }
+  ent_t *n = &f->ents[f->nent];
+  memset(n, 0, sizeof *n);
+  n->id = e->id, n->start = e->ts, n->seg = (uint16_t)seg, n->type = e->type, n->rank = -1;
+  if (hm_put(&tmp->ids, seg_id(e->id, seg), f->nent) != 0) set_oom(w);
+  f->nent++;
+  uint64_t lt;
+  if (e->ctx_kind == NCS_CTX_LOCAL && hm_get(&tmp->launch, launch_key(e, seg), &lt) &&
+      hm_put(&tmp->launched, seg_id(e->id, seg), lt) != 0)
+    set_oom(w);
+  const comm_t *c = e->ctx_kind == NCS_CTX_LOCAL ? file_comm(f, seg, e->ctx) : NULL;
+  if (!c || c->rank < 0 || c->rank >= c->nranks) return;
+  n->rank = c->rank;
+  pthread_mutex_lock(&w->x->mu);
+  index_link(w, tmp, n, c, e);
+  pthread_mutex_unlock(&w->x->mu);
+}
+
+static void index_file(wk_t *w, file_t *f) {
   char err[256];
   ncs_reader_t *r = ncs_reader_open(f->path, err, sizeof err);
   if (!r) return; /* pass 0 said why */
   idx_tmp_t tmp;
   memset(&tmp, 0, sizeof tmp);
-  hmap_t *ids = &tmp.ids;
-  f->c0 = f->c1 = x->ncomms;
-  f->min_ts = UINT64_MAX, f->min_ptimer = UINT64_MAX, f->gpu_lo = INT64_MIN;
+  f->min_ts = UINT64_MAX;
+  clk_init(&f->clk);
   uint32_t seg = 0, nseg = 0, order = 0;
   ncs_item_t it;
   uint64_t n = 0;
   int rc;
-  while ((rc = ncs_reader_next(r, &it)) > 0 && !x->oom) {
-    if ((++n & 4095) == 0) progress(x, r, 0);
+  while ((rc = ncs_reader_next(r, &it)) > 0 && !w->oom) {
+    if ((++n & 8191) == 0) progress(w, r);
     switch (it.what) {
     case NCS_ITEM_SEGMENT:
       seg = nseg++;
-      if (GROW(f->seg_end, f->seg_cap, nseg) != 0) x->oom = 1;
-      else f->seg_end[seg] = ncs_reader_segment(r)->start_mono_ns, f->nseg = nseg;
+      if (GROW(f->seg_end, f->seg_cap, nseg) != 0)
+        set_oom(w);
+      else
+        f->seg_end[seg] = ncs_reader_segment(r)->start_mono_ns, f->nseg = nseg;
       break;
     case NCS_ITEM_COMM: {
-      if (!nseg || GROW(x->comms, x->comm_cap, x->ncomms + 1) != 0) break;
-      comm_t *c = &x->comms[x->ncomms];
-      c->comm_id = it.comm.comm_id, c->name = pool(&x->pool, it.comm.name);
+      if (!nseg || GROW(f->comms, f->comm_cap, f->ncomms + 1) != 0) break;
+      comm_t *c = &f->comms[f->ncomms];
+      clk_init(&c->clk);
+      pthread_mutex_lock(&w->x->mu);
+      c->name = pool(&w->x->pool, it.comm.name);
+      pthread_mutex_unlock(&w->x->mu);
+      c->comm_id = it.comm.comm_id;
       c->rank = it.comm.rank, c->nranks = it.comm.nranks;
       c->seg = seg, c->index = it.comm.index, c->proc = NONE32, c->order = order++;
-      if (hm_put(&f->comm_map, ((uint64_t)seg << 32) | it.comm.index, x->ncomms) != 0) x->oom = 1;
-      x->ncomms++;
-      f->c1 = x->ncomms;
+      if (hm_put(&f->comm_map, ((uint64_t)seg << 32) | it.comm.index, f->ncomms) != 0)
+        set_oom(w);
+      f->ncomms++;
       break;
     }
     case NCS_ITEM_EVENT: {
       const ncs_event_t *e = &it.ev;
-      x->st->records++;
+      w->st.records++;
       if (!nseg) break;
       uint64_t ts = e->kind == NCS_REC_COMPLETE ? e->end_ns : e->kind <= NCS_REC_STATE ? e->ts : 0;
       if (ts > f->seg_end[seg]) f->seg_end[seg] = ts;
       if (e->kind <= NCS_REC_STATE && ts && ts < f->min_ts) f->min_ts = ts;
       uint64_t ei;
       if (e->kind == NCS_REC_START) {
-        index_start(x, f, &tmp, e, seg);
-      } else if (e->kind == NCS_REC_STATE && e->type == NCS_T_KERNEL_CH && e->state == 22 &&
-                 e->arg0) { /* KernelChStop: the GPU stop, seen a little later by the host */
-        int64_t off = (int64_t)(e->ts - e->arg0);
-        if (!f->has_gpu || off < f->gpu_off) f->gpu_off = off;
-        f->has_gpu = 1;
+        index_start(w, f, &tmp, e, seg);
+      } else if (e->kind == NCS_REC_STATE && e->type == NCS_T_KERNEL_CH &&
+                 e->state == ST_KERNEL_CH_STOP && e->arg0) {
+        /* KernelChStop carries the GPU stop, seen a little later by the host */
+        uint64_t ci;
+        if (hm_get(&tmp.kch, seg_id(e->id, seg), &ci))
+          clk_obs(ci ? &f->comms[ci - 1].clk : &f->clk, e->ts, e->arg0, 0);
+      } else if (e->kind == NCS_REC_STOP && e->type == NCS_T_KERNEL_CH) {
+        hm_del(&tmp.kch, seg_id(e->id, seg));
       } else if ((e->type == NCS_T_COLL || e->type == NCS_T_P2P) &&
-                 hm_get(ids, e->id ^ ((uint64_t)seg << 52), &ei)) {
+                 hm_get(&tmp.ids, seg_id(e->id, seg), &ei)) {
         ent_t *en = &f->ents[ei];
         if (e->kind == NCS_REC_STOP) {
           en->stop = e->ts;
@@ -593,9 +715,10 @@ static void index_file(ex_t *x, file_t *f) {
     f->damage = ncs_reader_damage(r);
     snprintf(f->errmsg, sizeof f->errmsg, "%s", ncs_reader_error(r));
   }
-  x->bytes_done += f->size;
+  file_done(w, f);
   ncs_reader_close(r);
-  hm_free(&tmp.ids), hm_free(&tmp.launch), hm_free(&tmp.launched);
+  hm_free(&tmp.ids), hm_free(&tmp.launch), hm_free(&tmp.launched), hm_free(&tmp.occ);
+  hm_free(&tmp.kch);
   if (f->min_ts == UINT64_MAX) f->min_ts = f->nseg ? f->seg_end[0] : 0;
 }
 
@@ -607,7 +730,8 @@ static uint64_t ent_end(const file_t *f, const ent_t *e) {
   return max64(end, e->start + 1);
 }
 
-/* after every file is indexed: fold the Coll times into their instances */
+/* after every file is indexed, in file order: fold each rank's Coll into its instance. A rank
+ * that ran the same instance twice (same commId, func, seqNumber) is linked the first time. */
 static void fold_instances(ex_t *x) {
   for (uint32_t fi = 0; fi < x->nfiles; fi++) {
     file_t *f = &x->files[fi];
@@ -615,6 +739,12 @@ static void fold_instances(ex_t *x) {
       ent_t *e = &f->ents[i];
       if (!e->inst) continue;
       inst_t *in = &x->insts[e->inst - 1];
+      uint64_t bit = 1ull << (e->rank & 63), *wd = &in->bits[e->rank / 64];
+      if (*wd & bit) {
+        e->inst = 0;
+        continue;
+      }
+      *wd |= bit;
       uint64_t s = to_out(f, e->start), end = to_out(f, ent_end(f, e));
       in->nseen++;
       if (s < in->min_start || (s == in->min_start && e->rank < in->first_rank))
@@ -635,62 +765,53 @@ static int cmp_proc(const void *a, const void *b) {
   return 0;
 }
 
+static int add_proc(ex_t *x, uint32_t fi, int32_t rank) {
+  if (GROW(x->procs, x->proc_cap, x->nprocs + 1) != 0) return -1;
+  x->procs[x->nprocs].file = fi, x->procs[x->nprocs].rank = rank;
+  x->nprocs++;
+  return 0;
+}
+
 /* One process per rank: a file holding several ranks of its widest communicator (a process
  * driving several GPUs) is split by those ranks; its other communicators go to the process with
  * the same rank number, else to the rank whose communicator was created just before. */
-static void make_procs(ex_t *x) {
+static int make_procs(ex_t *x) {
   for (uint32_t fi = 0; fi < x->nfiles; fi++) {
     file_t *f = &x->files[fi];
     f->p0 = x->nprocs;
     const comm_t *world = NULL;
-    for (uint32_t i = f->c0; i < f->c1; i++)
-      if (!world || x->comms[i].nranks > world->nranks) world = &x->comms[i];
-    uint32_t first = x->nprocs;
-    if (world) {
-      for (uint32_t i = f->c0; i < f->c1; i++) {
-        comm_t *c = &x->comms[i];
-        if (c->comm_id != world->comm_id || c->nranks != world->nranks) continue;
-        uint32_t k;
-        for (k = first; k < x->nprocs; k++)
-          if (x->procs[k].rank == c->rank) break;
-        if (k == x->nprocs) {
-          if (GROW(x->procs, x->proc_cap, x->nprocs + 1) != 0) {
-            x->oom = 1;
-            return;
-          }
-          x->procs[k].file = fi, x->procs[k].rank = c->rank, x->procs[k].world = c->comm_id;
-          x->nprocs++;
-        }
-        c->proc = k;
-      }
+    for (uint32_t i = 0; i < f->ncomms; i++)
+      if (!world || f->comms[i].nranks > world->nranks) world = &f->comms[i];
+    for (uint32_t i = 0; world && i < f->ncomms; i++) {
+      comm_t *c = &f->comms[i];
+      if (c->comm_id != world->comm_id || c->nranks != world->nranks) continue;
+      uint32_t k;
+      for (k = f->p0; k < x->nprocs; k++)
+        if (x->procs[k].rank == c->rank) break;
+      if (k == x->nprocs && add_proc(x, fi, c->rank) != 0) return -1;
+      c->proc = k;
     }
-    if (x->nprocs == first) { /* no communicator: one process for the file */
-      if (GROW(x->procs, x->proc_cap, x->nprocs + 1) != 0) {
-        x->oom = 1;
-        return;
-      }
-      x->procs[x->nprocs].file = fi, x->procs[x->nprocs].rank = -1;
-      x->nprocs++;
-    }
-    for (uint32_t i = f->c0; i < f->c1; i++) {
-      comm_t *c = &x->comms[i];
+    if (x->nprocs == f->p0 && add_proc(x, fi, -1) != 0) return -1; /* no communicator */
+    for (uint32_t i = 0; i < f->ncomms; i++) {
+      comm_t *c = &f->comms[i];
       if (c->proc != NONE32) continue;
-      for (uint32_t k = first; k < x->nprocs && c->proc == NONE32; k++)
+      for (uint32_t k = f->p0; k < x->nprocs && c->proc == NONE32; k++)
         if (x->procs[k].rank == c->rank) c->proc = k;
-      for (uint32_t j = i; j-- > f->c0 && c->proc == NONE32;)
-        if (x->comms[j].seg == c->seg && x->comms[j].proc != NONE32 && world &&
-            x->comms[j].comm_id == world->comm_id)
-          c->proc = x->comms[j].proc;
-      if (c->proc == NONE32) c->proc = first;
+      for (uint32_t j = i; j-- > 0 && c->proc == NONE32;)
+        if (f->comms[j].seg == c->seg && f->comms[j].proc != NONE32 &&
+            f->comms[j].comm_id == world->comm_id)
+          c->proc = f->comms[j].proc;
+      if (c->proc == NONE32) c->proc = f->p0;
     }
     f->p1 = x->nprocs;
+    for (uint32_t k = f->p0; k < f->p1; k++) clk_init(&x->procs[k].clk);
+    for (uint32_t i = 0; i < f->ncomms; i++)
+      clk_merge(&x->procs[f->comms[i].proc].clk, &f->comms[i].clk);
+    clk_merge(&x->procs[f->p0].clk, &f->clk);
   }
-  /* pids and order by rank: sort a copy of the indexes */
-  proc_t *sorted = malloc((size_t)x->nprocs * sizeof *sorted);
-  if (!sorted) {
-    x->oom = 1;
-    return;
-  }
+  /* pids and order by rank */
+  proc_t *sorted = malloc(((size_t)x->nprocs + 1) * sizeof *sorted);
+  if (!sorted) return -1;
   memcpy(sorted, x->procs, (size_t)x->nprocs * sizeof *sorted);
   for (uint32_t i = 0; i < x->nprocs; i++) sorted[i].pid = (int32_t)i; /* remember the index */
   qsort(sorted, x->nprocs, sizeof *sorted, cmp_proc);
@@ -703,76 +824,90 @@ static void make_procs(ex_t *x) {
       p->name = poolf(&x->pool, "rank %d \xc2\xb7 %s:%" PRIu64, p->rank, f->host, f->pid);
     else
       p->name = poolf(&x->pool, "%s:%" PRIu64, f->host, f->pid);
-    new_track(x, &p->trk, TK_PROCESS, 0, p->pid);
-    p->trk.order = p->order;
-    p->trk.name = p->name;
+    tl_track_t *t = &p->trk;
+    t->uuid = x->next_uuid++;
+    t->idx = x->next_track++;
+    t->kind = TK_PROCESS;
+    t->pid = p->pid;
+    t->order = p->order;
+    t->name = p->name;
   }
   free(sorted);
   x->job_pid = (int32_t)x->nprocs + 1;
+  return 0;
 }
 
 /* ================================================================ emitting helpers */
 
-static void a_u64(ex_t *x, const char *n, uint64_t v) {
-  if (x->nargs < 64) x->args[x->nargs].name = n, x->args[x->nargs].kind = TA_U64, x->args[x->nargs++].v.u = v;
+static void arg(wk_t *w, const char *n, uint8_t kind) {
+  w->args[w->nargs].name = n;
+  w->args[w->nargs].kind = kind;
 }
-static void a_i64(ex_t *x, const char *n, int64_t v) {
-  if (x->nargs < 64) x->args[x->nargs].name = n, x->args[x->nargs].kind = TA_I64, x->args[x->nargs++].v.i = v;
+static void a_u64(wk_t *w, const char *n, uint64_t v) {
+  if (w->nargs < MAX_ARGS) arg(w, n, TA_U64), w->args[w->nargs++].v.u = v;
 }
-static void a_ptr(ex_t *x, const char *n, uint64_t v) {
-  if (x->nargs < 64) x->args[x->nargs].name = n, x->args[x->nargs].kind = TA_PTR, x->args[x->nargs++].v.u = v;
+static void a_i64(wk_t *w, const char *n, int64_t v) {
+  if (w->nargs < MAX_ARGS) arg(w, n, TA_I64), w->args[w->nargs++].v.i = v;
 }
-static void a_str(ex_t *x, const char *n, const char *v) {
-  if (v && x->nargs < 64) x->args[x->nargs].name = n, x->args[x->nargs].kind = TA_STR, x->args[x->nargs++].v.s = v;
+static void a_ptr(wk_t *w, const char *n, uint64_t v) {
+  if (w->nargs < MAX_ARGS) arg(w, n, TA_PTR), w->args[w->nargs++].v.u = v;
 }
-static void a_dbl(ex_t *x, const char *n, double v) {
-  if (x->nargs < 64) x->args[x->nargs].name = n, x->args[x->nargs].kind = TA_DBL, x->args[x->nargs++].v.d = v;
+static void a_str(wk_t *w, const char *n, const char *v) {
+  if (v && w->nargs < MAX_ARGS) arg(w, n, TA_STR), w->args[w->nargs++].v.s = v;
 }
-static void a_bool(ex_t *x, const char *n, uint64_t v) {
-  if (x->nargs < 64) x->args[x->nargs].name = n, x->args[x->nargs].kind = TA_BOOL, x->args[x->nargs++].v.u = v;
+static void a_dbl(wk_t *w, const char *n, double v) {
+  if (w->nargs < MAX_ARGS) arg(w, n, TA_DBL), w->args[w->nargs++].v.d = v;
+}
+static void a_bool(wk_t *w, const char *n, uint64_t v) {
+  if (w->nargs < MAX_ARGS) arg(w, n, TA_BOOL), w->args[w->nargs++].v.u = v;
 }
 
-static const char *ref_str(ex_t *x, uint8_t kind, uint64_t v) {
+static const char *ref_str(wk_t *w, uint8_t kind, uint64_t v) {
   static const char *const k[] = {"none", "local", "foreign", "stale"};
-  return poolf(&x->pool, "%s:0x%" PRIx64, kind < 4 ? k[kind] : "?", v);
+  return poolf(&w->pool, "%s:0x%" PRIx64, kind < 4 ? k[kind] : "?", v);
 }
 
-/* every field of the START, by its schema name, plus the common header */
-static void start_args(ex_t *x, const ncs_event_t *e) {
-  x->nargs = 0;
-  a_u64(x, "id", e->id);
+/* every field of the START, by its schema name, after the record's header */
+static void start_args(wk_t *w, const ncs_event_t *e) {
+  w->nargs = 0;
+  a_u64(w, "id", e->id);
   if (e->parent_kind == NCS_REF_LOCAL)
-    a_u64(x, "parent", e->parent);
+    a_u64(w, "parent", e->parent);
   else if (e->parent_kind != NCS_REF_NONE)
-    a_str(x, "parent", ref_str(x, e->parent_kind, e->parent));
+    a_str(w, "parent", ref_str(w, e->parent_kind, e->parent));
   uint64_t tid;
-  if (hm_get(&x->tid_map, e->thread, &tid))
-    a_u64(x, "tid", tid);
+  if (hm_get(&w->tid_map, e->thread, &tid))
+    a_u64(w, "tid", tid);
   else
-    a_u64(x, "thread", e->thread);
-  a_i64(x, "rank", e->rank);
-  if (e->flags) a_u64(x, "flags", e->flags);
-  if (e->ctx_kind == NCS_CTX_FOREIGN) a_str(x, "ctx", poolf(&x->pool, "foreign:%" PRIu64 ".%" PRIu64, e->ctx >> 16, e->ctx & 0xFFFF));
-  else if (e->ctx_kind == NCS_CTX_INVALID) a_ptr(x, "ctx_invalid", e->ctx);
+    a_u64(w, "thread", e->thread);
+  a_i64(w, "rank", e->rank);
+  if (e->flags) a_u64(w, "flags", e->flags);
+  if (e->ctx_kind == NCS_CTX_FOREIGN)
+    a_str(w, "ctx",
+          poolf(&w->pool, "foreign:%" PRIu64 ".%" PRIu64, e->ctx >> 16, e->ctx & 0xFFFF));
+  else if (e->ctx_kind == NCS_CTX_INVALID)
+    a_ptr(w, "ctx_invalid", e->ctx);
   const ncs_schema_t *s = &ncs_schema[e->type];
   for (unsigned i = 0; i < e->nfields && i < s->nfields; i++) {
-    const char *n = x->argname[e->type][i];
+    const char *n = w->x->argname[e->type][i];
     switch (s->fields[i].kind) {
-    case NCS_FK_I64: a_i64(x, n, (int64_t)e->f[i]); break;
-    case NCS_FK_STR: a_str(x, n, e->fstr[i] ? pool(&x->pool, e->fstr[i]) : NULL); break;
-    case NCS_FK_PTR: a_ptr(x, n, e->f[i]); break;
-    case NCS_FK_BOOL: a_bool(x, n, e->f[i]); break;
+    case NCS_FK_I64: a_i64(w, n, (int64_t)e->f[i]); break;
+    case NCS_FK_STR: a_str(w, n, e->fstr[i] ? pool(&w->pool, e->fstr[i]) : NULL); break;
+    case NCS_FK_PTR: a_ptr(w, n, e->f[i]); break;
+    case NCS_FK_BOOL: a_bool(w, n, e->f[i]); break;
     case NCS_FK_REF:
-      if (e->fref_kind[i] == NCS_REF_LOCAL) a_u64(x, n, e->f[i]);
-      else if (e->fref_kind[i] != NCS_REF_NONE) a_str(x, n, ref_str(x, e->fref_kind[i], e->f[i]));
+      if (e->fref_kind[i] == NCS_REF_LOCAL)
+        a_u64(w, n, e->f[i]);
+      else if (e->fref_kind[i] != NCS_REF_NONE)
+        a_str(w, n, ref_str(w, e->fref_kind[i], e->f[i]));
       break;
-    default: a_u64(x, n, e->f[i]); break;
+    default: a_u64(w, n, e->f[i]); break;
     }
   }
 }
 
+/* argument names: the schema's, prefixed with the type where they clash with the header's */
 static void arg_names(ex_t *x) {
-  static char buf[NCS_T_COUNT][NCS_MAX_FIELDS][48];
   static const char *const clash[] = {"id", "parent", "tid", "thread", "rank", "flags", "ctx"};
   for (unsigned t = 0; t < NCS_T_COUNT; t++)
     for (unsigned i = 0; i < ncs_schema[t].nfields; i++) {
@@ -780,35 +915,48 @@ static void arg_names(ex_t *x) {
       int c = 0;
       for (size_t k = 0; k < sizeof clash / sizeof clash[0]; k++) c |= !strcmp(n, clash[k]);
       if (c) {
-        snprintf(buf[t][i], sizeof buf[t][i], "%s.%s", ncs_schema[t].cli, n);
-        x->argname[t][i] = buf[t][i];
+        snprintf(x->argbuf[t][i], sizeof x->argbuf[t][i], "%s.%s", ncs_schema[t].cli, n);
+        x->argname[t][i] = x->argbuf[t][i];
       } else {
         x->argname[t][i] = n;
       }
     }
 }
 
-static tl_flow_t *flows(ex_t *x, uint32_t n) {
-  if (GROW(x->flows, x->flow_cap, n) != 0) {
-    x->oom = 1;
+static tl_flow_t *flows(wk_t *w, uint32_t n) {
+  if (GROW(w->flows, w->flow_cap, n ? n : 1) != 0) {
+    set_oom(w);
     return NULL;
   }
-  return x->flows;
+  return w->flows;
 }
 
-static void new_track(ex_t *x, tl_track_t *t, uint8_t kind, uint64_t parent, int32_t pid) {
-  t->uuid = x->next_uuid++;
-  t->idx = x->next_track++;
+static void new_track(wk_t *w, tl_track_t *t, uint8_t kind, uint64_t parent, int32_t pid) {
+  memset(t, 0, sizeof *t);
+  t->uuid = w->next_uuid++;
+  t->idx = w->next_track++;
   t->kind = kind;
   t->parent = parent;
   t->pid = pid;
-  x->st->tracks++;
+  w->st.tracks++;
+}
+
+/* a pooled name for (kind, value), formatted once per worker */
+static const char *cached_name(wk_t *w, uint64_t kind, int64_t v, const char *fmt) {
+  uint64_t key = mix2(kind, (uint64_t)v), p;
+  if (hm_get(&w->name_map, key, &p)) return (const char *)(uintptr_t)p;
+  char buf[64];
+  snprintf(buf, sizeof buf, fmt, v);
+  const char *s = pool(&w->pool, buf);
+  if (hm_put(&w->name_map, key, (uint64_t)(uintptr_t)s) != 0) set_oom(w);
+  return s;
 }
 
 /* ================================================================ rows, lanes, groups */
 
-static const char *const row_names[] = {"API", "groups", "other", "collectives", "copy engine",
-                                        "proxy progress", "GPU", "proxy", "steps", "net", "net"};
+static const char *const row_names[] = {"API",   "groups", "other", "collectives",
+                                        "copy engine", "proxy progress", "GPU", "proxy",
+                                        "steps", "net",    "net"};
 static const char *const row_desc[] = {
     "NCCL API calls on the application's threads: ncclGroupStart..End (GroupApi), collective "
     "and send/recv calls (CollApi, P2pApi) and kernel launches (KernelLaunch).",
@@ -825,173 +973,187 @@ static const char *const row_desc[] = {
     "Network plugin calls (NetPlugin) under this channel's steps.",
     "Network plugin calls (NetPlugin) whose step was not found."};
 
-static uint32_t group_for(ex_t *x, uint32_t proc, const ncs_event_t *e, const comm_t *c) {
+static uint32_t group_for(wk_t *w, uint32_t proc, const ncs_event_t *e, const comm_t *c) {
   uint64_t key;
+  if (c)
+    key = mix2(proc, c->comm_id ? c->comm_id : mix2(c->seg, c->index));
+  else if (e->ctx_kind == NCS_CTX_FOREIGN)
+    key = mix2(proc, mix2(0xF0, e->ctx));
+  else
+    key = mix2(proc, 0xF1);
+  int created;
+  uint64_t *gi = hm_ref(&w->group_map, key, w->ngroups, &created);
+  if (!gi) {
+    set_oom(w);
+    return NONE32;
+  }
+  if (!created) return (uint32_t)*gi;
+  if (GROW(w->groups, w->group_cap, w->ngroups + 1) != 0) {
+    set_oom(w);
+    return NONE32;
+  }
   const char *name;
   int32_t order;
   if (c) {
-    key = mix2(proc, c->comm_id ? c->comm_id : mix2(c->seg, c->index));
     if (c->name && *c->name)
-      name = poolf(&x->pool, "comm %s 0x%016" PRIx64, c->name, c->comm_id);
+      name = poolf(&w->pool, "comm %s 0x%016" PRIx64, c->name, c->comm_id);
     else
-      name = poolf(&x->pool, "comm 0x%016" PRIx64, c->comm_id);
+      name = poolf(&w->pool, "comm 0x%016" PRIx64, c->comm_id);
     order = 10 + (int32_t)c->order;
   } else if (e->ctx_kind == NCS_CTX_FOREIGN) {
-    key = mix2(proc, mix2(0xF0, e->ctx));
-    name = poolf(&x->pool, "PXN for pid %" PRIu64 " comm %" PRIu64, e->ctx >> 16, e->ctx & 0xFFFF);
+    name = poolf(&w->pool, "PXN for pid %" PRIu64 " comm %" PRIu64, e->ctx >> 16, e->ctx & 0xFFFF);
     order = 1000;
   } else {
-    key = mix2(proc, 0xF1);
     name = "no communicator";
     order = 1001;
   }
-  int created;
-  uint64_t *gi = hm_ref(&x->group_map, key, x->ngroups, &created);
-  if (!gi) {
-    x->oom = 1;
-    return NONE32;
-  }
-  if (created) {
-    if (GROW(x->groups, x->group_cap, x->ngroups + 1) != 0) {
-      x->oom = 1;
-      return NONE32;
-    }
-    group_t *g = &x->groups[x->ngroups++];
-    memset(g, 0, sizeof *g);
-    new_track(x, &g->t, TK_GROUP, x->procs[proc].trk.uuid, x->procs[proc].pid);
-    g->t.name = g->t.path = name;
-    g->t.order = order;
-    g->t.explicit_order = 1;
-    g->t.sort = (uint32_t)order * 1000;
-    g->t.desc = "One NCCL communicator of this rank: its operations, GPU channels, proxy and net.";
-  }
+  group_t *g = &w->groups[w->ngroups++];
+  memset(g, 0, sizeof *g);
+  proc_t *p = &w->x->procs[proc];
+  new_track(w, &g->t, TK_GROUP, p->trk.uuid, p->pid);
+  g->t.name = g->t.path = name;
+  g->t.order = order;
+  g->t.explicit_order = 1;
+  g->t.sort = (uint32_t)order * 1000000u;
+  g->t.desc = "One NCCL communicator of this rank: its operations, GPU channels, proxy and net.";
   return (uint32_t)*gi;
 }
 
-static uint32_t row_for(ex_t *x, uint32_t proc, uint32_t group, uint8_t kind, int32_t ch) {
+static uint32_t row_for(wk_t *w, uint32_t proc, uint32_t group, uint8_t kind, int32_t ch) {
   uint64_t key = mix2(mix2(proc, group), mix2(kind, (uint64_t)(uint32_t)ch));
   int created;
-  uint64_t *ri = hm_ref(&x->row_map, key, x->nrows, &created);
+  uint64_t *ri = hm_ref(&w->row_map, key, w->nrows, &created);
   if (!ri) {
-    x->oom = 1;
+    set_oom(w);
     return NONE32;
   }
-  if (created) {
-    if (GROW(x->rows, x->row_cap, x->nrows + 1) != 0) {
-      x->oom = 1;
-      return NONE32;
-    }
-    row_t *r = &x->rows[x->nrows++];
-    memset(r, 0, sizeof *r);
-    r->proc = proc, r->group = group, r->kind = kind, r->ch = ch;
-    if (kind >= RK_GPU && kind <= RK_NET)
-      r->name = ch >= 0 ? poolf(&x->pool, "%s ch %d", row_names[kind], ch)
-                        : poolf(&x->pool, "%s ch ?", row_names[kind]);
-    else
-      r->name = row_names[kind];
-    r->desc = row_desc[kind];
-    r->order = kind >= RK_GPU && kind <= RK_NET ? 100 + (ch >= 0 ? ch : 999) * 8 + (kind - RK_GPU)
-               : kind == RK_NETX                 ? 99
-                                                 : kind;
-    if (group != NONE32)
-      r->path = poolf(&x->pool, "%s / %s", x->groups[group].t.name, r->name);
-    else
-      r->path = r->name;
+  if (!created) return (uint32_t)*ri;
+  if (GROW(w->rows, w->row_cap, w->nrows + 1) != 0) {
+    set_oom(w);
+    return NONE32;
   }
+  row_t *r = &w->rows[w->nrows++];
+  memset(r, 0, sizeof *r);
+  r->proc = proc, r->group = group, r->kind = kind, r->ch = ch;
+  if (kind >= RK_GPU && kind <= RK_NET)
+    r->name = ch >= 0 ? poolf(&w->pool, "%s ch %d", row_names[kind], ch)
+                      : poolf(&w->pool, "%s ch ?", row_names[kind]);
+  else
+    r->name = row_names[kind];
+  r->desc = row_desc[kind];
+  r->order = kind >= RK_GPU && kind <= RK_NET ? 100 + (ch >= 0 ? ch : 999) * 8 + (kind - RK_GPU)
+             : kind == RK_NETX               ? 99
+                                             : kind;
+  r->path = group != NONE32 ? poolf(&w->pool, "%s / %s", w->groups[group].t.name, r->name)
+                            : r->name;
   return (uint32_t)*ri;
 }
 
 /* the first lane of the row that is free at ts (nothing open, its last slice ended by ts) */
-static uint32_t lane_pick(ex_t *x, uint32_t ri, uint64_t ts) {
-  row_t *r = &x->rows[ri];
-  for (uint32_t i = 0; i < r->nlanes; i++)
-    if (!r->lanes[i].depth && r->lanes[i].last_end <= ts) return i;
+static uint32_t lane_pick(wk_t *w, uint32_t ri, uint64_t ts) {
+  row_t *r = &w->rows[ri];
+  for (uint32_t i = r->free_hint; i < r->nlanes; i++)
+    if (!r->lanes[i].depth && r->lanes[i].last_end <= ts) {
+      if (i == r->free_hint) r->free_hint++;
+      return i;
+    }
   if (GROW(r->lanes, r->lane_cap, r->nlanes + 1) != 0) {
-    x->oom = 1;
+    set_oom(w);
     return NONE32;
   }
   lane_t *l = &r->lanes[r->nlanes];
-  memset(l, 0, sizeof *l);
-  proc_t *p = &x->procs[r->proc];
+  proc_t *p = &w->x->procs[r->proc];
   uint64_t parent = p->trk.uuid;
+  uint32_t sort = 0;
   if (r->group != NONE32) {
-    group_t *g = &x->groups[r->group];
+    group_t *g = &w->groups[r->group];
     if (!g->declared) {
-      x->sink->track(x->sink, &g->t);
+      w->sink->track(w->sink, &g->t);
       g->declared = 1;
     }
     parent = g->t.uuid;
+    sort = g->t.sort;
   }
-  new_track(x, &l->t, TK_LANE, parent, p->pid);
+  new_track(w, &l->t, TK_LANE, parent, p->pid);
+  l->depth = 0;
+  l->last_end = 0;
   l->t.name = r->name;
   l->t.path = r->path;
   l->t.merge_key = r->name;
   l->t.desc = r->desc;
   l->t.order = r->order;
-  l->t.lane = (uint16_t)r->nlanes;
-  l->t.sort = (r->group != NONE32 ? x->groups[r->group].t.sort : 0) + (uint32_t)r->order * 8 +
-              (r->nlanes < 8 ? r->nlanes : 7);
-  x->sink->track(x->sink, &l->t);
+  l->t.lane = (uint16_t)(r->nlanes < 0xFFFF ? r->nlanes : 0xFFFF);
+  l->t.sort = sort + (uint32_t)r->order * 64 + (r->nlanes < 63 ? r->nlanes : 63);
+  w->sink->track(w->sink, &l->t);
+  if (r->free_hint == r->nlanes) r->free_hint++;
   return r->nlanes++;
 }
 
-static void emit_begin(ex_t *x, const tl_track_t *t, uint64_t ts, const char *name, uint8_t cat,
-                       const tl_flow_t *fl, uint32_t nfl, uint64_t corr) {
-  tl_slice_t sl = {t, ts, name, cat, x->args, x->nargs, fl, nfl, corr};
-  x->sink->begin(x->sink, &sl);
-  x->st->slices++;
+/* a lane became free: the next pick may start looking there */
+static void lane_freed(row_t *r, uint32_t lane) {
+  if (lane < r->free_hint) r->free_hint = lane;
 }
 
-static void emit_instant(ex_t *x, const tl_track_t *t, uint64_t ts, const char *name, uint8_t cat) {
-  tl_slice_t sl = {t, ts, name, cat, x->args, x->nargs, NULL, 0, 0};
-  x->sink->instant(x->sink, &sl);
-  x->st->instants++;
+static void emit_begin(wk_t *w, const tl_track_t *t, uint64_t ts, const char *name, uint8_t cat,
+                       const tl_flow_t *fl, uint32_t nfl, uint64_t corr) {
+  tl_slice_t sl = {t, ts, name, cat, w->args, w->nargs, fl, nfl, corr};
+  w->sink->begin(w->sink, &sl);
+  w->st.slices++;
+}
+
+static void emit_instant(wk_t *w, const tl_track_t *t, uint64_t ts, const char *name,
+                         uint8_t cat) {
+  tl_slice_t sl = {t, ts, name, cat, w->args, w->nargs, NULL, 0, 0};
+  w->sink->instant(w->sink, &sl);
+  w->st.instants++;
 }
 
 /* ================================================================ counters */
 
-static void heap_push(ex_t *x, uint64_t ts, uint32_t proc, uint8_t kind, double d) {
-  if (GROW(x->heap, x->heap_cap, x->nheap + 1) != 0) {
-    x->oom = 1;
+static void heap_push(wk_t *w, uint64_t ts, uint32_t proc, uint8_t kind, double d) {
+  if (GROW(w->heap, w->heap_cap, w->nheap + 1) != 0) {
+    set_oom(w);
     return;
   }
-  uint32_t i = x->nheap++;
+  uint32_t i = w->nheap++;
   while (i) {
     uint32_t p = (i - 1) / 2;
-    if (x->heap[p].ts <= ts) break;
-    x->heap[i] = x->heap[p];
+    if (w->heap[p].ts <= ts) break;
+    w->heap[i] = w->heap[p];
     i = p;
   }
-  x->heap[i] = (cdelta_t){ts, d, proc, kind};
+  w->heap[i] = (cdelta_t){ts, d, proc, kind};
 }
 
-static cdelta_t heap_pop(ex_t *x) {
-  cdelta_t top = x->heap[0], last = x->heap[--x->nheap];
+static cdelta_t heap_pop(wk_t *w) {
+  cdelta_t top = w->heap[0], last = w->heap[--w->nheap];
   uint32_t i = 0;
   for (;;) {
     uint32_t c = 2 * i + 1;
-    if (c >= x->nheap) break;
-    if (c + 1 < x->nheap && x->heap[c + 1].ts < x->heap[c].ts) c++;
-    if (x->heap[c].ts >= last.ts) break;
-    x->heap[i] = x->heap[c];
+    if (c >= w->nheap) break;
+    if (c + 1 < w->nheap && w->heap[c + 1].ts < w->heap[c].ts) c++;
+    if (w->heap[c].ts >= last.ts) break;
+    w->heap[i] = w->heap[c];
     i = c;
   }
-  if (x->nheap) x->heap[i] = last;
+  if (w->nheap) w->heap[i] = last;
   return top;
 }
 
 static const char *const ctr_names[2] = {"bytes in flight", "busbw"};
 
-static void counters_flush(ex_t *x, uint64_t upto) {
-  while (x->nheap && x->heap[0].ts <= upto) {
-    cdelta_t d = heap_pop(x);
-    proc_t *p = &x->procs[d.proc];
+/* apply the counter changes up to `upto`, in time order, one sample per time and counter */
+static void counters_flush(wk_t *w, uint64_t upto) {
+  while (w->nheap && w->heap[0].ts <= upto) {
+    cdelta_t d = heap_pop(w);
+    proc_t *p = &w->x->procs[d.proc];
     p->ctr_val[d.kind] += d.delta;
-    if (x->nheap && x->heap[0].ts == d.ts && x->heap[0].proc == d.proc && x->heap[0].kind == d.kind)
-      continue; /* one sample per time */
+    if (w->nheap && w->heap[0].ts == d.ts && w->heap[0].proc == d.proc &&
+        w->heap[0].kind == d.kind)
+      continue;
     tl_track_t *t = &p->ctr[d.kind];
     if (!p->ctr_declared[d.kind]) {
-      new_track(x, t, TK_COUNTER, p->trk.uuid, p->pid);
+      new_track(w, t, TK_COUNTER, p->trk.uuid, p->pid);
       t->name = t->path = ctr_names[d.kind];
       t->order = 2000 + d.kind;
       t->integer = d.kind == 0;
@@ -1000,55 +1162,63 @@ static void counters_flush(ex_t *x, uint64_t upto) {
       t->desc = d.kind == 0 ? "Bytes of the Coll/P2p operations between enqueue and completion."
                             : "Sum of the bus bandwidth of the operations running (GPU time when "
                               "known), as nccl-tests defines it.";
-      x->sink->track(x->sink, t);
+      w->sink->track(w->sink, t);
       p->ctr_declared[d.kind] = 1;
     }
     double v = p->ctr_val[d.kind];
     if (v < 1e-9 && v > -1e-9) v = p->ctr_val[d.kind] = 0;
-    x->sink->counter(x->sink, t, d.ts, v);
-    x->st->counter_samples++;
+    w->sink->counter(w->sink, t, d.ts, v);
+    w->st.counter_samples++;
   }
 }
 
 /* ================================================================ the job tracks */
 
+static const inst_t *sort_insts; /* qsort has no context argument; set under the single thread */
 static int cmp_inst(const void *a, const void *b) {
-  const inst_t *p = a, *q = b;
+  const inst_t *p = &sort_insts[*(const uint32_t *)a], *q = &sort_insts[*(const uint32_t *)b];
   if (p->comm_id != q->comm_id) return p->comm_id < q->comm_id ? -1 : 1;
   if (p->min_start != q->min_start) return p->min_start < q->min_start ? -1 : 1;
+  int c = strcmp(p->func, q->func);
+  if (c) return c;
+  if (p->occurrence != q->occurrence) return p->occurrence < q->occurrence ? -1 : 1;
   return p->seq < q->seq ? -1 : p->seq > q->seq;
 }
 
-static uint64_t hub_flow(const inst_t *in, int32_t rank) { return nz(mix2(in->h, 0xC011ull + (uint64_t)rank)); }
+static uint64_t hub_flow(const inst_t *in, int32_t rank) {
+  return nz(mix2(in->h, 0xC011ull + (uint64_t)rank));
+}
 
-static void emit_job(ex_t *x) {
-  if (!x->ninsts) return;
-  /* sorted by comm and start for the lanes; from here on an entry's `inst` only says that it is
-   * linked, and the emit pass finds its instance by key */
-  qsort(x->insts, x->ninsts, sizeof *x->insts, cmp_inst);
-  hm_clear(&x->inst_map);
-  for (uint32_t i = 0; i < x->ninsts; i++)
-    if (hm_put(&x->inst_map, inst_key(x->insts[i].comm_id, x->insts[i].func, x->insts[i].seq), i) != 0)
-      x->oom = 1;
+static void emit_job(wk_t *w) {
+  ex_t *x = w->x;
+  /* in order of comm and start, for the lanes */
+  uint32_t *order = malloc(((size_t)x->ninsts + 1) * sizeof *order);
+  if (!order) {
+    set_oom(w);
+    return;
+  }
+  for (uint32_t i = 0; i < x->ninsts; i++) order[i] = i;
+  sort_insts = x->insts;
+  qsort(order, x->ninsts, sizeof *order, cmp_inst);
   tl_track_t job;
-  memset(&job, 0, sizeof job);
-  new_track(x, &job, TK_GROUP, 0, x->job_pid);
+  new_track(w, &job, TK_GROUP, 0, x->job_pid);
   job.name = job.path = "job";
   job.desc = "One row per communicator: one slice per collective instance over all its ranks.";
   job.order = -1;
-  x->sink->track(x->sink, &job);
+  x->main_sink->track(x->main_sink, &job);
   lane_t *lanes = NULL;
   uint32_t nl = 0, lcap = 0;
   uint64_t cur = 0;
   const char *row = NULL;
-  for (uint32_t i = 0; i < x->ninsts; i++) {
-    inst_t *in = &x->insts[i];
+  for (uint32_t i = 0; i < x->ninsts && !w->oom; i++) {
+    inst_t *in = &x->insts[order[i]];
     if (!in->nseen) continue;
     if (!row || in->comm_id != cur) {
       cur = in->comm_id, nl = 0;
       row = in->comm_name && *in->comm_name
-                ? poolf(&x->pool, "comm %s 0x%016" PRIx64 " (%d ranks)", in->comm_name, in->comm_id, in->nranks)
-                : poolf(&x->pool, "comm 0x%016" PRIx64 " (%d ranks)", in->comm_id, in->nranks);
+                ? poolf(&w->pool, "comm %s 0x%016" PRIx64 " (%d ranks)", in->comm_name,
+                        in->comm_id, in->nranks)
+                : poolf(&w->pool, "comm 0x%016" PRIx64 " (%d ranks)", in->comm_id, in->nranks);
     }
     uint64_t s = in->min_start, e = max64(in->max_end, s + 1);
     uint32_t l;
@@ -1056,116 +1226,112 @@ static void emit_job(ex_t *x) {
       if (lanes[l].last_end <= s) break;
     if (l == nl) {
       if (grow((void **)&lanes, &lcap, nl + 1, sizeof *lanes) != 0) {
-        x->oom = 1;
+        set_oom(w);
         break;
       }
-      memset(&lanes[l], 0, sizeof lanes[l]);
-      new_track(x, &lanes[l].t, TK_LANE, job.uuid, x->job_pid);
+      new_track(w, &lanes[l].t, TK_LANE, job.uuid, x->job_pid);
       lanes[l].t.name = lanes[l].t.path = lanes[l].t.merge_key = row;
-      lanes[l].t.lane = (uint16_t)l;
+      lanes[l].t.lane = (uint16_t)(l < 0xFFFF ? l : 0xFFFF);
       lanes[l].t.sort = l;
       lanes[l].t.desc = "Collective instances (commId, func, seqNumber): from the first rank's "
                         "enqueue to the last rank's completion. skew_ns: last start - first "
                         "start; straggler_rank: the rank that started last.";
-      x->sink->track(x->sink, &lanes[l].t);
+      x->main_sink->track(x->main_sink, &lanes[l].t);
       nl++;
     }
     lanes[l].last_end = e;
-    x->nargs = 0;
-    a_ptr(x, "commId", in->comm_id);
-    a_str(x, "func", in->func);
-    a_u64(x, "seqNumber", in->seq);
-    a_i64(x, "nranks", in->nranks);
-    a_u64(x, "ranks_seen", in->nseen);
-    a_i64(x, "first_rank", in->first_rank);
-    a_i64(x, "straggler_rank", in->straggler);
-    a_u64(x, "skew_ns", in->max_start - in->min_start);
-    a_i64(x, "last_to_finish_rank", in->last_rank);
-    a_u64(x, "span_ns", e - s);
-    a_u64(x, "count", in->count);
-    a_str(x, "datatype", in->dtype);
-    a_str(x, "algo", in->algo);
-    a_str(x, "proto", in->proto);
+    w->nargs = 0;
+    a_ptr(w, "commId", in->comm_id);
+    a_str(w, "func", in->func);
+    a_u64(w, "seqNumber", in->seq);
+    if (in->occurrence) a_u64(w, "occurrence", in->occurrence);
+    a_i64(w, "nranks", in->nranks);
+    a_u64(w, "ranks_seen", in->nseen);
+    a_i64(w, "first_rank", in->first_rank);
+    a_i64(w, "straggler_rank", in->straggler);
+    a_u64(w, "skew_ns", in->max_start - in->min_start);
+    a_i64(w, "last_to_finish_rank", in->last_rank);
+    a_u64(w, "span_ns", e - s);
+    a_u64(w, "count", in->count);
+    a_str(w, "datatype", in->dtype);
+    a_str(w, "algo", in->algo);
+    a_str(w, "proto", in->proto);
     uint32_t nf = 0;
-    tl_flow_t *fl = flows(x, (uint32_t)in->nranks);
+    tl_flow_t *fl = flows(w, (uint32_t)in->nranks);
     if (!fl) break;
     for (int32_t r = 0; r < in->nranks; r++)
       if (in->bits[r / 64] >> (r & 63) & 1) fl[nf].id = hub_flow(in, r), fl[nf++].out = 1;
-    emit_begin(x, &lanes[l].t, s, in->func, TC_JOB, fl, nf, in->h);
-    x->sink->end(x->sink, &lanes[l].t, e, NULL, 0);
-    x->st->job_slices++;
-    x->st->coll_flows += nf;
+    tl_slice_t sl = {&lanes[l].t, s, in->func, TC_JOB, w->args, w->nargs, fl, nf, in->h};
+    x->main_sink->begin(x->main_sink, &sl);
+    x->main_sink->end(x->main_sink, &lanes[l].t, e, NULL, 0);
+    w->st.slices++;
+    w->st.job_slices++;
+    w->st.coll_flows += nf;
   }
   free(lanes);
-}
-
-/* after sorting, a Coll entry finds its instance again by key (emit pass) */
-static inst_t *inst_of(ex_t *x, uint64_t cid, const char *func, uint64_t seq) {
-  uint64_t i;
-  if (!cid || !func || !hm_get(&x->inst_map, inst_key(cid, func, seq), &i)) return NULL;
-  return &x->insts[i];
+  free(order);
 }
 
 /* ================================================================ pass 2: emit */
 
-static open_t *open_new(ex_t *x, uint64_t id) {
+static open_t *open_new(wk_t *w, uint64_t id) {
   uint32_t i;
-  if (x->nfree) {
-    i = x->free_open[--x->nfree];
+  if (w->nfree) {
+    i = w->free_open[--w->nfree];
   } else {
-    if (GROW(x->open, x->open_cap, x->nopen + 1) != 0) {
-      x->oom = 1;
+    if (GROW(w->open, w->open_cap, w->nopen + 1) != 0) {
+      set_oom(w);
       return NULL;
     }
-    i = x->nopen++;
+    i = w->nopen++;
   }
-  if (hm_put(&x->open_map, id, i) != 0) {
-    x->oom = 1;
+  if (hm_put(&w->open_map, id, i) != 0) {
+    set_oom(w);
     return NULL;
   }
-  open_t *o = &x->open[i];
+  open_t *o = &w->open[i];
   memset(o, 0, sizeof *o);
   o->id = id;
   o->in_use = 1;
   return o;
 }
 
-static open_t *open_get(ex_t *x, uint64_t id) {
+static open_t *open_get(wk_t *w, uint64_t id) {
   uint64_t i;
-  return hm_get(&x->open_map, id, &i) ? &x->open[i] : NULL;
+  return hm_get(&w->open_map, id, &i) ? &w->open[i] : NULL;
 }
 
-static void open_del(ex_t *x, open_t *o) {
-  hm_del(&x->open_map, o->id);
+static void open_del(wk_t *w, open_t *o) {
+  hm_del(&w->open_map, o->id);
   o->in_use = 0;
-  if (GROW(x->free_open, x->free_cap, x->nfree + 1) != 0) {
-    x->oom = 1;
+  if (GROW(w->free_open, w->free_cap, w->nfree + 1) != 0) {
+    set_oom(w);
     return;
   }
-  x->free_open[x->nfree++] = (uint32_t)(o - x->open);
+  w->free_open[w->nfree++] = (uint32_t)(o - w->open);
 }
 
-static lane_t *lane_of(ex_t *x, const open_t *o) { return &x->rows[o->row].lanes[o->lane]; }
-
 /* close o at ts (clamped so that the slice and its phase last at least 1 ns and stay nested) */
-static void close_open(ex_t *x, open_t *o, uint64_t ts, int unfinished) {
-  lane_t *l = lane_of(x, o);
+static void close_open(wk_t *w, open_t *o, uint64_t ts, int unfinished) {
+  row_t *r = &w->rows[o->row];
+  lane_t *l = &r->lanes[o->lane];
   uint64_t t = max64(ts, o->last);
   if (o->phase_open) {
     t = max64(t, o->phase_start + 1);
-    x->sink->end(x->sink, &l->t, t, NULL, 0);
+    w->sink->end(w->sink, &l->t, t, NULL, 0);
   }
   t = max64(t, o->start + 1);
-  x->sink->end(x->sink, &l->t, t, NULL, 0);
+  w->sink->end(w->sink, &l->t, t, NULL, 0);
   l->depth = 0;
   l->last_end = t;
-  if (unfinished) x->st->unfinished++;
-  open_del(x, o);
+  lane_freed(r, o->lane);
+  if (unfinished) w->st.unfinished++;
+  open_del(w, o);
 }
 
-static void close_all(ex_t *x, uint64_t ts) {
-  for (uint32_t i = 0; i < x->nopen; i++)
-    if (x->open[i].in_use) close_open(x, &x->open[i], ts, 1);
+static void close_all(wk_t *w, uint64_t ts) {
+  for (uint32_t i = 0; i < w->nopen; i++)
+    if (w->open[i].in_use) close_open(w, &w->open[i], ts, 1);
 }
 
 static const char *state_phase_name(unsigned s) {
@@ -1176,188 +1342,213 @@ static const char *state_phase_name(unsigned s) {
   return n;
 }
 
-static void coll_p2p(ex_t *x, file_t *f, const ncs_event_t *e, uint32_t proc, const comm_t *c,
+/* the links of a Coll (to its instance on the job track) or a P2p (send to receive) */
+static uint64_t links(wk_t *w, const ncs_event_t *e, const comm_t *c, const ent_t *en,
+                      uint64_t cid, const char *func, uint64_t start, tl_flow_t *bf,
+                      uint32_t *nb, tl_flow_t *ef, uint32_t *ne) {
+  ex_t *x = w->x;
+  if (e->type == NCS_T_COLL) {
+    inst_t *in = en && en->inst && en->rank >= 0 ? &x->insts[en->inst - 1] : NULL;
+    if (!in || !in->bits || en->rank >= in->nranks) return 0;
+    a_u64(w, "wait_ns", in->max_start > start ? in->max_start - start : 0);
+    a_i64(w, "straggler_rank", in->straggler);
+    a_u64(w, "skew_ns", in->max_start - in->min_start);
+    bf[*nb].id = hub_flow(in, en->rank), bf[(*nb)++].out = 0;
+    return in->h;
+  }
+  if (!cid || !c || !func || !en || en->rank < 0) return 0;
+  int send = !strcmp(func, "Send");
+  int64_t peer = (int64_t)fval(e, F.p2p_peer);
+  uint64_t pi;
+  if ((!send && strcmp(func, "Recv")) || peer < 0 || peer >= c->nranks) return 0;
+  int32_t src = send ? en->rank : (int32_t)peer, dst = send ? (int32_t)peer : en->rank;
+  uint64_t pk = pair_key(cid, src, dst);
+  int created;
+  uint64_t *k = hm_ref(&w->occ_map, mix2(pk, (uint64_t)send), 0, &created);
+  if (!k) {
+    set_oom(w);
+    return 0;
+  }
+  if (!hm_get(&x->pair_map, pk, &pi)) return 0;
+  uint64_t nth = (*k)++;
+  const pair_t *p = &x->pairs[pi];
+  if (nth >= p->nsend || nth >= p->nrecv) return 0;
+  uint64_t id = nz(mix2(pk, 0xF10Aull + nth));
+  a_i64(w, "p2p_seq", (int64_t)nth);
+  if (send) {
+    bf[*nb].id = id, bf[(*nb)++].out = 1;
+    w->st.p2p_flows++;
+  } else {
+    ef[*ne].id = id, ef[(*ne)++].out = 0;
+  }
+  return nz(mix2(pk, nth));
+}
+
+static void coll_p2p(wk_t *w, file_t *f, const ncs_event_t *e, uint32_t proc, const comm_t *c,
                      uint32_t group) {
-  ent_t *en = NULL;
-  if (x->ent_cursor < f->nent && f->ents[x->ent_cursor].id == e->id &&
-      f->ents[x->ent_cursor].seg == x->seg)
-    en = &f->ents[x->ent_cursor++];
+  const ent_t *en = NULL;
+  if (w->ent_cursor < f->nent && f->ents[w->ent_cursor].id == e->id &&
+      f->ents[w->ent_cursor].seg == w->seg)
+    en = &f->ents[w->ent_cursor++];
   uint64_t start = to_out(f, e->ts);
   uint64_t end = en ? to_out(f, ent_end(f, en)) : start + 1;
   int coll = e->type == NCS_T_COLL;
-  const char *func = fstr(x, e, coll ? F_COLL_FUNC : F_P2P_FUNC);
-  if (hm_put(&x->parent_map, e->id, (uint64_t)(uintptr_t)(func ? func : "")) != 0) x->oom = 1;
-  int64_t nr = c ? c->nranks : 0;
-  start_args(x, e);
-  uint64_t cid = c ? link_id(c, e, coll ? F_COLL_HASH : F_P2P_HASH) : 0;
-  if (cid) a_ptr(x, "commId", cid);
-  if (c) a_i64(x, "comm_rank", c->rank), a_i64(x, "nranks", c->nranks);
-  uint64_t count = fval(e, coll ? F_COLL_COUNT : F_P2P_COUNT);
-  int dsz = dtype_size(fstr(x, e, coll ? F_COLL_DTYPE : F_P2P_DTYPE));
+  const char *func = fstr(&w->pool, e, coll ? F.coll_func : F.p2p_func);
+  if (hm_put(&w->parent_map, e->id, (uint64_t)(uintptr_t)(func ? func : "")) != 0) set_oom(w);
+  start_args(w, e);
+  uint64_t cid = c ? link_id(c, e, coll ? F.coll_hash : F.p2p_hash) : 0;
+  if (cid) a_ptr(w, "commId", cid);
+  if (c) a_i64(w, "comm_rank", c->rank), a_i64(w, "nranks", c->nranks);
+  uint64_t count = fval(e, coll ? F.coll_count : F.p2p_count);
+  int dsz = dtype_size(fraw(e, coll ? F.coll_dtype : F.p2p_dtype));
   uint64_t bytes = count * (uint64_t)dsz;
-  if (dsz) a_u64(x, "bytes", bytes);
+  if (dsz) a_u64(w, "bytes", bytes);
   uint64_t gs = 0, ge = 0;
   if (en) {
-    if (en->stop) a_u64(x, "enqueue_ns", en->stop > en->start ? en->stop - en->start : 0);
     static const char *const how[] = {"none", "kernel", "proxy", "kernel+proxy"};
-    a_str(x, "completion", !en->has_complete                 ? "unknown"
+    if (en->stop) a_u64(w, "enqueue_ns", en->stop > en->start ? en->stop - en->start : 0);
+    a_str(w, "completion", !en->has_complete                 ? "unknown"
                            : en->cflags & NCS_CF_NO_CHILDREN ? "no children"
                                                              : how[en->cflags & 3]);
-    if (en->cflags & NCS_CF_FORCED) a_bool(x, "completion_forced", 1);
-    if (en->cflags & NCS_CF_REVISED) a_bool(x, "completion_revised", 1);
-    a_u64(x, "duration_ns", end - start);
-    if (f->has_gpu && en->gpu_start && en->gpu_stop > en->gpu_start) {
-      gs = to_out(f, en->gpu_start + (uint64_t)f->gpu_off);
-      ge = to_out(f, en->gpu_stop + (uint64_t)f->gpu_off);
-      a_u64(x, "gpu_start_ns", gs);
-      a_u64(x, "gpu_ns", ge - gs);
+    if (en->cflags & NCS_CF_FORCED) a_bool(w, "completion_forced", 1);
+    if (en->cflags & NCS_CF_REVISED) a_bool(w, "completion_revised", 1);
+    a_u64(w, "duration_ns", end - start);
+    const gpuclk_t *g = &w->x->procs[proc].clk;
+    if (g->has && en->gpu_start && en->gpu_stop > en->gpu_start) {
+      gs = to_out(f, en->gpu_start + (uint64_t)g->off);
+      ge = to_out(f, en->gpu_stop + (uint64_t)g->off);
+      a_u64(w, "gpu_start_ns", gs);
+      a_u64(w, "gpu_ns", ge - gs);
     }
   }
-  /* bandwidths as nccl-tests computes them */
-  double alg = 0, bus = 0;
+  /* bandwidths as nccl-tests computes them, over the GPU time when known */
+  double bus = 0;
   uint64_t bs = gs ? gs : start, be = gs ? ge : end;
   if (bytes && be > bs && func) {
-    double n = nr > 0 ? (double)nr : 1, total = (double)bytes, factor = 1;
-    if (coll && !strcmp(func, "AllReduce")) factor = 2 * (n - 1) / n;
+    double n = c && c->nranks > 0 ? (double)c->nranks : 1, total = (double)bytes, factor = 1;
+    if (coll && !strcmp(func, "AllReduce"))
+      factor = 2 * (n - 1) / n;
     else if (coll && (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter")))
       total = (double)bytes * n, factor = (n - 1) / n;
-    alg = total / (double)(be - bs);
+    double alg = total / (double)(be - bs);
     bus = alg * factor;
-    a_dbl(x, "algbw_GBps", alg);
-    a_dbl(x, "busbw_GBps", bus);
+    a_dbl(w, "algbw_GBps", alg);
+    a_dbl(w, "busbw_GBps", bus);
   }
-  /* links */
   tl_flow_t bf[1], ef[1];
   uint32_t nb = 0, ne = 0;
-  uint64_t corr = 0;
-  if (coll) {
-    inst_t *in = en && en->inst && en->rank >= 0 ? inst_of(x, cid, func, fval(e, F_COLL_SEQ)) : NULL;
-    if (in && in->bits && en->rank < in->nranks && (in->bits[en->rank / 64] >> (en->rank & 63) & 1)) {
-      a_u64(x, "wait_ns", in->max_start > start ? in->max_start - start : 0);
-      a_i64(x, "straggler_rank", in->straggler);
-      a_u64(x, "skew_ns", in->max_start - in->min_start);
-      corr = in->h;
-      if (x->o.types & (1u << NCS_T_COLL)) bf[nb].id = hub_flow(in, en->rank), bf[nb++].out = 0;
-    }
-  } else if (cid && c && func && en && en->rank >= 0) {
-    int send = !strcmp(func, "Send");
-    int64_t peer = (int64_t)fval(e, F_P2P_PEER);
-    uint64_t pi;
-    if ((send || !strcmp(func, "Recv")) && peer >= 0 && peer < c->nranks) {
-      int32_t src = send ? en->rank : (int32_t)peer, dst = send ? (int32_t)peer : en->rank;
-      uint64_t pk = pair_key(cid, src, dst);
-      int created;
-      uint64_t *k = hm_ref(&x->occ_map, mix2(pk, (uint64_t)send), 0, &created);
-      if (k && hm_get(&x->pair_map, pk, &pi)) {
-        uint64_t nth = (*k)++;
-        pair_t *p = &x->pairs[pi];
-        if (nth < p->nsend && nth < p->nrecv) {
-          uint64_t id = nz(mix2(pk, 0xF10Aull + nth));
-          corr = nz(mix2(pk, nth));
-          if (send)
-            bf[nb].id = id, bf[nb++].out = 1, x->st->p2p_flows++;
-          else
-            ef[ne].id = id, ef[ne++].out = 0;
-        }
-      }
-    }
-  }
+  uint64_t corr = links(w, e, c, en, cid, func, start, bf, &nb, ef, &ne);
   /* the slice, whole */
-  uint32_t row = row_for(x, proc, group, RK_COLL, -1);
+  uint32_t row = row_for(w, proc, group, RK_COLL, -1);
   if (row == NONE32) return;
-  uint32_t ln = lane_pick(x, row, start);
+  uint32_t ln = lane_pick(w, row, start);
   if (ln == NONE32) return;
-  lane_t *l = &x->rows[row].lanes[ln];
+  lane_t *l = &w->rows[row].lanes[ln];
   const char *name = func ? func : ncs_type_name(e->type);
   if (!coll && func) {
-    int64_t peer = (int64_t)fval(e, F_P2P_PEER);
-    name = !strcmp(func, "Send")   ? poolf(&x->pool, "Send to %" PRId64, peer)
-           : !strcmp(func, "Recv") ? poolf(&x->pool, "Recv from %" PRId64, peer)
+    int64_t peer = (int64_t)fval(e, F.p2p_peer);
+    name = !strcmp(func, "Send")   ? cached_name(w, 1, peer, "Send to %" PRId64)
+           : !strcmp(func, "Recv") ? cached_name(w, 2, peer, "Recv from %" PRId64)
                                    : func;
   }
-  emit_begin(x, &l->t, start, name, coll ? TC_COLL : TC_P2P, bf, nb, corr);
-  x->sink->end(x->sink, &l->t, end, ef, ne);
+  emit_begin(w, &l->t, start, name, coll ? TC_COLL : TC_P2P, bf, nb, corr);
+  w->sink->end(w->sink, &l->t, end, ef, ne);
   l->last_end = end;
+  lane_freed(&w->rows[row], ln);
   /* counters */
   if (bytes) {
-    heap_push(x, start, proc, 0, (double)bytes);
-    heap_push(x, end, proc, 0, -(double)bytes);
+    heap_push(w, start, proc, 0, (double)bytes);
+    heap_push(w, end, proc, 0, -(double)bytes);
   }
   if (bus > 0) {
-    heap_push(x, bs, proc, 1, bus);
-    heap_push(x, be, proc, 1, -bus);
+    heap_push(w, bs, proc, 1, bus);
+    heap_push(w, be, proc, 1, -bus);
   }
-  if (start > x->max_coll_start) x->max_coll_start = start;
-  if (x->max_coll_start > COUNTER_WINDOW_NS) counters_flush(x, x->max_coll_start - COUNTER_WINDOW_NS);
+  if (start > w->max_coll_start) w->max_coll_start = start;
+  if (w->max_coll_start > COUNTER_WINDOW_NS)
+    counters_flush(w, w->max_coll_start - COUNTER_WINDOW_NS);
 }
 
-static void ev_start(ex_t *x, file_t *f, const ncs_event_t *e) {
-  const comm_t *c = e->ctx_kind == NCS_CTX_LOCAL ? file_comm(x, f, x->seg, e->ctx) : NULL;
+static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
+  const comm_t *c = e->ctx_kind == NCS_CTX_LOCAL ? file_comm(f, w->seg, e->ctx) : NULL;
   uint32_t proc = c ? c->proc : f->p0;
+  uint32_t types = w->x->o.types;
   if (e->type == NCS_T_COLL || e->type == NCS_T_P2P) {
-    if (!(x->o.types & (1u << e->type))) {
-      if (x->ent_cursor < f->nent && f->ents[x->ent_cursor].id == e->id) x->ent_cursor++;
+    if (!(types & (1u << e->type))) {
+      if (w->ent_cursor < f->nent && f->ents[w->ent_cursor].id == e->id) w->ent_cursor++;
       return;
     }
-    coll_p2p(x, f, e, proc, c, group_for(x, proc, e, c));
+    coll_p2p(w, f, e, proc, c, group_for(w, proc, e, c));
     return;
   }
-  if (!(x->o.types & (1u << e->type))) return;
+  if (!(types & (1u << e->type))) return;
   uint64_t ts = to_out(f, e->ts);
   uint8_t kind, cat;
   int32_t ch = -1;
   uint32_t group = NONE32;
   const char *name = ncs_type_name(e->type);
-  open_t *parent = e->parent_kind == NCS_REF_LOCAL ? open_get(x, e->parent) : NULL;
+  open_t *parent = e->parent_kind == NCS_REF_LOCAL ? open_get(w, e->parent) : NULL;
   int is_send = 0;
   switch (e->type) {
   case NCS_T_GROUP_API: kind = RK_API, cat = TC_API, name = "ncclGroup"; break;
   case NCS_T_COLL_API:
   case NCS_T_P2P_API: {
     kind = RK_API, cat = TC_API;
-    const char *fn = fstr(x, e, e->type == NCS_T_COLL_API ? F_API_FUNC : F_P2PAPI_FUNC);
-    name = fn ? poolf(&x->pool, "nccl%s", fn) : name;
+    const char *fn = fstr(&w->pool, e, e->type == NCS_T_COLL_API ? F.api_func : F.p2papi_func);
+    if (fn) {
+      uint64_t key = mix2(3, (uint64_t)(uintptr_t)fn), p;
+      if (hm_get(&w->name_map, key, &p)) {
+        name = (const char *)(uintptr_t)p;
+      } else {
+        name = poolf(&w->pool, "nccl%s", fn);
+        if (hm_put(&w->name_map, key, (uint64_t)(uintptr_t)name) != 0) set_oom(w);
+      }
+    } else {
+      name = ncs_type_name(e->type);
+    }
     break;
   }
   case NCS_T_KERNEL_LAUNCH: kind = RK_API, cat = TC_API, name = "kernel launch"; break;
   case NCS_T_GROUP: kind = RK_GROUP, cat = TC_GROUP, name = "group"; break;
   case NCS_T_CE_COLL: {
     kind = RK_COLL, cat = TC_CE;
-    const char *fn = fstr(x, e, F_CE_FUNC);
-    name = fn ? poolf(&x->pool, "%s (CE)", fn) : name;
-    group = group_for(x, proc, e, c);
+    const char *fn = fraw(e, F.ce_func);
+    name = fn ? poolf(&w->pool, "%s (CE)", fn) : name;
+    group = group_for(w, proc, e, c);
     break;
   }
   case NCS_T_CE_SYNC:
   case NCS_T_CE_BATCH:
     kind = RK_CE, cat = TC_CE, name = e->type == NCS_T_CE_SYNC ? "CE sync" : "CE batch";
-    group = group_for(x, proc, e, c);
+    group = group_for(w, proc, e, c);
     break;
   case NCS_T_PROXY_CTRL:
     kind = RK_PCTRL, cat = TC_PROXYCTRL, name = "proxy ctrl";
-    group = group_for(x, proc, e, c);
+    group = group_for(w, proc, e, c);
     break;
   case NCS_T_KERNEL_CH: {
     kind = RK_GPU, cat = TC_KERNEL;
-    uint64_t chv = fval(e, F_KC_CH), pt = fval(e, F_KC_PTIMER), fn;
+    uint64_t chv = fval(e, F.kc_ch), pt = fval(e, F.kc_ptimer), fn;
     ch = chv < 1024 ? (int32_t)chv : -1;
-    if (e->parent_kind == NCS_REF_LOCAL && hm_get(&x->parent_map, e->parent, &fn) &&
+    if (e->parent_kind == NCS_REF_LOCAL && hm_get(&w->parent_map, e->parent, &fn) &&
         *(const char *)(uintptr_t)fn)
       name = (const char *)(uintptr_t)fn;
     else
       name = "kernel";
-    if (f->has_gpu && pt) ts = to_out(f, pt + (uint64_t)f->gpu_off);
-    group = group_for(x, proc, e, c);
+    const gpuclk_t *g = &w->x->procs[proc].clk;
+    if (g->has && pt) ts = to_out(f, pt + (uint64_t)g->off);
+    group = group_for(w, proc, e, c);
     break;
   }
   case NCS_T_PROXY_OP: {
     kind = RK_PROXY, cat = TC_PROXYOP;
-    uint64_t chv = fval(e, F_PO_CH);
+    uint64_t chv = fval(e, F.po_ch);
     ch = chv < 1024 ? (int32_t)chv : -1;
-    is_send = fval(e, F_PO_SEND) != 0;
-    name = poolf(&x->pool, is_send ? "send to %" PRId64 : "recv from %" PRId64,
-                 (int64_t)fval(e, F_PO_PEER));
-    group = group_for(x, proc, e, c);
+    is_send = fval(e, F.po_send) != 0;
+    int64_t peer = (int64_t)fval(e, F.po_peer);
+    name = is_send ? cached_name(w, 4, peer, "send to %" PRId64)
+                   : cached_name(w, 5, peer, "recv from %" PRId64);
+    group = group_for(w, proc, e, c);
     break;
   }
   case NCS_T_PROXY_STEP:
@@ -1367,235 +1558,419 @@ static void ev_start(ex_t *x, file_t *f, const ncs_event_t *e) {
       name = is_send ? "send step" : "recv step";
     } else {
       name = "step";
-      group = group_for(x, proc, e, c);
+      group = group_for(w, proc, e, c);
     }
     break;
   case NCS_T_NET_PLUGIN: {
     cat = TC_NET;
-    uint64_t nid = fval(e, F_NET_ID);
+    uint64_t nid = fval(e, F.net_id);
     name = (nid & 0x20000) ? "net socket" : (nid & 0x10000) ? "net ib" : "net";
     if (parent && parent->type == NCS_T_PROXY_STEP)
       kind = RK_NET, ch = parent->ch, group = parent->group, proc = parent->proc;
     else
-      kind = RK_NETX, group = group_for(x, proc, e, c);
+      kind = RK_NETX, group = group_for(w, proc, e, c);
     break;
   }
   default: kind = RK_OTHER, cat = TC_OTHER; break;
   }
-  if (x->oom) return;
-  uint32_t row = row_for(x, proc, group, kind, ch);
+  if (w->oom) return;
+  uint32_t row = row_for(w, proc, group, kind, ch);
   if (row == NONE32) return;
-  uint32_t ln = lane_pick(x, row, ts);
+  uint32_t ln = lane_pick(w, row, ts);
   if (ln == NONE32) return;
-  open_t *o = open_new(x, e->id);
+  open_t *o = open_new(w, e->id);
   if (!o) return;
-  lane_t *l = &x->rows[row].lanes[ln];
+  lane_t *l = &w->rows[row].lanes[ln];
   l->depth = 1;
   o->row = row, o->lane = ln, o->start = o->last = ts, o->type = e->type;
   o->group = group, o->proc = proc, o->ch = ch, o->is_send = (uint8_t)is_send;
-  start_args(x, e);
-  if (e->type == NCS_T_KERNEL_CH && f->has_gpu && fval(e, F_KC_PTIMER))
-    a_u64(x, "host_seen_ns", to_out(f, e->ts));
-  emit_begin(x, &l->t, ts, name, cat, NULL, 0, 0);
+  start_args(w, e);
+  if (e->type == NCS_T_KERNEL_CH && w->x->procs[proc].clk.has && fval(e, F.kc_ptimer))
+    a_u64(w, "host_seen_ns", to_out(f, e->ts));
+  emit_begin(w, &l->t, ts, name, cat, NULL, 0, 0);
 }
 
-static void ev_state(ex_t *x, file_t *f, const ncs_event_t *e) {
-  open_t *o = open_get(x, e->id);
+static void ev_state(wk_t *w, file_t *f, const ncs_event_t *e) {
+  open_t *o = open_get(w, e->id);
   if (!o) {
-    x->st->unmatched_stops++;
+    w->st.unmatched_stops++;
     return;
   }
-  lane_t *l = lane_of(x, o);
+  lane_t *l = &w->rows[o->row].lanes[o->lane];
   uint64_t ts = max64(to_out(f, e->ts), o->last);
-  if (e->type == NCS_T_KERNEL_CH && e->state == 22) { /* KernelChStop: the GPU end */
-    if (f->has_gpu && e->arg0) o->gpu_end = to_out(f, e->arg0 + (uint64_t)f->gpu_off);
+  if (e->type == NCS_T_KERNEL_CH && e->state == ST_KERNEL_CH_STOP) { /* the GPU end */
+    const gpuclk_t *g = &w->x->procs[o->proc].clk;
+    if (g->has && e->arg0) o->gpu_end = to_out(f, e->arg0 + (uint64_t)g->off);
     return;
   }
-  x->nargs = 0;
-  if (e->arg0) a_u64(x, e->type == NCS_T_NET_PLUGIN ? "data" : "arg0", e->arg0);
-  if (e->arg1) a_u64(x, "arg1", e->arg1);
+  w->nargs = 0;
+  if (e->arg0) a_u64(w, e->type == NCS_T_NET_PLUGIN ? "data" : "arg0", e->arg0);
+  if (e->arg1) a_u64(w, "arg1", e->arg1);
   if (e->type == NCS_T_PROXY_OP || e->type == NCS_T_PROXY_STEP || e->type == NCS_T_PROXY_CTRL) {
     if (o->phase_open) {
       ts = max64(ts, o->phase_start + 1);
-      x->sink->end(x->sink, &l->t, ts, NULL, 0);
+      w->sink->end(w->sink, &l->t, ts, NULL, 0);
     }
-    emit_begin(x, &l->t, ts, state_phase_name(e->state), TC_PHASE, NULL, 0, 0);
+    emit_begin(w, &l->t, ts, state_phase_name(e->state), TC_PHASE, NULL, 0, 0);
     o->phase_open = 1, o->phase_start = ts, o->last = ts;
     l->depth = 2;
   } else {
-    emit_instant(x, &l->t, ts, ncs_state_name(e->state), TC_STATE);
+    emit_instant(w, &l->t, ts, ncs_state_name(e->state), TC_STATE);
     o->last = ts;
   }
 }
 
-static void ev_stop(ex_t *x, file_t *f, const ncs_event_t *e) {
-  open_t *o = open_get(x, e->id);
+static void ev_stop(wk_t *w, file_t *f, const ncs_event_t *e) {
+  open_t *o = open_get(w, e->id);
   if (!o) {
-    x->st->unmatched_stops++;
+    w->st.unmatched_stops++;
     return;
   }
   uint64_t ts = to_out(f, e->ts);
   if (o->type == NCS_T_KERNEL_CH && o->gpu_end) ts = o->gpu_end;
-  close_open(x, o, ts, 0);
+  close_open(w, o, ts, 0);
 }
 
-static void reset_file_state(ex_t *x) {
-  for (uint32_t i = 0; i < x->nrows; i++) free(x->rows[i].lanes);
-  x->nrows = 0, x->ngroups = 0, x->nopen = 0, x->nfree = 0, x->nheap = 0;
-  hm_free(&x->row_map), hm_free(&x->group_map), hm_free(&x->open_map);
-  hm_free(&x->parent_map), hm_free(&x->occ_map), hm_free(&x->tid_map);
-  x->max_coll_start = 0, x->ent_cursor = 0;
+static void reset_file_state(wk_t *w) {
+  for (uint32_t i = 0; i < w->nrows; i++) free(w->rows[i].lanes);
+  w->nrows = 0, w->ngroups = 0, w->nopen = 0, w->nfree = 0, w->nheap = 0;
+  hm_free(&w->row_map), hm_free(&w->group_map), hm_free(&w->open_map);
+  hm_free(&w->parent_map), hm_free(&w->occ_map), hm_free(&w->tid_map), hm_free(&w->name_map);
+  w->max_coll_start = 0, w->ent_cursor = 0, w->seg = 0;
 }
 
-static void emit_file(ex_t *x, uint32_t fi) {
+/* the uuids of file fi: its own range, so that files can be written in any order */
+static uint64_t file_uuid_base(uint32_t fi) { return (uint64_t)(fi + 1) << 26; }
+
+static void emit_file(wk_t *w, uint32_t fi) {
+  ex_t *x = w->x;
   file_t *f = &x->files[fi];
-  x->f = f, x->fi = fi;
+  w->f = f, w->fi = fi;
+  reset_file_state(w);
+  w->next_uuid = file_uuid_base(fi);
+  w->next_track = 0;
+  w->sink->seq_begin(w->sink, fi + 2);
+  for (uint32_t p = f->p0; p < f->p1; p++) w->sink->track(w->sink, &x->procs[p].trk);
+  w->st.processes += f->p1 - f->p0;
+  w->st.tracks += f->p1 - f->p0;
   char err[256];
   ncs_reader_t *r = ncs_reader_open(f->path, err, sizeof err);
-  if (!r) return;
-  x->sink->seq_begin(x->sink);
-  for (uint32_t p = f->p0; p < f->p1; p++) x->sink->track(x->sink, &x->procs[p].trk);
-  x->st->processes += f->p1 - f->p0;
-  reset_file_state(x);
+  if (!r) {
+    file_done(w, f);
+    return;
+  }
   ncs_item_t it;
   uint64_t n = 0;
   int nseg = 0;
-  x->seg = 0;
-  while (!x->oom && !x->sink->err && ncs_reader_next(r, &it) > 0) {
-    if ((++n & 4095) == 0) progress(x, r, 0);
+  while (!w->oom && !w->sink->err && ncs_reader_next(r, &it) > 0) {
+    if ((++n & 8191) == 0) {
+      progress(w, r);
+      if (atomic_load(&x->failed) || atomic_load(&x->oom)) break;
+    }
     if (it.what == NCS_ITEM_SEGMENT) {
-      if (nseg) close_all(x, to_out(f, f->seg_end[x->seg]));
-      x->seg = (uint32_t)nseg++;
-      hm_clear(&x->tid_map);
-      hm_clear(&x->parent_map);
+      if (nseg) close_all(w, to_out(f, f->seg_end[w->seg]));
+      w->seg = (uint32_t)nseg++;
+      hm_clear(&w->tid_map);
+      hm_clear(&w->parent_map);
       continue;
     }
     if (it.what == NCS_ITEM_THREAD) {
-      if (hm_put(&x->tid_map, it.thread_index, it.thread_tid) != 0) x->oom = 1;
+      if (hm_put(&w->tid_map, it.thread_index, it.thread_tid) != 0) set_oom(w);
       continue;
     }
-    if (it.what != NCS_ITEM_EVENT || !nseg) continue;
+    if (it.what != NCS_ITEM_EVENT || !nseg || w->seg >= f->nseg) continue;
     const ncs_event_t *e = &it.ev;
+    int linked = e->type == NCS_T_COLL || e->type == NCS_T_P2P;
     switch (e->kind) {
-    case NCS_REC_START: ev_start(x, f, e); break;
+    case NCS_REC_START: ev_start(w, f, e); break;
     case NCS_REC_STOP:
-      if (e->type != NCS_T_COLL && e->type != NCS_T_P2P && (x->o.types & (1u << e->type)))
-        ev_stop(x, f, e);
+      if (!linked && (x->o.types & (1u << e->type))) ev_stop(w, f, e);
       break;
     case NCS_REC_STATE:
-      if (e->type != NCS_T_COLL && e->type != NCS_T_P2P && (x->o.types & (1u << e->type)))
-        ev_state(x, f, e);
+      if (!linked && (x->o.types & (1u << e->type))) ev_state(w, f, e);
       break;
-    case NCS_REC_EXPIRED: {
-      open_t *o = open_get(x, e->id);
-      if (o) o->expired = (uint8_t)e->reason;
-      break;
-    }
     default: break;
     }
   }
-  if (nseg) close_all(x, to_out(f, f->seg_end[x->seg]));
-  counters_flush(x, UINT64_MAX);
-  x->bytes_done += f->size;
+  if (nseg && w->seg < f->nseg) close_all(w, to_out(f, f->seg_end[w->seg]));
+  counters_flush(w, UINT64_MAX);
+  file_done(w, f);
   ncs_reader_close(r);
   free(f->ents); /* not needed any more */
   f->ents = NULL;
   f->nent = 0;
 }
 
+/* ================================================================ workers */
+
+static void wk_free(wk_t *w) {
+  reset_file_state(w);
+  free(w->rows), free(w->groups), free(w->open), free(w->free_open), free(w->heap), free(w->flows);
+  pool_free(&w->pool);
+  if (w->sink) w->sink->destroy(w->sink);
+  w->sink = NULL;
+}
+
+static void *index_worker(void *arg) {
+  wk_t *w = arg;
+  ex_t *x = w->x;
+  for (;;) {
+    pthread_mutex_lock(&x->mu);
+    uint32_t fi = x->next_file++;
+    pthread_mutex_unlock(&x->mu);
+    if (fi >= x->nfiles || atomic_load(&x->oom)) break;
+    index_file(w, &x->files[fi]);
+  }
+  return NULL;
+}
+
+static tl_sink_t *new_sink(ex_t *x, int fd, int whole) {
+  return x->o.format == NCS_EXPORT_CHROME ? tl_chrome_sink(fd, x->origin, whole, x->job_pid)
+                                          : tl_pftrace_sink(fd);
+}
+
+static void fail(ex_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fail(ex_t *x, const char *fmt, ...) {
+  pthread_mutex_lock(&x->mu);
+  if (!atomic_load(&x->failed)) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->fail_msg, sizeof x->fail_msg, fmt, ap);
+    va_end(ap);
+    atomic_store(&x->failed, 1);
+  }
+  pthread_cond_broadcast(&x->cv);
+  pthread_mutex_unlock(&x->mu);
+}
+
+/* a temporary file, already unlinked, in the output's directory */
+static int temp_fd(ex_t *x) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/.ncclscope-export-XXXXXX", x->tmp_dir);
+  int fd = mkostemp(path, O_CLOEXEC);
+  if (fd >= 0) unlink(path);
+  return fd;
+}
+
+static void *emit_worker(void *arg) {
+  wk_t *w = arg;
+  ex_t *x = w->x;
+  for (;;) {
+    pthread_mutex_lock(&x->mu);
+    /* stay at most a few files ahead of the one being appended: bounded temporary space */
+    while (x->next_file < x->nfiles && x->next_file > x->appended + x->nworkers &&
+           !atomic_load(&x->failed) && !atomic_load(&x->oom))
+      pthread_cond_wait(&x->cv, &x->mu);
+    uint32_t fi = x->next_file++;
+    pthread_mutex_unlock(&x->mu);
+    if (fi >= x->nfiles || atomic_load(&x->failed) || atomic_load(&x->oom)) break;
+    file_t *f = &x->files[fi];
+    int fd = temp_fd(x);
+    if (fd < 0) {
+      fail(x, "cannot create a temporary file in %s: %s", x->tmp_dir, strerror(errno));
+      break;
+    }
+    w->sink = new_sink(x, fd, 0);
+    if (!w->sink) {
+      close(fd);
+      set_oom(w);
+      break;
+    }
+    emit_file(w, fi);
+    int bad = w->sink->finish(w->sink) != 0;
+    int e = errno;
+    w->st.bytes_out += w->sink->bytes_out;
+    w->sink->destroy(w->sink);
+    w->sink = NULL;
+    if (bad) {
+      close(fd);
+      fail(x, "cannot write a temporary file in %s: %s", x->tmp_dir, strerror(e));
+      break;
+    }
+    pthread_mutex_lock(&x->mu);
+    f->frag_fd = fd;
+    f->frag_done = 1;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+  }
+  pthread_mutex_lock(&x->mu);
+  pthread_cond_broadcast(&x->cv);
+  pthread_mutex_unlock(&x->mu);
+  return NULL;
+}
+
+/* append a finished fragment to the output */
+static int append_fragment(int out, int in) {
+  off_t off = 0;
+  for (;;) {
+    ssize_t n = copy_file_range(in, &off, out, NULL, 1u << 30, 0);
+    if (n > 0) continue;
+    if (n == 0) return 0;
+    if (errno == EINTR) continue;
+    if (errno != EXDEV && errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP &&
+        errno != EBADF)
+      return -1;
+    break; /* not possible here (a pipe, another file system): copy by hand */
+  }
+  static char buf[1 << 20];
+  for (;;) {
+    ssize_t n = pread(in, buf, sizeof buf, off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return -1;
+    if (n == 0) return 0;
+    off += n;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t m = write(out, buf + done, (size_t)(n - done));
+      if (m < 0 && errno == EINTR) continue;
+      if (m < 0) return -1;
+      done += m;
+    }
+  }
+}
+
 /* ================================================================ driver */
 
 static void ex_free(ex_t *x) {
-  reset_file_state(x);
   for (uint32_t i = 0; i < x->nfiles; i++) {
-    free(x->files[i].path);
-    free(x->files[i].seg_end);
-    free(x->files[i].ents);
-    hm_free(&x->files[i].comm_map);
+    file_t *f = &x->files[i];
+    free(f->path), free(f->seg_end), free(f->ents), free(f->comms);
+    hm_free(&f->comm_map);
+    if (f->frag_fd > 0) close(f->frag_fd);
   }
   for (uint32_t i = 0; i < x->ninsts; i++) free(x->insts[i].bits);
-  free(x->files), free(x->comms), free(x->procs), free(x->insts), free(x->pairs);
-  free(x->rows), free(x->groups), free(x->open), free(x->free_open), free(x->heap), free(x->flows);
+  free(x->files), free(x->procs), free(x->insts), free(x->pairs);
   hm_free(&x->inst_map), hm_free(&x->pair_map);
   pool_free(&x->pool);
+  pthread_mutex_destroy(&x->mu);
+  pthread_cond_destroy(&x->cv);
+}
+
+static void add_stats(ncs_export_stats_t *a, const ncs_export_stats_t *b) {
+  a->records += b->records, a->bytes_out += b->bytes_out, a->processes += b->processes;
+  a->tracks += b->tracks, a->slices += b->slices, a->instants += b->instants;
+  a->counter_samples += b->counter_samples, a->coll_flows += b->coll_flows;
+  a->p2p_flows += b->p2p_flows, a->job_slices += b->job_slices;
+  a->unmatched_stops += b->unmatched_stops, a->unfinished += b->unfinished;
+}
+
+static int list_files(ex_t *x, char *const *paths, size_t npaths, char *err, size_t errlen) {
+  for (size_t i = 0; i < npaths; i++) {
+    char **list;
+    size_t n;
+    if (ncs_list_traces(paths[i], &list, &n, err, errlen) != 0) return 2;
+    for (size_t k = 0; k < n; k++) {
+      if (GROW(x->files, x->file_cap, x->nfiles + 1) != 0) {
+        ncs_free_paths(list, n);
+        snprintf(err, errlen, "out of memory");
+        return -1;
+      }
+      file_t *f = &x->files[x->nfiles++];
+      f->path = strdup(list[k]);
+      f->frag_fd = -1;
+      struct stat sb;
+      f->size = stat(list[k], &sb) == 0 ? (uint64_t)sb.st_size : 0;
+      x->bytes_total += 2 * f->size;
+    }
+    ncs_free_paths(list, n);
+  }
+  if (!x->nfiles) {
+    snprintf(err, errlen, "no *%s files in %s%s", NCS_TRACE_SUFFIX, npaths ? paths[0] : "",
+             npaths > 1 ? " and the other paths" : "");
+    return 2;
+  }
+  return 0;
+}
+
+/* GPU offsets, their error bounds and the time origin */
+static void clocks(ex_t *x, ncs_export_stats_t *st) {
+  x->origin = UINT64_MAX;
+  int conflicts = 0;
+  int64_t worst = 0;
+  for (uint32_t i = 0; i < x->nprocs; i++) {
+    const gpuclk_t *g = &x->procs[i].clk;
+    const file_t *f = &x->files[x->procs[i].file];
+    if (!g->has) continue;
+    st->gpu_mapped++;
+    if (g->lo != INT64_MIN && g->lo <= g->off) {
+      st->gpu_bounded++;
+      if (g->off - g->lo > st->max_gpu_offset_err_ns) st->max_gpu_offset_err_ns = g->off - g->lo;
+    }
+    if (g->lo != INT64_MIN && g->lo > g->off) {
+      conflicts++;
+      if (g->lo - g->off > worst) worst = g->lo - g->off;
+    }
+    uint64_t t = to_out(f, g->min_pt + (uint64_t)g->off);
+    if (g->min_pt != UINT64_MAX && t < x->origin) x->origin = t;
+  }
+  for (uint32_t i = 0; i < x->nfiles; i++) {
+    file_t *f = &x->files[i];
+    if (f->nseg && to_out(f, f->min_ts) < x->origin) x->origin = to_out(f, f->min_ts);
+  }
+  if (x->origin == UINT64_MAX) x->origin = 0;
+  st->clock_conflicts = conflicts;
+  if (conflicts)
+    fprintf(stderr,
+            "%s: warning: for %d of %d ranks the host and GPU clocks disagree by up to %.1f us "
+            "(with the offset that no observation contradicts, a kernel would start before its "
+            "launch): the host or GPU timestamps of those ranks are not consistent\n",
+            x->o.prog, conflicts, st->gpu_mapped, (double)worst / 1e3);
+}
+
+static unsigned workers_for(const ex_t *x) {
+  long n = x->o.jobs > 0 ? x->o.jobs : sysconf(_SC_NPROCESSORS_ONLN);
+  if (n < 1) n = 1;
+  if (n > MAX_WORKERS) n = MAX_WORKERS;
+  if ((uint32_t)n > x->nfiles) n = (long)x->nfiles;
+  return (unsigned)n;
 }
 
 int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
                ncs_export_stats_t *st, char *err, size_t errlen) {
   ex_t *x = calloc(1, sizeof *x);
-  if (!x) {
+  wk_t *ws = calloc(MAX_WORKERS, sizeof *ws);
+  if (!x || !ws) {
+    free(x), free(ws);
     snprintf(err, errlen, "out of memory");
     return -1;
   }
   memset(st, 0, sizeof *st);
+  pthread_mutex_init(&x->mu, NULL);
+  pthread_cond_init(&x->cv, NULL);
   x->o = *o;
   if (!x->o.types) x->o.types = (1u << NCS_T_COUNT) - 1;
   if (!x->o.prog) x->o.prog = "ncclscope export";
-  x->st = st;
   x->next_uuid = 0x100;
-  x->t0 = now_s();
+  x->t0_ns = now_ns();
   field_indexes();
   arg_names(x);
+  (void)ncs_crc32c(0, "", 0); /* build the CRC table before the threads share it */
   int rc = 0, fd = -1;
-  /* the files */
-  for (size_t i = 0; i < npaths; i++) {
-    char **list;
-    size_t n;
-    if (ncs_list_traces(paths[i], &list, &n, err, errlen) != 0) {
-      rc = 2;
-      goto out;
-    }
-    for (size_t k = 0; k < n; k++) {
-      if (GROW(x->files, x->file_cap, x->nfiles + 1) != 0) {
-        ncs_free_paths(list, n);
-        goto oom;
-      }
-      file_t *f = &x->files[x->nfiles++];
-      f->path = strdup(list[k]);
-      struct stat sb;
-      f->size = stat(list[k], &sb) == 0 ? (uint64_t)sb.st_size : 0;
-      x->bytes_total += 2 * f->size;
-      st->bytes_in += f->size;
-    }
-    ncs_free_paths(list, n);
-  }
-  if (!x->nfiles) {
-    snprintf(err, errlen, "no *%s files found", NCS_TRACE_SUFFIX);
-    rc = 2;
-    goto out;
-  }
+  tl_sink_t *ms = NULL;
+  wk_t *w0 = &ws[0];
+  for (unsigned i = 0; i < MAX_WORKERS; i++) ws[i].x = x;
+  rc = list_files(x, paths, npaths, err, errlen);
+  if (rc) goto out;
+  for (uint32_t i = 0; i < x->nfiles; i++) st->bytes_in += x->files[i].size;
   st->files = x->nfiles;
+  x->nworkers = workers_for(x);
   for (uint32_t i = 0; i < x->nfiles; i++) pass0(x, &x->files[i]);
   host_offsets(x);
-  for (x->fi = 0; x->fi < x->nfiles && !x->oom; x->fi++) index_file(x, &x->files[x->fi]);
-  if (x->oom) goto oom;
+  /* pass 1 */
+  x->next_file = 0;
+  for (unsigned i = 1; i < x->nworkers; i++)
+    if (pthread_create(&ws[i].thread, NULL, index_worker, &ws[i]) != 0) ws[i].thread = 0;
+  index_worker(w0);
+  for (unsigned i = 1; i < x->nworkers; i++)
+    if (ws[i].thread) pthread_join(ws[i].thread, NULL);
+  if (atomic_load(&x->oom)) goto oom;
   fold_instances(x);
-  make_procs(x);
-  if (x->oom) goto oom;
-  x->origin = UINT64_MAX;
-  for (uint32_t i = 0; i < x->nfiles; i++) {
-    file_t *f = &x->files[i];
-    if (f->has_gpu) {
-      st->gpu_mapped_files++;
-      if (f->gpu_lo != INT64_MIN && f->gpu_off - f->gpu_lo > st->max_gpu_offset_err_ns)
-        st->max_gpu_offset_err_ns = f->gpu_off - f->gpu_lo;
-      if (f->gpu_lo != INT64_MIN && f->gpu_lo > f->gpu_off) {
-        st->clock_conflicts++;
-        fprintf(stderr,
-                "%s: warning: %s: GPU and host clocks disagree by %.1f us (a kernel seen "
-                "starting before its launch): the host timestamps of this process drift "
-                "(NCCLSCOPE_CLOCK=monotonic avoids the TSC conversion)\n",
-                x->o.prog, f->path, (double)(f->gpu_lo - f->gpu_off) / 1e3);
-      }
-      if (f->min_ptimer != UINT64_MAX && to_out(f, f->min_ptimer + (uint64_t)f->gpu_off) < x->origin)
-        x->origin = to_out(f, f->min_ptimer + (uint64_t)f->gpu_off);
-    }
-    if (f->nseg && to_out(f, f->min_ts) < x->origin) x->origin = to_out(f, f->min_ts);
-  }
-  if (x->origin == UINT64_MAX) x->origin = 0;
-  /* the output */
+  if (make_procs(x) != 0) goto oom;
+  clocks(x, st);
+  /* the output, and the job tracks into it */
   if (!strcmp(o->out, "-")) {
     fd = 1;
+    const char *t = getenv("TMPDIR");
+    x->tmp_dir = t && *t ? t : "/tmp";
   } else {
     fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0) {
@@ -1603,46 +1978,113 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
       rc = -1;
       goto out;
     }
+    static char dir[4096];
+    snprintf(dir, sizeof dir, "%s", o->out);
+    char *slash = strrchr(dir, '/');
+    if (slash)
+      slash == dir ? (void)(slash[1] = 0) : (void)(*slash = 0);
+    else
+      snprintf(dir, sizeof dir, ".");
+    x->tmp_dir = dir;
   }
-  x->sink = o->format == NCS_EXPORT_CHROME ? tl_chrome_sink(fd, x->origin) : tl_pftrace_sink(fd);
-  if (!x->sink) goto oom;
-  x->bytes_done = x->bytes_total / 2;
-  x->sink->seq_begin(x->sink);
-  if (x->o.types & (1u << NCS_T_COLL)) emit_job(x);
-  /* instances were sorted: entries find theirs by key in the emit pass */
-  for (x->fi = 0; x->fi < x->nfiles && !x->oom && !x->sink->err; x->fi++) emit_file(x, x->fi);
-  if (x->oom) goto oom;
-  if (x->sink->finish(x->sink) != 0) {
+  ms = x->main_sink = new_sink(x, fd, 1);
+  if (!ms) goto oom;
+  atomic_store(&x->writing, 1);
+  ms->seq_begin(ms, 1);
+  w0->next_uuid = 1ull << 25; /* processes: from 0x100; files: (index + 1) << 26 */
+  w0->next_track = x->next_track;
+  if (x->o.types & (1u << NCS_T_COLL)) emit_job(w0);
+  pool_free(&w0->pool);
+  if (w0->oom) goto oom;
+  /* pass 2 */
+  x->direct = x->nworkers == 1;
+  if (x->direct) {
+    w0->sink = ms;
+    for (uint32_t fi = 0; fi < x->nfiles && !w0->oom && !ms->err; fi++) emit_file(w0, fi);
+    w0->sink = NULL;
+  } else {
+    tl_out_flush(ms);
+    x->next_file = 0;
+    unsigned started = 0;
+    for (unsigned i = 0; i < x->nworkers; i++)
+      if (pthread_create(&ws[i].thread, NULL, emit_worker, &ws[i]) == 0) started++;
+      else ws[i].thread = 0;
+    if (!started) { /* no thread: do it here */
+      x->nworkers = 1;
+      emit_worker(w0);
+    }
+    for (uint32_t fi = 0; fi < x->nfiles; fi++) {
+      file_t *f = &x->files[fi];
+      pthread_mutex_lock(&x->mu);
+      while (!f->frag_done && !atomic_load(&x->failed) && !atomic_load(&x->oom)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        ts.tv_nsec += 500000000;
+        if (ts.tv_nsec >= 1000000000) ts.tv_sec++, ts.tv_nsec -= 1000000000;
+        pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        pthread_mutex_unlock(&x->mu);
+        progress_print(x, 0);
+        pthread_mutex_lock(&x->mu);
+      }
+      int ready = f->frag_done;
+      pthread_mutex_unlock(&x->mu);
+      if (!ready) break;
+      if (append_fragment(fd, f->frag_fd) != 0) {
+        fail(x, "cannot write %s: %s", o->out, strerror(errno));
+        break;
+      }
+      close(f->frag_fd);
+      f->frag_fd = -1;
+      pthread_mutex_lock(&x->mu);
+      x->appended = fi + 1;
+      pthread_cond_broadcast(&x->cv);
+      pthread_mutex_unlock(&x->mu);
+    }
+    fail(x, "%s", "stopped"); /* wakes the workers if something went wrong; harmless if not */
+    for (unsigned i = 0; i < x->nworkers; i++)
+      if (ws[i].thread) pthread_join(ws[i].thread, NULL);
+    int all = 1;
+    for (uint32_t fi = 0; fi < x->nfiles; fi++) all &= x->files[fi].frag_done;
+    if (all) {
+      atomic_store(&x->failed, 0);
+    } else if (!atomic_load(&x->oom) && strcmp(x->fail_msg, "stopped")) {
+      snprintf(err, errlen, "%s", x->fail_msg);
+      rc = -1;
+      goto out;
+    }
+  }
+  if (atomic_load(&x->oom)) goto oom;
+  if (ms->finish(ms) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
     rc = -1;
     goto out;
   }
-  st->bytes_out = x->sink->bytes_out;
+  for (unsigned i = 0; i < MAX_WORKERS; i++) add_stats(st, &ws[i].st);
+  st->bytes_out += ms->bytes_out; /* with workers, the fragments were counted by them */
   for (uint32_t i = 0; i < x->nfiles; i++) {
     file_t *f = &x->files[i];
     if (f->damage == NCS_DAMAGE_CORRUPT) st->damaged++, rc = rc ? rc : 1;
     if (f->damage == NCS_DAMAGE_TRUNCATED) st->truncated++;
-    if (f->damage)
-      fprintf(stderr, "%s: warning: %s: %s\n", x->o.prog, f->path, f->errmsg);
+    if (f->damage) fprintf(stderr, "%s: warning: %s: %s\n", x->o.prog, f->path, f->errmsg);
   }
-  progress(x, NULL, 1);
+  progress_print(x, 1);
   goto out;
 oom:
   snprintf(err, errlen, "out of memory");
   rc = -1;
 out:
-  if (x->sink) {
-    if (x->sink->out.n && rc < 0) x->sink->out.n = 0;
-    x->sink->destroy(x->sink);
+  for (unsigned i = 0; i < MAX_WORKERS; i++) {
+    if (ws[i].sink == ms) ws[i].sink = NULL;
+    wk_free(&ws[i]);
   }
-  if (fd > 1) {
-    if (close(fd) != 0 && rc == 0) {
-      snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
-      rc = -1;
-    }
+  if (ms) ms->destroy(ms);
+  if (fd > 1 && close(fd) != 0 && rc == 0) {
+    snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
+    rc = -1;
   }
-  st->seconds = now_s() - x->t0;
+  st->seconds = (double)(now_ns() - x->t0_ns) * 1e-9;
   ex_free(x);
   free(x);
+  free(ws);
   return rc;
 }

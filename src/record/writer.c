@@ -74,11 +74,17 @@ static writer_t W;
 
 /* ------------------------------------------------------------------ time */
 
+/* One (TSC, CLOCK_MONOTONIC) pair. A pair taken while the thread was preempted between the
+ * reads would be off by the preemption, so the tightest of a few tries is kept. */
 static void cal_sample(uint64_t *tsc, uint64_t *ns) {
-  uint64_t a = ncs_tsc();
-  *ns = ncs_mono_ns();
-  uint64_t b = ncs_tsc();
-  *tsc = a + (b - a) / 2;
+  uint64_t best = UINT64_MAX;
+  *tsc = *ns = 0;
+  for (int i = 0; i < 5; i++) {
+    uint64_t a = ncs_tsc();
+    uint64_t n = ncs_mono_ns();
+    uint64_t b = ncs_tsc();
+    if (b - a < best) best = b - a, *tsc = a + (b - a) / 2, *ns = n;
+  }
 }
 
 static void clock_setup(void) {
@@ -92,6 +98,9 @@ static void clock_setup(void) {
   W.anchor_tsc = t, W.anchor_ns = n;
 }
 
+/* Called every writer cycle: the rate comes from the whole baseline since the segment began
+ * (its error shrinks as the baseline grows) and the anchor is fresh, so an event is never
+ * converted far from a measured pair. */
 static void clock_refresh(void) {
   if (!ncs_g.use_tsc) return;
   uint64_t t, n;
@@ -810,12 +819,12 @@ static void segment_begin(void) {
 
 static void housekeeping(int final) {
   uint64_t now = ncs_mono_ns();
+  clock_refresh();
   publish_comms();
   if (final || now - W.last_sweep_ns > SWEEP_NS) sweep(final);
   if (final || now - W.last_flush_ns >= (uint64_t)ncs_g.cfg.flush_ms * 1000000ull) flush_events();
   if (now - W.last_clock_ns > CLOCK_NS) {
     flush_events(); /* keep chunks in time order around the clock pair */
-    clock_refresh();
     ncs_enc_clock(&W.tmp, now, ncs_realtime_ns());
     small_chunk(NCS_CHUNK_CLOCK);
     W.last_clock_ns = now;
