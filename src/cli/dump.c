@@ -206,7 +206,9 @@ static void line_comm(dump_t *d, const ncs_comm_info_t *c) {
   fprintf(d->o, " rank=%d nranks=%d nNodes=%d abi=%u mask=0x%x(", c->rank, c->nranks, c->nnodes,
           c->abi_version, c->mask);
   ncs_put_mask(d->o, c->mask);
-  fprintf(d->o, ")\n");
+  fprintf(d->o, ") device=%d busId=", c->device);
+  ncs_put_str(d->o, c->bus_id && c->bus_id[0] ? c->bus_id : "-");
+  fprintf(d->o, "\n");
 }
 
 static void line_counters(dump_t *d, const ncs_item_t *it) {

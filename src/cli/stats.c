@@ -39,6 +39,8 @@ typedef struct {
   int32_t rank, nranks, nnodes;
   uint32_t abi, index, seg;
   int finalized;
+  int32_t device; /* -1 unknown */
+  char bus[32];
 } comm_t;
 
 typedef struct {
@@ -184,8 +186,10 @@ static void add_comm(file_t *f, const ncs_comm_info_t *c) {
                 .nnodes = c->nnodes,
                 .abi = c->abi_version,
                 .index = c->index,
+                .device = c->device,
                 .seg = f->nseg - 1};
   snprintf(m->name, sizeof m->name, "%s", c->name);
+  snprintf(m->bus, sizeof m->bus, "%s", c->bus_id ? c->bus_id : "");
 }
 
 static void end_comm(file_t *f, uint32_t index) {
@@ -302,8 +306,10 @@ static void put_comms(FILE *o, const file_t *f) {
     const comm_t *c = &f->comms[i];
     fprintf(o, "    commId 0x%016" PRIx64 "  name ", c->comm_id);
     ncs_put_str(o, c->name[0] ? c->name : "-");
-    fprintf(o, "  rank %d/%d  nNodes %d  abi v%u  seg %u%s\n", c->rank, c->nranks, c->nnodes,
-            c->abi, c->seg, c->finalized ? "" : "  (not finalized)");
+    fprintf(o, "  rank %d/%d  nNodes %d  abi v%u  seg %u", c->rank, c->nranks, c->nnodes, c->abi,
+            c->seg);
+    if (c->device >= 0) fprintf(o, "  gpu %d%s%s", c->device, c->bus[0] ? " " : "", c->bus);
+    fprintf(o, "%s\n", c->finalized ? "" : "  (not finalized)");
   }
   if (f->ncomms_all > f->ncomms) fprintf(o, "    ... %u more\n", f->ncomms_all - f->ncomms);
 }

@@ -117,6 +117,8 @@ typedef struct {
   int abi;
   uint64_t init_tsc, fini_tsc;
   uint32_t mask;
+  int device;     /* CUDA device current at init, -1 unknown */
+  char bus_id[32];
 } ncs_comm_t;
 
 /* ---- raw records in the blocks (8-byte words) ----

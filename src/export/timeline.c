@@ -186,6 +186,8 @@ typedef struct {
   uint32_t seg, index, proc;
   uint32_t order; /* order of first appearance in the file: groups */
   gpuclk_t clk;   /* its GPU's clock, from its KernelCh */
+  int32_t device; /* CUDA device at init, -1 unknown */
+  const char *bus_id; /* shared pool; "" unknown */
 } comm_t;
 
 typedef struct {         /* one Coll or P2p event, in file order */
@@ -214,6 +216,8 @@ typedef struct {
 typedef struct {
   uint32_t file;
   int32_t rank;   /* world rank, -1 none */
+  int32_t device; /* its GPU, -1 unknown */
+  const char *bus_id;
   int32_t pid, order;
   const char *name;
   gpuclk_t clk; /* its GPU's clock: the comms' together */
@@ -669,7 +673,9 @@ static void index_file(wk_t *w, file_t *f) {
       clk_init(&c->clk);
       pthread_mutex_lock(&w->x->mu);
       c->name = pool(&w->x->pool, it.comm.name);
+      c->bus_id = pool(&w->x->pool, it.comm.bus_id ? it.comm.bus_id : "");
       pthread_mutex_unlock(&w->x->mu);
+      c->device = it.comm.device;
       c->comm_id = it.comm.comm_id;
       c->rank = it.comm.rank, c->nranks = it.comm.nranks;
       c->seg = seg, c->index = it.comm.index, c->proc = NONE32, c->order = order++;
@@ -768,6 +774,7 @@ static int cmp_proc(const void *a, const void *b) {
 static int add_proc(ex_t *x, uint32_t fi, int32_t rank) {
   if (GROW(x->procs, x->proc_cap, x->nprocs + 1) != 0) return -1;
   x->procs[x->nprocs].file = fi, x->procs[x->nprocs].rank = rank;
+  x->procs[x->nprocs].device = -1, x->procs[x->nprocs].bus_id = "";
   x->nprocs++;
   return 0;
 }
@@ -790,6 +797,8 @@ static int make_procs(ex_t *x) {
         if (x->procs[k].rank == c->rank) break;
       if (k == x->nprocs && add_proc(x, fi, c->rank) != 0) return -1;
       c->proc = k;
+      if (x->procs[k].device < 0 && c->device >= 0) /* the GPU its world communicator ran on */
+        x->procs[k].device = c->device, x->procs[k].bus_id = c->bus_id;
     }
     if (x->nprocs == f->p0 && add_proc(x, fi, -1) != 0) return -1; /* no communicator */
     for (uint32_t i = 0; i < f->ncomms; i++) {
@@ -820,7 +829,11 @@ static int make_procs(ex_t *x) {
     const file_t *f = &x->files[p->file];
     p->pid = (int32_t)k + 1;
     p->order = (int32_t)k;
-    if (p->rank >= 0)
+    if (p->rank >= 0 && p->device >= 0)
+      p->name = poolf(&x->pool, "rank %d \xc2\xb7 GPU %d%s%s%s \xc2\xb7 %s:%" PRIu64, p->rank,
+                      p->device, p->bus_id[0] ? " (" : "", p->bus_id, p->bus_id[0] ? ")" : "",
+                      f->host, f->pid);
+    else if (p->rank >= 0)
       p->name = poolf(&x->pool, "rank %d \xc2\xb7 %s:%" PRIu64, p->rank, f->host, f->pid);
     else
       p->name = poolf(&x->pool, "%s:%" PRIu64, f->host, f->pid);

@@ -4,6 +4,7 @@
  * (core/ncs.h describes the words). Everything here runs on NCCL's threads: no locks on the
  * event path, no allocation, and *eHandle is always written.
  */
+#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,27 @@ static uint32_t abi_mask(int abi) {
   }
 }
 
+/* The GPU of the communicator being created: NCCL calls init with its device current. The
+ * driver is already loaded (the CUDA runtime loads it privately, so it is not in the global
+ * scope); RTLD_NOLOAD finds it without loading anything. The plugin does not link CUDA. */
+typedef int (*cu_get_device_fn)(int *dev);
+typedef int (*cu_bus_id_fn)(char *bus, int len, int dev);
+
+static void current_gpu(int *dev, char *bus, size_t len) {
+  *dev = -1;
+  bus[0] = 0;
+  void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!cuda) return; /* no CUDA driver in this process (nccl-sim, tests) */
+  cu_get_device_fn get = (cu_get_device_fn)dlsym(cuda, "cuCtxGetDevice");
+  cu_bus_id_fn bus_of = (cu_bus_id_fn)dlsym(cuda, "cuDeviceGetPCIBusId");
+  int d = -1;
+  if (get && get(&d) == 0 && d >= 0) {
+    *dev = d;
+    if (!bus_of || bus_of(bus, (int)len, d) != 0) bus[0] = 0;
+  }
+  dlclose(cuda); /* drops only the reference RTLD_NOLOAD took */
+}
+
 /* Shared by every version. Never fails: a communicator we cannot track gets a NULL context. */
 static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const char *name,
                             int nnodes, int nranks, int rank, ncs_logger_t logfn, int abi) {
@@ -128,6 +150,7 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   c->abi = abi;
   c->init_tsc = now();
   c->mask = m;
+  current_gpu(&c->device, c->bus_id, sizeof c->bus_id);
   atomic_store(&c->state, NCS_COMM_LIVE);
   atomic_store(&ncs_g.ncomms, idx + 1);
   atomic_fetch_add(&ncs_g.live_comms, 1);

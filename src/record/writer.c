@@ -665,7 +665,8 @@ static void publish_comms(void) {
     if (pub == 0) {
       ncs_comm_info_t ci = {.index = i, .comm_id = c->comm_id, .name = c->name, .nranks = c->nranks,
                             .nnodes = c->nnodes, .rank = c->rank, .abi_version = (uint32_t)c->abi,
-                            .init_ns = to_ns(c->init_tsc), .mask = c->mask};
+                            .init_ns = to_ns(c->init_tsc), .mask = c->mask,
+                            .device = c->device, .bus_id = c->bus_id};
       ncs_enc_comm(&W.tmp, &ci);
       small_chunk(NCS_CHUNK_COMM);
       atomic_store(&c->published, pub = 1);

@@ -95,6 +95,8 @@ void ncs_enc_comm(ncs_buf_t *b, const ncs_comm_info_t *c) {
   ncs_buf_varint(b, c->abi_version);
   ncs_buf_varint(b, c->init_ns);
   ncs_buf_varint(b, c->mask);
+  ncs_buf_zigzag(b, c->device);
+  ncs_buf_str(b, c->bus_id);
 }
 
 void ncs_enc_comm_end(ncs_buf_t *b, uint32_t index, uint64_t ns) {

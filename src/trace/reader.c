@@ -392,6 +392,10 @@ static int dec_comm(ncs_reader_t *r, ncs_item_t *it) {
       get_u32(r, &c->abi_version, "ABI version") || get_u64(r, &c->init_ns, "init time") ||
       get_u32(r, &c->mask, "activation mask"))
     return -1;
+  c->device = -1, c->bus_id = "";
+  /* appended later (format 1.1): the GPU; files written before have no such bytes */
+  if (r->pos < r->end && (get_i32(r, &c->device, "device") || get_str(r, &c->bus_id, "bus id")))
+    return -1;
   it->ts = c->init_ns;
   return NCS_ITEM_COMM;
 }

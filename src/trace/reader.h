@@ -37,6 +37,8 @@ typedef struct {
   uint32_t abi_version;
   uint64_t init_ns;
   uint32_t mask;
+  int32_t device;     /* CUDA device ordinal current at init, -1 unknown (format 1.1 field) */
+  const char *bus_id; /* its PCI bus id, "" unknown */
 } ncs_comm_info_t;
 
 typedef struct {
