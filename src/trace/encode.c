@@ -18,6 +18,7 @@ void ncs_buf_free(ncs_buf_t *b) {
 }
 
 void ncs_buf_bytes(ncs_buf_t *b, const void *p, size_t n) {
+  if (!n) return; /* memcpy must not see a NULL source, even for 0 bytes */
   if (b->overflow || n > b->cap - b->len) {
     b->overflow = 1;
     return;
