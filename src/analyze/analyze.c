@@ -35,6 +35,12 @@ typedef struct {
   size_t *ngaps;
 } priv_t;
 
+
+/* qsort, but an empty array may be NULL (qsort's pointer must not be, even for 0 elements) */
+static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+  if (n > 1) qsort(base, n, size, cmp);
+}
+
 static void *xrealloc(void *p, size_t n) {
   void *q = realloc(p, n ? n : 1);
   if (!q) {
@@ -245,12 +251,12 @@ static void read_file(ncs_analysis_t *a, priv_t *P, const char *path, uint32_t p
   ncs_reader_close(r);
   /* clocks of this process */
   if (clk.n) {
-    qsort(clk.v, clk.n, sizeof *clk.v, cmp_i64);
+    sort_n(clk.v, clk.n, sizeof *clk.v, cmp_i64);
     pr->clk_off = qi64(clk.v, clk.n, 0.5), pr->clk_spread = clk.v[clk.n - 1] - clk.v[0];
     pr->clk_pairs = (uint32_t)clk.n;
   }
   if (gaps.n) {
-    qsort(gaps.v, gaps.n, sizeof *gaps.v, cmp_i64);
+    sort_n(gaps.v, gaps.n, sizeof *gaps.v, cmp_i64);
     int64_t med = qi64(gaps.v, gaps.n, 0.5);
     int64_t d = med - pr->clk_off;
     if (clk.n && d < 1000000000 && d > -1000000000) /* within 1 s of realtime: realtime domain */
@@ -426,10 +432,10 @@ static void host_offsets(ncs_analysis_t *a, priv_t *P, size_t ncoll) {
   }
   for (uint32_t h = 1; h < a->nhosts; h++) {
     if (!d[h].n) continue;
-    qsort(d[h].v, d[h].n, sizeof(int64_t), cmp_i64);
+    sort_n(d[h].v, d[h].n, sizeof(int64_t), cmp_i64);
     int64_t med = qi64(d[h].v, d[h].n, 0.5);
     for (size_t k = 0; k < d[h].n; k++) d[h].v[k] = llabs(d[h].v[k] - med);
-    qsort(d[h].v, d[h].n, sizeof(int64_t), cmp_i64);
+    sort_n(d[h].v, d[h].n, sizeof(int64_t), cmp_i64);
     a->hosts[h].offset = med, a->hosts[h].error = qi64(d[h].v, d[h].n, 0.5);
     a->hosts[h].samples = d[h].n;
     free(d[h].v);
@@ -445,8 +451,8 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
       op_t t = P->ops[ncoll];
       P->ops[ncoll++] = P->ops[i], P->ops[i] = t;
     }
-  qsort(P->ops, ncoll, sizeof *P->ops, cmp_coll);
-  qsort(P->ops + ncoll, P->n - ncoll, sizeof *P->ops, cmp_p2p);
+  sort_n(P->ops, ncoll, sizeof *P->ops, cmp_coll);
+  sort_n(P->ops + ncoll, P->n - ncoll, sizeof *P->ops, cmp_p2p);
   a->coll_ops = ncoll;
   host_offsets(a, P, ncoll);
   a->error = 0;
@@ -509,7 +515,7 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
       if (ks > kmax) kmax = ks;
     }
     memcpy(arr, durs, n * sizeof *durs);
-    qsort(arr, n, sizeof *arr, cmp_i64);
+    sort_n(arr, n, sizeof *arr, cmp_i64);
     int64_t dmed = qi64(arr, n, 0.5);
     int64_t skew = last - first;
     for (size_t k = i; k < j; k++) {
@@ -572,8 +578,8 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
   /* finish buckets */
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     ncs_an_bucket_t *b = &a->buckets[k];
-    qsort(b->lat, b->n, sizeof(double), cmp_dbl), qsort(b->bw, b->n, sizeof(double), cmp_dbl);
-    qsort(b->abw, b->n, sizeof(double), cmp_dbl), qsort(b->skew, b->n, sizeof(double), cmp_dbl);
+    sort_n(b->lat, b->n, sizeof(double), cmp_dbl), sort_n(b->bw, b->n, sizeof(double), cmp_dbl);
+    sort_n(b->abw, b->n, sizeof(double), cmp_dbl), sort_n(b->skew, b->n, sizeof(double), cmp_dbl);
     b->lat_p50 = qdbl(b->lat, b->n, .5), b->lat_p95 = qdbl(b->lat, b->n, .95);
     b->lat_p99 = qdbl(b->lat, b->n, .99);
     /* bandwidth percentiles are of the slow side: p95 = the value 95% of instances beat */

@@ -133,5 +133,11 @@ int ncs_cmd_demo(int argc, char **argv) {
             "ncclscope demo: open it at https://ui.perfetto.dev (Open trace file, then pick %s)\n",
             pf, (double)es.bytes_out / 1e6, (unsigned long long)es.slices,
             (unsigned long long)(es.coll_flows + es.p2p_flows), pf);
+  /* and the answer: the cross-rank report, as `ncclscope report DIR` prints it */
+  fprintf(stderr, "ncclscope demo: report ('ncclscope report %s'):\n", dir);
+  fflush(stderr);
+  char *rargv[] = {"report", dir, NULL};
+  int rrc = ncs_cmd_report(2, rargv);
+  if (rrc != 0) ncs_warn("the report failed with status %d", rrc);
   return rc ? rc : st;
 }
