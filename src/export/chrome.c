@@ -364,13 +364,7 @@ static int js_finish(tl_sink_t *s) {
   if (j->whole)
     PUTS(&s->out,
          "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ncclscope export\"}}\n");
-  tl_out_flush(s);
-  if (s->out.oom && !s->err) s->err = ENOMEM;
-  if (s->err) {
-    errno = s->err;
-    return -1;
-  }
-  return 0;
+  return tl_sink_close(s);
 }
 
 static void js_destroy(tl_sink_t *s) {

@@ -242,15 +242,7 @@ static void pf_counter(tl_sink_t *s, const tl_track_t *t, uint64_t ts, double v)
   packet_close(p, m);
 }
 
-static int pf_finish(tl_sink_t *s) {
-  tl_out_flush(s);
-  if (s->out.oom && !s->err) s->err = ENOMEM;
-  if (s->err) {
-    errno = s->err;
-    return -1;
-  }
-  return 0;
-}
+static int pf_finish(tl_sink_t *s) { return tl_sink_close(s); }
 
 static void pf_destroy(tl_sink_t *s) {
   pf_t *p = (pf_t *)s;

@@ -107,6 +107,8 @@ struct tl_sink {
 
 /* Append-and-flush output shared by the sinks: flush when more than 1 MiB is pending. */
 void tl_out_flush(tl_sink_t *s);
+/* The last flush of a sink: 0, or -1 with errno set to the first error it met. */
+int tl_sink_close(tl_sink_t *s);
 static inline void tl_out_maybe_flush(tl_sink_t *s) {
   if (s->out.n >= (1u << 20)) tl_out_flush(s);
 }

@@ -56,6 +56,16 @@ void tl_out_flush(tl_sink_t *s) {
   s->out.n = 0;
 }
 
+int tl_sink_close(tl_sink_t *s) {
+  tl_out_flush(s);
+  if (s->out.oom && !s->err) s->err = ENOMEM;
+  if (s->err) {
+    errno = s->err;
+    return -1;
+  }
+  return 0;
+}
+
 /* ================================================================ small helpers */
 
 #define NONE32 0xFFFFFFFFu
