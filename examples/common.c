@@ -289,3 +289,35 @@ void ex_sync(const ex_bufs_t *b) {
   CUDACHECK(cudaSetDevice(b->dev));
   CUDACHECK(cudaStreamSynchronize(b->stream));
 }
+
+void ex_rank_allreduce(ncclComm_t comm, int rank, int nranks, const ex_opts_t *o) {
+  ex_bufs_t b;
+  ex_bufs_alloc(&b, rank, rank, o->count, o->count);
+  for (int it = 0; it < o->iters; it++)
+    NCCLCHECK(ncclAllReduce(b.send, b.recv, o->count, ncclFloat, ncclSum, comm, b.stream));
+  ex_sync(&b);
+  ex_expect_t e = {.kind = EX_SUM, .nranks = nranks};
+  ex_verify(b.dev, b.recv, o->count, &e, rank, "AllReduce");
+  ex_bufs_free(&b);
+  NCCLCHECK(ncclCommFinalize(comm));
+  NCCLCHECK(ncclCommDestroy(comm));
+}
+
+void ex_group_allreduce(ncclComm_t *comms, ex_bufs_t *b, int n, const ex_opts_t *o) {
+  for (int it = 0; it < o->iters; it++) {
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < n; i++)
+      NCCLCHECK(
+          ncclAllReduce(b[i].send, b[i].recv, o->count, ncclFloat, ncclSum, comms[i], b[i].stream));
+    NCCLCHECK(ncclGroupEnd());
+  }
+  ex_expect_t e = {.kind = EX_SUM, .nranks = n};
+  for (int i = 0; i < n; i++) {
+    ex_sync(&b[i]);
+    ex_verify(b[i].dev, b[i].recv, o->count, &e, i, "AllReduce");
+  }
+  for (int i = 0; i < n; i++) {
+    ex_bufs_free(&b[i]);
+    NCCLCHECK(ncclCommDestroy(comms[i]));
+  }
+}

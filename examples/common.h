@@ -118,4 +118,12 @@ void ex_bufs_alloc(ex_bufs_t *b, int dev, int rank, size_t send_n, size_t recv_n
 void ex_bufs_free(ex_bufs_t *b);
 void ex_sync(const ex_bufs_t *b); /* cudaStreamSynchronize on b's device */
 
+/* The workload of the examples that exercise a way of creating communicators: --iters
+ * AllReduce (sum) of --count floats, verified on the host, then the teardown.
+ * ex_rank_allreduce: one rank that owns its communicator on GPU `rank`; it is finalized and
+ * destroyed. ex_group_allreduce: one thread drives comms[0..n) with buffers b[0..n) (already
+ * allocated) in ncclGroupStart/End; buffers are freed and communicators destroyed. */
+void ex_rank_allreduce(ncclComm_t comm, int rank, int nranks, const ex_opts_t *o);
+void ex_group_allreduce(ncclComm_t *comms, ex_bufs_t *b, int n, const ex_opts_t *o);
+
 #endif

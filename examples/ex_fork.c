@@ -34,16 +34,7 @@ static void run_rank(const ex_opts_t *o, int rank, int fds[][2]) {
   CUDACHECK(cudaSetDevice(rank));
   ncclComm_t comm;
   NCCLCHECK(ncclCommInitRank(&comm, n, id, rank));
-  ex_bufs_t b;
-  ex_bufs_alloc(&b, rank, rank, o->count, o->count);
-  for (int it = 0; it < o->iters; it++)
-    NCCLCHECK(ncclAllReduce(b.send, b.recv, o->count, ncclFloat, ncclSum, comm, b.stream));
-  ex_sync(&b);
-  ex_expect_t e = {.kind = EX_SUM, .nranks = n};
-  ex_verify(b.dev, b.recv, o->count, &e, rank, "AllReduce");
-  ex_bufs_free(&b);
-  NCCLCHECK(ncclCommFinalize(comm));
-  NCCLCHECK(ncclCommDestroy(comm));
+  ex_rank_allreduce(comm, rank, n, o);
 }
 
 int main(int argc, char **argv) {

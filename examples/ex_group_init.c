@@ -18,22 +18,7 @@ int main(int argc, char **argv) {
   NCCLCHECK(ncclGroupEnd());
   for (int i = 0; i < n; i++) ex_bufs_alloc(&b[i], i, i, o.count, o.count);
 
-  for (int it = 0; it < o.iters; it++) {
-    NCCLCHECK(ncclGroupStart());
-    for (int i = 0; i < n; i++)
-      NCCLCHECK(
-          ncclAllReduce(b[i].send, b[i].recv, o.count, ncclFloat, ncclSum, comms[i], b[i].stream));
-    NCCLCHECK(ncclGroupEnd());
-  }
-  ex_expect_t e = {.kind = EX_SUM, .nranks = n};
-  for (int i = 0; i < n; i++) {
-    ex_sync(&b[i]);
-    ex_verify(b[i].dev, b[i].recv, o.count, &e, i, "AllReduce");
-  }
-  for (int i = 0; i < n; i++) {
-    ex_bufs_free(&b[i]);
-    NCCLCHECK(ncclCommDestroy(comms[i]));
-  }
+  ex_group_allreduce(comms, b, n, &o);
   ex_ok(n);
   return 0;
 }

@@ -14,16 +14,7 @@ static void *run_rank(void *p) {
   CUDACHECK(cudaSetDevice(t->rank));
   ncclComm_t comm;
   NCCLCHECK(ncclCommInitRank(&comm, n, t->id, t->rank));
-  ex_bufs_t b;
-  ex_bufs_alloc(&b, t->rank, t->rank, t->o->count, t->o->count);
-  for (int it = 0; it < t->o->iters; it++)
-    NCCLCHECK(ncclAllReduce(b.send, b.recv, t->o->count, ncclFloat, ncclSum, comm, b.stream));
-  ex_sync(&b);
-  ex_expect_t e = {.kind = EX_SUM, .nranks = n};
-  ex_verify(b.dev, b.recv, t->o->count, &e, t->rank, "AllReduce");
-  ex_bufs_free(&b);
-  NCCLCHECK(ncclCommFinalize(comm));
-  NCCLCHECK(ncclCommDestroy(comm));
+  ex_rank_allreduce(comm, t->rank, n, t->o);
   return NULL;
 }
 
