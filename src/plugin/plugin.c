@@ -335,21 +335,27 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
   case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;           \
   case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
 
+/* Every version's startEvent begins the same way: write *eHandle, check the descriptor and its
+ * type (up to MAXT for that version), and reserve the START record. It declares t, nf, s and
+ * f for the fill that follows, and returns when nothing is to be written. */
+#define START_BEGIN(d, MAXT, EXTRA_FLAGS)                                                         \
+  if (!eh) return NCS_SUCCESS;                                                                    \
+  *eh = NULL;                                                                                     \
+  if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;                                                       \
+  int t = type_index(d->type);                                                                    \
+  if (NCS_UNLIKELY(t < 0 || t > (MAXT))) {                                                        \
+    unknown_type();                                                                               \
+    return NCS_SUCCESS;                                                                           \
+  }                                                                                               \
+  const uint32_t nf = ncs_schema[t].nfields;                                                      \
+  ncs_slot_t *s = NULL;                                                                           \
+  uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) | (EXTRA_FLAGS);          \
+  uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);         \
+  if (!f) return NCS_SUCCESS
+
 /* v5 and v6 share the descriptor prefix; v5 never sends CE types. */
 static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
-  if (!eh) return NCS_SUCCESS;
-  *eh = NULL;
-  if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;
-  int t = type_index(d->type);
-  if (NCS_UNLIKELY(t < 0)) {
-    unknown_type();
-    return NCS_SUCCESS;
-  }
-  const uint32_t nf = ncs_schema[t].nfields;
-  ncs_slot_t *s = NULL;
-  uint32_t flags = t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0;
-  uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);
-  if (!f) return NCS_SUCCESS;
+  START_BEGIN(d, NCS_T_CE_BATCH, 0);
   switch (t) {
   case NCS_T_GROUP:
   case NCS_T_PROXY_CTRL: break;
@@ -382,19 +388,7 @@ static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
 }
 
 static ncs_result_t start_v4(void *ctx, void **eh, ncs_descr_v4_t *d) {
-  if (!eh) return NCS_SUCCESS;
-  *eh = NULL;
-  if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;
-  int t = type_index(d->type);
-  if (NCS_UNLIKELY(t < 0 || t > NCS_T_NET_PLUGIN)) {
-    unknown_type();
-    return NCS_SUCCESS;
-  }
-  const uint32_t nf = ncs_schema[t].nfields;
-  ncs_slot_t *s = NULL;
-  uint32_t flags = t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0;
-  uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);
-  if (!f) return NCS_SUCCESS;
+  START_BEGIN(d, NCS_T_NET_PLUGIN, 0);
   switch (t) {
     FILL_V4_COMMON(d, 0, 0)
   default: break;
@@ -418,20 +412,7 @@ static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
 /* v1 .. v3 descriptors share everything but the Coll/P2p member layouts. */
 #define START_OLD(V, COLL_FILL, P2P_FILL, HAS_KCH)                                                \
   static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                  \
-    if (!eh) return NCS_SUCCESS;                                                                  \
-    *eh = NULL;                                                                                   \
-    if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;                                                     \
-    int t = type_index(d->type);                                                                  \
-    if (NCS_UNLIKELY(t < 0 || t > (HAS_KCH ? NCS_T_NET_PLUGIN : NCS_T_PROXY_CTRL))) {             \
-      unknown_type();                                                                             \
-      return NCS_SUCCESS;                                                                         \
-    }                                                                                             \
-    const uint32_t nf = ncs_schema[t].nfields;                                                    \
-    ncs_slot_t *s = NULL;                                                                         \
-    uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) |                       \
-                     (V == 1 ? NCS_SF_ABI_V1 : 0);                                                \
-    uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);       \
-    if (!f) return NCS_SUCCESS;                                                                   \
+    START_BEGIN(d, HAS_KCH ? NCS_T_NET_PLUGIN : NCS_T_PROXY_CTRL, V == 1 ? NCS_SF_ABI_V1 : 0);    \
     switch (t) {                                                                                  \
     case NCS_T_COLL: COLL_FILL; break;                                                            \
     case NCS_T_P2P: P2P_FILL; break;                                                              \
