@@ -5,20 +5,30 @@
  * one process per GPU. Bus bandwidth uses nccl-tests' factors, so the numbers compare with
  * theirs and with `ncclscope report`.
  *
- *   ncs_perf [--op all|allreduce|allgather|reducescatter|alltoall|sendrecv] [--min BYTES]
+ *   ncs_perf [--op all|OP[,OP...]] [--min BYTES]
  *            [--max BYTES] [--factor F] [--iters N] [--warmup W] [--graph] [--procs]
- *            [--gpus N] [--check]
+ *            [--gpus N] [--check] [--gpu-time]
+ *
+ * Timing: by default the host's wall time over `iters` operations (launch gaps included, as
+ * nccl-tests); --graph launches them as one CUDA graph; --gpu-time queues them behind a held
+ * stream and times the GPU running them back to back (time_us is then GPU time per operation,
+ * comparable with the kernel durations `ncclscope report` measures).
  *
  * Sizes are the bytes per rank of the collective's "count" in nccl-tests' sense: AllReduce
  * size, AllGather/ReduceScatter total (per-rank share = size / nranks), AlltoAll total.
  * Output: one line per (op, size): `perf: op=allreduce bytes=1048576 time_us=12.34 algbw=..
- * busbw=.. graph=0 procs=0 ranks=2 ok=1`.
+ * busbw=.. graph=0 procs=0 ranks=2 ok=1`, after a header line `perf: nccl=22809 gpus=2 procs=0
+ * graph=0 iters=20`. OP is allreduce, allgather, reducescatter, alltoall or sendrecv. Sizes are
+ * rounded down to a multiple of 4 x ranks bytes (floats, split evenly over the ranks), and up to
+ * that when smaller: 8 B is the smallest size at 2 ranks, for every op. bench/overhead.sh
+ * parses these lines.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
 #include <cuda_runtime.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <nccl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +60,7 @@ static const char *const op_names[NOPS] = {"allreduce", "allgather", "reducescat
                                            "sendrecv"};
 
 typedef struct {
-  int op_mask, iters, warmup, graph, procs, gpus, check;
+  int op_mask, iters, warmup, graph, procs, gpus, check, gpu_time;
   size_t min, max;
   double factor;
 } opts_t;
@@ -176,10 +186,65 @@ static void fill_ones(rank_t *r, size_t bytes) {
   free(h);
 }
 
+/* --gpu-time: every stream first runs a host function that waits for `gate`, so the operations
+ * are all queued before any runs and the GPU then executes them back to back, with no launch
+ * gaps. Events after the first and after the last operation give the GPU time per operation
+ * (the first one absorbs the ranks' different release times). If queueing blocks (NCCL waits
+ * for room in its work FIFO while the stream is held), the gate opens by itself after 10 s and
+ * the figure is marked. */
+static _Atomic int gate;
+static _Atomic int gate_timeouts;
+static void CUDART_CB hold_stream(void *arg) {
+  (void)arg;
+  double t0 = now_s();
+  while (!atomic_load(&gate)) {
+    if (now_s() - t0 > 10) {
+      atomic_fetch_add(&gate_timeouts, 1);
+      break;
+    }
+    struct timespec ts = {0, 20000};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static double time_gpu(const opts_t *o, int op, rank_t *rs, int nlocal, int nranks, size_t bytes) {
+  cudaEvent_t e0[MAXG], e1[MAXG];
+  atomic_store(&gate, 0);
+  for (int i = 0; i < nlocal; i++) {
+    CUDA(cudaSetDevice(rs[i].dev));
+    CUDA(cudaEventCreate(&e0[i]));
+    CUDA(cudaEventCreate(&e1[i]));
+    CUDA(cudaLaunchHostFunc(rs[i].stream, hold_stream, NULL));
+  }
+  issue_all(op, rs, nlocal, nranks, bytes, 1);
+  for (int i = 0; i < nlocal; i++) {
+    CUDA(cudaSetDevice(rs[i].dev));
+    CUDA(cudaEventRecord(e0[i], rs[i].stream));
+  }
+  issue_all(op, rs, nlocal, nranks, bytes, o->iters);
+  for (int i = 0; i < nlocal; i++) {
+    CUDA(cudaSetDevice(rs[i].dev));
+    CUDA(cudaEventRecord(e1[i], rs[i].stream));
+  }
+  atomic_store(&gate, 1);
+  sync_all(rs, nlocal);
+  float worst = 0;
+  for (int i = 0; i < nlocal; i++) {
+    float ms;
+    CUDA(cudaSetDevice(rs[i].dev));
+    CUDA(cudaEventElapsedTime(&ms, e0[i], e1[i]));
+    if (ms > worst) worst = ms;
+    CUDA(cudaEventDestroy(e0[i]));
+    CUDA(cudaEventDestroy(e1[i]));
+  }
+  return (double)worst / 1e3 / o->iters;
+}
+
 /* Time `iters` operations (after `warmup`), eagerly or as one CUDA graph per rank. */
 static double time_op(const opts_t *o, int op, rank_t *rs, int nlocal, int nranks, size_t bytes) {
   issue_all(op, rs, nlocal, nranks, bytes, o->warmup);
   sync_all(rs, nlocal);
+  if (o->gpu_time) return time_gpu(o, op, rs, nlocal, nranks, bytes);
   if (!o->graph) {
     double t0 = now_s();
     issue_all(op, rs, nlocal, nranks, bytes, o->iters);
@@ -244,9 +309,12 @@ static int run_ranks(const opts_t *o, rank_t *rs, int nlocal, int nranks, int pr
       double alg = (double)bytes / t / 1e9;
       if (print)
         printf("perf: op=%s bytes=%zu time_us=%.2f algbw=%.3f busbw=%.3f graph=%d procs=%d "
-               "ranks=%d ok=%d\n",
+               "ranks=%d ok=%d%s\n",
                op_names[op], bytes, t * 1e6, alg, alg * bus_factor(op, nranks), o->graph,
-               o->procs, nranks, good);
+               o->procs, nranks, good,
+               o->gpu_time ? (atomic_exchange(&gate_timeouts, 0) ? " gpu_time=gate-timeout"
+                                                                  : " gpu_time=1")
+                           : "");
       fflush(stdout);
     }
   }
@@ -262,9 +330,11 @@ static int run_ranks(const opts_t *o, rank_t *rs, int nlocal, int nranks, int pr
 }
 
 static void usage(FILE *f) {
-  fputs("usage: ncs_perf [--op all|allreduce|allgather|reducescatter|alltoall|sendrecv]\n"
+  fputs("usage: ncs_perf [--op all|OP[,OP...]]  (OP: allreduce allgather reducescatter alltoall sendrecv)\n"
         "                [--min BYTES] [--max BYTES] [--factor F] [--iters N] [--warmup W]\n"
-        "                [--graph] [--procs] [--gpus N] [--check]\n",
+        "                [--graph | --gpu-time] [--procs] [--gpus N] [--check]\n"
+        "  --gpu-time  queue all operations behind a held stream, then time them on the GPU back\n"
+        "              to back (cudaEvents): GPU time per operation, without host launch gaps\n",
         f);
 }
 
@@ -276,14 +346,21 @@ static int parse(int argc, char **argv, opts_t *o) {
     if (!strcmp(a, "--graph")) o->graph = 1;
     else if (!strcmp(a, "--procs")) o->procs = 1;
     else if (!strcmp(a, "--check")) o->check = 1;
+    else if (!strcmp(a, "--gpu-time")) o->gpu_time = 1;
     else if (!strcmp(a, "--help")) { usage(stdout); exit(0); }
     else if (!v) { usage(stderr); return -1; }
-    else if (!strcmp(a, "--op")) {
+    else if (!strcmp(a, "--op")) { /* one name, a comma-separated list, or all */
       o->op_mask = 0;
-      for (int k = 0; k < NOPS; k++)
-        if (!strcmp(v, op_names[k])) o->op_mask = 1 << k;
-      if (!strcmp(v, "all")) o->op_mask = (1 << NOPS) - 1;
-      if (!o->op_mask) { fprintf(stderr, "ncs_perf: unknown --op %s\n", v); return -1; }
+      for (const char *p = v; *p;) {
+        size_t len = strcspn(p, ",");
+        int m = len == 3 && !strncmp(p, "all", 3) ? (1 << NOPS) - 1 : 0;
+        for (int k = 0; k < NOPS; k++)
+          if (strlen(op_names[k]) == len && !strncmp(p, op_names[k], len)) m = 1 << k;
+        if (!m) { fprintf(stderr, "ncs_perf: unknown --op %.*s\n", (int)len, p); return -1; }
+        o->op_mask |= m;
+        p += len + (p[len] == ',');
+      }
+      if (!o->op_mask) { fprintf(stderr, "ncs_perf: empty --op\n"); return -1; }
       i++;
     } else if (!strcmp(a, "--min")) o->min = parse_size(v), i++;
     else if (!strcmp(a, "--max")) o->max = parse_size(v), i++;
@@ -292,6 +369,10 @@ static int parse(int argc, char **argv, opts_t *o) {
     else if (!strcmp(a, "--warmup")) o->warmup = atoi(v), i++;
     else if (!strcmp(a, "--gpus")) o->gpus = atoi(v), i++;
     else { usage(stderr); return -1; }
+  }
+  if (o->graph && o->gpu_time) {
+    fprintf(stderr, "ncs_perf: --graph and --gpu-time are two timings; pick one\n");
+    return -1;
   }
   if (o->iters < 1 || o->factor <= 1.0 || o->min < 1 || o->max < o->min) {
     fprintf(stderr, "ncs_perf: need --iters >= 1, --factor > 1 and --min <= --max\n");

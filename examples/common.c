@@ -122,11 +122,14 @@ const char *ex_nccl_version(void) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ex_%s [--ranks N] [--iters K] [--count N] [--timeout S]\n"
+          "usage: ex_%s [--ranks N] [--iters K] [--count N] [--timeout S] [--stall-rank R ...]\n"
           "  --ranks N    ranks, one GPU each (default: every visible GPU)\n"
           "  --iters K    operations per step (default 20)\n"
           "  --count N    elements (floats) per rank (default depends on the example)\n"
-          "  --timeout S  give up after S seconds, exit status 3 (default 90; 0 = never)\n",
+          "  --timeout S  give up after S seconds, exit status 3 (default 90; 0 = never)\n"
+          "  --stall-rank R --stall-at K --stall-s S\n"
+          "               rank R sleeps S seconds before its K-th AllReduce, so the others hang\n"
+          "               in it (ex_fork, ex_threads-style examples that use one comm per rank)\n",
           g_name);
 }
 
@@ -150,6 +153,7 @@ void ex_init(int argc, char **argv, const char *name, ex_opts_t *o, size_t defau
   o->iters = 20;
   o->count = default_count;
   o->timeout_s = 90;
+  o->stall_rank = -1, o->stall_at = 0, o->stall_s = 0;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
@@ -163,6 +167,12 @@ void ex_init(int argc, char **argv, const char *name, ex_opts_t *o, size_t defau
       o->count = (size_t)parse_num(a, v, 1, 1L << 30), o->count_set = 1, i++;
     } else if (!strcmp(a, "--timeout")) {
       o->timeout_s = (int)parse_num(a, v, 0, 86400), i++;
+    } else if (!strcmp(a, "--stall-rank")) {
+      o->stall_rank = (int)parse_num(a, v, 0, EX_MAX_RANKS - 1), i++;
+    } else if (!strcmp(a, "--stall-at")) {
+      o->stall_at = (int)parse_num(a, v, 0, 1000000), i++;
+    } else if (!strcmp(a, "--stall-s")) {
+      o->stall_s = (double)parse_num(a, v, 0, 3600), i++;
     } else {
       fprintf(stderr, "ex_%s: unknown option '%s'\n", g_name, a);
       usage(stderr);
@@ -293,8 +303,15 @@ void ex_sync(const ex_bufs_t *b) {
 void ex_rank_allreduce(ncclComm_t comm, int rank, int nranks, const ex_opts_t *o) {
   ex_bufs_t b;
   ex_bufs_alloc(&b, rank, rank, o->count, o->count);
-  for (int it = 0; it < o->iters; it++)
+  for (int it = 0; it < o->iters; it++) {
+    if (rank == o->stall_rank && it == o->stall_at) {
+      ex_sync(&b);
+      printf("example: rank %d stalls %.1f s before AllReduce %d\n", rank, o->stall_s, it);
+      fflush(stdout);
+      ex_sleep(o->stall_s);
+    }
     NCCLCHECK(ncclAllReduce(b.send, b.recv, o->count, ncclFloat, ncclSum, comm, b.stream));
+  }
   ex_sync(&b);
   ex_expect_t e = {.kind = EX_SUM, .nranks = nranks};
   ex_verify(b.dev, b.recv, o->count, &e, rank, "AllReduce");

@@ -50,6 +50,11 @@ typedef struct {
   size_t count;  /* --count N: elements (floats) per rank; default per example */
   int count_set; /* --count was given */
   int timeout_s; /* --timeout S: watchdog, default 90 */
+  /* --stall-rank R --stall-at K --stall-s S: rank R finishes its earlier operations, then sleeps
+   * S seconds before it enqueues its K-th AllReduce (0-based), so the other ranks wait inside
+   * that collective: a hang for `ncclscope diagnose` (ex_rank_allreduce only). R = -1: none. */
+  int stall_rank, stall_at;
+  double stall_s;
 } ex_opts_t;
 
 enum { EX_INIT_NO_CUDA = 1 }; /* ex_init flag: do not initialise CUDA in this process (fork) */

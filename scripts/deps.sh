@@ -2,9 +2,9 @@
 # Install the Debian packages ncclscope needs to build and test. Safe to run again: it only
 # installs what is missing. Usage: scripts/deps.sh [build|test]
 set -euo pipefail
-want=(cmake make gcc pkg-config libcmocka-dev)
+want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev)
 if [ "${1:-build}" = test ]; then
-  want+=(clang libclang-rt-14-dev protobuf-compiler)
+  want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -103,65 +103,25 @@ for w in "${want_examples[@]}"; do
   table_rows | awk -v e="$w" '$1 == e {f = 1} END {exit !f}' || { say "unknown example '$w'"; exit 2; }
 done
 
-# ---- which NCCL
-nccl_src=
-if [ -n "${NCCL_HOME:-}" ]; then
-  nccl_src="NCCL_HOME"
-else
-  py_nccl=$(python3 -c 'import os, nvidia.nccl as m
-p = getattr(m, "__file__", None)
-print(os.path.dirname(p) if p else list(m.__path__)[0])' 2>/dev/null || true)
-  if [ -n "$py_nccl" ] && [ -f "$py_nccl/include/nccl.h" ]; then
-    NCCL_HOME=$py_nccl nccl_src="python nvidia.nccl"
-  else
-    NCCL_HOME='' nccl_src="system"
-  fi
-fi
-export NCCL_HOME
-hdr=
-for d in ${NCCL_HOME:+"$NCCL_HOME/include"} /usr/local/cuda/include /usr/include; do
-  [ -f "$d/nccl.h" ] && { hdr=$d/nccl.h; break; }
-done
-hdr_ver=unknown
-if [ -n "$hdr" ]; then
-  hdr_ver=$(awk '/^#define NCCL_(MAJOR|MINOR|PATCH) /{v = v (v == "" ? "" : ".") $3} END{print v}' "$hdr")
-fi
-say "NCCL from $nccl_src: ${NCCL_HOME:-system paths}, nccl.h $hdr_ver (${hdr:-not found})"
-if [ -n "$NCCL_HOME" ]; then
-  for l in "$NCCL_HOME/lib" "$NCCL_HOME/lib64"; do
-    [ -d "$l" ] && export LD_LIBRARY_PATH="$l${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  done
-fi
-
-# NVLink multicast (NVLS) stays off on shared machines
-export NCCL_NVLS_ENABLE=0
+# ---- which NCCL (scripts/gpu-common.sh)
+GPU_TAG=gpu-run
+. scripts/gpu-common.sh
+gpu_setup
+hdr_ver=$GPU_NCCL_HDR_VER
 export NCCLSCOPE_CAPTURE=1
 if [ "$VERBOSE" = 1 ]; then
   export NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE
 else
   export NCCL_DEBUG=WARN
 fi
-command -v nvidia-smi >/dev/null && nvidia-smi -L | sed 's/^/gpu-run: /'
 
 # ---- build
 grep -q '^ *add_subdirectory(examples)' CMakeLists.txt ||
   say "warning: CMakeLists.txt has no add_subdirectory(examples): the examples will not be built"
-gen=()
-command -v ninja >/dev/null && gen=(-G Ninja)
-[ -d "$BUILD" ] && [ -f "$BUILD/CMakeCache.txt" ] && gen=() # keep the generator it was made with
-cuda=()
-[ -z "${CUDAToolkit_ROOT:-}" ] && ! command -v nvcc >/dev/null && [ -x /usr/local/cuda/bin/nvcc ] &&
-  cuda=(-DCUDAToolkit_ROOT=/usr/local/cuda)
-say "building into $BUILD (log: $OUT/build.log)"
-if ! { timeout 600 cmake -S . -B "$BUILD" "${gen[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-         -DNCCL_HOME="$NCCL_HOME" "${cuda[@]}" &&
-       timeout 600 cmake --build "$BUILD" -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
-  tail -30 "$OUT/build.log"
-  say "build FAILED"
+if ! gpu_build "$BUILD" "$OUT/build.log"; then
   echo "build FAILED (see build.log)" >"$OUT/summary.txt"
   exit 1
 fi
-grep 'ncclscope examples' "$OUT/build.log" | sed 's/^-- /gpu-run: /'
 NCS=$BUILD/ncclscope
 CHECK=$BUILD/ncs-trace-check
 for f in "$NCS" "$CHECK"; do
@@ -243,7 +203,7 @@ done
 
 # ---- summary
 {
-  echo "ncclscope GPU run $(date -u '+%Y-%m-%d %H:%M:%S UTC'), NCCL from $nccl_src (nccl.h $hdr_ver), ${SECONDS}s"
+  echo "ncclscope GPU run $(date -u '+%Y-%m-%d %H:%M:%S UTC'), NCCL ${NCCL_HOME:-system} (nccl.h $hdr_ver), ${SECONDS}s"
   echo "columns: example transport exit ok-line nccl(runtime) check warnings drops events(START records per type)"
   printf '%-12s %-7s %-5s %-3s %-8s %-6s %-5s %-6s %s\n' example transp exit ok nccl check warn drops events
   printf '%s\n' "${rows[@]}"

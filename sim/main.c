@@ -125,6 +125,13 @@ static void usage(FILE *f) {
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
       "  --slow-link R --slow-link-us U  each network step of global rank R takes U us longer\n"
       "  --gpu-gbps G      a kernel lasts (bus bytes)/G ns, G in GB/s (default: as fast as it runs)\n"
+      "  --couple on|off   ranks wait for each other's data per collective (default: on with\n"
+      "                    --fault, else off)\n"
+      "  --fault KIND:RANK:SEQ  inject a fault at the SEQ-th (from 0) kernel collective of global\n"
+      "                    rank RANK on its first communicator; KIND: skip, stall, mismatch,\n"
+      "                    mismatch-dtype, kill; repeatable or comma-separated. Exit status 3\n"
+      "                    when ranks hung, 4 when a kill left no rank to hang\n"
+      "  --hang-s S        --fault: hung ranks abort after S seconds (default 10)\n"
       "  --events N        flood: total plugin calls (default 1000000)\n"
       "  --duration S      flood: run S seconds instead of a call count\n"
       "  --rate R          flood: pace to R calls/s in total (default: as fast as possible)\n"
@@ -166,7 +173,7 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_EVENTS, O_DURATION, O_RATE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_REPLAY, O_SPEED, O_VERBOSE,
        O_LIST, O_HELP };
 
@@ -196,6 +203,9 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"slow-link", 1, 0, O_SLOW_LINK},
                                           {"slow-link-us", 1, 0, O_SLOW_LINK_US},
                                           {"gpu-gbps", 1, 0, O_GPU_GBPS},
+                                          {"couple", 1, 0, O_COUPLE},
+                                          {"fault", 1, 0, O_FAULT},
+                                          {"hang-s", 1, 0, O_HANG_S},
                                           {"events", 1, 0, O_EVENTS},
                                           {"duration", 1, 0, O_DURATION},
                                           {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
@@ -216,14 +226,19 @@ static void set_defaults(sim_opts_t *o) {
   o->flood_events = 1000000;
   o->gpu_offset_ns = 500000;
   o->slow_rank = o->slow_link_rank = -1;
+  o->couple = -1; /* auto: on with --fault */
+  o->hang_s = 10;
 }
 
 /* Returns 0 to run, 1 to exit successfully (help, list), -1 on a bad argument. */
 static int parse_args(int argc, char **argv, sim_opts_t *o) {
   int c;
   double v;
-  while ((c = getopt_long(argc, argv, "", long_opts, NULL)) != -1) {
-    const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
+  int li = -1;
+  char name[40];
+  while ((c = getopt_long(argc, argv, "", long_opts, &li)) != -1) {
+    snprintf(name, sizeof name, "--%s", li >= 0 ? long_opts[li].name : "?");
+    li = -1;
 #define NUM(lo, hi, dst)                                                                          \
   do {                                                                                            \
     if (parse_num(name, optarg, lo, hi, &v)) return -1;                                           \
@@ -264,6 +279,15 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_SLOW_LINK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_link_rank = (int)v; break;
     case O_SLOW_LINK_US: NUM(0, 1e7, v); o->slow_link_us = (unsigned)v; break;
     case O_GPU_GBPS: NUM(1e-3, 1e6, o->gpu_gbps); break;
+    case O_COUPLE:
+      if (!strcmp(optarg, "on") || !strcmp(optarg, "off")) {
+        o->couple = optarg[1] == 'n';
+        break;
+      }
+      fprintf(stderr, "nccl-sim: --couple must be on or off, not '%s'\n", optarg);
+      return -1;
+    case O_FAULT: if (sim_fault_parse(optarg)) return -1; break;
+    case O_HANG_S: NUM(0.01, 3600, o->hang_s); break;
     case O_EVENTS: NUM(1, 1e15, o->flood_events); break;
     case O_DURATION: NUM(0.001, 86400, o->flood_duration); break;
     case O_RATE: NUM(1, 1e12, o->flood_rate); break;
@@ -378,6 +402,8 @@ static int replay_files(sim_opts_t *o) {
 
 static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
   if (strcmp(s->name, "replay") == 0 && replay_files(o) != 0) return -1;
+  if (o->couple < 0) o->couple = o->nfaults > 0;
+  if (sim_fault_check_opts(s->name)) return -1;
   if (o->procs < s->min_procs) o->procs = s->min_procs;
   if (o->procs > o->ranks) {
     fprintf(stderr, "nccl-sim: --procs %d needs at least that many ranks (have %d)\n", o->procs,
@@ -401,6 +427,38 @@ static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
   return 0;
 }
 
+/* --fault: every process is a child and the parent only watches, so that a process killed by
+ * the kill fault (or one that hung) is reported like the others. Exit status: 1 failure, 3 ranks
+ * hung, 4 a kill left nobody to hang, else 0 (sim_fault_report). */
+static int supervise(const sim_scenario_t *s, uint64_t t0) {
+  pid_t pids[16];
+  int status[16], n = 0;
+  for (int p = 0; p < sim_opt.procs; p++) {
+    pid_t pid = fork();
+    if (pid < 0) {
+      perror("nccl-sim: fork");
+      return 1;
+    }
+    if (pid == 0) {
+      int rc = run_proc(s, p);
+      fflush(stdout);
+      fflush(stderr);
+      _exit(rc ? 1 : sim_fault_proc_status());
+    }
+    pids[n++] = pid;
+  }
+  for (int i = 0; i < n; i++)
+    while (waitpid(pids[i], &status[i], 0) < 0 && errno == EINTR) {
+    }
+  print_summary(&sim_opt, (double)(sim_now_ns() - t0) * 1e-9);
+  int rc = sim_fault_report(pids, status, n);
+  if (atomic_load(&sim_cnt->failed)) {
+    fprintf(stderr, "nccl-sim: FAILED: %s\n", sim_cnt->fail_msg);
+    rc = 1;
+  }
+  return rc;
+}
+
 int main(int argc, char **argv) {
   set_defaults(&sim_opt);
   int pr = parse_args(argc, argv, &sim_opt);
@@ -420,9 +478,11 @@ int main(int argc, char **argv) {
     perror("nccl-sim: pipe");
     return 1;
   }
+  if (sim_couple_setup() != 0 || sim_fault_setup() != 0) return 1;
   uint64_t t0 = sim_now_ns();
   fflush(stdout);
   fflush(stderr);
+  if (sim_fault_active()) return supervise(s, t0);
   pid_t pids[16];
   int nkids = 0;
   for (int p = 1; p < sim_opt.procs; p++) {

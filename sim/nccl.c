@@ -40,6 +40,9 @@ typedef struct {
   void *api_h;      /* CollApi/P2pApi handle; kept for graph replays (R§7) */
   void *group_api_h;
   void *ev_h;       /* Coll/P2p handle of the current execution */
+  int fault;        /* SIM_FAULT_STALL: its sends freeze (fault.c) */
+  int64_t opidx;    /* the rank's counted-collective index (--fault SEQ), or -1 */
+  uint64_t seqno;   /* seqNumber of the current execution */
   const void *sendbuff;
   void *recvbuff;
 } sim_task_t;
@@ -174,6 +177,7 @@ sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, i
   c->comm_id = comm_id;
   if (name) snprintf(c->name, sizeof c->name, "%s", name);
   c->nnodes = comm_nnodes(c);
+  c->couple_key = sim_cpl_key(comm_id, sim_global_rank(c, rank));
   int index = atomic_fetch_add(&next_index, 1);
   c->stream = (void *)(uintptr_t)(0x5a000000u + 0x100u * (unsigned)index);
   /* NCCL initialises the plugin context before it creates the proxy thread (R§1.4). */
@@ -188,7 +192,7 @@ sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, i
 }
 
 /* Waits until the proxy finished every op of this comm, as ncclCommDestroy does. */
-static void comm_drain(sim_comm_t *c) {
+void sim_comm_drain(sim_comm_t *c) {
   uint64_t t0 = sim_now_ns();
   while (atomic_load(&c->inflight) > 0) {
     if (sim_now_ns() - t0 > 30ull * 1000000000ull) {
@@ -201,7 +205,7 @@ static void comm_drain(sim_comm_t *c) {
 }
 
 void sim_comm_destroy(sim_comm_t *c, int abort) {
-  if (!abort) comm_drain(c);
+  if (!abort) sim_comm_drain(c);
   sim_proxy_unref(c->proxy, abort);
   sim_comm_finalize(c->ctx);
   free(c);
@@ -259,7 +263,7 @@ static uint64_t kernel_ns(const sim_task_t *t, int n) {
 }
 
 static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int ch, int peer,
-                         sim_inst_t *inst) {
+                         sim_inst_t *inst, int ti) {
   sim_pop_t *o = sim_xcalloc(1, sizeof *o);
   o->kind = kind;
   o->ctx = p->comm->ctx;
@@ -277,6 +281,13 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
   o->hang = t->kind == K_HANG;
   o->inst = inst;
   o->comm = p->comm;
+  /* coupling lane of this (task, channel); the peer uses the same one for its half */
+  o->lane = sim_cpl_lanes() > 0 ? ((ti & 1) * (sim_cpl_lanes() / 2) + ch) % sim_cpl_lanes() : 0;
+  if (inst && inst->cpl && !t->is_p2p && t->kind == K_NORMAL &&
+      (kind == POP_SEND || kind == POP_RECV))
+    o->cpl = inst->cpl;
+  if (kind == POP_SEND && t->fault == SIM_FAULT_STALL) /* freeze with earlier steps done */
+    o->stall_at = 1 + (o->nsteps > 1 ? 1 : 0);
   if (kind == POP_KERNEL && sim_opt.gpu_gbps > 0) o->kern_ns = kernel_ns(t, p->comm->nranks);
   return o;
 }
@@ -297,7 +308,8 @@ static void add_op(sim_pop_t **list, sim_pop_t *o) {
   *list = o;
 }
 
-static void task_ops(sim_pop_t **list, const sim_plan_t *p, const sim_task_t *t, sim_inst_t *in) {
+static void task_ops(sim_pop_t **list, const sim_plan_t *p, const sim_task_t *t, sim_inst_t *in,
+                     int ti) {
   const sim_comm_t *c = p->comm;
   int nostop = t->kind == K_NOSTOP;
   /* A send/recv to itself is a local copy: NCCL 2.28.9 gives it no KernelCh and no proxy op
@@ -307,19 +319,19 @@ static void task_ops(sim_pop_t **list, const sim_plan_t *p, const sim_task_t *t,
     if (t->is_p2p) {
       if (nostop || crosses_node(c, t->root)) {
         int kind = nostop ? POP_NOSTOP : (t->func == F_SEND ? POP_SEND : POP_RECV);
-        add_op(list, new_op(p, t, kind, ch, t->root, in));
+        add_op(list, new_op(p, t, kind, ch, t->root, in, ti));
       }
     } else if (c->nranks > 1) {
       int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
       if (nostop) /* CollNet/SHM: the proxy starts a ProxyOp that nobody stops (R§3.4) */
-        add_op(list, new_op(p, t, POP_NOSTOP, ch, next, in));
+        add_op(list, new_op(p, t, POP_NOSTOP, ch, next, in, ti));
       else {
-        if (crosses_node(c, next)) add_op(list, new_op(p, t, POP_SEND, ch, next, in));
-        if (crosses_node(c, prev)) add_op(list, new_op(p, t, POP_RECV, ch, prev, in));
+        if (crosses_node(c, next)) add_op(list, new_op(p, t, POP_SEND, ch, next, in, ti));
+        if (crosses_node(c, prev)) add_op(list, new_op(p, t, POP_RECV, ch, prev, in, ti));
       }
     }
     /* KernelCh needs a profiler proxy op per channel, on the local proxy (R§3.5) */
-    if (t->mask & NCS_EV_KERNEL_CH) add_op(list, new_op(p, t, POP_KERNEL, ch, -1, in));
+    if (t->mask & NCS_EV_KERNEL_CH) add_op(list, new_op(p, t, POP_KERNEL, ch, -1, in, ti));
   }
 }
 
@@ -369,6 +381,7 @@ static void start_tasks(sim_plan_t *p, void *group_h, int replay) {
       p2p_descr(&d, p, t, group_h);
     } else {
       uint64_t seq = atomic_load(&c->seq[t->func]);
+      t->seqno = seq;
       if (sim_active(t->mask, SIM_T_COLL)) coll_descr(&d, p, t, group_h, seq);
       /* graph-captured plans advance seqNumber only with KernelCh on (R§3.6) */
       if (!p->persistent || ((group_h || t->api_h) && (t->mask & NCS_EV_KERNEL_CH)))
@@ -379,6 +392,44 @@ static void start_tasks(sim_plan_t *p, void *group_h, int replay) {
     if (replay && sim_abi_has_type(sim_plugin_abi(), sim_type_index(d.type)))
       atomic_fetch_add(&sim_cnt->graph_colls, 1);
   }
+}
+
+/* Coupled plans a user thread waits for at the end of its group (--fault: the application
+ * synchronises its stream after every call, so a hung rank stops at the op that hangs). */
+static _Thread_local struct {
+  sim_inst_t **v;
+  int n, cap;
+} t_pend;
+static _Thread_local int t_one_rank; /* the current group's calls are all of one rank */
+
+/* The first eager kernel collective of the plan, if it is coupled (fault.c). */
+static const sim_task_t *coupled_task(const sim_plan_t *p) {
+  if (!sim_opt.couple || p->persistent || p->comm->nranks < 2 || sim_pxn_active()) return NULL;
+  for (int i = 0; i < p->ntasks; i++)
+    if (!p->tasks[i].is_p2p && p->tasks[i].kind == K_NORMAL) return &p->tasks[i];
+  return NULL;
+}
+
+/* Enters the plan's collective instance: after the Coll starts, before its proxy ops exist. */
+static void couple_enter(sim_plan_t *p, sim_inst_t *in, const sim_task_t *t) {
+  sim_comm_t *c = p->comm;
+  int64_t idx = atomic_fetch_add(&c->couple_seq, 1);
+  in->cpl = sim_cpl_enter(c->couple_key, c->nranks, idx);
+  in->grank = sim_global_rank(c, c->rank);
+  in->func = t->func, in->opidx = t->opidx, in->seqno = t->seqno, in->comm_id = c->comm_id;
+  for (int i = 0; i < p->ntasks; i++)
+    if (p->tasks[i].fault == SIM_FAULT_STALL)
+      sim_fault_note(in->grank, SIM_RS_STALLED, c->comm_id, p->tasks[i].func, p->tasks[i].opidx,
+                     p->tasks[i].seqno);
+}
+
+/* After the ops exist: a rank with no coupled sends has its data out at once, unless stalled. */
+static void couple_count_sends(const sim_plan_t *p, sim_inst_t *in, const sim_pop_t *ops) {
+  int sends = 0, stall = 0;
+  for (const sim_pop_t *o = ops; o; o = o->next) sends += o->cpl && o->kind == POP_SEND;
+  for (int i = 0; i < p->ntasks; i++) stall |= p->tasks[i].fault == SIM_FAULT_STALL;
+  atomic_store(&in->sends_left, sends);
+  if (!sends && !stall) sim_cpl_out(in->cpl);
 }
 
 static void host_plan_task(sim_plan_t *p, int replay) {
@@ -393,17 +444,38 @@ static void host_plan_task(sim_plan_t *p, int replay) {
   atomic_store(&in->refs, 1);
   /* a replayed kernel starts when the graph runs, not when it was captured */
   in->gpu_launch = replay ? sim_gpu_ns() : p->gpu_launch;
+  const sim_task_t *ct = coupled_task(p);
+  if (ct) couple_enter(p, in, ct);
   sim_pop_t *ops = NULL;
   for (int i = 0; i < p->ntasks; i++)
-    if (p->tasks[i].kind != K_CE) task_ops(&ops, p, &p->tasks[i], in);
+    if (p->tasks[i].kind != K_CE) task_ops(&ops, p, &p->tasks[i], in, i);
+  if (in->cpl) couple_count_sends(p, in, ops);
   if (ops) sim_proxy_post(c->proxy, ops);
+  if (in->cpl && sim_fault_active()) { /* waited for at the end of the group */
+    if (t_pend.n == t_pend.cap) {
+      t_pend.cap = t_pend.cap ? 2 * t_pend.cap : 16;
+      t_pend.v = realloc(t_pend.v, (size_t)t_pend.cap * sizeof *t_pend.v);
+      if (!t_pend.v) abort();
+    }
+    atomic_fetch_add(&in->refs, 1);
+    t_pend.v[t_pend.n++] = in;
+  }
   /* Children run on the proxy thread. Sometimes let them all finish before the Coll/P2p stop,
    * which is what NCCL's races produce (R§3.3 item 3). A hanging plan waits until its ops are
-   * stuck so that the abort leaves them open. */
+   * stuck so that the abort leaves them open. A coupled plan can finish only once every rank has
+   * entered it: a thread that drives one rank waits for its peers; one that drives several (or a
+   * callback thread) only if every rank entered already, at most 5 ms, since it may drive a peer
+   * that has not. Never under --fault, where the op may hang. */
   if (in->hang)
     wait_inst(in, 1);
-  else if ((int)(sim_rand(&p->rng) % 100) < sim_opt.race_pct)
-    wait_inst(in, 0);
+  else if ((int)(sim_rand(&p->rng) % 100) < sim_opt.race_pct) {
+    if (!in->cpl || (t_one_rank && !sim_fault_active()))
+      wait_inst(in, 0);
+    else if (!sim_fault_active() && sim_cpl_entered_all(in->cpl))
+      for (uint64_t t0 = sim_now_ns();
+           atomic_load(&in->ops_left) > 0 && sim_now_ns() - t0 < 5000000;)
+        sim_sleep_us(20);
+  }
   for (int i = 0; i < p->ntasks; i++) {
     sim_task_t *t = &p->tasks[i];
     sim_ev_stop(t->is_p2p ? SIM_T_P2P : SIM_T_COLL, &t->ev_h);
@@ -516,6 +588,7 @@ static void fill_task(sim_task_t *t, const sim_call_t *k, int mask, void *gapi) 
   t->nch =
       k->nchannels < 1 ? 1 : (k->nchannels > SIM_MAX_CHANNELS ? SIM_MAX_CHANNELS : k->nchannels);
   t->kind = k->kind, t->root = k->root, t->mask = mask, t->group_api_h = gapi;
+  t->fault = k->fault, t->opidx = k->opidx;
   t->is_p2p = k->func == F_SEND || k->func == F_RECV;
   t->ucount = k->count;
   t->bytes = k->count * (size_t)dtype_size[k->dtype];
@@ -576,6 +649,34 @@ static void launch_plans(const sim_call_t *calls, sim_task_t *tasks, int n, sim_
   free(done);
 }
 
+/* --fault: like cudaStreamSynchronize after the group. An op in which no rank made progress for
+ * --hang-s hangs: the thread notes it and stops issuing operations (fault.c). Progress rather
+ * than a deadline, so that a loaded machine does not pass for a hang. */
+static void sync_pending(void) {
+  uint64_t limit = (uint64_t)(sim_opt.hang_s * 1e9);
+  for (int i = 0; i < t_pend.n; i++) {
+    sim_inst_t *in = t_pend.v[i];
+    uint64_t t0 = sim_now_ns(), seen = ~0ull;
+    for (;;) {
+      int left = atomic_load(&in->ops_left);
+      if (left <= 0 && (!in->cpl || sim_cpl_ready(in->cpl))) break;
+      uint64_t now = sim_now_ns();
+      uint64_t tick = (uint64_t)left + (in->cpl ? sim_cpl_ticks(in->cpl) << 20 : 0);
+      if (tick != seen) seen = tick, t0 = now;
+      if (now - t0 > limit || sim_fault_halted()) { /* after one hung op, the rest at once */
+        sim_fault_hung(in);
+        break;
+      }
+      sim_sleep_us(200);
+    }
+    sim_inst_put(in);
+  }
+  t_pend.n = 0;
+  if (!t_pend.cap) return;
+  free(t_pend.v); /* a thread-local buffer must not outlive its thread */
+  t_pend.v = NULL, t_pend.cap = 0;
+}
+
 void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, uint64_t *rng) {
   if (n <= 0) return;
   sim_delay_point(sim_global_rank(calls[0].comm, calls[0].comm->rank), SIM_AT_ENQUEUE);
@@ -593,14 +694,23 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
   }
   sim_task_t *tasks = sim_xcalloc((size_t)n, sizeof *tasks);
   for (int i = 0; i < n; i++) {
-    fill_task(&tasks[i], &calls[i], mask, gapi);
+    /* a task copies the global mask when it is appended, after the GroupApi start, so a plugin
+     * that changes the mask in that start (KernelCh sampling) changes this group (R§3.1) */
+    fill_task(&tasks[i], &calls[i], sim_mask(), gapi);
     api_event(&tasks[i], &calls[i], gapi, capture != NULL);
   }
   atomic_fetch_add(&sim_cnt->ops, (uint64_t)n);
   sim_ev_state(SIM_T_GROUP_API, gapi, NCS_ST_GROUP_END_API_START, NULL);
+  t_one_rank = 1;
+  for (int i = 1; i < n; i++)
+    if (sim_global_rank(calls[i].comm, calls[i].comm->rank) !=
+        sim_global_rank(calls[0].comm, calls[0].comm->rank))
+      t_one_rank = 0;
   launch_plans(calls, tasks, n, capture, rng);
+  t_one_rank = 0;
   free(tasks);
   sim_ev_stop(SIM_T_GROUP_API, &gapi);
+  sync_pending();
 }
 
 /* ------------------------------------------------------------------ graphs */

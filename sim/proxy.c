@@ -20,13 +20,15 @@
 
 #include "sim.h"
 
-enum { PH_FREE = 0, PH_S_GPUWAIT, PH_S_PEERWAIT, PH_S_SEND, PH_NET, PH_R_WAIT, PH_R_FLUSH,
-       PH_R_GPUWAIT, PH_DONE };
+enum { PH_FREE = 0, PH_S_GPUWAIT, PH_S_PEERWAIT, PH_S_CTS, PH_S_SEND, PH_NET, PH_R_WAIT,
+       PH_R_DATA, PH_R_FLUSH, PH_R_GPUWAIT, PH_DONE };
 
 #define APPEND_BATCH 16
 
 void sim_inst_put(sim_inst_t *in) {
-  if (in && atomic_fetch_sub(&in->refs, 1) == 1) free(in);
+  if (!in || atomic_fetch_sub(&in->refs, 1) != 1) return;
+  if (in->cpl) sim_cpl_leave(in->cpl); /* nothing of this rank touches the instance any more */
+  free(in);
 }
 
 /* ------------------------------------------------------------------ ProxyCtrl */
@@ -85,6 +87,9 @@ static void finish_op(sim_pop_t *o) {
       }
       atomic_fetch_sub(&o->inst->net_left, 1);
     }
+    /* the last coupled send of this rank finished: its data is out (fault.c) */
+    if (o->cpl && o->kind == POP_SEND && atomic_fetch_sub(&o->inst->sends_left, 1) == 1)
+      sim_cpl_out(o->cpl);
     atomic_fetch_sub(&o->inst->ops_left, 1);
     sim_inst_put(o->inst);
   }
@@ -145,8 +150,18 @@ static void step_state(struct sim_step *st, int state, size_t trans) {
   sim_ev_state(SIM_T_PROXY_STEP, st->h, state, &a);
 }
 
-/* One state transition of one step; returns 1 when something happened. */
-static int advance_step(sim_proxy_t *p, sim_pop_t *o, struct sim_step *st) {
+/* Peer coupling (fault.c): the receiver posted receive step s (clear-to-send)... */
+static int peer_cts(const sim_pop_t *o, int s) {
+  return !o->cpl || sim_cpl_get(o->cpl, SIM_MARK_CTS, o->peer, o->lane) > s;
+}
+/* ... and the sender's step s went out. */
+static int peer_sent(const sim_pop_t *o, int s) {
+  return !o->cpl || sim_cpl_get(o->cpl, SIM_MARK_SENT, o->peer, o->lane) > s;
+}
+
+/* One state transition of step s; returns 1 when something happened. */
+static int advance_step(sim_proxy_t *p, sim_pop_t *o, int s) {
+  struct sim_step *st = &o->st[s % SIM_STEP_RING];
   size_t stale = o->st[(o->done_steps + SIM_STEP_RING - 1) % SIM_STEP_RING].trans;
   switch (st->phase) {
   case PH_S_GPUWAIT:
@@ -156,15 +171,32 @@ static int advance_step(sim_proxy_t *p, sim_pop_t *o, struct sim_step *st) {
     return 1;
   case PH_S_PEERWAIT: /* isend returned no request yet: recorded again (R§3.4) */
     step_state(st, NCS_ST_PROXY_STEP_SEND_PEER_WAIT_V4, stale);
-    if (st->repeats-- <= 0) st->phase = PH_S_SEND;
+    if (st->repeats-- > 0) return 1;
+    st->phase = PH_S_CTS;
+    if (!peer_cts(o, s)) return 1;
+    /* fall through */
+  case PH_S_CTS: /* no clear-to-send from the receiver yet: isend keeps returning NULL */
+    if (!peer_cts(o, s)) return 0;
+    st->phase = PH_S_SEND;
     return 1;
   case PH_S_SEND:
+    if (s == o->stall_at - 1 && o->done_steps < s) return 0; /* stall after the earlier steps */
     step_state(st, NCS_ST_PROXY_STEP_SEND_WAIT, st->trans);
+    if (s == o->stall_at - 1) { /* --fault stall: the transfer never completes */
+      o->stalled = 1;
+      return 1;
+    }
     submit_net(o, st);
     st->phase = PH_NET;
     return 1;
-  case PH_R_WAIT:
+  case PH_R_WAIT: /* irecv posted: the sender may go */
     step_state(st, NCS_ST_PROXY_STEP_RECV_WAIT, stale);
+    if (o->cpl) sim_cpl_mark(o->cpl, SIM_MARK_CTS, o->rank, o->lane, s + 1);
+    st->phase = PH_R_DATA;
+    if (!peer_sent(o, s)) return 1;
+    /* fall through */
+  case PH_R_DATA: /* the data arrives once the peer sent it */
+    if (!peer_sent(o, s)) return 0;
     submit_net(o, st);
     st->phase = PH_NET;
     return 1;
@@ -193,7 +225,7 @@ static int progress_hang(sim_proxy_t *p, sim_pop_t *o) {
     return 1;
   }
   struct sim_step *st = &o->st[0];
-  if (st->phase == PH_S_GPUWAIT) return advance_step(p, o, st);
+  if (st->phase == PH_S_GPUWAIT) return advance_step(p, o, 0);
   if (!o->frozen) {
     o->frozen = 1;
     atomic_fetch_add(&o->inst->frozen, 1);
@@ -211,12 +243,15 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
     return 1;
   }
   if (o->hang) return progress_hang(p, o);
+  if (o->stalled) return 0; /* --fault stall: nothing moves any more */
   int moved = 0;
-  for (int s = o->done_steps; s < o->next_step; s++)
-    moved |= advance_step(p, o, &o->st[s % SIM_STEP_RING]);
+  for (int s = o->done_steps; s < o->next_step && !o->stalled; s++) moved |= advance_step(p, o, s);
+  if (o->stalled) return moved;
   while (o->done_steps < o->next_step && o->st[o->done_steps % SIM_STEP_RING].phase == PH_DONE) {
     sim_ev_stop(SIM_T_PROXY_STEP, &o->st[o->done_steps % SIM_STEP_RING].h);
     o->done_steps++;
+    if (o->cpl && o->kind == POP_SEND) /* in order: the receiver's step may complete */
+      sim_cpl_mark(o->cpl, SIM_MARK_SENT, o->rank, o->lane, o->done_steps);
     moved = 1;
   }
   if (o->next_step < o->nsteps && o->next_step - o->done_steps < SIM_PIPELINE) {
@@ -248,6 +283,8 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   }
   if (o->hang) return 0; /* the kernel never ends: KernelCh stays open */
   if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
+  /* coupled: the kernel ends only when every rank entered and sent its data (fault.c) */
+  if (o->inst->cpl && !sim_cpl_ready(o->inst->cpl)) return 0;
   /* the GPU finished a little before the proxy polled the completion slot */
   uint64_t stop = sim_gpu_ns() - 200 - sim_rand(&p->rng) % 1500;
   if (o->kern_ns) { /* --gpu-gbps: the fake GPU clock says every channel ends kern_ns after the

@@ -6,9 +6,11 @@
  * same operations in the same order (their random choices are seeded by communicator and
  * iteration), so seqNumbers line up across ranks as in a real job.
  */
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sim.h"
 
@@ -39,6 +41,8 @@ static struct {
   sim_comm_t *comm[SIM_MAX_RANKS][SIM_MAX_COMMS];
   sim_cbq_t *cbq[SIM_MAX_RANKS];
   pthread_barrier_t bar;
+  int64_t nops[SIM_MAX_RANKS]; /* counted collectives so far (--fault SEQ) */
+  char gone[SIM_MAX_RANKS];    /* --fault skip: the rank issues no more operations */
   void *stale[64];     /* handles kept from an earlier plugin load (stale scenario) */
   int nstale;
   pthread_mutex_t mu;
@@ -59,13 +63,21 @@ static void default_setup(uthread_t *ut) {
   }
 }
 
+/* After a hang (--fault) the communicators are aborted: open events stay open (ncclCommAbort). */
 static void default_teardown(uthread_t *ut) {
+  int abort = sim_fault_aborting();
   for (int i = 0; i < ut->n; i++)
     for (int c = 0; c < SIM_MAX_COMMS; c++)
       if (W.comm[ut->lr[i]][c]) {
-        sim_comm_destroy(W.comm[ut->lr[i]][c], 0);
+        sim_comm_destroy(W.comm[ut->lr[i]][c], abort);
         W.comm[ut->lr[i]][c] = NULL;
       }
+}
+
+static int all_gone(const uthread_t *ut) {
+  for (int i = 0; i < ut->n; i++)
+    if (!W.gone[ut->lr[i]]) return 0;
+  return ut->n > 0;
 }
 
 static void *uthread_main(void *arg) {
@@ -75,7 +87,11 @@ static void *uthread_main(void *arg) {
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->after_setup_once) wl->after_setup_once();
   pthread_barrier_wait(&W.bar);
-  for (int it = 0; it < sim_opt.iters; it++) wl->iter(ut, it);
+  /* --fault: a thread whose op hung stops; one whose ranks all skipped idles, then stops */
+  for (int it = 0; it < sim_opt.iters && !sim_fault_halted(); it++) {
+    wl->iter(ut, it);
+    if (all_gone(ut) && !sim_fault_halted()) sim_fault_idle();
+  }
   if (wl->finish) wl->finish(ut);
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->before_teardown_once) wl->before_teardown_once();
@@ -150,7 +166,59 @@ static sim_call_t mkcall(sim_comm_t *comm, int func, int root, uint64_t orng, in
   k.proto = (int)(sim_rand(&orng) % SIM_NPROTOS);
   k.nchannels = 1 + (int)(sim_rand(&orng) % (uint64_t)sim_opt.channels);
   k.count = sim_opt.count;
+  k.opidx = -1;
   return k;
+}
+
+/* Same size, another name: what a rank that passes the wrong type would send. */
+static int other_dtype(int d) {
+  static const int partner[SIM_NDTYPES] = {D_UINT8,   D_INT8,    D_FLOAT32, D_FLOAT32, D_FLOAT64,
+                                           D_FLOAT64, D_BFLOAT16, D_INT32,  D_INT64,   D_FLOAT16};
+  return partner[d];
+}
+
+/* A counted collective (--fault SEQ: the rank's kernel collectives on its first communicator):
+ * applies a fault at this op. Returns 1 when the rank does not call it. */
+static int fault_point(int lr, sim_call_t *k) {
+  int g = W.first + lr;
+  int64_t op = W.nops[lr]++;
+  k->opidx = op;
+  if (!sim_fault_active()) return 0;
+  int kind = sim_fault_at(g, op);
+  if (!kind) return 0;
+  sim_comm_t *c = k->comm;
+  uint64_t seqno = atomic_load(&c->seq[k->func]);
+  switch (kind) {
+  case SIM_FAULT_SKIP: /* stuck in application code: never calls it, nor anything after */
+    W.gone[lr] = 1;
+    sim_fault_note(g, SIM_RS_SKIPPED, c->comm_id, k->func, op, seqno);
+    sim_log("fault skip: rank %d skips %s seqNumber %llu", g, sim_func_str[k->func],
+            (unsigned long long)seqno);
+    return 1;
+  case SIM_FAULT_KILL: /* the process dies before the rank enters the op */
+    sim_fault_note(g, SIM_RS_KILLED, c->comm_id, k->func, op, seqno);
+    fflush(stdout);
+    fflush(stderr);
+    kill(getpid(), SIGKILL);
+    for (;;) pause();
+  case SIM_FAULT_STALL: k->fault = SIM_FAULT_STALL; return 0;
+  case SIM_FAULT_MISMATCH:
+  case SIM_FAULT_MISMATCH_DTYPE: {
+    size_t count = k->count;
+    int dt = k->dtype;
+    if (kind == SIM_FAULT_MISMATCH)
+      k->count *= 2;
+    else
+      k->dtype = other_dtype(k->dtype);
+    fprintf(stderr,
+            "nccl-sim: fault %s:%d:%lld: rank %d calls %s seqNumber %llu with count %zu %s "
+            "(the other ranks: %zu %s); the job goes on\n",
+            sim_fault_name(kind), g, (long long)op, g, sim_func_str[k->func],
+            (unsigned long long)seqno, k->count, sim_dtype_str[k->dtype], count, sim_dtype_str[dt]);
+    return 0;
+  }
+  default: return 0;
+  }
 }
 
 static void coll_op(uthread_t *ut, int it, int c, int func, int kind) {
@@ -158,7 +226,10 @@ static void coll_op(uthread_t *ut, int it, int c, int func, int kind) {
   int n = 0;
   for (int i = 0; i < ut->n; i++) {
     sim_comm_t *comm = W.comm[ut->lr[i]][c];
-    if (comm) calls[n++] = mkcall(comm, func, it % comm->nranks, op_rng(c, it), kind);
+    if (!comm || W.gone[ut->lr[i]]) continue;
+    calls[n] = mkcall(comm, func, it % comm->nranks, op_rng(c, it), kind);
+    if (c == 0 && kind == K_NORMAL && fault_point(ut->lr[i], &calls[n])) continue;
+    n++;
   }
   sim_group(calls, n, n > 1 ? 2 : 1, ut->graph, &ut->rng);
   free(calls);
@@ -170,7 +241,7 @@ static void sendrecv_op(uthread_t *ut, int it, int c, int kind) {
   int n = 0;
   for (int i = 0; i < ut->n; i++) {
     sim_comm_t *comm = W.comm[ut->lr[i]][c];
-    if (!comm) continue;
+    if (!comm || W.gone[ut->lr[i]]) continue;
     int next = (comm->rank + 1) % comm->nranks,
         prev = (comm->rank + comm->nranks - 1) % comm->nranks;
     calls[n++] = mkcall(comm, F_SEND, next, op_rng(c, it), kind);
@@ -187,7 +258,7 @@ static void alltoall_op(uthread_t *ut, int it, int c) {
   int n = 0;
   for (int i = 0; i < ut->n; i++) {
     sim_comm_t *comm = W.comm[ut->lr[i]][c];
-    if (!comm) continue;
+    if (!comm || W.gone[ut->lr[i]]) continue;
     for (int p = 0; p < comm->nranks; p++) {
       if (p == comm->rank && comm->nranks > 1) continue;
       sim_call_t s = mkcall(comm, F_SEND, p, op_rng(c, it), K_NORMAL);
@@ -210,8 +281,10 @@ static void grouped_op(uthread_t *ut, int it) {
   for (int c = 0; c < SIM_MAX_COMMS; c++)
     for (int i = 0; i < ut->n; i++) {
       sim_comm_t *comm = W.comm[ut->lr[i]][c];
-      if (!comm) continue;
-      calls[n++] = mkcall(comm, F_ALLREDUCE, 0, op_rng(c, it), K_NORMAL);
+      if (!comm || W.gone[ut->lr[i]]) continue;
+      calls[n] = mkcall(comm, F_ALLREDUCE, 0, op_rng(c, it), K_NORMAL);
+      if (c == 0 && fault_point(ut->lr[i], &calls[n])) continue; /* skip: gone from now on */
+      n++;
       if (c & 1) calls[n++] = mkcall(comm, F_ALLGATHER, 0, op_rng(c, it) + 1, K_NORMAL);
     }
   sim_group(calls, n, 2, NULL, &ut->rng);
@@ -352,8 +425,12 @@ static int run_pxn(int proc) { return run_loaded(proc, &wl_pxn); }
 
 /* ------------------------------------------------------------------ abort */
 /* After normal work, one AllReduce whose proxy ops and KernelCh get stuck; then the
- * communicators are aborted and finalized with those events still open. */
+ * communicators are aborted and finalized with those events still open. The normal work finishes
+ * first: its ops wait for the peers' (coupling), which an early abort of a peer would drop. */
 static void abort_finish(uthread_t *ut) {
+  for (int i = 0; i < ut->n; i++)
+    for (int c = 0; c < SIM_MAX_COMMS; c++)
+      if (W.comm[ut->lr[i]][c]) sim_comm_drain(W.comm[ut->lr[i]][c]);
   coll_op(ut, sim_opt.iters, 0, F_ALLREDUCE, K_HANG);
 }
 static void abort_teardown(uthread_t *ut) {

@@ -11,6 +11,7 @@
  *   net.c       net-plugin helper threads (NetPlugin events) and the PXN pipe between processes
  *   nccl.c      communicators, groups, kernel plans, graph capture/replay, CE collectives
  *   scenarios.c the named scenarios (--scenario) built from the above
+ *   fault.c     peer coupling of the ranks of a communicator, and fault injection (--fault)
  *   flood.c     the event-cost benchmark loop
  *   main.c      options, processes, summary
  */
@@ -43,6 +44,15 @@ enum {
 /* ---------------------------------------------------------------- options */
 enum { SIM_NET_SOCK = 0, SIM_NET_IB = 1, SIM_NET_MIX = 2 };
 
+/* --fault KIND:RANK:SEQ (docs/nccl-sim.md "Faults") */
+enum { SIM_FAULT_NONE = 0, SIM_FAULT_SKIP, SIM_FAULT_STALL, SIM_FAULT_MISMATCH,
+       SIM_FAULT_MISMATCH_DTYPE, SIM_FAULT_KILL, SIM_NFAULT_KINDS };
+#define SIM_MAX_FAULTS 16
+typedef struct {
+  int kind, rank; /* rank: global rank */
+  int64_t seq;    /* index of the rank's kernel collectives on its first communicator */
+} sim_fault_t;
+
 typedef struct {
   const char *plugin;   /* path, NCCL-style name, or "none" */
   const char *scenario;
@@ -70,6 +80,11 @@ typedef struct {
   int slow_rank, slow_link_rank;
   unsigned slow_us, slow_link_us;
   double gpu_gbps; /* > 0: a kernel lasts bus bytes / gpu_gbps (see docs/nccl-sim.md) */
+  /* peer coupling and faults (fault.c) */
+  int couple;      /* ranks wait for each other's data (-1 auto: on with --fault) */
+  sim_fault_t faults[SIM_MAX_FAULTS];
+  int nfaults;
+  double hang_s;   /* hung ranks give up (abort) after this long */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -156,6 +171,7 @@ enum { POP_SEND = 0, POP_RECV = 1, POP_KERNEL = 2, POP_NOSTOP = 3 };
 typedef struct sim_inst sim_inst_t;
 typedef struct sim_comm sim_comm_t;
 typedef struct sim_proxy sim_proxy_t;
+typedef struct sim_cpl sim_cpl_t;
 
 /* One execution of a kernel plan: proxy ops hold a reference, so the launching thread can wait
  * for the children (to stop the Coll after them) and KernelCh knows when the network is done. */
@@ -167,6 +183,12 @@ struct sim_inst {
   uint64_t gpu_launch;   /* fake GPU time of the kernel launch */
   int hang;              /* abort scenario: number of its ops that never finish */
   _Atomic uint64_t net_done_gpu; /* fake GPU time when its last network op finished */
+  /* peer coupling (fault.c): the collective instance all ranks of the comm share, or NULL */
+  sim_cpl_t *cpl;
+  _Atomic int sends_left; /* coupled send ops not finished: at 0 this rank's data is out */
+  int grank, func;        /* what a hang report says about it */
+  int64_t opidx;
+  uint64_t seqno, comm_id;
 };
 void sim_inst_put(sim_inst_t *in);
 
@@ -180,6 +202,10 @@ typedef struct sim_pop {
   int rank, channel, peer, nsteps, chunk, mask, net_kind;
   size_t bytes;          /* bytes this op moves */
   int hang;              /* stop progressing after the first step (abort) */
+  sim_cpl_t *cpl;        /* coupled to the peer's op of the same instance, or NULL */
+  int lane;              /* index of this (task, channel) in the instance's marks */
+  int stall_at;          /* --fault stall: freeze in SendWait of step stall_at - 1 (0 none) */
+  int stalled;
   sim_inst_t *inst;      /* NULL for ops of another process */
   sim_comm_t *comm;      /* comm accounted for the op (drain before destroy) */
   /* progress (proxy thread only) */
@@ -269,6 +295,8 @@ struct sim_comm {
   sim_cbq_t *cbq;        /* CUDA host-callback thread of this rank's device, if any */
   _Atomic int inflight;  /* local proxy ops posted and not finished */
   int hung;              /* an aborted op left ops open */
+  _Atomic int64_t couple_seq; /* coupled plans so far: the instance index all ranks agree on */
+  uint64_t couple_key;   /* sim_cpl_key */
 };
 
 /* One user-level call: ncclAllReduce(comm, ...), ncclSend(...), ... */
@@ -277,12 +305,16 @@ typedef struct {
   int func, dtype, algo, proto, nchannels, kind;
   size_t count;          /* user count */
   int root;              /* root, or the peer for Send/Recv */
+  int fault;             /* SIM_FAULT_STALL: this call's sends freeze (fault.c) */
+  int64_t opidx;         /* index among the rank's counted collectives (--fault SEQ), or -1 */
 } sim_call_t;
 
 typedef struct sim_graph sim_graph_t;
 
 sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, int gstride,
                             const char *name, sim_comm_t *share_proxy_with);
+/* Waits until the proxy finished every op of this comm (ncclCommDestroy's wait). */
+void sim_comm_drain(sim_comm_t *c);
 /* Waits for the comm's ops, drops its proxy reference, finalizes its plugin context. */
 void sim_comm_destroy(sim_comm_t *c, int abort);
 /* ncclGroupStart ... calls ... ncclGroupEnd on the calling thread. depth: 1 implicit group,
@@ -296,6 +328,44 @@ void sim_cbq_drain(sim_cbq_t *q);
 void sim_cbq_destroy(sim_cbq_t *q);
 int sim_global_rank(const sim_comm_t *c, int k);
 int sim_node_of(int grank);
+
+/* ---------------------------------------------------------------- fault.c
+ * Peer coupling: the ranks of a communicator share, per coupled collective instance (the n-th
+ * eager kernel-collective plan of the communicator), a slot in MAP_SHARED memory made before
+ * fork. A receive step gets its data only after the peer's matching send step finished; a send
+ * step leaves SendPeerWait only after the peer posted the matching receive (clear-to-send); a
+ * KernelCh stops, and the op completes, only when every rank entered and sent all its data. */
+enum { SIM_MARK_SENT = 0, SIM_MARK_CTS = 1 };
+int sim_couple_setup(void);     /* main, before fork; no-op when coupling is off */
+sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx); /* NULL: uncoupled */
+void sim_cpl_out(sim_cpl_t *c); /* this rank's data has all left */
+void sim_cpl_leave(sim_cpl_t *c); /* this rank no longer touches the instance */
+int sim_cpl_entered_all(sim_cpl_t *c);
+int sim_cpl_ready(sim_cpl_t *c); /* every rank entered and its data is out */
+uint64_t sim_cpl_ticks(sim_cpl_t *c); /* changes whenever any rank makes progress in it */
+void sim_cpl_mark(sim_cpl_t *c, int which, int rank, int lane, int value); /* atomic max */
+int sim_cpl_get(sim_cpl_t *c, int which, int rank, int lane);
+int sim_cpl_lanes(void);
+/* The coupling key of a new communicator: its id and how often this rank created that id before
+ * (reload cycles create the same communicators again; every rank agrees on the count). */
+uint64_t sim_cpl_key(uint64_t comm_id, int grank);
+
+/* Faults. Ranks are global ranks. */
+int sim_fault_parse(const char *arg);            /* appends to sim_opt.faults; -1: message given */
+int sim_fault_check_opts(const char *scenario);  /* -1: message given */
+int sim_fault_setup(void);                       /* main, before fork */
+int sim_fault_active(void);                      /* any --fault given */
+int sim_fault_at(int grank, int64_t op);         /* the fault kind for this op of this rank, or 0 */
+const char *sim_fault_name(int kind);
+enum { SIM_RS_NONE = 0, SIM_RS_HUNG, SIM_RS_SKIPPED, SIM_RS_KILLED, SIM_RS_STALLED };
+/* Records what happened to a rank at an op (for the final report). */
+void sim_fault_note(int grank, int state, uint64_t comm_id, int func, int64_t op, uint64_t seqno);
+void sim_fault_hung(const sim_inst_t *in);       /* this thread's op hung: note it, halt */
+void sim_fault_idle(void);                       /* a skipping rank idles --hang-s, then halts */
+int sim_fault_halted(void);                      /* this thread stopped issuing operations */
+int sim_fault_aborting(void);                    /* this process aborts its communicators */
+int sim_fault_proc_status(void);                 /* a child's exit status: 0, or 3 when it hung */
+int sim_fault_report(const pid_t *pids, const int *status, int nprocs); /* parent: exit status */
 
 /* ---------------------------------------------------------------- scenarios.c / flood.c */
 typedef struct {

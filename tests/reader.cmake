@@ -49,6 +49,7 @@ if(NCS_FUZZ)
   endif()
   # the reader is compiled into the target so the fuzzer's coverage instrumentation sees it
   add_executable(fuzz_reader ${NCS_TESTS_DIR}/fuzz/fuzz_reader.c ${NCS_SRC_DIR}/trace/reader.c
+                             ${NCS_SRC_DIR}/trace/flight.c
                              ${NCS_SRC_DIR}/trace/format.c)
   target_include_directories(fuzz_reader PRIVATE ${NCS_SRC_DIR})
   target_compile_options(fuzz_reader PRIVATE -fsanitize=fuzzer,address,undefined
@@ -83,7 +84,7 @@ ncs_cli_test(dump_bad_type 2 "unknown event type 'colll'" -- ${NCS_EXE} dump --t
 ncs_cli_test(dump_no_path 2 "which trace" -- ${NCS_EXE} dump)
 ncs_cli_test(dump_no_traces 2 "no trace files found" -- ${NCS_EXE} dump ${NCS_FIX}/empty)
 ncs_cli_test(dump_missing_dir 2 "cannot open /nonexistent" -- ${NCS_EXE} dump /nonexistent)
-ncs_cli_test(stats_no_traces 2 "no [*][.]nstrace files" -- ${NCS_EXE} dump --stats ${NCS_FIX}/empty)
+ncs_cli_test(stats_no_traces 2 "no [*][.]nstrace or [*][.]nsflight files" -- ${NCS_EXE} dump --stats ${NCS_FIX}/empty)
 ncs_cli_test(dump_valid 0
   "^node1-100 seg=0 t=0[.]000000000 SEGMENT version=1 plugin=0[.]1[.]0 host=node1 pid=100 epoch=0 mode=trace"
   "node1-100 seg=0 t=0[.]000000000 CLOCK mono=1000000000 realtime=1700000000000000000"
@@ -139,7 +140,10 @@ ncs_cli_test(stats_mixed 1 "== job: 4 files" -- ${NCS_EXE} dump --stats ${NCS_FI
 
 ncs_cli_test(record_bad_events 2 "--events: unknown event type 'bogus' in 'coll,bogus'"
   -- ${NCS_EXE} record --events coll,bogus -- true)
-ncs_cli_test(record_flight 2 "flight mode is not implemented yet" -- ${NCS_EXE} record --mode flight -- true)
+ncs_cli_test(record_flight 3 "MODE=flight"
+  -- ${CMAKE_COMMAND} -E env NCCLSCOPE_PLUGIN=${NCS_TESTS_DIR}/cli_check.sh
+     ${NCS_EXE} record -o ${NCS_GEN_DIR}/rec-flight --mode flight --
+     sh -c "echo MODE=$NCCLSCOPE_MODE && exit 3")
 ncs_cli_test(record_bad_mode 2 "--mode must be trace or flight" -- ${NCS_EXE} record --mode fast -- true)
 ncs_cli_test(record_bad_size 2 "--buffer-size: bad size '12Q'" -- ${NCS_EXE} record --buffer-size 12Q -- true)
 ncs_cli_test(record_small_size 2 "--buffer-size must be from 1M to 16G" -- ${NCS_EXE} record --buffer-size 4K -- true)

@@ -7,3 +7,17 @@ foreach(c straggler slowlink busbw json usage)
                    ${CMAKE_CURRENT_BINARY_DIR}/report-${c} ${c})
   set_tests_properties(report_${c} PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "report check ${c}: ok")
 endforeach()
+
+# report --html FILE (docs/report.md, "The HTML page"): the page of a straggler job has the three
+# charts, the terminal report's findings and no remote reference, and headless Chromium loads it
+# (page; fails when chromium is missing); exit statuses and --html - (errors); hostile and
+# damaged crafted traces (fixtures, after reader.cmake's tracegen_files).
+foreach(c page errors fixtures)
+  add_test(NAME report_html_${c}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/report_html.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/report-html-${c} ${c}
+                   ${CMAKE_CURRENT_BINARY_DIR}/generated/fixtures)
+  set_tests_properties(report_html_${c} PROPERTIES TIMEOUT 180 PASS_REGULAR_EXPRESSION "report html ${c}: ok")
+endforeach()
+set_tests_properties(report_html_fixtures PROPERTIES FIXTURES_REQUIRED ncs_traces)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "trace/flight.h"
 #include "tracegen.h"
 
 static void put(const char *dir, const char *name, const void *p, size_t len) {
@@ -128,6 +129,59 @@ static void c_state(tg_t *g) { events_of_kind(g, NCS_REC_STATE); }
 static void c_complete(tg_t *g) { events_of_kind(g, NCS_REC_COMPLETE); }
 static void c_expired(tg_t *g) { events_of_kind(g, NCS_REC_EXPIRED); }
 
+/* A small flight file (trace/flight.h) made of a sample trace's chunks: the meta chunks in the
+ * meta region, the others spread over 1 KiB ring slots whose seq order differs from their
+ * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. */
+static void put_flight(const char *dir, const char *name, int crash) {
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, crash, 500);
+  enum { SLOT = 1024, NSLOTS = 6, META = 4096 };
+  size_t len = NCS_FLIGHT_HDR_LEN + META + (size_t)SLOT * NSLOTS;
+  uint8_t *img = calloc(1, len);
+  ncs_flight_hdr_t h;
+  memset(&h, 0, sizeof h);
+  memcpy(h.magic, NCS_FLIGHT_MAGIC, 8);
+  h.version = NCS_FLIGHT_VERSION, h.hdr_len = NCS_FLIGHT_HDR_LEN, h.file_len = len;
+  h.meta_off = NCS_FLIGHT_HDR_LEN, h.meta_cap = META;
+  h.ring_off = NCS_FLIGHT_HDR_LEN + META, h.slot_bytes = SLOT, h.nslots = NSLOTS;
+  h.state = crash ? NCS_FS_RUNNING : NCS_FS_EXITED, h.pid = 500;
+  snprintf(h.host, sizeof h.host, "node1");
+  memcpy(img + h.meta_off, g.file.p, NCS_FILE_HEADER_LEN);
+  h.meta_len = NCS_FILE_HEADER_LEN;
+  int slot = 3; /* the ring wrapped: positions 3, 4, 5, 0, 1, ... hold seq 1, 2, 3, ... */
+  uint64_t seq = 1;
+  ncs_flight_slot_t *cur = NULL;
+  for (size_t off = NCS_FILE_HEADER_LEN; off + NCS_CHUNK_HEADER_LEN <= g.file.len;) {
+    uint16_t type;
+    uint32_t plen;
+    memcpy(&type, g.file.p + off + 4, 2);
+    memcpy(&plen, g.file.p + off + 8, 4);
+    size_t n = NCS_CHUNK_HEADER_LEN + plen;
+    if (off + n > g.file.len) break;
+    if (type == NCS_CHUNK_SEGMENT || type == NCS_CHUNK_STRINGS || type == NCS_CHUNK_COMM ||
+        type == NCS_CHUNK_COMM_END || type == NCS_CHUNK_THREAD) {
+      if (h.meta_len + n <= META) memcpy(img + h.meta_off + h.meta_len, g.file.p + off, n), h.meta_len += n;
+    } else if (n + NCS_FLIGHT_SLOT_HDR <= SLOT) {
+      if (!cur || cur->used + n > SLOT - NCS_FLIGHT_SLOT_HDR) {
+        cur = (ncs_flight_slot_t *)(img + h.ring_off + (size_t)(slot % NSLOTS) * SLOT);
+        memset(cur, 0, SLOT);
+        cur->seq = seq++;
+        slot++;
+      }
+      memcpy((uint8_t *)cur + NCS_FLIGHT_SLOT_HDR + cur->used, g.file.p + off, n);
+      if (!cur->used) cur->kf_len = (uint32_t)n;
+      cur->used += (uint32_t)n;
+    }
+    off += n;
+  }
+  h.next_seq = seq;
+  memcpy(img, &h, sizeof h);
+  put(dir, name, img, len);
+  free(img);
+  tg_free(&g);
+}
+
 static void corpus(const char *root) {
   char d[512];
   mkdirs(root, NULL, d, sizeof d);
@@ -147,6 +201,8 @@ static void corpus(const char *root) {
   seed(d, "unknown-chunk", c_unknown);
   seed(d, "two-segments", c_two_segments);
   put_sample(d, "sample-crashed", 1, 1, 88);
+  put_flight(d, "flight-exited", 0);
+  put_flight(d, "flight-killed", 1);
 }
 
 int main(int argc, char **argv) {

@@ -23,7 +23,10 @@ typedef struct {
   uint64_t api_ts, coll_ts, stop_ts;
   uint64_t end_ns, first_child, gpu_start, gpu_stop;
   uint32_t cflags;
-  uint8_t p2p, complete, is_send;
+  uint8_t p2p, complete, is_send, unsampled;
+  uint32_t seg;      /* segment of the file, and the START's event id there (ncs_an_op) */
+  uint64_t id;
+  size_t inst, pair; /* ncs_an_op: its instance; the paired send/recv index + 1 (0 none) */
 } op_t;
 
 typedef struct {
@@ -33,6 +36,8 @@ typedef struct {
   size_t nstrs, capstrs;
   int64_t **gaps; /* per process: pTimer - ts samples */
   size_t *ngaps;
+  ncs_an_instance_t *insts; /* per collective instance, in op order (ncs_an_instance) */
+  size_t ninsts, capinsts;
 } priv_t;
 
 
@@ -120,8 +125,8 @@ typedef struct { /* per segment */
 } seg_state_t;
 
 static uint32_t find_comm(ncs_analysis_t *a, const ncs_comm_info_t *c) {
-  for (uint32_t i = 0; i < a->ncomms; i++)
-    if (a->comms[i].comm_id == c->comm_id && a->comms[i].nranks == c->nranks) return i;
+  int64_t k = ncs_an_comm_index(a, c->comm_id, c->nranks);
+  if (k >= 0) return (uint32_t)k;
   a->comms = xrealloc(a->comms, (a->ncomms + 1) * sizeof *a->comms);
   ncs_an_comm_t *n = &a->comms[a->ncomms];
   memset(n, 0, sizeof *n);
@@ -207,6 +212,8 @@ static void read_file(ncs_analysis_t *a, priv_t *P, const char *path, uint32_t p
           op_t *o = new_op(P);
           o->comm = S->comm_map[e->ctx] - 1, o->proc = pi, o->rank = S->comm_rank[e->ctx];
           o->coll_ts = e->ts;
+          o->unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0;
+          o->seg = ncs_reader_segment(r) ? ncs_reader_segment(r)->index : 0, o->id = e->id;
           if (e->type == NCS_T_COLL) {
             o->seq = e->f[0], o->func = intern(P, e->fstr[1]), o->count = e->f[4];
             o->root = (int64_t)e->f[5], o->dtype = intern(P, e->fstr[6]);
@@ -294,9 +301,7 @@ static int cmp_p2p(const void *x, const void *y) {
 }
 
 static int64_t job_time(const ncs_analysis_t *a, const op_t *o, uint64_t mono) {
-  if (a->nhosts <= 1) return (int64_t)mono;
-  const ncs_an_proc_t *p = &a->procs[o->proc];
-  return (int64_t)mono + p->clk_off - a->hosts[p->host_index].offset;
+  return (int64_t)mono + ncs_an_job_offset(a, o->proc);
 }
 static int64_t arrival(const ncs_analysis_t *a, const op_t *o) {
   return job_time(a, o, o->api_ts ? o->api_ts : o->coll_ts);
@@ -369,6 +374,50 @@ static void bucket_add(ncs_an_bucket_t *b, uint64_t bytes, double lat, double bw
   b->count++, b->bytes += bytes, b->src[src]++;
 }
 
+/* Throughput: instance k and k+1 are the same collective, consecutive seqNumbers and the same
+ * size. For each rank with GPU times in both, the interval between its two kernel starts (one GPU
+ * clock, no mapping) counts when the second kernel started within TPUT_GAP_NS of the first one's
+ * end, i.e. they ran back to back. The instance's interval is the median over its ranks. This is
+ * what a benchmark loop measures per iteration (launch gaps included), unlike the kernel
+ * duration. */
+#define TPUT_GAP_NS 200000
+static int has_gpu(const op_t *o);
+static uint64_t op_bytes(const op_t *o, int n);
+static double bus_factor(const char *func, int n);
+static int log2b(uint64_t v);
+static void throughput(ncs_analysis_t *a, priv_t *P, hmap_t *bm) {
+  int64_t *iv = NULL;
+  size_t cap = 0;
+  for (size_t k = 0; k + 1 < P->ninsts; k++) {
+    const ncs_an_instance_t *x = &P->insts[k], *y = &P->insts[k + 1];
+    if (x->comm != y->comm || x->func != y->func || y->seq != x->seq + 1 || x->bytes != y->bytes)
+      continue;
+    if (x->nops > cap) cap = x->nops * 2, iv = xrealloc(iv, cap * sizeof *iv);
+    size_t n = 0, q = y->first_op, qe = y->first_op + y->nops;
+    for (size_t p = x->first_op; p < x->first_op + x->nops; p++) {
+      const op_t *o = &P->ops[p];
+      while (q < qe && P->ops[q].rank < o->rank) q++;
+      if (q >= qe) break;
+      const op_t *nx = &P->ops[q];
+      if (nx->rank != o->rank || !has_gpu(o) || !has_gpu(nx)) continue;
+      if (nx->gpu_start <= o->gpu_start || nx->gpu_start > o->gpu_stop + TPUT_GAP_NS) continue;
+      iv[n++] = (int64_t)(nx->gpu_start - o->gpu_start);
+    }
+    if (!n) continue;
+    sort_n(iv, n, sizeof *iv, cmp_i64);
+    double t = (double)qi64(iv, n, 0.5);
+    const op_t *I = &P->ops[x->first_op];
+    ncs_an_bucket_t *b = bucket(a, bm, x->comm, x->func, log2b(x->bytes), 0);
+    if (b->tput_n == b->tcap) {
+      b->tcap = b->tcap ? 2 * b->tcap : 16;
+      b->tbw = xrealloc(b->tbw, b->tcap * sizeof(double));
+    }
+    b->tbw[b->tput_n++] = (double)op_bytes(I, a->comms[x->comm].nranks) / t *
+                          bus_factor(x->func, a->comms[x->comm].nranks);
+  }
+  free(iv);
+}
+
 static ncs_an_rank_t *rank_of(ncs_analysis_t *a, hmap_t *m, const op_t *o) {
   uint64_t key = ((uint64_t)o->comm << 32) | (uint32_t)o->rank, idx;
   if (hm_get(m, key, &idx)) return &a->ranks[idx];
@@ -392,42 +441,90 @@ static void add_evidence(ncs_an_rank_t *r, const op_t *o, int64_t late) {
   }
 }
 
-static void add_mismatch(ncs_analysis_t *a, const op_t *x, const op_t *y, const char *what) {
+static void add_mismatch(ncs_analysis_t *a, const op_t *x, const op_t *y, int32_t nodd,
+                         const char *what) {
   a->mismatched++;
   if (a->nmism >= sizeof a->mism / sizeof a->mism[0]) return;
   ncs_an_mismatch_t *m = &a->mism[a->nmism++];
   m->comm = x->comm, m->func = x->func, m->seq = x->seq, m->rank_a = x->rank, m->rank_b = y->rank;
+  m->nodd = nodd;
   snprintf(m->what, sizeof m->what, "%s", what);
 }
 
-/* Host offsets: per instance with ranks on several hosts, the median completion end (realtime)
- * of each host minus that of the reference host (host 0); the offset is the median of those
- * differences and the error their median absolute deviation. */
+/* Same count, datatype (interned: pointer equality) and, for rooted functions, root. */
+static int same_args(const op_t *x, const op_t *y) {
+  if (x->count != y->count || x->dtype != y->dtype) return 0;
+  return !((is_func(x->func, "Broadcast") || is_func(x->func, "Reduce")) && x->root != y->root);
+}
+
+/* Mismatch of one instance ops[0..n) (sorted by rank): the reference is what most ranks passed
+ * (Boyer-Moore majority vote, verified), else the lowest rank's; rank_a is the first rank that
+ * differs from it, rank_b the first rank that agrees, nodd how many differ. */
+static void check_mismatch(ncs_analysis_t *a, const op_t *ops, size_t n) {
+  size_t cand = 0, votes = 0, support = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (!votes) cand = k, votes = 1;
+    else if (same_args(&ops[k], &ops[cand])) votes++;
+    else votes--;
+  }
+  for (size_t k = 0; k < n; k++) support += same_args(&ops[k], &ops[cand]);
+  const op_t *ref = 2 * support > n ? &ops[cand] : &ops[0];
+  const op_t *odd = NULL;
+  int32_t nodd = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!same_args(&ops[k], ref)) {
+      if (!odd) odd = &ops[k];
+      nodd++;
+    }
+  if (!odd) return;
+  for (size_t k = 0; k < n; k++) /* the first rank that agrees with the reference */
+    if (same_args(&ops[k], ref)) {
+      ref = &ops[k];
+      break;
+    }
+  char what[96];
+  if (odd->count != ref->count || odd->dtype != ref->dtype)
+    snprintf(what, sizeof what, "count/datatype %llu %s vs %llu %s",
+             (unsigned long long)odd->count, odd->dtype, (unsigned long long)ref->count, ref->dtype);
+  else
+    snprintf(what, sizeof what, "root %lld vs %lld", (long long)odd->root, (long long)ref->root);
+  add_mismatch(a, odd, ref, nodd, what);
+}
+
+/* Host offsets: per instance with ranks on several hosts, the earliest completion end (realtime)
+ * seen on each host minus that of the reference host (host 0). A collective ends at nearly the
+ * same moment on every rank, and a rank can only see that end late (its proxy polls), never
+ * early: the earliest end of a host is its best estimate. The offset is the median of those
+ * differences; the error is their median absolute deviation plus the median spread of the end
+ * times within one host (host 0 or h, whichever is larger): a rank that always sees the end late
+ * shifts the differences alike, and that spread is what shows it. */
 static void host_offsets(ncs_analysis_t *a, priv_t *P, size_t ncoll) {
   if (a->nhosts <= 1) return;
-  i64vec_t *d = calloc(a->nhosts, sizeof *d);
-  int64_t *ends = calloc(a->nhosts, sizeof *ends);
-  uint32_t *cnt = calloc(a->nhosts, sizeof *cnt);
-  if (!d || !ends || !cnt) abort();
+  i64vec_t *d = calloc(a->nhosts, sizeof *d), *sp = calloc(a->nhosts, sizeof *sp);
+  int64_t *lo = calloc(a->nhosts, sizeof *lo), *hi = calloc(a->nhosts, sizeof *hi);
+  if (!d || !sp || !lo || !hi) abort();
   for (size_t i = 0; i < ncoll;) {
     size_t j = i;
     while (j < ncoll && P->ops[j].comm == P->ops[i].comm && P->ops[j].func == P->ops[i].func &&
            P->ops[j].seq == P->ops[i].seq)
       j++;
-    memset(ends, 0, a->nhosts * sizeof *ends), memset(cnt, 0, a->nhosts * sizeof *cnt);
-    int64_t base = 0;
-    for (size_t k = i; k < j; k++) { /* mean rather than median per host: cheap, few ranks */
+    for (uint32_t h = 0; h < a->nhosts; h++) lo[h] = INT64_MAX, hi[h] = INT64_MIN;
+    for (size_t k = i; k < j; k++) {
       const op_t *o = &P->ops[k];
-      if (!o->complete || !o->end_ns) continue;
+      /* a forced completion (expiry) or one without children has no real end time */
+      if (!o->complete || !o->end_ns || (o->cflags & (NCS_CF_FORCED | NCS_CF_NO_CHILDREN))) continue;
       uint32_t h = a->procs[o->proc].host_index;
       int64_t rt = (int64_t)o->end_ns + a->procs[o->proc].clk_off;
-      if (!base) base = rt;
-      ends[h] += rt - base;
-      cnt[h]++;
+      if (rt < lo[h]) lo[h] = rt;
+      if (rt > hi[h]) hi[h] = rt;
     }
-    if (cnt[0])
+    if (lo[0] != INT64_MAX)
       for (uint32_t h = 1; h < a->nhosts; h++)
-        if (cnt[h]) push_i64(&d[h], ends[h] / cnt[h] - ends[0] / cnt[0]);
+        if (lo[h] != INT64_MAX) {
+          push_i64(&d[h], lo[h] - lo[0]);
+          int64_t s0 = hi[0] - lo[0], sh = hi[h] - lo[h];
+          push_i64(&sp[h], s0 > sh ? s0 : sh);
+        }
     i = j;
   }
   for (uint32_t h = 1; h < a->nhosts; h++) {
@@ -436,11 +533,61 @@ static void host_offsets(ncs_analysis_t *a, priv_t *P, size_t ncoll) {
     int64_t med = qi64(d[h].v, d[h].n, 0.5);
     for (size_t k = 0; k < d[h].n; k++) d[h].v[k] = llabs(d[h].v[k] - med);
     sort_n(d[h].v, d[h].n, sizeof(int64_t), cmp_i64);
-    a->hosts[h].offset = med, a->hosts[h].error = qi64(d[h].v, d[h].n, 0.5);
+    sort_n(sp[h].v, sp[h].n, sizeof(int64_t), cmp_i64);
+    a->hosts[h].offset = med;
+    a->hosts[h].error = qi64(d[h].v, d[h].n, 0.5) + qi64(sp[h].v, sp[h].n, 0.5);
     a->hosts[h].samples = d[h].n;
-    free(d[h].v);
+    free(d[h].v), free(sp[h].v);
   }
-  free(d), free(ends), free(cnt);
+  free(d), free(sp), free(lo), free(hi);
+}
+
+/* Per (rank, collective bucket) arrival sums (ncs_an_cell_t, the heatmap of report --html): one
+ * more pass over the instances of the sorted collectives, with analyse()'s rules for the first
+ * and the last arrival. The buckets and ranks exist already; at most NCS_AN_CELL_MAX cells. */
+static void fill_cells(ncs_analysis_t *a, priv_t *P, size_t ncoll, hmap_t *bm, hmap_t *rm) {
+  hmap_t cm = {0};
+  size_t cap = 0;
+  for (size_t i = 0; i < ncoll;) {
+    size_t j = i;
+    while (j < ncoll && P->ops[j].comm == P->ops[i].comm && P->ops[j].func == P->ops[i].func &&
+           P->ops[j].seq == P->ops[i].seq)
+      j++;
+    const op_t *I = &P->ops[i];
+    int64_t first = INT64_MAX, last = INT64_MIN;
+    size_t lastk = i;
+    for (size_t k = i; k < j; k++) {
+      int64_t t = arrival(a, &P->ops[k]);
+      if (t < first) first = t;
+      if (t > last) last = t, lastk = k;
+    }
+    uint64_t bytes = op_bytes(I, a->comms[I->comm].nranks);
+    uint32_t bi = (uint32_t)(bucket(a, bm, I->comm, I->func, log2b(bytes), 0) - a->buckets);
+    for (size_t k = i; k < j; k++) {
+      const op_t *o = &P->ops[k];
+      uint32_t ri = (uint32_t)(rank_of(a, rm, o) - a->ranks);
+      uint64_t key = ((uint64_t)bi << 32) | ri, ci;
+      if (!hm_get(&cm, key, &ci)) {
+        if (a->ncells >= NCS_AN_CELL_MAX) {
+          a->cells_dropped++;
+          continue;
+        }
+        if (a->ncells == cap) {
+          cap = cap ? 2 * cap : 256;
+          a->cells = xrealloc(a->cells, cap * sizeof *a->cells);
+        }
+        ci = a->ncells++;
+        a->cells[ci] = (ncs_an_cell_t){.bucket = bi, .rank = ri};
+        if (hm_put(&cm, key, ci) != 0) abort();
+      }
+      ncs_an_cell_t *c = &a->cells[ci];
+      int64_t t = arrival(a, o);
+      c->n++, c->late += t - first, c->waited += last - t;
+      if (j - i > 1 && k == lastk && last > first) c->last++;
+    }
+    i = j;
+  }
+  hm_free(&cm);
 }
 
 static void analyse(ncs_analysis_t *a, priv_t *P) {
@@ -479,38 +626,26 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
     ncs_an_comm_t *cm = &a->comms[I->comm];
     a->instances++;
     if ((int32_t)n < cm->nranks) a->incomplete++;
-    for (size_t k = i + 1; k < j; k++) {
+    for (size_t k = i + 1; k < j; k++)
       if (P->ops[k].rank == P->ops[k - 1].rank) a->unmatched_seq++;
-      const op_t *x = &P->ops[i], *y = &P->ops[k];
-      char what[96];
-      if (x->count != y->count || x->dtype != y->dtype) {
-        snprintf(what, sizeof what, "count/datatype %llu %s vs %llu %s",
-                 (unsigned long long)x->count, x->dtype, (unsigned long long)y->count, y->dtype);
-        add_mismatch(a, x, y, what);
-        break;
-      }
-      if ((is_func(x->func, "Broadcast") || is_func(x->func, "Reduce")) && x->root != y->root) {
-        snprintf(what, sizeof what, "root %lld vs %lld", (long long)x->root, (long long)y->root);
-        add_mismatch(a, x, y, what);
-        break;
-      }
-    }
+    check_mismatch(a, &P->ops[i], n);
     if (n > capd) {
       capd = n * 2;
       durs = xrealloc(durs, capd * sizeof *durs), arr = xrealloc(arr, capd * sizeof *arr);
     }
     /* arrivals */
-    int64_t first = INT64_MAX, last = INT64_MIN, kmax = 0, dmax = -1;
-    size_t lastk = i;
+    int64_t first = INT64_MAX, last = INT64_MIN, kmax = 0, dmax = -1, dmin = INT64_MAX;
+    size_t lastk = i, firstk = i;
     int src = NCS_SRC_ENQUEUE_HOST;
     for (size_t k = i; k < j; k++) {
       int64_t t = arrival(a, &P->ops[k]);
-      if (t < first) first = t;
+      if (t < first) first = t, firstk = k;
       if (t > last) last = t, lastk = k;
       int s;
       int64_t d = duration(&P->ops[k], &s);
       durs[k - i] = d;
       if (d > dmax) dmax = d, src = s;
+      if (d > 0 && d < dmin) dmin = d;
       int64_t ks = kstart(a, &P->ops[k]);
       if (ks > kmax) kmax = ks;
     }
@@ -518,8 +653,11 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
     sort_n(arr, n, sizeof *arr, cmp_i64);
     int64_t dmed = qi64(arr, n, 0.5);
     int64_t skew = last - first;
+    int64_t inst_caused = 0, inst_excess = 0;
+    int32_t inst_slowest = -1;
     for (size_t k = i; k < j; k++) {
       op_t *o = &P->ops[k];
+      o->inst = P->ninsts;
       ncs_an_rank_t *r = rank_of(a, &rm, o);
       int64_t t = arrival(a, o);
       r->instances++;
@@ -541,14 +679,42 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
         int64_t caused = 0;
         for (size_t q = i; q < j; q++) caused += last - arrival(a, &P->ops[q]);
         r->wait_caused += caused;
+        inst_caused = caused;
         add_evidence(r, o, skew);
       }
-      if (n > 2 && d == dmax && d > dmed + dmed / 20) r->slowest++, r->excess += d - dmed;
+      if (n > 2 && d == dmax && d > dmed + dmed / 20) {
+        r->slowest++, r->excess += d - dmed;
+        if (inst_slowest < 0) inst_slowest = o->rank, inst_excess = d - dmed;
+      }
     }
     uint64_t bytes = op_bytes(I, cm->nranks);
-    double lat = (double)dmax, abw = lat > 0 ? (double)bytes / lat : 0; /* bytes/ns = GB/s */
+    /* Latency is what the slowest rank took, waiting for late peers included. Bandwidth is
+     * over the transfer time: the shortest rank duration, since the rank whose kernel started
+     * last waits for no one (its whole duration is the data exchange). Waiting shows up as skew
+     * and wait, not as lower bandwidth; back-to-back this is what nccl-tests' busbw measures. */
+    double lat = (double)dmax, xfer = dmin < INT64_MAX ? (double)dmin : lat;
+    double abw = xfer > 0 ? (double)bytes / xfer : 0; /* bytes/ns = GB/s */
+    /* KernelCh sampling left some rank without GPU times: its duration is only the enqueue,
+     * so the instance counts for arrivals and skew but not for latency and bandwidth */
+    int unsampled = 0;
+    for (size_t k = i; k < j; k++) unsampled |= P->ops[k].unsampled && !has_gpu(&P->ops[k]);
     ncs_an_bucket_t *b = bucket(a, &bm, I->comm, I->func, log2b(bytes), 0);
-    bucket_add(b, bytes, lat, abw * bus_factor(I->func, cm->nranks), abw, (double)skew, src);
+    if (unsampled)
+      a->unsampled++;
+    else
+      bucket_add(b, bytes, lat, abw * bus_factor(I->func, cm->nranks), abw, (double)skew, src);
+    if (P->ninsts == P->capinsts) {
+      P->capinsts = P->capinsts ? 2 * P->capinsts : 256;
+      P->insts = xrealloc(P->insts, P->capinsts * sizeof *P->insts);
+    }
+    P->insts[P->ninsts++] = (ncs_an_instance_t){
+        .comm = I->comm, .func = I->func, .seq = I->seq, .bytes = bytes, .log2 = log2b(bytes),
+        .first_op = i, .nops = (uint32_t)n, .latency = dmax, .timing = src,
+        .median_duration = dmed, .algbw = abw, .busbw = abw * bus_factor(I->func, cm->nranks),
+        .first_arrival = first, .last_arrival = last, .skew = skew,
+        .first_rank = P->ops[firstk].rank, .last_rank = P->ops[lastk].rank,
+        .last_counted = n > 1 && skew > 0, .wait_caused = inst_caused,
+        .slowest_rank = inst_slowest, .slowest_excess = inst_excess, .unsampled = unsampled};
     i = j;
   }
   free(durs), free(arr);
@@ -572,9 +738,11 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
         p2[i + 1].peer == o->rank && p2[i + 1].rank == o->peer && p2[i + 1].order == o->order) {
       a->p2p_pairs++;
       if (op_bytes(&p2[i + 1], 1) != bytes) a->p2p_bytes_mismatch++;
+      o->pair = ncoll + i + 2, p2[i + 1].pair = ncoll + i + 1;
     }
   }
   a->p2p_unmatched_send = a->sends - a->p2p_pairs, a->p2p_unmatched_recv = a->recvs - a->p2p_pairs;
+  throughput(a, P, &bm);
   /* finish buckets */
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     ncs_an_bucket_t *b = &a->buckets[k];
@@ -586,9 +754,12 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
     b->busbw_p50 = qdbl(b->bw, b->n, .5), b->busbw_p95 = qdbl(b->bw, b->n, .05);
     b->busbw_p99 = qdbl(b->bw, b->n, .01), b->algbw_p50 = qdbl(b->abw, b->n, .5);
     b->skew_p50 = qdbl(b->skew, b->n, .5), b->skew_max = b->n ? b->skew[b->n - 1] : 0;
+    sort_n(b->tbw, b->tput_n, sizeof(double), cmp_dbl);
+    b->tput_busbw_p50 = qdbl(b->tbw, b->tput_n, .5);
   }
   /* ranks seen per communicator */
   for (uint32_t k = 0; k < a->nranks; k++) a->comms[a->ranks[k].comm].ranks_seen++;
+  fill_cells(a, P, ncoll, &bm, &rm);
   hm_free(&bm), hm_free(&rm);
 }
 
@@ -630,15 +801,62 @@ void ncs_analysis_free(ncs_analysis_t *a) {
   if (!a) return;
   priv_t *P = a->priv;
   if (P) {
-    free(P->ops);
+    free(P->ops), free(P->insts);
     for (size_t i = 0; i < P->nstrs; i++) free(P->strs[i]);
     free(P->strs);
     free(P);
   }
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     free(a->buckets[k].lat), free(a->buckets[k].bw), free(a->buckets[k].abw);
-    free(a->buckets[k].skew);
+    free(a->buckets[k].skew), free(a->buckets[k].tbw);
   }
   free(a->buckets), free(a->ranks), free(a->comms), free(a->hosts), free(a->procs);
+  free(a->cells);
   free(a);
+}
+
+/* ------------------------------------------------------------------ accessors (analyze.h) */
+int64_t ncs_an_job_offset(const ncs_analysis_t *a, uint32_t proc) {
+  if (a->nhosts <= 1 || proc >= a->nprocs) return 0;
+  const ncs_an_proc_t *p = &a->procs[proc];
+  return p->clk_off - a->hosts[p->host_index].offset;
+}
+
+size_t ncs_an_instance_count(const ncs_analysis_t *a) {
+  const priv_t *P = a->priv;
+  return P ? P->ninsts : 0;
+}
+
+const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i) {
+  const priv_t *P = a->priv;
+  return P && i < P->ninsts ? &P->insts[i] : NULL;
+}
+
+size_t ncs_an_op_count(const ncs_analysis_t *a) {
+  const priv_t *P = a->priv;
+  return P ? P->n : 0;
+}
+
+int ncs_an_op(const ncs_analysis_t *a, size_t i, ncs_an_op_t *out) {
+  const priv_t *P = a->priv;
+  if (!P || i >= P->n) return -1;
+  const op_t *o = &P->ops[i];
+  memset(out, 0, sizeof *out);
+  out->proc = o->proc, out->seg = o->seg, out->id = o->id, out->comm = o->comm;
+  out->rank = o->rank, out->peer = o->peer, out->func = o->func, out->dtype = o->dtype;
+  out->seq = o->seq, out->count = o->count, out->order = o->order, out->root = o->root;
+  out->bytes = op_bytes(o, o->p2p ? 1 : a->comms[o->comm].nranks);
+  out->p2p = o->p2p, out->is_send = o->is_send;
+  out->arrival = arrival(a, o);
+  out->duration = duration(o, &out->timing);
+  out->kernel_start = kstart(a, o);
+  out->instance = o->p2p ? SIZE_MAX : o->inst;
+  out->pair = o->p2p && o->pair ? o->pair - 1 : SIZE_MAX;
+  return 0;
+}
+
+int64_t ncs_an_comm_index(const ncs_analysis_t *a, uint64_t comm_id, int32_t nranks) {
+  for (uint32_t i = 0; i < a->ncomms; i++)
+    if (a->comms[i].comm_id == comm_id && a->comms[i].nranks == nranks) return i;
+  return -1;
 }

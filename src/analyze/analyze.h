@@ -5,9 +5,10 @@
  * clocks, and aggregates per communicator x collective x size bucket and per rank. Every number
  * is defined in docs/report.md. All times are ns; bandwidths are GB/s (1e9 bytes/s).
  *
- * Memory: one small record per (rank, Coll/P2p) of the job (about 150 bytes), two doubles per
- * collective instance in its bucket, up to NCS_AN_GAP_MAX clock samples per process, and the
- * per-segment id tables of one file at a time.
+ * Memory: one small record per (rank, Coll/P2p) of the job (about 170 bytes), one per collective
+ * instance (about 170 bytes, ncs_an_instance), two doubles per collective instance in its bucket,
+ * up to NCS_AN_GAP_MAX clock samples per process, and the per-segment id tables of one file at a
+ * time; plus at most NCS_AN_CELL_MAX rank x bucket cells.
  */
 #ifndef NCS_ANALYZE_H
 #define NCS_ANALYZE_H
@@ -17,6 +18,7 @@
 
 #define NCS_AN_GAP_MAX 65536 /* KernelCh clock samples kept per process */
 #define NCS_AN_EVIDENCE 3    /* instances kept as evidence per rank */
+#define NCS_AN_CELL_MAX 262144 /* rank x bucket cells kept (about 10 MB); see cells_dropped */
 
 enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
 extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
@@ -58,8 +60,16 @@ typedef struct {
   double lat_p50, lat_p95, lat_p99; /* ns */
   double busbw_p50, busbw_p95, busbw_p99, algbw_p50; /* GB/s; p95 of busbw is the 5th-slowest% */
   double skew_p50, skew_max; /* arrival skew, ns */
+  /* throughput busbw (docs/report.md): from the interval between the kernel starts of
+   * consecutive instances that ran back to back, what a benchmark loop's time per iteration
+   * measures; tput_n instances had such a successor */
+  double tput_busbw_p50;
+  uint64_t tput_n;
+  double *tbw;
+  size_t tcap;
   int p2p;
-  /* internal */
+  /* the n samples, each array sorted ascending once the analysis is done (report --html draws
+   * the latency distribution from lat) */
   double *lat, *bw, *abw, *skew;
   size_t n, cap;
 } ncs_an_bucket_t;
@@ -85,12 +95,23 @@ typedef struct {
   uint32_t nev;
 } ncs_an_rank_t;
 
+/* One rank in one collective bucket (same communicator): its arrivals relative to the others of
+ * each instance, for the per-rank skew heatmap of `report --html`. Collective buckets only. */
+typedef struct {
+  uint32_t bucket, rank; /* indices into buckets and ranks */
+  uint64_t n;            /* instances of the bucket this rank took part in */
+  uint64_t last;         /* of which it was counted as arriving last (as ncs_an_rank_t.last) */
+  int64_t late;          /* sum of (own arrival - first arrival of the instance), ns */
+  int64_t waited;        /* sum of (last arrival of the instance - own arrival), ns */
+} ncs_an_cell_t;
+
 typedef struct {
   uint32_t comm;
   const char *func;
   uint64_t seq;
-  int32_t rank_a, rank_b;
-  char what[96];
+  int32_t rank_a, rank_b; /* rank_a differs from what most ranks passed; rank_b passed that */
+  int32_t nodd;           /* ranks that differ (rank_a is the lowest of them) */
+  char what[96];          /* rank_a's values vs rank_b's */
 } ncs_an_mismatch_t;
 
 typedef struct {
@@ -108,10 +129,14 @@ typedef struct {
   uint32_t nranks;
   uint64_t instances, incomplete, coll_ops, unmatched_seq;
   uint64_t mismatched;
+  uint64_t unsampled; /* instances left out of latency/bandwidth: KernelCh not sampled (docs) */
   ncs_an_mismatch_t mism[16];
   uint32_t nmism;
   uint64_t sends, recvs, p2p_pairs, p2p_unmatched_send, p2p_unmatched_recv, p2p_bytes_mismatch;
   uint64_t damaged_files;
+  ncs_an_cell_t *cells; /* (bucket, rank) arrival sums, in order of first appearance */
+  uint32_t ncells;
+  uint64_t cells_dropped; /* rank operations left out of cells: NCS_AN_CELL_MAX reached */
   /* internal */
   void *priv;
 } ncs_analysis_t;
@@ -119,5 +144,62 @@ typedef struct {
 /* Analyse the traces of a directory (or one file). NULL with err filled on failure. */
 ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen);
 void ncs_analysis_free(ncs_analysis_t *a);
+
+/* ---- Per instance and per operation: the matched data behind the aggregates above, for
+ * exporters (`ncclscope export --format sqlite`, docs/sqlite.md). Every number here is the one
+ * the aggregates and the per-rank totals were computed from, by the same code.
+ *
+ * Operations (one Coll or P2p of one rank) are in analysis order: collectives first, sorted by
+ * (comm, func, seq, rank) so that each instance's operations are contiguous; then sends and
+ * receives by (comm, sender, receiver, order). Pointers stay valid until ncs_analysis_free. */
+typedef struct {
+  uint32_t comm;         /* index into communicators */
+  const char *func;
+  uint64_t seq;
+  uint64_t bytes;        /* nccl-tests' algbw size of the lowest rank's record */
+  int log2;              /* size bucket: bytes in [2^log2, 2^(log2+1)); -1 for 0 bytes */
+  size_t first_op;       /* its operations: ncs_an_op(a, first_op + k, ...), k < nops, by rank */
+  uint32_t nops;         /* rank records matched (fewer than nranks: incomplete) */
+  int64_t latency;       /* the largest duration over its ranks, ns */
+  int timing;            /* NCS_SRC_* of that largest duration */
+  int64_t median_duration;
+  double algbw, busbw;   /* GB/s */
+  int64_t first_arrival, last_arrival, skew; /* job time ns (ncs_an_job_offset) */
+  int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival */
+  int last_counted;      /* the report counts last_rank as arriving last (nops > 1, skew > 0) */
+  int64_t wait_caused;   /* when last_counted: sum over its ranks of (last arrival - arrival) */
+  int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
+  int64_t slowest_excess; /* its duration - the median duration */
+  int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */
+} ncs_an_instance_t;
+
+typedef struct {
+  uint32_t proc;         /* index into procs (the trace file) */
+  uint32_t seg;          /* segment of that file (0 the first) */
+  uint64_t id;           /* event id of the Coll/P2p START in that segment, as `dump` prints */
+  uint32_t comm;
+  int32_t rank, peer;    /* peer: P2p only */
+  const char *func, *dtype; /* dtype and count: the user's (CollApi/P2pApi) when known */
+  uint64_t seq, count, order; /* seq: Coll; order: P2p, k-th send (recv) to (from) peer */
+  int64_t root;
+  uint64_t bytes;
+  int p2p, is_send;
+  int64_t arrival;       /* job time ns: CollApi/P2pApi start, else the Coll/P2p start */
+  int64_t duration;      /* ns */
+  int timing;            /* NCS_SRC_* */
+  int64_t kernel_start;  /* GPU kernel start in job time ns, 0 unknown */
+  size_t instance;       /* Coll: index of its instance; SIZE_MAX for P2p */
+  size_t pair;           /* P2p: index of the paired recv/send; SIZE_MAX when unpaired or Coll */
+} ncs_an_op_t;
+
+size_t ncs_an_instance_count(const ncs_analysis_t *a);
+const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i); /* NULL: past end */
+size_t ncs_an_op_count(const ncs_analysis_t *a);
+int ncs_an_op(const ncs_analysis_t *a, size_t i, ncs_an_op_t *out); /* 0, or -1 past the end */
+/* the communicator index of a COMM chunk's (commId, nranks); -1 when the analysis has none */
+int64_t ncs_an_comm_index(const ncs_analysis_t *a, uint64_t comm_id, int32_t nranks);
+/* ns to add to a host CLOCK_MONOTONIC time of process `proc` to get job time: 0 on one host,
+ * else its clock offset minus its host's offset (docs/report.md, Clocks) */
+int64_t ncs_an_job_offset(const ncs_analysis_t *a, uint32_t proc);
 
 #endif

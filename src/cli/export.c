@@ -1,5 +1,6 @@
 /* export.c - `ncclscope export`: write a recording as one timeline file for Perfetto (native
- * protobuf) or for Chrome-JSON viewers. The work is in src/export (docs/timeline.md). */
+ * protobuf) or for Chrome-JSON viewers, or as an SQLite database. The work is in src/export
+ * (docs/timeline.md, docs/sqlite.md). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -8,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "export/export.h"
+#include "export/sqlite.h"
 
 static const char export_help[] =
     "usage: ncclscope export [OPTIONS] DIR|FILE...\n"
@@ -18,11 +20,15 @@ static const char export_help[] =
     "across ranks; counters. Open a .pftrace at https://ui.perfetto.dev (Open trace file).\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT     perfetto (native protobuf, the default) or chrome (trace-event JSON)\n"
-    "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace or DIR.json)\n"
+    "  -f, --format FMT     perfetto (native protobuf, the default) or chrome (trace-event JSON),\n"
+    "                       or sqlite: a database of the job's collectives, operations, kernel\n"
+    "                       channels and proxy operations and steps (docs/sqlite.md); one DIR\n"
+    "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace, DIR.json or\n"
+    "                       DIR.sqlite)\n"
     "  -e, --events LIST    only these event types (names as for record --events; default all)\n"
     "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
+    "      --force          sqlite: replace an existing output (it is refused otherwise)\n"
     "  -h, --help           this help\n"
     "\n"
     "exit status: 0 ok (a truncated last chunk is only a warning), 1 an input file is damaged\n"
@@ -40,26 +46,76 @@ static int default_output(const char *in, const char *ext, char *out, size_t len
   return snprintf(out, len, "%.*s%s", (int)n, in, ext) < (int)len ? 0 : -1;
 }
 
+/* --format sqlite: one trace directory (or file), one database (docs/sqlite.md) */
+static int export_sqlite(const char *in, const char *out_opt, int force, uint32_t types,
+                         int quiet) {
+  char out[PATH_MAX];
+  if (!out_opt) {
+    if (default_output(in, ".sqlite", out, sizeof out) != 0)
+      return ncs_usage_error("export", "path too long: %s", in);
+    out_opt = out;
+  }
+  if (!strcmp(out_opt, "-"))
+    return ncs_usage_error("export", "--format sqlite writes a file: name it with -o FILE");
+  ncs_sqlite_opts_t so = {.out = out_opt, .force = force, .types = types, .progress = !quiet,
+                          .prog = "ncclscope export"};
+  ncs_sqlite_stats_t st;
+  char err[1024] = "";
+  int rc = ncs_export_sqlite(in, &so, &st, err, sizeof err);
+  if (rc == 2 || rc < 0) {
+    ncs_error("%s", err);
+    return rc == 2 ? NCS_EXIT_USAGE : NCS_EXIT_FAIL;
+  }
+  if (!quiet) {
+    fprintf(stderr,
+            "ncclscope export: wrote %s (%.1f MB, SQLite): %" PRIu64 " processes, %" PRIu64
+            " communicators, %" PRIu64 " collectives, %" PRIu64 " instances, %" PRIu64
+            " kernel channels, %" PRIu64 " proxy ops, %" PRIu64 " proxy steps, %" PRIu64
+            " proxy states, %" PRIu64 " send/recv pairs\n",
+            so.out, (double)st.bytes_out / 1e6, st.rows[NCS_SQ_PROCESSES], st.rows[NCS_SQ_COMMS],
+            st.rows[NCS_SQ_COLLECTIVES], st.rows[NCS_SQ_INSTANCES],
+            st.rows[NCS_SQ_KERNEL_CHANNELS], st.rows[NCS_SQ_PROXY_OPS],
+            st.rows[NCS_SQ_PROXY_STEPS], st.rows[NCS_SQ_PROXY_STATES], st.rows[NCS_SQ_P2P]);
+    fprintf(stderr,
+            "ncclscope export: %" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s "
+            "(analysis %.2f s): %.2f M records/s\n",
+            st.records, st.files, (double)st.bytes_in / 1e6, st.seconds, st.analysis_seconds,
+            st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
+    if (st.unmatched || st.unfinished)
+      fprintf(stderr,
+              "ncclscope export: %" PRIu64 " stop/state/completion records without their start "
+              "(dropped records), %" PRIu64 " events never stopped (their stop is NULL)\n",
+              st.unmatched, st.unfinished);
+    fprintf(stderr, "ncclscope export: query it with: sqlite3 %s (schema: docs/sqlite.md)\n",
+            so.out);
+  }
+  return rc == 1 ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+}
+
 int ncs_cmd_export(int argc, char **argv) {
   static const struct option opts[] = {
       {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
       {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
       {"jobs", required_argument, 0, 'j'},   {"help", no_argument, 0, 'h'},
-      {0, 0, 0, 0}};
+      {"force", no_argument, 0, 'F'},        {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
-  int c, quiet = 0;
+  int c, quiet = 0, sqlite = 0, force = 0;
   uint64_t v;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":f:o:e:j:qh", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
+      sqlite = 0;
       if (!strcmp(optarg, "perfetto") || !strcmp(optarg, "pftrace") || !strcmp(optarg, "proto"))
         o.format = NCS_EXPORT_PERFETTO;
       else if (!strcmp(optarg, "chrome") || !strcmp(optarg, "json"))
         o.format = NCS_EXPORT_CHROME;
+      else if (!strcmp(optarg, "sqlite") || !strcmp(optarg, "sqlite3") || !strcmp(optarg, "db"))
+        sqlite = 1;
       else
-        return ncs_usage_error("export", "--format must be perfetto or chrome, not '%s'", optarg);
+        return ncs_usage_error("export", "--format must be perfetto, chrome or sqlite, not '%s'",
+                               optarg);
       break;
     case 'o': o.out = optarg; break;
     case 'e':
@@ -67,6 +123,7 @@ int ncs_cmd_export(int argc, char **argv) {
       if (!o.types) return ncs_usage_error("export", "--events selects no event type");
       break;
     case 'q': quiet = 1; break;
+    case 'F': force = 1; break;
     case 'j':
       if (ncs_parse_count(optarg, 1, 64, &v) != 0)
         return ncs_usage_error("export", "--jobs needs a number from 1 to 64, not '%s'", optarg);
@@ -78,6 +135,11 @@ int ncs_cmd_export(int argc, char **argv) {
   }
   if (optind >= argc)
     return ncs_usage_error("export", "which traces? give a trace directory or files");
+  if (sqlite) {
+    if (argc - optind > 1)
+      return ncs_usage_error("export", "--format sqlite takes one trace directory (or file)");
+    return export_sqlite(argv[optind], o.out, force, o.types, quiet);
+  }
   char out[PATH_MAX];
   const char *ext = o.format == NCS_EXPORT_CHROME ? ".json" : ".pftrace";
   if (!o.out) {

@@ -30,7 +30,8 @@ static const char record_help[] =
     "                         names: group coll p2p proxyop proxystep proxyctrl kernel net\n"
     "                         groupapi collapi p2papi launch cecoll cesync cebatch, aliases api\n"
     "                         proxy ce all none default, a number, -NAME removes a type\n"
-    "  -m, --mode MODE        trace (default); flight is not implemented yet\n"
+    "  -m, --mode MODE        trace (default, everything) or flight (the recent past in bounded\n"
+    "                         memory, dumped on SIGUSR1, a watchdog or a request; docs/flight.md)\n"
     "  -b, --buffer-size SIZE buffer pool per process, 1M to 16G, e.g. 64M (K, M, G: powers of "
     "1024)\n"
     "  -h, --help             this help\n"
@@ -111,13 +112,8 @@ static int check_opts(const ncs_record_opts_t *o, char *size, size_t size_len) {
   uint32_t mask;
   if (o->events && ncs_check_events(o->verb, "--events", o->events, &mask) != 0)
     return NCS_EXIT_USAGE;
-  if (o->mode && strcmp(o->mode, "trace") != 0) {
-    if (strcmp(o->mode, "flight") == 0) {
-      fprintf(stderr, "%s %s: flight mode is not implemented yet\n", ncs_prog, o->verb);
-      return NCS_EXIT_USAGE;
-    }
+  if (o->mode && strcmp(o->mode, "trace") != 0 && strcmp(o->mode, "flight") != 0)
     return ncs_usage_error(o->verb, "--mode must be trace or flight, not '%s'", o->mode);
-  }
   size[0] = 0;
   if (o->buffer_size) {
     uint64_t v;
@@ -201,7 +197,7 @@ int ncs_record_run(ncs_record_opts_t *o) {
   if (before)
     ncs_warn("%s already holds %zu trace file%s; new ones are added beside them", dir, before,
              before == 1 ? "" : "s");
-  if (set_env(plugin, dir, o->events, "trace", size[0] ? size : NULL) != 0) {
+  if (set_env(plugin, dir, o->events, o->mode ? o->mode : "trace", size[0] ? size : NULL) != 0) {
     ncs_error("setenv: %s", strerror(errno));
     return NCS_EXIT_FAIL;
   }

@@ -1,19 +1,25 @@
-/* report.c - `ncclscope report DIR [--json] [--top N]`: cross-rank analysis of a recorded job.
+/* report.c - `ncclscope report DIR [--json] [--top N] [--html FILE]`: cross-rank analysis of a
+ * recorded job.
  *
  * The findings that matter come first (stragglers, slow ranks, mismatches, missing ranks), then
  * tables per communicator x collective x size bucket and per rank. The numbers come from
- * src/analyze (docs/report.md defines each of them and the --json schema).
+ * src/analyze (docs/report.md defines each of them and the --json schema); the findings are
+ * selected by src/analyze/findings.c for the text, the JSON and the --html page alike.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "analyze/analyze.h"
+#include "analyze/findings.h"
 #include "cli/cli.h"
+#include "export/html_report.h"
 
 static const char report_help[] =
-    "usage: ncclscope report [--json] [--top N] DIR|FILE\n"
+    "usage: ncclscope report [--json] [--top N] [--html FILE] DIR|FILE\n"
     "\n"
     "Cross-rank analysis of a recorded job: collectives matched across ranks by (commId, func,\n"
     "seqNumber), arrival skew and who arrived last, durations and bus bandwidth per size bucket,\n"
@@ -21,43 +27,13 @@ static const char report_help[] =
     "\n"
     "  --json        machine-readable output (schema: docs/report.md)\n"
     "  --top N       stragglers and slow ranks listed (default 5)\n"
-    "  -h, --help    this help\n";
-
-static void fmt_ns(char *o, size_t n, double ns) {
-  double a = ns < 0 ? -ns : ns;
-  if (a >= 1e9)
-    snprintf(o, n, "%.2f s", ns / 1e9);
-  else if (a >= 1e6)
-    snprintf(o, n, "%.2f ms", ns / 1e6);
-  else if (a >= 1e3)
-    snprintf(o, n, "%.1f us", ns / 1e3);
-  else
-    snprintf(o, n, "%.0f ns", ns);
-}
-
-static void fmt_bytes(char *o, size_t n, int lg) {
-  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  if (lg < 0) {
-    snprintf(o, n, "0 B");
-    return;
-  }
-  int k = lg / 10;
-  if (k > 4) k = 4;
-  snprintf(o, n, "%llu %s", 1ull << (lg - 10 * k), u[k]);
-}
-
-static int cmp_wait(const void *x, const void *y) {
-  const ncs_an_rank_t *a = *(ncs_an_rank_t *const *)x, *b = *(ncs_an_rank_t *const *)y;
-  if (a->wait_caused != b->wait_caused) return a->wait_caused > b->wait_caused ? -1 : 1;
-  return a->last > b->last ? -1 : a->last < b->last;
-}
-static int cmp_slow(const void *x, const void *y) {
-  const ncs_an_rank_t *a = *(ncs_an_rank_t *const *)x, *b = *(ncs_an_rank_t *const *)y;
-  if (a->excess != b->excess) return a->excess > b->excess ? -1 : 1;
-  return a->slowest > b->slowest ? -1 : a->slowest < b->slowest;
-}
-
-static double pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
+    "  --html FILE   also write one self-contained page with charts (busbw vs size, per-rank\n"
+    "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
+    "                stdout. The text (or --json) report is still printed.\n"
+    "  -h, --help    this help\n"
+    "\n"
+    "exit status: 0 ok, 1 a trace file is damaged (analysed up to the damage), 2 usage error,\n"
+    "no traces found, or the --html file cannot be written\n";
 
 static void json_str(FILE *o, const char *s) {
   fputc('"', o);
@@ -73,8 +49,8 @@ static void json_str(FILE *o, const char *s) {
   fputc('"', o);
 }
 
-static void print_json(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, ncs_an_rank_t **bys,
-                       uint32_t top) {
+static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
+  const ncs_an_rank_t *const *byw = f->by_wait, *const *bys = f->by_slow;
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   json_str(o, a->path);
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->error,
@@ -115,8 +91,8 @@ static void print_json(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, nc
     const ncs_an_mismatch_t *m = &a->mism[k];
     fprintf(o, "%s{\"comm\":%u,\"func\":", k ? "," : "", m->comm);
     json_str(o, m->func);
-    fprintf(o, ",\"seq\":%" PRIu64 ",\"rank_a\":%d,\"rank_b\":%d,\"what\":", m->seq, m->rank_a,
-            m->rank_b);
+    fprintf(o, ",\"seq\":%" PRIu64 ",\"rank_a\":%d,\"rank_b\":%d,\"odd_ranks\":%d,\"what\":",
+            m->seq, m->rank_a, m->rank_b, m->nodd);
     json_str(o, m->what);
     fputc('}', o);
   }
@@ -135,11 +111,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, nc
             ",\"bytes\":%" PRIu64 ",\"timing\":{\"kernel_gpu\":%" PRIu64 ",\"proxy_host\":%" PRIu64
             ",\"enqueue_host\":%" PRIu64 "},\"lat_p50_ns\":%.0f,\"lat_p95_ns\":%.0f,"
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
-            "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f}",
+            "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
+            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 "}",
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
-            b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max);
+            b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n);
   }
   fprintf(o, "],\n\"ranks\":[");
   for (uint32_t k = 0; k < a->nranks; k++) {
@@ -180,81 +157,37 @@ static void print_json(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, nc
   fprintf(o, "]}\n");
 }
 
-static void print_text(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, ncs_an_rank_t **bys,
-                       uint32_t top) {
+static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
+  const ncs_an_rank_t *const *byw = f->by_wait;
   char t1[32], t2[32], err[32];
-  fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->error);
   fprintf(o, "ncclscope report: %s\n", a->path);
   fprintf(o, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
              " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
           a->nprocs, a->nhosts, a->nhosts == 1 ? "" : "s", a->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
   fprintf(o, "Findings\n");
-  int nf = 0;
-  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
-    const ncs_an_rank_t *r = byw[k];
-    if (!r->last || r->wait_caused <= 0) break;
-    const ncs_an_comm_t *c = &a->comms[r->comm];
-    if (k > 0 && pct(r->last, r->instances) < 100.0 / (c->nranks ? c->nranks : 1) * 1.5) break;
-    fmt_ns(t1, sizeof t1, (double)r->wait_caused);
-    fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
-    fprintf(o,
-            "  - rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
-            " collectives on comm 0x%016" PRIx64 ", causing %s of waiting (+-%s); worst: %s seq %" PRIu64
-            " by %s\n",
-            r->rank, a->procs[r->proc].pid, pct(r->last, r->instances), r->instances, c->comm_id, t1,
-            err, r->nev ? r->ev[0].func : "-", r->nev ? r->ev[0].seq : 0, t2);
-    nf++;
+  for (uint32_t k = 0; k < f->n; k++) {
+    char line[1024];
+    ncs_finding_text(a, &f->items[k], line, sizeof line);
+    fprintf(o, "  - %s\n", line);
   }
-  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
-    const ncs_an_rank_t *r = bys[k];
-    if (!r->slowest || pct(r->slowest, r->instances) < 25) break;
-    fmt_ns(t1, sizeof t1, (double)r->excess);
-    fprintf(o,
-            "  - rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
-            " collectives on comm 0x%016" PRIx64 ", %s over the median rank in total\n",
-            r->rank, a->procs[r->proc].pid, pct(r->slowest, r->instances), r->instances,
-            a->comms[r->comm].comm_id, t1);
-    nf++;
-  }
-  if (a->mismatched) {
-    const ncs_an_mismatch_t *m = &a->mism[0];
-    fprintf(o, "  - %" PRIu64 " collective instances differ across ranks, e.g. %s seq %" PRIu64
-               " on comm 0x%016" PRIx64 ": rank %d vs rank %d: %s\n",
-            a->mismatched, m->func, m->seq, a->comms[m->comm].comm_id, m->rank_a, m->rank_b, m->what);
-    nf++;
-  }
-  if (a->incomplete) {
-    fprintf(o, "  - %" PRIu64 " collective instances were not recorded by every rank of their communicator\n",
-            a->incomplete);
-    nf++;
-  }
-  if (a->p2p_unmatched_send || a->p2p_unmatched_recv || a->p2p_bytes_mismatch) {
-    fprintf(o, "  - point-to-point: %" PRIu64 " sends and %" PRIu64 " receives without a partner, %" PRIu64
-               " pairs with different sizes\n",
-            a->p2p_unmatched_send, a->p2p_unmatched_recv, a->p2p_bytes_mismatch);
-    nf++;
-  }
-  if (a->damaged_files) {
-    fprintf(o, "  - %" PRIu64 " trace files are damaged (analysed up to the damage)\n", a->damaged_files);
-    nf++;
-  }
-  if (!nf) fprintf(o, "  - nothing stands out\n");
+  if (!f->n) fprintf(o, "  - nothing stands out\n");
 
   fprintf(o, "\nCollectives per communicator x function x size (latency = slowest rank's duration)\n");
-  fprintf(o, "  %-5s %-14s %-10s %7s %10s %10s %10s %9s %9s %10s %s\n", "comm", "func", "size>=",
-          "count", "lat p50", "lat p95", "lat p99", "busbw p50", "busbw p95", "skew p50", "timing");
+  fprintf(o, "  %-5s %-14s %-10s %7s %10s %10s %10s %9s %9s %10s %10s %s\n", "comm", "func", "size>=",
+          "count", "lat p50", "lat p95", "lat p99", "busbw p50", "busbw p95", "tput busbw", "skew p50", "timing");
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
     char sz[24], l1[24], l2[24], l3[24], sk[24];
-    fmt_bytes(sz, sizeof sz, b->log2);
-    fmt_ns(l1, sizeof l1, b->lat_p50), fmt_ns(l2, sizeof l2, b->lat_p95);
-    fmt_ns(l3, sizeof l3, b->lat_p99), fmt_ns(sk, sizeof sk, b->skew_p50);
-    const char *src = b->src[0] >= b->src[1] && b->src[0] >= b->src[2] ? ncs_src_names[0]
-                      : b->src[1] >= b->src[2]                         ? ncs_src_names[1]
-                                                                       : ncs_src_names[2];
-    fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %10s %10s %10s %9.2f %9.2f %10s %s\n", b->comm,
-            b->func, sz, b->count, l1, l2, l3, b->busbw_p50, b->busbw_p95, b->p2p ? "-" : sk, src);
+    ncs_fmt_bytes(sz, sizeof sz, b->log2);
+    ncs_fmt_ns(l1, sizeof l1, b->lat_p50), ncs_fmt_ns(l2, sizeof l2, b->lat_p95);
+    ncs_fmt_ns(l3, sizeof l3, b->lat_p99), ncs_fmt_ns(sk, sizeof sk, b->skew_p50);
+    const char *src = ncs_bucket_timing(b);
+    char tp[24] = "-";
+    if (b->tput_n) snprintf(tp, sizeof tp, "%.2f", b->tput_busbw_p50);
+    fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %10s %10s %10s %9.2f %9.2f %10s %10s %s\n", b->comm,
+            b->func, sz, b->count, l1, l2, l3, b->busbw_p50, b->busbw_p95, tp, b->p2p ? "-" : sk, src);
   }
   fprintf(o, "\nRanks by waiting caused (top %u)\n", top);
   fprintf(o, "  %-5s %5s %8s %9s %7s %12s %12s %12s %12s\n", "comm", "rank", "pid", "instances",
@@ -262,11 +195,11 @@ static void print_text(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, nc
   for (uint32_t k = 0; k < top && k < a->nranks; k++) {
     const ncs_an_rank_t *r = byw[k];
     char w1[24], w2[24], l[24];
-    fmt_ns(w1, sizeof w1, (double)r->wait_caused), fmt_ns(w2, sizeof w2, (double)r->wait_suffered);
-    fmt_ns(l, sizeof l, r->launch_n ? (double)r->launch_sum / (double)r->launch_n : 0);
+    ncs_fmt_ns(w1, sizeof w1, (double)r->wait_caused), ncs_fmt_ns(w2, sizeof w2, (double)r->wait_suffered);
+    ncs_fmt_ns(l, sizeof l, r->launch_n ? (double)r->launch_sum / (double)r->launch_n : 0);
     fprintf(o, "  %-5u %5d %8" PRIu64 " %9" PRIu64 " %6.0f%% %12s %12s %11.0f%% %12s\n", r->comm,
-            r->rank, a->procs[r->proc].pid, r->instances, pct(r->last, r->instances), w1, w2,
-            pct(r->slowest, r->instances), r->launch_n ? l : "-");
+            r->rank, a->procs[r->proc].pid, r->instances, ncs_pct(r->last, r->instances), w1, w2,
+            ncs_pct(r->slowest, r->instances), r->launch_n ? l : "-");
   }
   fprintf(o, "\nClocks: ");
   if (a->nhosts <= 1) {
@@ -275,7 +208,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, nc
     fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->nhosts,
             a->hosts[0].host);
     for (uint32_t h = 1; h < a->nhosts; h++) {
-      fmt_ns(t1, sizeof t1, (double)a->hosts[h].offset), fmt_ns(t2, sizeof t2, (double)a->hosts[h].error);
+      ncs_fmt_ns(t1, sizeof t1, (double)a->hosts[h].offset), ncs_fmt_ns(t2, sizeof t2, (double)a->hosts[h].error);
       fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->hosts[h].host, t1, t2, a->hosts[h].samples);
     }
   }
@@ -287,18 +220,44 @@ static void print_text(FILE *o, const ncs_analysis_t *a, ncs_an_rank_t **byw, nc
     if (llabs(a->procs[i].gap_p99) > llabs(g99)) g99 = a->procs[i].gap_p99;
   }
   if (gn) {
-    fmt_ns(t1, sizeof t1, (double)g50), fmt_ns(t2, sizeof t2, (double)g99);
+    ncs_fmt_ns(t1, sizeof t1, (double)g50), ncs_fmt_ns(t2, sizeof t2, (double)g99);
     fprintf(o, "  GPU pTimer vs host time at KernelCh start (%" PRIu64 " samples): worst process p50 %s, p99 %s\n",
             gn, t1, t2);
   }
 }
 
+/* the --html page to `path` ("-": stdout); 0, or -1 with a message. A partial regular file is
+ * removed; anything else (/dev/stdout, a pipe) is left alone. */
+static int write_html(const char *path, const ncs_analysis_t *a, const ncs_findings_t *f) {
+  int to_stdout = !strcmp(path, "-");
+  FILE *o = to_stdout ? stdout : fopen(path, "w");
+  if (!o) {
+    ncs_error("report: cannot write --html file '%s': %s", path, strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  int regular = !to_stdout && fstat(fileno(o), &st) == 0 && S_ISREG(st.st_mode);
+  errno = 0;
+  int bad = ncs_report_html(o, a, f) != 0, e = errno;
+  if (!bad && fflush(o) != 0) bad = 1, e = errno;
+  if (!to_stdout && fclose(o) != 0 && !bad) bad = 1, e = errno;
+  if (bad) {
+    ncs_error("report: cannot write --html file '%s': %s", path, e ? strerror(e) : "write error");
+    if (regular) remove(path);
+    return -1;
+  }
+  if (!to_stdout) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
+  return 0;
+}
+
 int ncs_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, 0, 'j'},
                                        {"top", required_argument, 0, 't'},
+                                       {"html", required_argument, 0, 'H'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   int c, json = 0;
+  const char *html = NULL;
   uint64_t top = 5;
   optind = 0;
   opterr = 0;
@@ -309,10 +268,16 @@ int ncs_cmd_report(int argc, char **argv) {
       if (ncs_parse_count(optarg, 1, 100000, &top) != 0)
         return ncs_usage_error("report", "--top needs a number from 1 to 100000, not '%s'", optarg);
       break;
+    case 'H':
+      if (!*optarg) return ncs_usage_error("report", "--html needs a file name");
+      html = optarg;
+      break;
     case 'h': fputs(report_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("report", c, argv);
     }
   }
+  int html_stdout = html && !strcmp(html, "-");
+  if (html_stdout && json) return ncs_usage_error("report", "--json and --html - both write to stdout");
   if (optind >= argc) return ncs_usage_error("report", "which traces? give a trace directory");
   if (optind + 1 < argc) return ncs_usage_error("report", "one trace directory, please");
   char err[512];
@@ -321,17 +286,17 @@ int ncs_cmd_report(int argc, char **argv) {
     ncs_error("report: %s", err);
     return NCS_EXIT_USAGE;
   }
-  ncs_an_rank_t **byw = calloc(a->nranks + 1, sizeof *byw), **bys = calloc(a->nranks + 1, sizeof *bys);
-  if (!byw || !bys) abort();
-  for (uint32_t k = 0; k < a->nranks; k++) byw[k] = bys[k] = &a->ranks[k];
-  qsort(byw, a->nranks, sizeof *byw, cmp_wait);
-  qsort(bys, a->nranks, sizeof *bys, cmp_slow);
-  if (json)
-    print_json(stdout, a, byw, bys, (uint32_t)top);
-  else
-    print_text(stdout, a, byw, bys, (uint32_t)top);
+  ncs_findings_t f;
+  ncs_findings_build(&f, a, (uint32_t)top);
   int rc = a->damaged_files ? NCS_EXIT_FAIL : NCS_EXIT_OK;
-  free(byw), free(bys);
+  /* the page first: when it cannot be written, say so and print nothing else */
+  if (html && write_html(html, a, &f) != 0)
+    rc = NCS_EXIT_USAGE;
+  else if (json)
+    print_json(stdout, a, &f, (uint32_t)top);
+  else if (!html_stdout)
+    print_text(stdout, a, &f, (uint32_t)top);
+  ncs_findings_free(&f);
   ncs_analysis_free(a);
   return rc;
 }

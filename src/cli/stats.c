@@ -291,6 +291,7 @@ static void put_segments(FILE *o, const file_t *f) {
     fprintf(o, ", %.3f s, %s\n", (double)dur / 1e9,
             s->footer ? "clean"
             : s->cut  ? "footer not reached: the file is damaged"
+            : s->mode == NCS_MODE_FLIGHT ? "no footer: a dump, a running or a killed process (see below)"
                       : "no footer: crashed/killed");
   }
   if (f->nseg > MAX_SEGS) fprintf(o, "  ... %u more segments\n", f->nseg - MAX_SEGS);
@@ -382,6 +383,26 @@ static void put_job(FILE *o, job_t *j) {
   put_totals(o, &j->total, "  ");
 }
 
+/* What a flight-recorder file's header says (docs/flight.md). */
+static void put_flight(FILE *o, const ncs_reader_t *r) {
+  const ncs_flight_info_t *fi = ncs_reader_flight(r);
+  if (!fi) return;
+  fprintf(o, "  flight recorder: %s", ncs_flight_state_name(fi->state));
+  if (fi->dump_index)
+    fprintf(o, ", %s dump %u (\"%s\")", ncs_flight_reason_name(fi->dump_reason), fi->dump_index,
+            fi->trigger);
+  fprintf(o, ", %u of %u slots of %u KiB kept (%" PRIu64 " reused), window from mono %.3f s",
+          fi->slots_used, fi->nslots, fi->slot_bytes >> 10, fi->slots_recycled,
+          (double)fi->window_mono / 1e9);
+  fprintf(o, ", heartbeat mono %.3f s, last event %.3f s, %u operations open\n",
+          (double)fi->heartbeat_mono / 1e9, (double)fi->last_event_mono / 1e9, fi->open_ops);
+  if (fi->keyframe_trunc)
+    fprintf(o, "  WARNING: %" PRIu64 " keyframes were cut short (too many open events)\n",
+            fi->keyframe_trunc);
+  if (ncs_reader_flight_bad_slots(r))
+    fprintf(o, "  WARNING: %u damaged ring slots skipped\n", ncs_reader_flight_bad_slots(r));
+}
+
 /* Read one file into *f and print it. Returns its NCS_DAMAGE_*. */
 static int stats_file(const char *path, file_t *f, FILE *o) {
   char err[512];
@@ -398,6 +419,7 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
   f->cur.cut = damage == NCS_DAMAGE_CORRUPT;
   seg_end(f);
   put_file(o, path, f);
+  put_flight(o, r);
   if (damage) {
     fprintf(o, "  %s: %s\n", damage == NCS_DAMAGE_CORRUPT ? "DAMAGED" : "truncated",
             ncs_reader_error(r));
@@ -417,7 +439,7 @@ static int gather(char *const *paths, int npaths, char ***out, size_t *nout) {
       ncs_error("%s", err);
       return NCS_EXIT_USAGE;
     }
-    if (!n) ncs_warn("no *.nstrace files in %s", paths[i]);
+    if (!n) ncs_warn("no *.nstrace or *.nsflight files in %s", paths[i]);
     char **all = realloc(*out, (*nout + n + 1) * sizeof *all);
     if (!all) {
       ncs_free_paths(list, n);

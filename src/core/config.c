@@ -1,6 +1,8 @@
 /* config.c - NCCLSCOPE_* environment variables (docs/config.md lists them all).
  * Bad values never stop NCCL: they are reported through NCCL's logger and the default is used. */
 #include <ctype.h>
+#include <signal.h>
+#include <strings.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,13 +89,43 @@ void ncs_config_load(ncs_config_t *c) {
   const char *mode = getenv("NCCLSCOPE_MODE");
   if (mode && *mode && strcmp(mode, "trace")) {
     if (!strcmp(mode, "flight"))
-      add_error(c, "NCCLSCOPE_MODE", mode, "flight mode is not implemented yet; recording a full trace");
+      c->flight = 1;
     else
       add_error(c, "NCCLSCOPE_MODE", mode, "expected trace or flight; recording a full trace");
   }
   const char *cap = getenv("NCCLSCOPE_CAPTURE");
   c->capture = cap && *cap && strcmp(cap, "0") != 0;
-  c->mode = c->capture ? NCS_MODE_CAPTURE : NCS_MODE_TRACE;
+  if (c->capture && c->flight) {
+    add_error(c, "NCCLSCOPE_CAPTURE", cap, "capture needs a full trace; flight mode is off");
+    c->flight = 0;
+  }
+  c->mode = c->capture ? NCS_MODE_CAPTURE : c->flight ? NCS_MODE_FLIGHT : NCS_MODE_TRACE;
+  c->flight_bytes = env_size(c, "NCCLSCOPE_FLIGHT_SIZE", 16ull << 20, 1ull << 20, 4ull << 30);
+  c->flight_ops = (uint32_t)env_size(c, "NCCLSCOPE_FLIGHT_OPS", 64, 0, 65536);
+  c->watchdog_s = (uint32_t)env_size(c, "NCCLSCOPE_WATCHDOG_S", 60, 0, 86400);
+  if (c->flight) { /* smaller defaults: the flight recorder is meant to stay on (docs/flight.md) */
+    const char *b = getenv("NCCLSCOPE_BUFFER_SIZE"), *f = getenv("NCCLSCOPE_FLUSH_MS");
+    if (!b || !*b) c->pool_bytes = 8ull << 20;
+    if (!f || !*f) c->flush_ms = 20;
+  }
+  c->kernel_sample = (uint32_t)env_size(c, "NCCLSCOPE_KERNEL_SAMPLE", 1, 1, 1u << 20);
+  c->dump_signal = SIGUSR1;
+  const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
+  if (sig && *sig) {
+    const char *nm = !strncasecmp(sig, "SIG", 3) ? sig + 3 : sig;
+    char *e;
+    long v = strtol(nm, &e, 10);
+    if (!strcasecmp(nm, "none") || !strcmp(nm, "0"))
+      c->dump_signal = 0;
+    else if (!strcasecmp(nm, "USR1"))
+      c->dump_signal = SIGUSR1;
+    else if (!strcasecmp(nm, "USR2"))
+      c->dump_signal = SIGUSR2;
+    else if (*nm && !*e && v >= SIGRTMIN && v <= SIGRTMAX)
+      c->dump_signal = (int)v;
+    else
+      add_error(c, "NCCLSCOPE_DUMP_SIGNAL", sig, "expected USR1, USR2, a real-time signal number or none; using USR1");
+  }
   const char *dis = getenv("NCCLSCOPE_DISABLE");
   c->disabled = dis && *dis && strcmp(dis, "0") != 0;
 }

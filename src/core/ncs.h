@@ -56,6 +56,12 @@ typedef struct {
   int disabled;
   int mode;    /* NCS_MODE_TRACE or NCS_MODE_CAPTURE */
   int capture; /* NCCLSCOPE_CAPTURE: record every call NCCL makes, for replay */
+  int flight;  /* NCCLSCOPE_MODE=flight */
+  uint64_t flight_bytes; /* NCCLSCOPE_FLIGHT_SIZE: the ring */
+  uint32_t flight_ops;   /* NCCLSCOPE_FLIGHT_OPS: operations kept per communicator */
+  uint32_t watchdog_s;   /* NCCLSCOPE_WATCHDOG_S: 0 = off */
+  int dump_signal;       /* NCCLSCOPE_DUMP_SIGNAL: 0 = none */
+  uint32_t kernel_sample; /* NCCLSCOPE_KERNEL_SAMPLE: KernelCh for 1 group in N (1 = all) */
   char errors[512]; /* configuration problems, logged through NCCL's logger at init */
 } ncs_config_t;
 
@@ -140,6 +146,7 @@ typedef struct {
   _Atomic uint32_t hkey;  /* (NCS_EH_TAG << 12) | epoch: bits 63..44 of a valid handle, type masked */
   _Atomic int ready;      /* pool and tables exist */
   int use_tsc;
+  uint32_t kernel_sample; /* cfg.kernel_sample, here because every START reads it */
   uint64_t id_base; /* first id of this load: random, so a stale handle's id is out of range */
   _Atomic uint32_t epoch;
   pid_t pid;
@@ -155,6 +162,7 @@ typedef struct {
   ncs_config_t cfg;
   _Atomic uint32_t seg; /* segment counter within this load */
   uint32_t mask_set;    /* the activation mask we hand NCCL */
+  int *mask_ptr;        /* NCCL's process-wide activation mask int (KernelCh sampling) */
 
   uint8_t *pool;
   size_t pool_len;

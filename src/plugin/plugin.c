@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/ncs.h"
+#include "record/flight.h"
 
 ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
 _Atomic(ncs_logger_t) ncs_logfn;
@@ -59,6 +60,7 @@ static int setup_locked(void) {
   uint64_t t = ncs_mono_ns();
   ncs_set_epoch((uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
   ncs_g.use_tsc = ncs_g.cfg.use_tsc;
+  ncs_g.kernel_sample = ncs_g.cfg.capture ? 1 : ncs_g.cfg.kernel_sample;
   /* ids of this load start at a random point: a handle of an earlier load whose 8-bit epoch
    * happens to match is still rejected, because its id is outside [id_base, counter) */
   ncs_g.id_base = ((t * 0x9E3779B97F4A7C15ull) >> 24) & (NCS_ID_MASK >> 2);
@@ -77,6 +79,8 @@ static int setup_locked(void) {
   }
   /* capture records every call NCCL makes, whatever NCCLSCOPE_EVENTS asked NCCL for */
   atomic_store(&ncs_g.enabled, ncs_g.cfg.capture ? NCS_EV_ALL : ncs_g.cfg.events);
+  /* flight mode: a signal asks for a dump (the handler only sets a flag; docs/flight.md) */
+  if (ncs_g.cfg.flight && ncs_g.cfg.dump_signal) ncs_fl_signal_install(ncs_g.cfg.dump_signal);
   static int atfork_done; /* per load: glibc drops the handler again at dlclose */
   if (!atfork_done) pthread_atfork(NULL, NULL, after_fork_child);
   atfork_done = 1;
@@ -155,6 +159,7 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   atomic_store(&ncs_g.ncomms, idx + 1);
   atomic_fetch_add(&ncs_g.live_comms, 1);
   ncs_g.mask_set = m;
+  if (mask) ncs_g.mask_ptr = mask;
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
   /* one process-wide int in NCCL: every init writes it (under our lock), the last one wins */
   if (mask) __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED); /* NCCL reads it with atomic loads */
@@ -200,7 +205,9 @@ __attribute__((destructor)) static void ncs_unload(void) {
   if (ncs_g.writer_running) ncs_writer_stop();
   int live = atomic_load(&ncs_g.live_comms);
   if (ncs_g.ready && live == 0) {
-    /* dlclose after the last finalize: no NCCL thread will call us again */
+    /* dlclose after the last finalize: no NCCL thread will call us again, and our signal
+     * handler must not outlive the code it points to */
+    ncs_fl_signal_remove();
     ncs_pool_teardown();
     free(ncs_g.comms);
     ncs_g.comms = NULL;
@@ -335,6 +342,31 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
   case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;           \
   case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
 
+/* KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=N, docs/config.md): NCCL copies its activation
+ * mask for every operation at the API call (research 3.1), so turning the KernelCh bit on for one
+ * group in N, at that group's GroupApi start, gives GPU times for that group only. The count is
+ * per thread: with one thread per rank, every rank samples the same groups of an SPMD program.
+ * The Coll/P2p of an unsampled group are flagged, so the writer completes them without waiting
+ * for KernelCh that will not come. 0: this thread has not started a group (e.g. a CUDA callback
+ * thread or a non-blocking communicator's launch thread): no flag. */
+static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t tls_groups;
+static __attribute__((tls_model("initial-exec"))) _Thread_local uint8_t tls_sampled; /* 1 on, 2 off */
+
+static COLD void sample_kernel(void) {
+  uint32_t n = ncs_g.kernel_sample;
+  int *mp = ncs_g.mask_ptr;
+  if (n <= 1 || !mp || !(ncs_g.mask_set & NCS_EV_KERNEL_CH)) return;
+  int on = tls_groups++ % n == 0;
+  tls_sampled = on ? 1 : 2;
+  int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
+  int want = on ? (cur | NCS_EV_KERNEL_CH) : (cur & ~NCS_EV_KERNEL_CH);
+  if (want != cur) __atomic_store_n(mp, want, __ATOMIC_RELAXED);
+}
+
+static inline uint32_t sample_flag(int t) {
+  return (t == NCS_T_COLL || t == NCS_T_P2P) && tls_sampled == 2 ? NCS_SF_UNSAMPLED : 0;
+}
+
 /* Every version's startEvent begins the same way: write *eHandle, check the descriptor and its
  * type (up to MAXT for that version), and reserve the START record. It declares t, nf, s and
  * f for the fill that follows, and returns when nothing is to be written. */
@@ -349,11 +381,16 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
   }                                                                                               \
   const uint32_t nf = ncs_schema[t].nfields;                                                      \
   ncs_slot_t *s = NULL;                                                                           \
-  uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) | (EXTRA_FLAGS);          \
+  if (NCS_UNLIKELY(ncs_g.kernel_sample > 1) && t == SAMPLE_AT) sample_kernel();              \
+  uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) | sample_flag(t) |       \
+                   (EXTRA_FLAGS);                                                                 \
   uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);         \
   if (!f) return NCS_SUCCESS
 
 /* v5 and v6 share the descriptor prefix; v5 never sends CE types. */
+/* where sampling decides: GroupApi (v5+); v4 and older have no API events, so their Group (the
+ * kernel plan, emitted after the launch) decides for the next plan */
+#define SAMPLE_AT NCS_T_GROUP_API
 static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
   START_BEGIN(d, NCS_T_CE_BATCH, 0);
   switch (t) {
@@ -387,6 +424,8 @@ static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
   return NCS_SUCCESS;
 }
 
+#undef SAMPLE_AT
+#define SAMPLE_AT NCS_T_GROUP
 static ncs_result_t start_v4(void *ctx, void **eh, ncs_descr_v4_t *d) {
   START_BEGIN(d, NCS_T_NET_PLUGIN, 0);
   switch (t) {

@@ -16,9 +16,11 @@
 #include <unistd.h>
 
 #include "core/ncs.h"
+#include "record/flight.h"
 #include "trace/encode.h"
 
 #define EV_FLUSH_BYTES (1u << 20)
+#define EV_FLUSH_FLIGHT (32u << 10) /* flight mode: chunks must fit a ring slot comfortably */
 #define EV_BUF_BYTES (2u << 20)
 #define STR_BUF_BYTES (1u << 20)
 #define STR_TABLE 8192 /* distinct string pointers per segment; more share one "<many>" id */
@@ -27,6 +29,9 @@
 #define SWEEP_NS 50000000ull
 #define CLOCK_NS 1000000000ull
 #define COUNTERS_NS 5000000000ull
+#ifndef BUSY_PAUSE_US
+#define BUSY_PAUSE_US 1000 /* the writer's pause between drains when events keep coming */
+#endif
 
 /* --- open events tracked for completions and expiry --- */
 typedef struct {
@@ -37,6 +42,7 @@ typedef struct {
   uint32_t n_kch, n_pop, n_open;
   uint8_t type, stopped, seen_start, emitted, revise, forced, nch;
   uint8_t agg; /* keyed by a Group's id: what its members completed at (see grp_note) */
+  uint8_t unsampled; /* NCS_SF_UNSAMPLED: KernelCh was off for its group */
 } trk_t;
 
 typedef struct {
@@ -46,6 +52,7 @@ typedef struct {
 
 typedef struct {
   int fd;
+  int flight; /* NCCLSCOPE_MODE=flight: chunks go to the flight recorder's ring (flight.c) */
   char path[1280];
   ncs_buf_t ev, str, tmp;
   ncs_evchunk_t evc;
@@ -118,13 +125,22 @@ static inline uint64_t to_ns(uint64_t stamp) {
 /* ------------------------------------------------------------------ output */
 
 static void write_chunk(uint16_t type, const ncs_buf_t *b) {
-  if (W.fd < 0) return;
+  if (W.fd < 0 && !W.flight) return;
   if (b->overflow) {
     W.write_errors++;
     return;
   }
   uint8_t hdr[NCS_CHUNK_HEADER_LEN];
   ncs_chunk_header(hdr, type, b->p, (uint32_t)b->len);
+  if (W.flight) {
+    if (ncs_fl_chunk(type, hdr, b->p, b->len) != 0) {
+      W.write_errors++;
+      return;
+    }
+    W.bytes += sizeof hdr + b->len;
+    W.chunks++;
+    return;
+  }
   struct iovec iov[2] = {{hdr, sizeof hdr}, {b->p, b->len}};
   size_t want = sizeof hdr + b->len, done = 0;
   while (done < want) {
@@ -148,8 +164,10 @@ static void write_chunk(uint16_t type, const ncs_buf_t *b) {
   W.chunks++;
 }
 
+static void publish_comms(int ends);
 static void flush_events(void) {
   if (!W.ev_open) return;
+  publish_comms(0);
   if (W.str.len) {
     write_chunk(NCS_CHUNK_STRINGS, &W.str);
     ncs_buf_reset(&W.str);
@@ -162,7 +180,8 @@ static void flush_events(void) {
 }
 
 static void emit(const ncs_event_t *e) {
-  if (W.ev_open && W.ev.len > EV_FLUSH_BYTES) flush_events();
+  if (W.ev_open && W.ev.len > (W.flight ? EV_FLUSH_FLIGHT : EV_FLUSH_BYTES)) flush_events();
+  if (W.flight) ncs_fl_note(e);
   if (!W.ev_open) {
     ncs_enc_events_begin(&W.ev, &W.evc,
                          e->kind <= NCS_REC_STATE || e->kind == NCS_REC_BADCALL ? e->ts
@@ -316,6 +335,7 @@ static void track_start(const ncs_event_t *e) {
     }
     p->type = (uint8_t)t;
     p->seen_start = 1;
+    p->unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0;
     p->start_ns = e->ts;
     if (!p->last_ns) p->last_ns = e->ts;
     p->nch = (uint8_t)(t == NCS_T_COLL ? e->f[7] : e->f[5]);
@@ -367,7 +387,8 @@ static void track_stop(const ncs_event_t *e) {
   if (is_parent(t)) {
     x->stopped = 1;
     if (x->last_ns < e->ts) x->last_ns = e->ts;
-    if (x->n_kch + x->n_pop == 0 && !(W.expect_children)) {
+    if (x->n_kch + x->n_pop == 0 &&
+        (!W.expect_children || (x->unsampled && !(W.expect_children & NCS_EV_PROXY_OP)))) {
       /* nothing NCCL reports can run under it with this event mask */
       emit_complete(x, NCS_CF_NO_CHILDREN);
       trk_remove(x);
@@ -656,7 +677,11 @@ static uint64_t drain_all(void) {
   return n;
 }
 
-static void publish_comms(void) {
+/* COMM chunks for new communicators and COMM_END for finalized ones. flush_events calls it with
+ * ends = 0 before each EVENTS chunk: a reader must meet a communicator before any event of it,
+ * and a busy new communicator can fill an EVENTS chunk before the next housekeeping pass (seen
+ * with 64 ranks per process and every event on: report lost 4% of the collectives). */
+static void publish_comms(int ends) {
   uint32_t n = atomic_load(&ncs_g.ncomms);
   for (uint32_t i = 0; i < n; i++) {
     ncs_comm_t *c = &ncs_g.comms[i];
@@ -671,7 +696,7 @@ static void publish_comms(void) {
       small_chunk(NCS_CHUNK_COMM);
       atomic_store(&c->published, pub = 1);
     }
-    if (st == NCS_COMM_DONE && pub == 1) {
+    if (ends && st == NCS_COMM_DONE && pub == 1) {
       ncs_enc_comm_end(&W.tmp, i, to_ns(c->fini_tsc));
       small_chunk(NCS_CHUNK_COMM_END);
       atomic_store(&c->published, 2);
@@ -770,6 +795,16 @@ static int open_file(void) {
   char host[256] = "unknown";
   gethostname(host, sizeof host - 1);
   host[strcspn(host, "/")] = 0;
+  if (ncs_g.cfg.flight) {
+    if (ncs_fl_open(dir, host, ncs_g.cfg.flight_bytes, ncs_g.cfg.flight_ops, ncs_g.cfg.max_comms,
+                    W.path, sizeof W.path) != 0) {
+      ncs_log(NCS_LOG_WARN, "cannot create the flight recorder file in %s: %s; profiling disabled",
+              dir, strerror(errno));
+      return -1;
+    }
+    W.flight = 1;
+    return 0;
+  }
   int n = snprintf(W.path, sizeof W.path, "%.1023s/%.100s-%d%s", dir, host, (int)ncs_g.pid,
                    NCS_TRACE_SUFFIX);
   if (n < 0 || (size_t)n >= sizeof W.path) {
@@ -821,18 +856,38 @@ static void segment_begin(void) {
 static void housekeeping(int final) {
   uint64_t now = ncs_mono_ns();
   clock_refresh();
-  publish_comms();
+  publish_comms(1);
   if (final || now - W.last_sweep_ns > SWEEP_NS) sweep(final);
   if (final || now - W.last_flush_ns >= (uint64_t)ncs_g.cfg.flush_ms * 1000000ull) flush_events();
   if (now - W.last_clock_ns > CLOCK_NS) {
     flush_events(); /* keep chunks in time order around the clock pair */
-    ncs_enc_clock(&W.tmp, now, ncs_realtime_ns());
+    /* read the pair now, between two monotonic reads, the tightest of a few tries: `now` is from
+     * before the flushes, which can take long on a loaded machine (a pair 0.9 s apart was seen
+     * at load 200), and the spread of the pairs is the report's clock error bound */
+    uint64_t bm = 0, brt = 0, bw = UINT64_MAX;
+    for (int k = 0; k < 4 && bw > 20000; k++) {
+      uint64_t m1 = ncs_mono_ns(), rt = ncs_realtime_ns(), m2 = ncs_mono_ns();
+      if (m2 - m1 < bw) bw = m2 - m1, bm = m1 + (m2 - m1) / 2, brt = rt;
+    }
+    ncs_enc_clock(&W.tmp, bm, brt);
     small_chunk(NCS_CHUNK_CLOCK);
     W.last_clock_ns = now;
   }
   if (!final && now - W.last_counters_ns > COUNTERS_NS) {
     write_counters(NCS_CHUNK_COUNTERS);
     W.last_counters_ns = now;
+  }
+  if (W.flight && !final) {
+    char trig[128];
+    uint64_t treal;
+    int why = ncs_fl_poll(trig, sizeof trig, &treal);
+    if (why) { /* everything recorded so far goes into the mapping, then it is copied */
+      drain_all();
+      sweep(0);
+      flush_events();
+      write_counters(NCS_CHUNK_COUNTERS);
+      ncs_fl_dump(why, trig, treal);
+    }
   }
 }
 
@@ -844,6 +899,14 @@ static void *writer_main(void *arg) {
     housekeeping(0);
     if (n) {
       idle_us = 500;
+      /* Busy: pause anyway, unless the pool is filling up. Reading a block's `committed` word
+       * pulls its cache line away from the producer, whose next event then pays a coherence
+       * miss (across sockets on a GPU server, about 100 ns). Draining every BUSY_PAUSE_US lets
+       * a producer write thousands of records between two such reads. */
+      if (atomic_load_explicit(&ncs_g.blocks_in_use, memory_order_relaxed) * 4u < ncs_g.nblocks) {
+        struct timespec ts = {0, BUSY_PAUSE_US * 1000L};
+        nanosleep(&ts, NULL);
+      }
       continue;
     }
     struct timespec ts = {0, (long)idle_us * 1000};
@@ -887,8 +950,10 @@ int ncs_writer_start(void) {
   atomic_store(&ncs_g.writer_stop, 0);
   if (pthread_create(&ncs_g.writer, NULL, writer_main, NULL) != 0) {
     ncs_log(NCS_LOG_WARN, "cannot start the writer thread; profiling disabled");
-    close(W.fd);
+    if (W.fd >= 0) close(W.fd);
     W.fd = -1;
+    if (W.flight) ncs_fl_close(0);
+    W.flight = 0;
     return -1;
   }
   ncs_g.writer_running = 1;
@@ -903,6 +968,8 @@ void ncs_writer_stop(void) {
   ncs_g.writer_running = 0;
   if (W.fd >= 0) close(W.fd);
   W.fd = -1;
+  if (W.flight) ncs_fl_close(1); /* the live file says the process ended cleanly */
+  W.flight = 0;
   free(W.trk);
   W.trk = NULL;
   ncs_buf_free(&W.ev);

@@ -88,6 +88,8 @@ enum {
   NCS_SF_PXN = 1u << 0,       /* ProxyOp whose pid is not this process */
   NCS_SF_ABI_V1 = 1u << 1,    /* descriptor came through the v1 enum layout */
   NCS_SF_TRUNCATED = 1u << 2, /* a string or net descriptor was truncated */
+  NCS_SF_UNSAMPLED = 1u << 3, /* Coll/P2p enqueued while KernelCh sampling had KernelCh off for
+                                 this thread (NCCLSCOPE_KERNEL_SAMPLE): expect no KernelCh */
 };
 
 /* COMPLETE record flags */

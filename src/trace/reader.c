@@ -10,6 +10,7 @@
  * the current segment, both capped.
  */
 #include "trace/reader.h"
+#include "trace/flight.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -73,6 +74,12 @@ struct ncs_reader {
   size_t slot_cap, nstrings;
   uint64_t seed; /* hash secret of the string table */
   ncs_counters_t counters;
+
+  /* a flight file: its linearized stream (owned) and what its header says */
+  uint8_t *owned;
+  int is_flight;
+  ncs_flight_info_t flight;
+  uint32_t flight_bad_slots;
 };
 
 static const char *const chunk_names[] = {"chunk",    "SEGMENT", "CLOCK",  "STRINGS",  "COMM",
@@ -737,7 +744,26 @@ static int check_header(ncs_reader_t *r, const uint8_t *h, size_t n, char *err, 
   return 0;
 }
 
+static ncs_reader_t *open_flight(const uint8_t *data, size_t len, char *err, size_t errlen) {
+  uint8_t *lin;
+  size_t lin_len;
+  ncs_flight_info_t fi;
+  uint32_t bad;
+  if (ncs_flight_linearize(data, len, &lin, &lin_len, &fi, &bad, err, errlen) != 0) return NULL;
+  ncs_reader_t *r = ncs_reader_open_mem(lin, lin_len, err, errlen);
+  if (!r) {
+    free(lin);
+    return NULL;
+  }
+  r->owned = lin;
+  r->is_flight = 1;
+  r->flight = fi;
+  r->flight_bad_slots = bad;
+  return r;
+}
+
 ncs_reader_t *ncs_reader_open_mem(const void *data, size_t len, char *err, size_t errlen) {
+  if (data && ncs_flight_is(data, len)) return open_flight(data, len, err, errlen);
   ncs_reader_t *r = reader_new();
   if (!r) {
     snprintf(err, errlen, "out of memory");
@@ -750,6 +776,35 @@ ncs_reader_t *ncs_reader_open_mem(const void *data, size_t len, char *err, size_
     ncs_reader_close(r);
     return NULL;
   }
+  return r;
+}
+
+/* Takes over fd. A flight file is bounded by its configured size (NCCLSCOPE_FLIGHT_SIZE). */
+static ncs_reader_t *open_flight_file(int fd, const char *path, uint64_t size, char *err,
+                                      size_t errlen) {
+  if (size > (8ull << 30)) {
+    snprintf(err, errlen, "%s: flight file of %llu bytes is too large", path, (unsigned long long)size);
+    close(fd);
+    return NULL;
+  }
+  uint8_t *img = malloc(size ? size : 1);
+  if (!img) {
+    snprintf(err, errlen, "out of memory reading %s", path);
+    close(fd);
+    return NULL;
+  }
+  size_t got = 0;
+  while (got < size) {
+    ssize_t k = pread(fd, img + got, size - got, (off_t)got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    got += (size_t)k;
+  }
+  close(fd);
+  char e2[300];
+  ncs_reader_t *r = open_flight(img, got, e2, sizeof e2);
+  free(img);
+  if (!r) snprintf(err, errlen, "%s: %s", path, e2);
   return r;
 }
 
@@ -780,6 +835,11 @@ ncs_reader_t *ncs_reader_open(const char *path, char *err, size_t errlen) {
     if (k <= 0) break;
     n += (size_t)k;
   }
+  if (ncs_flight_is(h, n)) { /* a flight file: read it whole (it may still be changing) */
+    r->fd = -1; /* open_flight_file takes the descriptor over */
+    ncs_reader_close(r);
+    return open_flight_file(fd, path, (uint64_t)st.st_size, err, errlen);
+  }
   if (check_header(r, h, n, err, errlen) != 0) {
     ncs_reader_close(r);
     return NULL;
@@ -792,6 +852,7 @@ void ncs_reader_close(ncs_reader_t *r) {
   if (r->fd >= 0) close(r->fd);
   strings_reset(r);
   free(r->buf);
+  free(r->owned);
   free(r);
 }
 
@@ -802,6 +863,10 @@ int ncs_reader_damage(const ncs_reader_t *r) {
   return r && r->state == RS_FAILED ? r->damage : NCS_DAMAGE_NONE;
 }
 uint64_t ncs_reader_error_offset(const ncs_reader_t *r) { return r ? r->err_off : 0; }
+const ncs_flight_info_t *ncs_reader_flight(const ncs_reader_t *r) {
+  return r && r->is_flight ? &r->flight : NULL;
+}
+uint32_t ncs_reader_flight_bad_slots(const ncs_reader_t *r) { return r ? r->flight_bad_slots : 0; }
 const ncs_segment_info_t *ncs_reader_segment(const ncs_reader_t *r) {
   return r && r->have_seg ? &r->seg : NULL;
 }
@@ -862,7 +927,8 @@ int ncs_list_traces(const char *path, char ***paths, size_t *n, char *err, size_
     return -1;
   }
   for (struct dirent *de; (de = readdir(d));) {
-    if (!has_suffix(de->d_name, NCS_TRACE_SUFFIX)) continue;
+    if (!has_suffix(de->d_name, NCS_TRACE_SUFFIX) && !has_suffix(de->d_name, NCS_FLIGHT_SUFFIX))
+      continue;
     char *p = join(path, de->d_name);
     struct stat fst;
     if (p && (stat(p, &fst) != 0 || !S_ISREG(fst.st_mode))) {

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace/flight.h"
 #include "trace/format.h"
 
 typedef struct ncs_reader ncs_reader_t;
@@ -122,7 +123,13 @@ const char *ncs_reader_string(const ncs_reader_t *r, uint64_t id);
 uint64_t ncs_reader_offset(const ncs_reader_t *r); /* byte offset of the next chunk */
 void ncs_reader_close(ncs_reader_t *r);
 
-/* List the trace files (*.nstrace) of a directory, sorted by name. A path that is itself a file
+/* Flight files (*.nsflight, trace/flight.h) open like trace files: the reader sees their
+ * retained window as one ordinary stream. This says what the file's header says; NULL for a
+ * trace file. Slots found damaged while linearizing are counted. */
+const ncs_flight_info_t *ncs_reader_flight(const ncs_reader_t *r);
+uint32_t ncs_reader_flight_bad_slots(const ncs_reader_t *r);
+
+/* List the trace files (*.nstrace and *.nsflight) of a directory, sorted by name. A path that is itself a file
  * is returned as the only entry. Returns 0 (with *n == 0 for a directory without traces), or -1
  * with err filled. Free with ncs_free_paths. */
 int ncs_list_traces(const char *path, char ***paths, size_t *n, char *err, size_t errlen);

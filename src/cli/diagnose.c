@@ -1,0 +1,408 @@
+/* diagnose.c - `ncclscope diagnose DIR [--json] [--incident N|--latest]`: hang and desync
+ * verdicts with evidence over the recordings (traces, flight files and dumps) of every rank of a
+ * job. The analysis is src/analyze/diagnose.c; docs/diagnose.md describes the verdicts and the
+ * --json schema. Exit status: 0 nothing wrong, 1 a problem found, 2 usage or unreadable input.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyze/diagnose.h"
+#include "cli/cli.h"
+#include "trace/flight.h"
+
+/* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+static const char diagnose_help[] =
+    "usage: ncclscope diagnose [--json] [--incident N | --latest] DIR\n"
+    "\n"
+    "Hang and desync verdicts over the recordings of every rank of a job: DIR's traces (*.nstrace)\n"
+    "or flight files (*.nsflight), and the flight dumps in DIR/dumps. Dumps taken within seconds\n"
+    "of each other form an incident; the first incident is diagnosed unless told otherwise, from\n"
+    "each process's newest dump in it, or the live file of a process that did not answer its last\n"
+    "dump request.\n"
+    "\n"
+    "For each communicator: the last seqNumber every rank entered and completed; the operation the\n"
+    "others wait in and, for each rank that never entered it, where it is (dead, inside NCCL\n"
+    "elsewhere, outside NCCL); when every rank entered it, the rank that stopped progressing first\n"
+    "(proxy step states, kernels); collectives whose count, datatype or root differ between ranks.\n"
+    "\n"
+    "  --json          machine-readable output (schema: docs/diagnose.md)\n"
+    "  --incident N    diagnose the N-th incident of DIR/dumps (1 = the first)\n"
+    "  --latest        diagnose the last incident\n"
+    "  -h, --help      this help\n"
+    "\n"
+    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found, 2 usage error or\n"
+    "unreadable input.\n";
+
+static void json_str(FILE *o, const char *s) {
+  fputc('"', o);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(o, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(o, "\\u%04x", c);
+    else
+      fputc(c, o);
+  }
+  fputc('"', o);
+}
+
+static void utc(char *out, size_t n, int64_t real) {
+  time_t s = (time_t)(real / 1000000000);
+  struct tm tm;
+  if (real <= 0 || !gmtime_r(&s, &tm)) {
+    snprintf(out, n, "?");
+    return;
+  }
+  char b[32];
+  strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
+  snprintf(out, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
+}
+
+static void dur(char *out, size_t n, int64_t ns) {
+  if (ns < 0) ns = -ns;
+  if (ns >= 1000000000)
+    snprintf(out, n, "%.2f s", (double)ns / 1e9);
+  else if (ns >= 1000000)
+    snprintf(out, n, "%.1f ms", (double)ns / 1e6);
+  else
+    snprintf(out, n, "%" PRId64 " us", ns / 1000);
+}
+
+static const char *status_of(const ncs_dg_t *d) {
+  if (!d->problem || !d->nverdicts) return "ok";
+  switch (d->verdicts[0].kind) {
+  case NCS_DG_V_DEAD: return "dead";
+  case NCS_DG_V_MISMATCH: return "desync";
+  default: return "hang";
+  }
+}
+
+static const char *proc_state(const ncs_dg_proc_t *p) {
+  if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : "trace_no_footer";
+  return ncs_flight_state_name(p->flight_state);
+}
+
+/* ------------------------------------------------------------------ JSON */
+
+static void print_json(FILE *o, const ncs_dg_t *d) {
+  fprintf(o, "{\"schema\":\"ncclscope-diagnose/1\",\"path\":");
+  json_str(o, d->path);
+  fprintf(o, ",\"problem\":%s,\"status\":\"%s\",\"reference\":{\"what\":\"%s\",\"real_ns\":%" PRId64 "}",
+          d->problem ? "true" : "false", status_of(d), d->incident ? "dump" : "end", d->ref_real);
+  if (d->incident) {
+    fprintf(o,
+            ",\"incident\":{\"index\":%u,\"count\":%u,\"dumps_in_dir\":%u,\"first_dump_real_ns\":%" PRId64
+            ",\"last_dump_real_ns\":%" PRId64 ",\"request_real_ns\":%" PRId64 ",\"trigger\":",
+            d->incident, d->nincidents, d->ndumps, d->incident_first_real, d->incident_last_real,
+            d->request_real);
+    json_str(o, d->trigger);
+    fputc('}', o);
+  } else {
+    fprintf(o, ",\"incident\":null");
+  }
+  fprintf(o, ",\"notes\":[");
+  for (uint32_t i = 0; i < d->nnotes; i++) {
+    if (i) fputc(',', o);
+    json_str(o, d->notes[i]);
+  }
+  fprintf(o, "],\n\"verdicts\":[");
+  for (uint32_t i = 0; i < d->nverdicts; i++) {
+    const ncs_dg_verdict_t *v = &d->verdicts[i];
+    fprintf(o, "%s\n{\"kind\":\"%s\",\"comm_id\":", i ? "," : "", ncs_dg_kind_name(v->kind));
+    if (v->comm >= 0)
+      fprintf(o, "\"0x%016" PRIx64 "\"", d->comms[v->comm].comm_id);
+    else
+      fprintf(o, "null");
+    fprintf(o, ",\"rank\":%d,\"ranks\":[", v->rank);
+    for (int k = 0; k < v->nranks; k++) fprintf(o, "%s%d", k ? "," : "", v->ranks[k]);
+    fprintf(o, "],\"process\":");
+    if (v->proc >= 0) {
+      fprintf(o, "{\"host\":");
+      json_str(o, d->procs[v->proc].host);
+      fprintf(o, ",\"pid\":%" PRIu64 ",\"file\":", d->procs[v->proc].pid);
+      json_str(o, d->procs[v->proc].file);
+      fputc('}', o);
+    } else {
+      fprintf(o, "null");
+    }
+    fprintf(o, ",\"func\":");
+    if (v->func[0])
+      json_str(o, v->func);
+    else
+      fprintf(o, "null");
+    fprintf(o, ",\"seq\":%" PRId64 ",\"where\":\"%s\"", v->seq, ncs_dg_where_name(v->where));
+    if (v->kind == NCS_DG_V_STUCK_INSIDE) {
+      fprintf(o, ",\"channel\":%d,\"peer\":%d,\"step\":%d,\"is_send\":%d,\"state\":", v->channel, v->peer,
+              v->step, v->is_send);
+      json_str(o, v->state);
+      fprintf(o, ",\"no_progress_ns\":%" PRId64 ",\"lead_ns\":%" PRId64, v->since_ns, v->lead_ns);
+    }
+    if (v->kind == NCS_DG_V_MISMATCH) {
+      fprintf(o, ",\"what\":");
+      json_str(o, v->what);
+    }
+    fprintf(o, ",\"summary\":");
+    json_str(o, v->summary);
+    fprintf(o, ",\"evidence\":[");
+    for (int k = 0; k < v->nev; k++) {
+      if (k) fputc(',', o);
+      json_str(o, v->evidence[k]);
+    }
+    fprintf(o, "]}");
+  }
+  fprintf(o, "],\n\"communicators\":[");
+  for (uint32_t c = 0; c < d->ncomms; c++) {
+    const ncs_dg_comm_t *C = &d->comms[c];
+    fprintf(o, "%s\n{\"comm_id\":\"0x%016" PRIx64 "\",\"name\":", c ? "," : "", C->comm_id);
+    json_str(o, C->name);
+    fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"completed_on_all\":%" PRIu64 ",\"in_flight\":%u,\"stuck\":",
+            C->nranks, C->ranks_present, C->ops_completed_all, C->in_flight);
+    if (C->has_stuck) {
+      fprintf(o, "{\"func\":");
+      json_str(o, C->stuck_func);
+      fprintf(o, ",\"seq\":%" PRId64 ",\"p2p\":%s,\"rank\":%d,\"peer\":%d}", C->stuck_seq,
+              C->stuck_p2p ? "true" : "false", C->stuck_rank, C->stuck_peer);
+    } else {
+      fprintf(o, "null");
+    }
+    fprintf(o, ",\"ranks\":[");
+    for (int r = 0; r < C->nranks; r++) {
+      const ncs_dg_rank_t *R = &C->ranks[r];
+      fprintf(o, "%s\n {\"rank\":%d,\"present\":%s,\"process\":%d,\"state\":\"%s\",\"where\":\"%s\","
+                 "\"open\":%u,\"stuck\":%u,\"funcs\":[",
+              r ? "," : "", r, R->present ? "true" : "false", R->proc, ncs_dg_state_name(R->state),
+              ncs_dg_where_name(R->where), R->open, R->stuck);
+      for (uint32_t k = 0; k < R->nf; k++) {
+        fprintf(o, "%s{\"func\":", k ? "," : "");
+        json_str(o, R->f[k].func);
+        fprintf(o, ",\"p2p\":%s,\"entered\":%" PRId64 ",\"completed\":%" PRId64 "}",
+                R->f[k].p2p ? "true" : "false", R->f[k].entered, R->f[k].completed);
+      }
+      fprintf(o, "]}");
+    }
+    fprintf(o, "]}");
+  }
+  fprintf(o, "],\n\"processes\":[");
+  for (uint32_t i = 0; i < d->nprocs; i++) {
+    const ncs_dg_proc_t *p = &d->procs[i];
+    fprintf(o, "%s\n{\"index\":%u,\"file\":", i ? "," : "", i);
+    json_str(o, p->file);
+    fprintf(o, ",\"source\":\"%s\",\"host\":", ncs_dg_source_name(p->source));
+    json_str(o, p->host);
+    fprintf(o, ",\"pid\":%" PRIu64 ",\"state\":\"%s\",\"dump_reason\":\"%s\",\"dump_index\":%u,\"trigger\":",
+            p->pid, proc_state(p), ncs_flight_reason_name(p->dump_reason), p->dump_index);
+    json_str(o, p->trigger);
+    fprintf(o, ",\"dead\":%s,\"dead_why\":", p->dead ? "true" : "false");
+    json_str(o, p->dead_why);
+    fprintf(o,
+            ",\"snapshot_real_ns\":%" PRId64 ",\"last_event_real_ns\":%" PRId64 ",\"heartbeat_real_ns\":%" PRId64
+            ",\"ranks\":%u,\"open_ops\":%u,\"open_children\":%u,\"open_api\":%u,\"damage\":",
+            p->snap_real, p->last_event_real, p->heartbeat_real, p->ranks, p->open_ops, p->open_children,
+            p->open_api);
+    json_str(o, p->damage_msg);
+    fputc('}', o);
+  }
+  fprintf(o, "]}\n");
+}
+
+/* ------------------------------------------------------------------ text */
+
+static const char *label(int kind) {
+  switch (kind) {
+  case NCS_DG_V_DEAD: return "DEAD";
+  case NCS_DG_V_MISMATCH: return "DESYNC";
+  case NCS_DG_V_NOT_ENTERED:
+  case NCS_DG_V_STUCK_INSIDE: return "HANG";
+  default: return "OK";
+  }
+}
+
+static void cell_fn(char *out, size_t n, const ncs_dg_rank_t *R, const char *func, int p2p) {
+  for (uint32_t k = 0; k < R->nf; k++)
+    if (R->f[k].func == func && R->f[k].p2p == p2p) {
+      char e[24], c[24];
+      if (R->f[k].entered < 0) snprintf(e, sizeof e, "-");
+      else snprintf(e, sizeof e, "%" PRId64, R->f[k].entered);
+      if (R->f[k].completed < 0) snprintf(c, sizeof c, "-");
+      else snprintf(c, sizeof c, "%" PRId64, R->f[k].completed);
+      snprintf(out, n, "%s/%s", e, c);
+      return;
+    }
+  snprintf(out, n, "-");
+}
+
+static const char *rank_state_text(const ncs_dg_rank_t *R) {
+  switch (R->state) {
+  case NCS_DG_R_WAITING: return "waiting";
+  case NCS_DG_R_COMPLETED: return "completed";
+  case NCS_DG_R_NOT_ENTERED:
+    return R->where == NCS_DG_W_DEAD ? "NOT ENTERED (dead)"
+           : R->where == NCS_DG_W_OUTSIDE ? "NOT ENTERED (outside)"
+           : R->where == NCS_DG_W_EXITED ? "NOT ENTERED (exited)"
+                                         : "NOT ENTERED (in NCCL)";
+  case NCS_DG_R_MISSING: return "no recording";
+  default: return "-";
+  }
+}
+
+static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
+  /* the functions of the table, in order of first appearance */
+  const char *fn[NCS_DG_MAX_FUNCS];
+  int fp[NCS_DG_MAX_FUNCS], nfn = 0;
+  for (int r = 0; r < C->nranks; r++)
+    for (uint32_t k = 0; k < C->ranks[r].nf && nfn < NCS_DG_MAX_FUNCS; k++) {
+      int have = 0;
+      for (int j = 0; j < nfn; j++) have |= fn[j] == C->ranks[r].f[k].func && fp[j] == C->ranks[r].f[k].p2p;
+      if (!have) fn[nfn] = C->ranks[r].f[k].func, fp[nfn++] = C->ranks[r].f[k].p2p;
+    }
+  fprintf(o, "\ncommunicator 0x%016" PRIx64 "%s%s: %d ranks (%d recorded)", C->comm_id, C->name[0] ? " " : "",
+          C->name, C->nranks, C->ranks_present);
+  if (C->has_stuck) {
+    if (C->stuck_p2p)
+      fprintf(o, ", stuck in %s of rank %d with rank %d", C->stuck_func, C->stuck_rank, C->stuck_peer);
+    else
+      fprintf(o, ", stuck in %s #%" PRId64, C->stuck_func, C->stuck_seq);
+  }
+  fprintf(o, "\n  last seqNumber entered/completed per collective (send/recv: counts seen)\n");
+  fprintf(o, "  %-9s %-22s", "rank", "process");
+  for (int j = 0; j < nfn; j++) fprintf(o, " %-13s", fn[j] ? fn[j] : "?");
+  fprintf(o, " %-22s %s\n", "state", "open");
+  /* rows; with many ranks, consecutive identical rows are merged */
+  int merge = C->nranks > 16;
+  for (int r = 0; r < C->nranks;) {
+    char row[512], prow[512];
+    size_t len = 0;
+    const ncs_dg_rank_t *R = &C->ranks[r];
+    for (int j = 0; j < nfn; j++) {
+      char cell[48];
+      cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
+      len += (size_t)snprintf(row + len, sizeof row - len, " %-13s", cell);
+      if (len >= sizeof row) len = sizeof row - 1;
+    }
+    snprintf(row + len, sizeof row - len, " %-22s %s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
+    int r2 = r + 1;
+    while (merge && r2 < C->nranks) {
+      const ncs_dg_rank_t *S = &C->ranks[r2];
+      size_t l2 = 0;
+      for (int j = 0; j < nfn; j++) {
+        char cell[48];
+        cell_fn(cell, sizeof cell, S, fn[j], fp[j]);
+        l2 += (size_t)snprintf(prow + l2, sizeof prow - l2, " %-13s", cell);
+        if (l2 >= sizeof prow) l2 = sizeof prow - 1;
+      }
+      snprintf(prow + l2, sizeof prow - l2, " %-22s %s", rank_state_text(S), S->open_desc[0] ? S->open_desc : "-");
+      if (strcmp(row, prow)) break;
+      r2++;
+    }
+    char rk[24], pr[64];
+    if (r2 - r > 1)
+      snprintf(rk, sizeof rk, "%d-%d", r, r2 - 1);
+    else
+      snprintf(rk, sizeof rk, "%d", r);
+    if (r2 - r > 1)
+      snprintf(pr, sizeof pr, "(%d ranks)", r2 - r);
+    else if (R->present && R->proc >= 0)
+      snprintf(pr, sizeof pr, "%.40s-%" PRIu64, d->procs[R->proc].host, d->procs[R->proc].pid);
+    else
+      snprintf(pr, sizeof pr, "-");
+    fprintf(o, "  %-9s %-22s%s\n", rk, pr, row);
+    r = r2;
+  }
+}
+
+static void print_text(FILE *o, const ncs_dg_t *d) {
+  char a[64], b[64];
+  fprintf(o, "ncclscope diagnose: %s\n", d->path);
+  if (d->incident) {
+    utc(a, sizeof a, d->incident_first_real);
+    uint32_t nd = 0;
+    for (uint32_t i = 0; i < d->nprocs; i++) nd += d->procs[i].source == NCS_DG_SRC_DUMP;
+    fprintf(o, "  incident %u of %u: dumps from %s", d->incident, d->nincidents, a);
+    if (d->incident_last_real > d->incident_first_real) {
+      dur(b, sizeof b, d->incident_last_real - d->incident_first_real);
+      fprintf(o, " over %s", b);
+    }
+    utc(a, sizeof a, d->request_real);
+    fprintf(o, "; the last dump request, at %s (\"%s\"), was answered by %u process%s\n", a, d->trigger,
+            nd, nd == 1 ? "" : "es");
+  } else {
+    utc(a, sizeof a, d->ref_real);
+    fprintf(o, "  no dumps: %u recording%s, up to %s\n", d->nprocs, d->nprocs == 1 ? "" : "s", a);
+  }
+  for (uint32_t i = 0; i < d->nnotes; i++) fprintf(o, "  note: %s\n", d->notes[i]);
+  fputc('\n', o);
+  for (uint32_t i = 0; i < d->nverdicts; i++) {
+    const ncs_dg_verdict_t *v = &d->verdicts[i];
+    fprintf(o, "%-6s %s\n", label(v->kind), v->summary);
+    for (int k = 0; k < v->nev; k++) fprintf(o, "         - %s\n", v->evidence[k]);
+  }
+  for (uint32_t c = 0; c < d->ncomms; c++) print_comm(o, d, &d->comms[c]);
+  fprintf(o, "\nprocesses (%u):\n", d->nprocs);
+  for (uint32_t i = 0; i < d->nprocs; i++) {
+    const ncs_dg_proc_t *p = &d->procs[i];
+    char what[160];
+    if (p->source == NCS_DG_SRC_DUMP)
+      snprintf(what, sizeof what, "%s dump %u", ncs_flight_reason_name(p->dump_reason), p->dump_index);
+    else if (p->source == NCS_DG_SRC_LIVE)
+      snprintf(what, sizeof what, "live file, %s", ncs_flight_state_name(p->flight_state));
+    else
+      snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : "no footer");
+    int64_t ag = d->ref_real - p->snap_real;
+    dur(a, sizeof a, ag);
+    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s %s %s %s\n",
+            p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
+            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s",
+            p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
+            ag < 0 ? "after" : "before", d->ref_name);
+    if (p->dead) fprintf(o, "  %-22s DIED: %s\n", "", p->dead_why);
+    if (p->damage == 2) fprintf(o, "  %-22s damaged: %s\n", "", p->damage_msg);
+  }
+}
+
+int ncs_cmd_diagnose(int argc, char **argv) {
+  static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                       {"incident", required_argument, 0, 'i'},
+                                       {"latest", no_argument, 0, 'l'},
+                                       {"help", no_argument, 0, 'h'},
+                                       {0, 0, 0, 0}};
+  int c, json = 0, latest = 0, have_inc = 0;
+  uint64_t inc = 0;
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":ji:lh", opts, NULL)) != -1) {
+    switch (c) {
+    case 'j': json = 1; break;
+    case 'i':
+      if (ncs_parse_count(optarg, 1, 1000000, &inc) != 0)
+        return ncs_usage_error("diagnose", "--incident needs a number from 1, not '%s'", optarg);
+      have_inc = 1;
+      break;
+    case 'l': latest = 1; break;
+    case 'h': fputs(diagnose_help, stdout); return NCS_EXIT_OK;
+    default: return ncs_bad_option("diagnose", c, argv);
+    }
+  }
+  if (have_inc && latest) return ncs_usage_error("diagnose", "--incident and --latest exclude each other");
+  if (optind >= argc) return ncs_usage_error("diagnose", "which recordings? give the job's directory");
+  if (optind + 1 < argc) return ncs_usage_error("diagnose", "one directory, please");
+  ncs_dg_opts_t o = {.incident = latest ? -1 : (int)inc};
+  ncs_dg_t *d;
+  char err[600];
+  if (ncs_diagnose(argv[optind], &o, &d, err, sizeof err) != 0) {
+    ncs_error("diagnose: %s", err);
+    return NCS_EXIT_USAGE;
+  }
+  if (json)
+    print_json(stdout, d);
+  else
+    print_text(stdout, d);
+  int rc = d->problem ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  ncs_dg_free(d);
+  return rc;
+}

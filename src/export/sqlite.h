@@ -1,0 +1,67 @@
+/* sqlite.h - `ncclscope export --format sqlite`: a recorded job as one SQLite database whose
+ * tables (processes, comms, ranks, collectives, instances, kernel channels, proxy operations and
+ * steps, ...) answer the report's questions in SQL. The schema is documented in docs/sqlite.md.
+ *
+ * The cross-rank numbers (collective latency, bus bandwidth, skew, who arrived last, per-rank
+ * duration, arrival, timing source, send/receive pairs) come from src/analyze, the code behind
+ * `ncclscope report`; the per-event rows come from one streaming pass over each trace file.
+ * Memory: the analysis (about 170 bytes per Coll/P2p of the job) plus the events open at once.
+ *
+ * The database is written to a temporary file next to the output and renamed over it at the
+ * end, so a failed or interrupted export never leaves a partial output.
+ */
+#ifndef NCS_EXPORT_SQLITE_H
+#define NCS_EXPORT_SQLITE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NCS_SQLITE_SCHEMA "ncclscope-sqlite/1" /* meta.schema; bumped on incompatible changes */
+
+/* tables, in creation order */
+enum {
+  NCS_SQ_META = 0,
+  NCS_SQ_PROCESSES,
+  NCS_SQ_HOSTS,
+  NCS_SQ_SEGMENTS,
+  NCS_SQ_COMMS,
+  NCS_SQ_RANKS,
+  NCS_SQ_COLLECTIVES,
+  NCS_SQ_BUCKETS,
+  NCS_SQ_INSTANCES,
+  NCS_SQ_P2P,
+  NCS_SQ_KERNEL_CHANNELS,
+  NCS_SQ_PROXY_OPS,
+  NCS_SQ_PROXY_STEPS,
+  NCS_SQ_PROXY_STATES,
+  NCS_SQ_NTABLES
+};
+extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];
+
+typedef struct {
+  const char *out;  /* the database file (a path; not "-") */
+  int force;        /* replace an existing file; without it an existing output is an error */
+  uint32_t types;   /* event types whose rows are written (bit per NCS_T_*; 0: all). Coll and
+                       P2p fill instances, KernelCh kernel_channels, ProxyOp proxy_ops, ProxyStep
+                       proxy_steps; the analysis tables are always written */
+  int progress;     /* progress lines on stderr, about once a second */
+  const char *prog; /* prefix of messages ("ncclscope export") */
+} ncs_sqlite_opts_t;
+
+typedef struct {
+  uint64_t files, records, bytes_in, bytes_out;
+  uint64_t rows[NCS_SQ_NTABLES];
+  uint64_t unmatched;   /* STOP/STATE/COMPLETE records whose START is not in the trace */
+  uint64_t unfinished;  /* events of the event tables that never stopped (stop is NULL) */
+  uint32_t damaged, truncated;
+  double seconds, analysis_seconds;
+} ncs_sqlite_stats_t;
+
+/* Export the traces of `path` (a directory or one file). Returns 0 on success, 1 when the
+ * database was written but an input file is damaged in the middle, 2 when there are no traces
+ * (err says why), -1 on failure (err says why: the output exists, cannot be written, ...); on
+ * failure nothing is left at o->out. */
+int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_stats_t *st,
+                      char *err, size_t errlen);
+
+#endif

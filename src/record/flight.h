@@ -1,0 +1,26 @@
+/* flight.h (record) - the plugin side of the flight recorder (flight.c). Writer thread only,
+ * except ncs_fl_signal_install/remove (setup and unload, under the global lock). */
+#ifndef NCS_RECORD_FLIGHT_H
+#define NCS_RECORD_FLIGHT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/reader.h"
+
+NCS_HIDDEN int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t nops,
+                           uint32_t max_comms, char *path, size_t pathlen);
+NCS_HIDDEN void ncs_fl_close(int clean);
+NCS_HIDDEN int ncs_fl_active(void);
+/* store one chunk (header + payload) in the meta region or the ring; -1 when it does not fit */
+NCS_HIDDEN int ncs_fl_chunk(uint16_t type, const uint8_t *hdr, const void *payload, size_t len);
+/* every record the writer emits, to keep open events and the last operations */
+NCS_HIDDEN void ncs_fl_note(const ncs_event_t *e);
+/* once per writer cycle: a dump reason (NCS_DR_*) when one is due, else 0 */
+NCS_HIDDEN int ncs_fl_poll(char *trigger, size_t tlen, uint64_t *trigger_real);
+NCS_HIDDEN int ncs_fl_dump(int reason, const char *trigger, uint64_t trigger_real);
+NCS_HIDDEN uint64_t ncs_fl_unkept(void);
+NCS_HIDDEN void ncs_fl_signal_install(int sig);
+NCS_HIDDEN void ncs_fl_signal_remove(void);
+
+#endif

@@ -1,0 +1,142 @@
+/* flight.c - reading flight-recorder files: header checks and linearization (see flight.h).
+ * The input is untrusted: every offset and length is checked against the file size. */
+#include "trace/flight.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "trace/format.h"
+
+int ncs_flight_is(const void *data, size_t len) {
+  return len >= 8 && memcmp(data, NCS_FLIGHT_MAGIC, 8) == 0;
+}
+
+const char *ncs_flight_reason_name(uint32_t r) {
+  static const char *const n[] = {"none", "signal", "watchdog", "request", "exit"};
+  return r < sizeof n / sizeof n[0] ? n[r] : "unknown";
+}
+
+const char *ncs_flight_state_name(uint32_t s) {
+  static const char *const n[] = {"?", "running", "exited", "dump"};
+  return s < sizeof n / sizeof n[0] ? n[s] : "?";
+}
+
+typedef struct {
+  uint64_t seq;
+  uint32_t index;
+} slot_ref_t;
+
+static int by_seq(const void *a, const void *b) {
+  const slot_ref_t *x = a, *y = b;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Whole, well-framed chunks at the start of p[0..n): how many bytes. CRCs are left to the
+ * reader, which reports damage with an offset; framing is checked here so that one slot's
+ * garbage cannot swallow the next slot's chunks. */
+static size_t framed(const uint8_t *p, size_t n) {
+  size_t off = 0;
+  while (off + NCS_CHUNK_HEADER_LEN <= n) {
+    uint32_t magic, len;
+    memcpy(&magic, p + off, 4);
+    memcpy(&len, p + off + 8, 4);
+    if (magic != NCS_CHUNK_MAGIC || len > NCS_CHUNK_MAX_PAYLOAD || len > n - off - NCS_CHUNK_HEADER_LEN)
+      break;
+    off += NCS_CHUNK_HEADER_LEN + len;
+  }
+  return off;
+}
+
+static void cpy(char *dst, const char *src, size_t n) {
+  memcpy(dst, src, n);
+  dst[n - 1] = 0;
+}
+
+int ncs_flight_linearize(const uint8_t *data, size_t len, uint8_t **out, size_t *outlen,
+                         ncs_flight_info_t *info, uint32_t *bad_slots, char *err, size_t errlen) {
+  *out = NULL, *outlen = 0, *bad_slots = 0;
+  memset(info, 0, sizeof *info);
+  ncs_flight_hdr_t h;
+  if (len < NCS_FLIGHT_HDR_LEN || !ncs_flight_is(data, len)) {
+    snprintf(err, errlen, "not a flight file (short or bad magic)");
+    return -1;
+  }
+  memcpy(&h, data, sizeof h);
+  if (h.version != NCS_FLIGHT_VERSION || h.hdr_len != NCS_FLIGHT_HDR_LEN) {
+    snprintf(err, errlen, "flight file version %u (header %u) not supported", h.version, h.hdr_len);
+    return -1;
+  }
+  if (h.meta_off < NCS_FLIGHT_HDR_LEN || h.meta_cap > len || h.meta_off > len - h.meta_cap ||
+      h.meta_len > h.meta_cap || h.meta_len < NCS_FILE_HEADER_LEN) {
+    snprintf(err, errlen, "flight file: meta region out of bounds");
+    return -1;
+  }
+  if (h.slot_bytes <= NCS_FLIGHT_SLOT_HDR || h.nslots == 0 || h.nslots > (1u << 20) ||
+      h.ring_off < h.meta_off + h.meta_cap || h.ring_off > len ||
+      (uint64_t)h.slot_bytes * h.nslots > len - h.ring_off) {
+    snprintf(err, errlen, "flight file: ring out of bounds (file cut short?)");
+    return -1;
+  }
+  info->state = h.state, info->dump_reason = h.dump_reason, info->dump_index = h.dump_index;
+  info->open_ops = h.open_ops, info->pid = h.pid;
+  info->heartbeat_mono = h.heartbeat_mono, info->heartbeat_real = h.heartbeat_real;
+  info->last_event_mono = h.last_event_mono;
+  info->dump_mono = h.dump_mono, info->dump_real = h.dump_real, info->trigger_real = h.trigger_real;
+  info->stalled_since_mono = h.stalled_since_mono, info->watchdog_ns = h.watchdog_ns;
+  info->keyframe_trunc = h.keyframe_trunc, info->slots_recycled = h.slots_recycled;
+  info->nslots = h.nslots, info->slot_bytes = h.slot_bytes;
+  cpy(info->trigger, h.trigger, sizeof info->trigger);
+  cpy(info->host, h.host, sizeof info->host);
+
+  slot_ref_t *refs = malloc(sizeof *refs * h.nslots);
+  if (!refs) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  uint32_t n = 0;
+  size_t total = h.meta_len;
+  uint32_t cap = h.slot_bytes - NCS_FLIGHT_SLOT_HDR;
+  for (uint32_t i = 0; i < h.nslots; i++) {
+    ncs_flight_slot_t s;
+    memcpy(&s, data + h.ring_off + (uint64_t)i * h.slot_bytes, sizeof s);
+    if (!s.seq) continue;
+    if (s.used > cap || s.kf_len > s.used) {
+      (*bad_slots)++;
+      continue;
+    }
+    refs[n].seq = s.seq, refs[n].index = i;
+    n++;
+    total += s.used;
+  }
+  qsort(refs, n, sizeof *refs, by_seq);
+  uint8_t *buf = malloc(total ? total : 1);
+  if (!buf) {
+    free(refs);
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  size_t pos = 0;
+  memcpy(buf, data + h.meta_off, h.meta_len);
+  pos = h.meta_len;
+  int first = 1;
+  for (uint32_t k = 0; k < n; k++) {
+    const uint8_t *base = data + h.ring_off + (uint64_t)refs[k].index * h.slot_bytes;
+    ncs_flight_slot_t s;
+    memcpy(&s, base, sizeof s);
+    const uint8_t *p = base + NCS_FLIGHT_SLOT_HDR;
+    size_t whole = framed(p, s.used);
+    size_t from = first ? 0 : s.kf_len;
+    if (whole < s.used) (*bad_slots)++;
+    if (from < whole) {
+      memcpy(buf + pos, p + from, whole - from);
+      pos += whole - from;
+    }
+    if (first) info->window_mono = s.first_mono;
+    first = 0;
+    info->slots_used++;
+  }
+  free(refs);
+  *out = buf, *outlen = pos;
+  return 0;
+}

@@ -1,0 +1,37 @@
+# faults.cmake - nccl-sim's peer coupling and --fault (docs/nccl-sim.md "Peer coupling", "Faults").
+# Included by tests/CMakeLists.txt after scenarios.cmake (uses NCS_SCENARIOS and ncs_scenario).
+#
+# couple_*        every scenario with --couple on and no fault completes (built-in no-op plugin,
+#                 every event type on); scenario_couple_*: the ncclscope plugin's traces of
+#                 coupled jobs pass scenario_test's checks.
+# fault_<kind>_p* each fault on a 4-rank AllReduce job, in 4 processes and in one, --hang-s 2:
+#                 exit status, the one-line message, the open events `ncclscope dump` shows and,
+#                 for mismatches, the rank `ncclscope report` names (tests/fault_check.py).
+foreach(s ${NCS_SCENARIOS})
+  add_test(NAME couple_${s} COMMAND nccl-sim --plugin none --scenario ${s} --couple on)
+  set_tests_properties(couple_${s} PROPERTIES TIMEOUT 120)
+endforeach()
+ncs_scenario(couple_mixed --scenario mixed -- --couple on --iters 30)
+ncs_scenario(couple_procs --scenario mixed -- --couple on --procs 4 --ranks 8 --threads 1
+             --iters 20)
+ncs_scenario(couple_large --scenario mixed -- --couple on --ranks 8 --threads 4 --comms 3
+             --iters 40 --channels 4 --nodes 4 --net mix)
+ncs_scenario(couple_graph --scenario graph -- --couple on --procs 2 --replays 6)
+ncs_scenario(couple_split --scenario split -- --couple on --ranks 6 --procs 2)
+
+foreach(kind skip stall kill mismatch mismatch-dtype)
+  foreach(p 1 4)
+    add_test(NAME fault_${kind}_p${p}
+             COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/fault_check.py $<TARGET_FILE:nccl-sim>
+                     $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                     ${CMAKE_CURRENT_BINARY_DIR}/fault/${kind}-p${p} ${kind} ${p})
+    set_tests_properties(fault_${kind}_p${p} PROPERTIES TIMEOUT 120
+                         PASS_REGULAR_EXPRESSION "fault check ${kind}: ok")
+  endforeach()
+endforeach()
+add_test(NAME fault_usage
+         COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/fault_check.py $<TARGET_FILE:nccl-sim>
+                 $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                 ${CMAKE_CURRENT_BINARY_DIR}/fault/usage usage 1)
+set_tests_properties(fault_usage PROPERTIES TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "fault check usage: ok")

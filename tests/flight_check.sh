@@ -1,0 +1,120 @@
+#!/bin/sh
+# flight_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - the flight recorder (docs/flight.md) on
+# nccl-sim: ring reuse with keyframes, survival of kill -9, dumps on a signal and on a request
+# file, reloads. Prints "flight check CASE: ok" on success.
+set -u
+SIM=$1 PLUGIN=$2 NS=$3 W=$4 CASE=$5
+rm -rf "$W"
+mkdir -p "$W"
+fail() {
+  echo "flight check $CASE: FAILED: $*"
+  exit 1
+}
+export NCCLSCOPE_MODE=flight NCCLSCOPE_DIR="$W/t"
+unset NCCLSCOPE_EVENTS NCCLSCOPE_CAPTURE NCCLSCOPE_FLIGHT_SIZE NCCLSCOPE_DUMP_SIGNAL
+
+stats() { "$NS" dump --stats "$@" >"$W/stats.txt" 2>&1; }
+count() { # count TYPE: starts of TYPE in the job total of stats.txt
+  awk -v t="$1" '/^== job/ {j = 1} j && $1 == t {print $2; exit}' "$W/stats.txt"
+}
+# wait until the flight file of a running process exists (the plugin creates it at init)
+wait_file() {
+  i=0
+  while [ $i -lt 100 ]; do
+    ls "$W"/t/*.nsflight >/dev/null 2>&1 && return 0
+    sleep 0.05
+    i=$((i + 1))
+  done
+  return 1
+}
+
+case "$CASE" in
+wrap)
+  # a 1 MiB ring (4 slots) under 2 s of every event type: slots are reused, the file reads whole,
+  # and the window starts with a keyframe (the open Coll and its children precede the rest)
+  NCCLSCOPE_FLIGHT_SIZE=1M NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --scenario flood \
+    --duration 2 --rate 1000000 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -3 "$W/sim.txt")"
+  stats "$W/t" || fail "dump --stats failed: $(tail -5 "$W/stats.txt")"
+  grep -q "flight recorder: exited" "$W/stats.txt" || fail "file not marked exited: $(cat "$W/stats.txt")"
+  grep -q "4 of 4 slots" "$W/stats.txt" || fail "slots: $(grep flight "$W/stats.txt")"
+  reused=$(sed -n 's/.*slots of [0-9]* KiB kept (\([0-9]*\) reused).*/\1/p' "$W/stats.txt")
+  [ "${reused:-0}" -gt 0 ] || fail "the ring was never reused: $(grep flight "$W/stats.txt")"
+  # the footer counts the whole run; the window (what dump prints) holds only the recent past
+  total=$(count ProxyStep)
+  "$NS" dump "$W/t" >"$W/dump.txt" 2>&1 || fail "dump failed"
+  steps=$(grep -c " START ProxyStep " "$W/dump.txt")
+  [ "${steps:-0}" -gt 1000 ] && [ "$steps" -lt "$total" ] ||
+    fail "window holds $steps of $total ProxySteps (expected some, not all)"
+  # the first events of the window are the keyframe: the open Coll, then its open children
+  first=$(grep -m1 " START " "$W/dump.txt")
+  echo "$first" | grep -q "START Coll" || fail "window does not start with the keyframe: $first"
+  # the ring is bounded: the file is header + meta + ring, whatever the run length
+  sz=$(stat -c %s "$W"/t/*.nsflight)
+  [ "$sz" -le $((4096 + 2 * 1048576 + 1048576)) ] || fail "file is $sz bytes"
+  ;;
+kill9)
+  # the state lives in a shared file mapping: after kill -9 the file still reads
+  "$SIM" --plugin "$PLUGIN" --scenario flood --duration 20 --rate 200000 >"$W/sim.txt" 2>&1 &
+  pid=$!
+  wait_file || fail "no flight file appeared"
+  sleep 1
+  kill -9 $pid
+  wait $pid 2>/dev/null
+  stats "$W/t" || fail "dump --stats of a killed process failed: $(tail -5 "$W/stats.txt")"
+  grep -q "flight recorder: running" "$W/stats.txt" || fail "state: $(grep flight "$W/stats.txt")"
+  c=$(count Coll)
+  [ "${c:-0}" -gt 10 ] || fail "only ${c:-0} Coll survived kill -9"
+  ;;
+signal)
+  # SIGUSR1 dumps (and no longer kills the process, which nccl-sim does not handle itself)
+  "$SIM" --plugin "$PLUGIN" --scenario flood --duration 3 --rate 200000 >"$W/sim.txt" 2>&1 &
+  pid=$!
+  wait_file || fail "no flight file appeared"
+  sleep 0.5
+  kill -USR1 $pid
+  sleep 0.5
+  kill -USR1 $pid
+  wait $pid || fail "nccl-sim did not survive SIGUSR1 (status $?)"
+  n=$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l)
+  [ "$n" -eq 2 ] || fail "$n dumps for 2 signals: $(ls -R "$W/t")"
+  stats "$W/t/dumps" || fail "dumps unreadable: $(tail -5 "$W/stats.txt")"
+  grep -q "signal dump 1" "$W/stats.txt" && grep -q "signal dump 2" "$W/stats.txt" ||
+    fail "dump reasons: $(grep flight "$W/stats.txt")"
+  c=$(count Coll)
+  [ "${c:-0}" -gt 0 ] || fail "dumps hold no Coll"
+  ;;
+request)
+  # a line written to <dir>/ncclscope.dump makes every process of the job dump
+  "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 200000 \
+    >"$W/sim.txt" 2>&1 &
+  pid=$!
+  wait_file || fail "no flight file appeared"
+  sleep 1
+  echo "test-request 12345" >"$W/t/ncclscope.dump"
+  i=0
+  while [ $i -lt 60 ] && [ "$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l)" -lt 4 ]; do
+    sleep 0.1
+    i=$((i + 1))
+  done
+  pkill -P $pid 2>/dev/null # the rank processes first, then nccl-sim itself: none is left behind
+  kill $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  n=$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l)
+  [ "$n" -eq 4 ] || fail "$n dumps from 4 processes: $(ls -R "$W/t")"
+  stats "$W/t/dumps" || fail "dumps unreadable"
+  [ "$(grep -c 'request dump 1 ("test-request 12345")' "$W/stats.txt")" -eq 4 ] ||
+    fail "reasons: $(grep flight "$W/stats.txt")"
+  ;;
+reload)
+  # each load of the plugin gets its own file; none is overwritten
+  "$SIM" --plugin "$PLUGIN" --scenario reload --cycles 3 >"$W/sim.txt" 2>&1 || fail "nccl-sim"
+  n=$(ls "$W"/t/*.nsflight | wc -l)
+  [ "$n" -eq 3 ] || fail "$n files for 3 loads: $(ls "$W/t")"
+  stats "$W/t" || fail "unreadable: $(tail -5 "$W/stats.txt")"
+  [ "$(grep -c 'flight recorder: exited' "$W/stats.txt")" -eq 3 ] || fail "states"
+  ;;
+*)
+  fail "unknown case"
+  ;;
+esac
+echo "flight check $CASE: ok"
