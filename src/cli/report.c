@@ -84,9 +84,9 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             a->comms[c].ranks_seen);
   fprintf(o,
           "],\n\"collectives\":{\"instances\":%" PRIu64 ",\"incomplete\":%" PRIu64
-          ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64 ",\"mismatched\":%" PRIu64
-          ",\"mismatches\":[",
-          a->instances, a->incomplete, a->coll_ops, a->unmatched_seq, a->mismatched);
+          ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64 ",\"unsampled\":%" PRIu64
+          ",\"mismatched\":%" PRIu64 ",\"mismatches\":[",
+          a->instances, a->incomplete, a->coll_ops, a->unmatched_seq, a->unsampled, a->mismatched);
   for (uint32_t k = 0; k < a->nmism; k++) {
     const ncs_an_mismatch_t *m = &a->mism[k];
     fprintf(o, "%s{\"comm\":%u,\"func\":", k ? "," : "", m->comm);
@@ -166,6 +166,10 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
              " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
           a->nprocs, a->nhosts, a->nhosts == 1 ? "" : "s", a->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
+  if (a->unsampled)
+    fprintf(o, "%" PRIu64 " instances have no GPU times (KernelCh sampling, NCCLSCOPE_KERNEL_SAMPLE): "
+               "counted for arrivals and skew, left out of latency and bandwidth\n\n",
+            a->unsampled);
   fprintf(o, "Findings\n");
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];
@@ -179,6 +183,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           "count", "lat p50", "lat p95", "lat p99", "busbw p50", "busbw p95", "tput busbw", "skew p50", "timing");
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
+    if (!b->count) continue; /* every instance of this size was unsampled (said above) */
     char sz[24], l1[24], l2[24], l3[24], sk[24];
     ncs_fmt_bytes(sz, sizeof sz, b->log2);
     ncs_fmt_ns(l1, sizeof l1, b->lat_p50), ncs_fmt_ns(l2, sizeof l2, b->lat_p95);

@@ -162,7 +162,7 @@ typedef struct {
   ncs_config_t cfg;
   _Atomic uint32_t seg; /* segment counter within this load */
   uint32_t mask_set;    /* the activation mask we hand NCCL */
-  int *mask_ptr;        /* NCCL's process-wide activation mask int (KernelCh sampling) */
+  _Atomic(int *) mask_ptr; /* NCCL's process-wide activation mask int (KernelCh sampling) */
 
   uint8_t *pool;
   size_t pool_len;

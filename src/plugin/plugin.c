@@ -159,7 +159,7 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   atomic_store(&ncs_g.ncomms, idx + 1);
   atomic_fetch_add(&ncs_g.live_comms, 1);
   ncs_g.mask_set = m;
-  if (mask) ncs_g.mask_ptr = mask;
+  if (mask) atomic_store_explicit(&ncs_g.mask_ptr, mask, memory_order_release);
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
   /* one process-wide int in NCCL: every init writes it (under our lock), the last one wins */
   if (mask) __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED); /* NCCL reads it with atomic loads */
@@ -354,7 +354,7 @@ static __attribute__((tls_model("initial-exec"))) _Thread_local uint8_t tls_samp
 
 static COLD void sample_kernel(void) {
   uint32_t n = ncs_g.kernel_sample;
-  int *mp = ncs_g.mask_ptr;
+  int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
   if (n <= 1 || !mp || !(ncs_g.mask_set & NCS_EV_KERNEL_CH)) return;
   int on = tls_groups++ % n == 0;
   tls_sampled = on ? 1 : 2;
