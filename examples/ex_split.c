@@ -2,6 +2,8 @@
  * per GPU. Every child runs --iters AllReduce (sum) with its own ranks' data, verified:
  *   dup     same color on every rank: a copy of the parent
  *   half    color = rank % 2 (with 2 GPUs each half has one rank)
+ *   quarter color = rank / (ranks / 4): four blocks of consecutive ranks (one rank each on 4 GPUs)
+ *   grouped one ncclGroupStart/End with an AllReduce on the parent, its half and its quarter
  *   nocolor the last rank passes NCCL_SPLIT_NOCOLOR and must get NULL; the others get a comm
  *   share   splitShare = 1 in ncclConfig_t: the child shares the parent's resources and proxy
  *   shrink  ncclCommShrink without the last rank (NCCL 2.27+, 2 or more ranks; the excluded
@@ -35,6 +37,30 @@ static int allreduce_check(ncclComm_t comm, int dev, const ex_opts_t *o, const c
   return nranks;
 }
 
+/* One group: an AllReduce on each of comms[0..k) (different communicators, one GPU), verified */
+static void grouped_check(ncclComm_t *comms, int k, int dev, const ex_opts_t *o) {
+  ex_bufs_t b[4];
+  int nr[4];
+  for (int i = 0; i < k; i++) {
+    int rank;
+    NCCLCHECK(ncclCommCount(comms[i], &nr[i]));
+    NCCLCHECK(ncclCommUserRank(comms[i], &rank));
+    ex_bufs_alloc(&b[i], dev, rank, o->count, o->count);
+  }
+  for (int it = 0; it < o->iters; it++) {
+    NCCLCHECK(ncclGroupStart());
+    for (int i = 0; i < k; i++)
+      NCCLCHECK(ncclAllReduce(b[i].send, b[i].recv, o->count, ncclFloat, ncclSum, comms[i], b[i].stream));
+    NCCLCHECK(ncclGroupEnd());
+  }
+  for (int i = 0; i < k; i++) {
+    ex_sync(&b[i]);
+    ex_expect_t e = {.kind = EX_SUM, .nranks = nr[i]};
+    ex_verify(dev, b[i].recv, o->count, &e, 0, "grouped AllReduce over parent, half and quarter");
+    ex_bufs_free(&b[i]);
+  }
+}
+
 static void destroy(ncclComm_t comm) {
   if (!comm) return;
   NCCLCHECK(ncclCommFinalize(comm));
@@ -48,7 +74,8 @@ static void *run_rank(void *p) {
   CUDACHECK(cudaSetDevice(dev));
   ncclConfig_t pcfg = NCCL_CONFIG_INITIALIZER;
   pcfg.commName = "ncs-split-parent";
-  ncclComm_t parent, dup = NULL, half = NULL, nocolor = NULL, share = NULL, shrunk = NULL;
+  ncclComm_t parent, dup = NULL, half = NULL, quarter = NULL, nocolor = NULL, share = NULL,
+             shrunk = NULL;
   NCCLCHECK(ncclCommInitRankConfig(&parent, n, t->id, r, &pcfg));
 
   NCCLCHECK(ncclCommSplit(parent, 0, r, &dup, NULL));
@@ -59,6 +86,15 @@ static void *run_rank(void *p) {
   got = allreduce_check(half, dev, o, "AllReduce on a half");
   EXCHECK(got == (n - r % 2 + 1) / 2, "half %d has %d ranks, expected %d", r % 2, got,
           (n - r % 2 + 1) / 2);
+
+  int qsize = n >= 4 ? n / 4 : 1, qcolor = r / qsize > 3 ? 3 : r / qsize;
+  NCCLCHECK(ncclCommSplit(parent, qcolor, r, &quarter, NULL));
+  got = allreduce_check(quarter, dev, o, "AllReduce on a quarter");
+  int qwant = qcolor < 3 ? qsize : n - 3 * qsize;
+  if (n < 4) qwant = 1;
+  EXCHECK(got == qwant, "quarter %d has %d ranks, expected %d", qcolor, got, qwant);
+  ncclComm_t trio[3] = {parent, half, quarter};
+  grouped_check(trio, 3, dev, o);
 
   NCCLCHECK(ncclCommSplit(parent, r == n - 1 ? NCCL_SPLIT_NOCOLOR : 0, r, &nocolor, NULL));
   if (r == n - 1) {
@@ -89,6 +125,7 @@ static void *run_rank(void *p) {
   destroy(shrunk);
   destroy(share);
   destroy(nocolor);
+  destroy(quarter);
   destroy(half);
   destroy(dup);
   destroy(parent);
