@@ -46,7 +46,7 @@ static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, c
   if (n > 1) qsort(base, n, size, cmp);
 }
 
-static void *xrealloc(void *p, size_t n) {
+void *ncs_xrealloc(void *p, size_t n) {
   void *q = realloc(p, n ? n : 1);
   if (!q) {
     fprintf(stderr, "ncclscope: out of memory\n");
@@ -61,7 +61,7 @@ static const char *intern(priv_t *P, const char *s) {
     if (!strcmp(P->strs[i], s)) return P->strs[i];
   if (P->nstrs == P->capstrs) {
     P->capstrs = P->capstrs ? 2 * P->capstrs : 32;
-    P->strs = xrealloc(P->strs, P->capstrs * sizeof *P->strs);
+    P->strs = ncs_xrealloc(P->strs, P->capstrs * sizeof *P->strs);
   }
   P->strs[P->nstrs] = strdup(s);
   if (!P->strs[P->nstrs]) abort();
@@ -127,7 +127,7 @@ typedef struct { /* per segment */
 static uint32_t find_comm(ncs_analysis_t *a, const ncs_comm_info_t *c) {
   int64_t k = ncs_an_comm_index(a, c->comm_id, c->nranks);
   if (k >= 0) return (uint32_t)k;
-  a->comms = xrealloc(a->comms, (a->ncomms + 1) * sizeof *a->comms);
+  a->comms = ncs_xrealloc(a->comms, (a->ncomms + 1) * sizeof *a->comms);
   ncs_an_comm_t *n = &a->comms[a->ncomms];
   memset(n, 0, sizeof *n);
   n->comm_id = c->comm_id, n->nranks = c->nranks, n->nnodes = c->nnodes;
@@ -137,7 +137,7 @@ static uint32_t find_comm(ncs_analysis_t *a, const ncs_comm_info_t *c) {
 static op_t *new_op(priv_t *P) {
   if (P->n == P->cap) {
     P->cap = P->cap ? 2 * P->cap : 1024;
-    P->ops = xrealloc(P->ops, P->cap * sizeof *P->ops);
+    P->ops = ncs_xrealloc(P->ops, P->cap * sizeof *P->ops);
   }
   op_t *o = &P->ops[P->n++];
   memset(o, 0, sizeof *o);
@@ -151,7 +151,7 @@ typedef struct {
 static void push_i64(i64vec_t *v, int64_t x) {
   if (v->n == v->cap) {
     v->cap = v->cap ? 2 * v->cap : 64;
-    v->v = xrealloc(v->v, v->cap * sizeof *v->v);
+    v->v = ncs_xrealloc(v->v, v->cap * sizeof *v->v);
   }
   v->v[v->n++] = x;
 }
@@ -199,7 +199,7 @@ static void read_file(ncs_analysis_t *a, priv_t *P, const char *path, uint32_t p
         if (e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API) {
           if (S->napis == S->capapis) {
             S->capapis = S->capapis ? 2 * S->capapis : 256;
-            S->apis = xrealloc(S->apis, S->capapis * sizeof *S->apis);
+            S->apis = ncs_xrealloc(S->apis, S->capapis * sizeof *S->apis);
           }
           struct api_s *x = &S->apis[S->napis];
           x->ts = e->ts, x->count = e->f[1], x->dtype = intern(P, e->fstr[2]);
@@ -353,7 +353,7 @@ static ncs_an_bucket_t *bucket(ncs_analysis_t *a, hmap_t *m, uint32_t comm, cons
     ncs_an_bucket_t *b = &a->buckets[idx];
     if (b->comm == comm && b->func == func && b->log2 == lg && b->p2p == p2p) return b;
   }
-  a->buckets = xrealloc(a->buckets, (a->nbuckets + 1) * sizeof *a->buckets);
+  a->buckets = ncs_xrealloc(a->buckets, (a->nbuckets + 1) * sizeof *a->buckets);
   ncs_an_bucket_t *b = &a->buckets[a->nbuckets];
   memset(b, 0, sizeof *b);
   b->comm = comm, b->func = func, b->log2 = lg, b->p2p = p2p;
@@ -364,10 +364,10 @@ static void bucket_add(ncs_an_bucket_t *b, uint64_t bytes, double lat, double bw
                        double skew, int src) {
   if (b->n == b->cap) {
     b->cap = b->cap ? 2 * b->cap : 16;
-    b->lat = xrealloc(b->lat, b->cap * sizeof(double));
-    b->bw = xrealloc(b->bw, b->cap * sizeof(double));
-    b->abw = xrealloc(b->abw, b->cap * sizeof(double));
-    b->skew = xrealloc(b->skew, b->cap * sizeof(double));
+    b->lat = ncs_xrealloc(b->lat, b->cap * sizeof(double));
+    b->bw = ncs_xrealloc(b->bw, b->cap * sizeof(double));
+    b->abw = ncs_xrealloc(b->abw, b->cap * sizeof(double));
+    b->skew = ncs_xrealloc(b->skew, b->cap * sizeof(double));
   }
   b->lat[b->n] = lat, b->bw[b->n] = bw, b->abw[b->n] = abw, b->skew[b->n] = skew;
   b->n++;
@@ -392,7 +392,7 @@ static void throughput(ncs_analysis_t *a, priv_t *P, hmap_t *bm) {
     const ncs_an_instance_t *x = &P->insts[k], *y = &P->insts[k + 1];
     if (x->comm != y->comm || x->func != y->func || y->seq != x->seq + 1 || x->bytes != y->bytes)
       continue;
-    if (x->nops > cap) cap = x->nops * 2, iv = xrealloc(iv, cap * sizeof *iv);
+    if (x->nops > cap) cap = x->nops * 2, iv = ncs_xrealloc(iv, cap * sizeof *iv);
     size_t n = 0, q = y->first_op, qe = y->first_op + y->nops;
     for (size_t p = x->first_op; p < x->first_op + x->nops; p++) {
       const op_t *o = &P->ops[p];
@@ -410,7 +410,7 @@ static void throughput(ncs_analysis_t *a, priv_t *P, hmap_t *bm) {
     ncs_an_bucket_t *b = bucket(a, bm, x->comm, x->func, log2b(x->bytes), 0);
     if (b->tput_n == b->tcap) {
       b->tcap = b->tcap ? 2 * b->tcap : 16;
-      b->tbw = xrealloc(b->tbw, b->tcap * sizeof(double));
+      b->tbw = ncs_xrealloc(b->tbw, b->tcap * sizeof(double));
     }
     b->tbw[b->tput_n++] = (double)op_bytes(I, a->comms[x->comm].nranks) / t *
                           bus_factor(x->func, a->comms[x->comm].nranks);
@@ -421,7 +421,7 @@ static void throughput(ncs_analysis_t *a, priv_t *P, hmap_t *bm) {
 static ncs_an_rank_t *rank_of(ncs_analysis_t *a, hmap_t *m, const op_t *o) {
   uint64_t key = ((uint64_t)o->comm << 32) | (uint32_t)o->rank, idx;
   if (hm_get(m, key, &idx)) return &a->ranks[idx];
-  a->ranks = xrealloc(a->ranks, (a->nranks + 1) * sizeof *a->ranks);
+  a->ranks = ncs_xrealloc(a->ranks, (a->nranks + 1) * sizeof *a->ranks);
   ncs_an_rank_t *r = &a->ranks[a->nranks];
   memset(r, 0, sizeof *r);
   r->comm = o->comm, r->rank = o->rank, r->proc = o->proc;
@@ -574,7 +574,7 @@ static void fill_cells(ncs_analysis_t *a, priv_t *P, size_t ncoll, hmap_t *bm, h
         }
         if (a->ncells == cap) {
           cap = cap ? 2 * cap : 256;
-          a->cells = xrealloc(a->cells, cap * sizeof *a->cells);
+          a->cells = ncs_xrealloc(a->cells, cap * sizeof *a->cells);
         }
         ci = a->ncells++;
         a->cells[ci] = (ncs_an_cell_t){.bucket = bi, .rank = ri};
@@ -631,7 +631,7 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
     check_mismatch(a, &P->ops[i], n);
     if (n > capd) {
       capd = n * 2;
-      durs = xrealloc(durs, capd * sizeof *durs), arr = xrealloc(arr, capd * sizeof *arr);
+      durs = ncs_xrealloc(durs, capd * sizeof *durs), arr = ncs_xrealloc(arr, capd * sizeof *arr);
     }
     /* arrivals */
     int64_t first = INT64_MAX, last = INT64_MIN, kmax = 0, dmax = -1, dmin = INT64_MAX;
@@ -705,7 +705,7 @@ static void analyse(ncs_analysis_t *a, priv_t *P) {
       bucket_add(b, bytes, lat, abw * bus_factor(I->func, cm->nranks), abw, (double)skew, src);
     if (P->ninsts == P->capinsts) {
       P->capinsts = P->capinsts ? 2 * P->capinsts : 256;
-      P->insts = xrealloc(P->insts, P->capinsts * sizeof *P->insts);
+      P->insts = ncs_xrealloc(P->insts, P->capinsts * sizeof *P->insts);
     }
     P->insts[P->ninsts++] = (ncs_an_instance_t){
         .comm = I->comm, .func = I->func, .seq = I->seq, .bytes = bytes, .log2 = log2b(bytes),
@@ -786,7 +786,7 @@ ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen) {
     uint32_t h = 0;
     while (h < a->nhosts && strcmp(a->hosts[h].host, a->procs[i].host)) h++;
     if (h == a->nhosts) {
-      a->hosts = xrealloc(a->hosts, (a->nhosts + 1) * sizeof *a->hosts);
+      a->hosts = ncs_xrealloc(a->hosts, (a->nhosts + 1) * sizeof *a->hosts);
       memset(&a->hosts[h], 0, sizeof *a->hosts);
       snprintf(a->hosts[h].host, sizeof a->hosts[h].host, "%s", a->procs[i].host);
       a->nhosts++;

@@ -144,6 +144,8 @@ typedef struct {
 /* Analyse the traces of a directory (or one file). NULL with err filled on failure. */
 ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen);
 void ncs_analysis_free(ncs_analysis_t *a);
+/* realloc that aborts with a message when memory runs out (the analysis tools' allocator) */
+void *ncs_xrealloc(void *p, size_t n);
 
 /* ---- Per instance and per operation: the matched data behind the aggregates above, for
  * exporters (`ncclscope export --format sqlite`, docs/sqlite.md). Every number here is the one

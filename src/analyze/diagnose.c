@@ -1,6 +1,7 @@
 /* diagnose.c - hang and desync verdicts over the recordings of a job (see diagnose.h and
  * docs/diagnose.md for what is read, how each verdict is decided, and the limits). */
 #include "analyze/diagnose.h"
+#include "analyze/analyze.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,14 +23,6 @@
 
 /* ------------------------------------------------------------------ helpers */
 
-static void *xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fprintf(stderr, "ncclscope: out of memory\n");
-    abort();
-  }
-  return q;
-}
 
 static void *xcalloc(size_t n, size_t size) {
   void *p = calloc(n ? n : 1, size ? size : 1);
@@ -160,10 +153,10 @@ static const char *intern(dg_t *D, const char *raw) {
   }
   if (D->nstrs == D->capstrs) {
     D->capstrs = D->capstrs ? D->capstrs * 2 : 64;
-    D->strs = xrealloc(D->strs, D->capstrs * sizeof *D->strs);
+    D->strs = ncs_xrealloc(D->strs, D->capstrs * sizeof *D->strs);
   }
   size_t len = strlen(s);
-  char *c = xrealloc(NULL, len + 1);
+  char *c = ncs_xrealloc(NULL, len + 1);
   cpy(c, len + 1, s);
   D->strs[D->nstrs++] = c;
   uint64_t k = h;
@@ -188,7 +181,7 @@ static uint32_t comm_find(dg_t *D, uint64_t comm_id, const char *name, int32_t n
   }
   if (D->ncomms == D->capcomms) {
     D->capcomms = D->capcomms ? D->capcomms * 2 : 8;
-    D->comms = xrealloc(D->comms, D->capcomms * sizeof *D->comms);
+    D->comms = ncs_xrealloc(D->comms, D->capcomms * sizeof *D->comms);
   }
   dg_comm_t *c = &D->comms[D->ncomms];
   memset(c, 0, sizeof *c);
@@ -208,7 +201,7 @@ static uint32_t crank_get(dg_t *D, uint32_t comm, int rank, int proc) {
   }
   if (D->ncranks == D->capcranks) {
     D->capcranks = D->capcranks ? D->capcranks * 2 : 64;
-    D->cranks = xrealloc(D->cranks, D->capcranks * sizeof *D->cranks);
+    D->cranks = ncs_xrealloc(D->cranks, D->capcranks * sizeof *D->cranks);
   }
   dg_crank_t *cr = xcalloc(1, sizeof *cr);
   cr->comm = comm, cr->rank = rank, cr->proc = proc, cr->gidx = D->ncranks, cr->thread = -1;
@@ -307,7 +300,7 @@ static dg_ev_t *rd_ev_new(rd_t *R, uint64_t id) {
   } else {
     if (R->npool == R->cappool) {
       R->cappool = R->cappool ? R->cappool * 2 : 256;
-      R->pool = xrealloc(R->pool, R->cappool * sizeof *R->pool);
+      R->pool = ncs_xrealloc(R->pool, R->cappool * sizeof *R->pool);
     }
     i = R->npool++;
   }
@@ -331,7 +324,7 @@ static struct early_s *early_of(rd_t *R, uint64_t id) {
   if (R->nea >= DG_EV_MAX) return NULL;
   if (R->nea == R->capea) {
     R->capea = R->capea ? R->capea * 2 : 64;
-    R->ea = xrealloc(R->ea, R->capea * sizeof *R->ea);
+    R->ea = ncs_xrealloc(R->ea, R->capea * sizeof *R->ea);
   }
   memset(&R->ea[R->nea], 0, sizeof R->ea[R->nea]);
   if (hm_put(&R->early, id, R->nea) != 0) abort();
@@ -345,7 +338,7 @@ static uint32_t op_slot(rd_t *R, dg_crank_t *cr) {
     if (cr->n == cr->cap) {
       uint32_t nc = cr->cap ? cr->cap * 2 : 16;
       if (nc > NCS_DG_RING_OPS) nc = NCS_DG_RING_OPS;
-      cr->ring = xrealloc(cr->ring, nc * sizeof *cr->ring);
+      cr->ring = ncs_xrealloc(cr->ring, nc * sizeof *cr->ring);
       memset(cr->ring + cr->cap, 0, (nc - cr->cap) * sizeof *cr->ring);
       cr->cap = nc;
     }
@@ -592,7 +585,7 @@ static void rd_seg_end(rd_t *R) {
     if (!v->id) continue;
     if (P->nopen == P->capopen) {
       P->capopen = P->capopen ? P->capopen * 2 : 64;
-      P->open = xrealloc(P->open, P->capopen * sizeof *P->open);
+      P->open = ncs_xrealloc(P->open, P->capopen * sizeof *P->open);
     }
     P->open[P->nopen++] = *v;
   }
@@ -677,7 +670,7 @@ static int read_file(dg_t *D, int proc, char *err, size_t errlen) {
       if (c->index >= R.nctx) {
         uint32_t n = c->index + 1 > R.nctx * 2 ? c->index + 1 : R.nctx * 2;
         if (n > (1u << 22)) break;
-        R.ctxmap = xrealloc(R.ctxmap, n * sizeof *R.ctxmap);
+        R.ctxmap = ncs_xrealloc(R.ctxmap, n * sizeof *R.ctxmap);
         memset(R.ctxmap + R.nctx, 0, (n - R.nctx) * sizeof *R.ctxmap);
         R.nctx = n;
       }
@@ -779,7 +772,7 @@ static int by_dump_real(const void *a, const void *b) {
 }
 
 static void add_proc(dg_t *D, const char *path, int source) {
-  D->pub.procs = xrealloc(D->pub.procs, (D->pub.nprocs + 1) * sizeof *D->pub.procs);
+  D->pub.procs = ncs_xrealloc(D->pub.procs, (D->pub.nprocs + 1) * sizeof *D->pub.procs);
   ncs_dg_proc_t *p = &D->pub.procs[D->pub.nprocs++];
   memset(p, 0, sizeof *p);
   snprintf(p->file, sizeof p->file, "%s", path); /* paths as given: they are opened */
@@ -952,7 +945,7 @@ static void op_name(char *out, size_t n, const dg_op_t *op) {
 static ncs_dg_verdict_t *verdict(dg_t *D, int kind, int comm) {
   if (D->pub.nverdicts == D->capverdicts) {
     D->capverdicts = D->capverdicts ? D->capverdicts * 2 : 8;
-    D->pub.verdicts = xrealloc(D->pub.verdicts, D->capverdicts * sizeof *D->pub.verdicts);
+    D->pub.verdicts = ncs_xrealloc(D->pub.verdicts, D->capverdicts * sizeof *D->pub.verdicts);
   }
   ncs_dg_verdict_t *v = &D->pub.verdicts[D->pub.nverdicts++];
   memset(v, 0, sizeof *v);
@@ -1247,7 +1240,7 @@ static void mism_fn(dg_op_t *op, void *arg) {
   if (!k) {
     if (M->n == M->cap) {
       M->cap = M->cap ? M->cap * 2 : 256;
-      M->keys = xrealloc(M->keys, M->cap * sizeof *M->keys);
+      M->keys = ncs_xrealloc(M->keys, M->cap * sizeof *M->keys);
     }
     k = &M->keys[M->n++];
     memset(k, 0, sizeof *k);

@@ -64,6 +64,8 @@ int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
 int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask);
 /* write a string so that one line stays one line: bare when safe, else quoted with escapes */
 void ncs_put_str(FILE *o, const char *s);
+/* s as a JSON string, quotes included (NULL as ""); control characters escaped */
+void ncs_json_str(FILE *o, const char *s);
 /* "api,coll" style names of a mask */
 void ncs_put_mask(FILE *o, uint32_t mask);
 /* "starts.Coll", "bad_handles", ... for a counter key; "0x123" for keys this tool does not know */

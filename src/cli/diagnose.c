@@ -38,19 +38,6 @@ static const char diagnose_help[] =
     "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found, 2 usage error or\n"
     "unreadable input.\n";
 
-static void json_str(FILE *o, const char *s) {
-  fputc('"', o);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(o, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(o, "\\u%04x", c);
-    else
-      fputc(c, o);
-  }
-  fputc('"', o);
-}
 
 static void utc(char *out, size_t n, int64_t real) {
   time_t s = (time_t)(real / 1000000000);
@@ -92,7 +79,7 @@ static const char *proc_state(const ncs_dg_proc_t *p) {
 
 static void print_json(FILE *o, const ncs_dg_t *d) {
   fprintf(o, "{\"schema\":\"ncclscope-diagnose/1\",\"path\":");
-  json_str(o, d->path);
+  ncs_json_str(o, d->path);
   fprintf(o, ",\"problem\":%s,\"status\":\"%s\",\"reference\":{\"what\":\"%s\",\"real_ns\":%" PRId64 "}",
           d->problem ? "true" : "false", status_of(d), d->incident ? "dump" : "end", d->ref_real);
   if (d->incident) {
@@ -101,7 +88,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
             ",\"last_dump_real_ns\":%" PRId64 ",\"request_real_ns\":%" PRId64 ",\"trigger\":",
             d->incident, d->nincidents, d->ndumps, d->incident_first_real, d->incident_last_real,
             d->request_real);
-    json_str(o, d->trigger);
+    ncs_json_str(o, d->trigger);
     fputc('}', o);
   } else {
     fprintf(o, ",\"incident\":null");
@@ -109,7 +96,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
   fprintf(o, ",\"notes\":[");
   for (uint32_t i = 0; i < d->nnotes; i++) {
     if (i) fputc(',', o);
-    json_str(o, d->notes[i]);
+    ncs_json_str(o, d->notes[i]);
   }
   fprintf(o, "],\n\"verdicts\":[");
   for (uint32_t i = 0; i < d->nverdicts; i++) {
@@ -124,35 +111,35 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
     fprintf(o, "],\"process\":");
     if (v->proc >= 0) {
       fprintf(o, "{\"host\":");
-      json_str(o, d->procs[v->proc].host);
+      ncs_json_str(o, d->procs[v->proc].host);
       fprintf(o, ",\"pid\":%" PRIu64 ",\"file\":", d->procs[v->proc].pid);
-      json_str(o, d->procs[v->proc].file);
+      ncs_json_str(o, d->procs[v->proc].file);
       fputc('}', o);
     } else {
       fprintf(o, "null");
     }
     fprintf(o, ",\"func\":");
     if (v->func[0])
-      json_str(o, v->func);
+      ncs_json_str(o, v->func);
     else
       fprintf(o, "null");
     fprintf(o, ",\"seq\":%" PRId64 ",\"where\":\"%s\"", v->seq, ncs_dg_where_name(v->where));
     if (v->kind == NCS_DG_V_STUCK_INSIDE) {
       fprintf(o, ",\"channel\":%d,\"peer\":%d,\"step\":%d,\"is_send\":%d,\"state\":", v->channel, v->peer,
               v->step, v->is_send);
-      json_str(o, v->state);
+      ncs_json_str(o, v->state);
       fprintf(o, ",\"no_progress_ns\":%" PRId64 ",\"lead_ns\":%" PRId64, v->since_ns, v->lead_ns);
     }
     if (v->kind == NCS_DG_V_MISMATCH) {
       fprintf(o, ",\"what\":");
-      json_str(o, v->what);
+      ncs_json_str(o, v->what);
     }
     fprintf(o, ",\"summary\":");
-    json_str(o, v->summary);
+    ncs_json_str(o, v->summary);
     fprintf(o, ",\"evidence\":[");
     for (int k = 0; k < v->nev; k++) {
       if (k) fputc(',', o);
-      json_str(o, v->evidence[k]);
+      ncs_json_str(o, v->evidence[k]);
     }
     fprintf(o, "]}");
   }
@@ -160,12 +147,12 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
   for (uint32_t c = 0; c < d->ncomms; c++) {
     const ncs_dg_comm_t *C = &d->comms[c];
     fprintf(o, "%s\n{\"comm_id\":\"0x%016" PRIx64 "\",\"name\":", c ? "," : "", C->comm_id);
-    json_str(o, C->name);
+    ncs_json_str(o, C->name);
     fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"completed_on_all\":%" PRIu64 ",\"in_flight\":%u,\"stuck\":",
             C->nranks, C->ranks_present, C->ops_completed_all, C->in_flight);
     if (C->has_stuck) {
       fprintf(o, "{\"func\":");
-      json_str(o, C->stuck_func);
+      ncs_json_str(o, C->stuck_func);
       fprintf(o, ",\"seq\":%" PRId64 ",\"p2p\":%s,\"rank\":%d,\"peer\":%d}", C->stuck_seq,
               C->stuck_p2p ? "true" : "false", C->stuck_rank, C->stuck_peer);
     } else {
@@ -180,7 +167,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
               ncs_dg_where_name(R->where), R->open, R->stuck);
       for (uint32_t k = 0; k < R->nf; k++) {
         fprintf(o, "%s{\"func\":", k ? "," : "");
-        json_str(o, R->f[k].func);
+        ncs_json_str(o, R->f[k].func);
         fprintf(o, ",\"p2p\":%s,\"entered\":%" PRId64 ",\"completed\":%" PRId64 "}",
                 R->f[k].p2p ? "true" : "false", R->f[k].entered, R->f[k].completed);
       }
@@ -192,20 +179,20 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
   for (uint32_t i = 0; i < d->nprocs; i++) {
     const ncs_dg_proc_t *p = &d->procs[i];
     fprintf(o, "%s\n{\"index\":%u,\"file\":", i ? "," : "", i);
-    json_str(o, p->file);
+    ncs_json_str(o, p->file);
     fprintf(o, ",\"source\":\"%s\",\"host\":", ncs_dg_source_name(p->source));
-    json_str(o, p->host);
+    ncs_json_str(o, p->host);
     fprintf(o, ",\"pid\":%" PRIu64 ",\"state\":\"%s\",\"dump_reason\":\"%s\",\"dump_index\":%u,\"trigger\":",
             p->pid, proc_state(p), ncs_flight_reason_name(p->dump_reason), p->dump_index);
-    json_str(o, p->trigger);
+    ncs_json_str(o, p->trigger);
     fprintf(o, ",\"dead\":%s,\"dead_why\":", p->dead ? "true" : "false");
-    json_str(o, p->dead_why);
+    ncs_json_str(o, p->dead_why);
     fprintf(o,
             ",\"snapshot_real_ns\":%" PRId64 ",\"last_event_real_ns\":%" PRId64 ",\"heartbeat_real_ns\":%" PRId64
             ",\"ranks\":%u,\"open_ops\":%u,\"open_children\":%u,\"open_api\":%u,\"damage\":",
             p->snap_real, p->last_event_real, p->heartbeat_real, p->ranks, p->open_ops, p->open_children,
             p->open_api);
-    json_str(o, p->damage_msg);
+    ncs_json_str(o, p->damage_msg);
     fputc('}', o);
   }
   fprintf(o, "]}\n");

@@ -35,32 +35,19 @@ static const char report_help[] =
     "exit status: 0 ok, 1 a trace file is damaged (analysed up to the damage), 2 usage error,\n"
     "no traces found, or the --html file cannot be written\n";
 
-static void json_str(FILE *o, const char *s) {
-  fputc('"', o);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(o, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(o, "\\u%04x", c);
-    else
-      fputc(c, o);
-  }
-  fputc('"', o);
-}
 
 static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
   const ncs_an_rank_t *const *byw = f->by_wait, *const *bys = f->by_slow;
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
-  json_str(o, a->path);
+  ncs_json_str(o, a->path);
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->error,
           a->damaged_files);
   for (uint32_t i = 0; i < a->nprocs; i++) {
     const ncs_an_proc_t *p = &a->procs[i];
     fprintf(o, "%s\n{\"file\":", i ? "," : "");
-    json_str(o, p->file);
+    ncs_json_str(o, p->file);
     fprintf(o, ",\"host\":");
-    json_str(o, p->host);
+    ncs_json_str(o, p->host);
     fprintf(o,
             ",\"pid\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRId64
             ",\"clock_pairs\":%u,\"gpu_clock\":{\"domain\":\"%s\",\"offset_ns\":%" PRId64
@@ -73,7 +60,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   fprintf(o, "],\n\"hosts\":[");
   for (uint32_t h = 0; h < a->nhosts; h++) {
     fprintf(o, "%s{\"host\":", h ? "," : "");
-    json_str(o, a->hosts[h].host);
+    ncs_json_str(o, a->hosts[h].host);
     fprintf(o, ",\"offset_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}",
             a->hosts[h].offset, a->hosts[h].error, a->hosts[h].samples);
   }
@@ -90,10 +77,10 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   for (uint32_t k = 0; k < a->nmism; k++) {
     const ncs_an_mismatch_t *m = &a->mism[k];
     fprintf(o, "%s{\"comm\":%u,\"func\":", k ? "," : "", m->comm);
-    json_str(o, m->func);
+    ncs_json_str(o, m->func);
     fprintf(o, ",\"seq\":%" PRIu64 ",\"rank_a\":%d,\"rank_b\":%d,\"odd_ranks\":%d,\"what\":",
             m->seq, m->rank_a, m->rank_b, m->nodd);
-    json_str(o, m->what);
+    ncs_json_str(o, m->what);
     fputc('}', o);
   }
   fprintf(o,
@@ -105,7 +92,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
     fprintf(o, "%s\n{\"comm\":%u,\"func\":", k ? "," : "", b->comm);
-    json_str(o, b->func);
+    ncs_json_str(o, b->func);
     fprintf(o,
             ",\"p2p\":%s,\"bytes_lo\":%llu,\"bytes_hi\":%llu,\"count\":%" PRIu64
             ",\"bytes\":%" PRIu64 ",\"timing\":{\"kernel_gpu\":%" PRIu64 ",\"proxy_host\":%" PRIu64
@@ -140,7 +127,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             r->wait_caused, a->error);
     for (uint32_t e = 0; e < r->nev; e++) {
       fprintf(o, "%s{\"func\":", e ? "," : "");
-      json_str(o, r->ev[e].func);
+      ncs_json_str(o, r->ev[e].func);
       fprintf(o, ",\"seq\":%" PRIu64 ",\"late_ns\":%" PRId64 "}", r->ev[e].seq, r->ev[e].late);
     }
     fprintf(o, "]}");

@@ -215,3 +215,17 @@ void ncs_counter_name(uint32_t key, char *out, size_t len) {
   else
     snprintf(out, len, "0x%x", key);
 }
+
+void ncs_json_str(FILE *o, const char *s) {
+  fputc('"', o);
+  for (; s && *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\')
+      fprintf(o, "\\%c", c);
+    else if (c < 0x20)
+      fprintf(o, "\\u%04x", c);
+    else
+      fputc(c, o);
+  }
+  fputc('"', o);
+}
