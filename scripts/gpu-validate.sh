@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-validate.sh - the GPU checks of `ncclscope report` and `ncclscope diagnose` (docs/gpu.md):
 #
-#  busbw   ncs_perf AllReduce sweep (1 MiB .. 256 MiB, one process per GPU; timed on the GPU
+#  busbw   ncs_perf AllReduce sweep (128 KiB .. 256 MiB, one process per GPU; timed on the GPU
 #          back to back (--gpu-time), by the host's wall clock (eager), and as a CUDA graph)
 #          recorded with ncclscope at its default events; the bus bandwidth ncs_perf measures is
 #          set beside the p50 busbw `ncclscope report --json` gives for the same size
@@ -12,7 +12,7 @@
 #          Over NVLink (default events) and the socket transport (all events, proxy detail).
 #
 # Environment: OUT (default ./gpu-validate-out), BUDGET_S (default 480), PARTS ("busbw hang"),
-# BUSBW_MODES ("gputime eager graph").
+# BUSBW_MODES ("gputime eager graph"), MIN_BYTES (131072: the sweep's first size, whose first operations are slower).
 # Output: $OUT/summary.txt, $OUT/busbw-*.txt, $OUT/diagnose-*.txt, and everything else (logs,
 # traces, dumps, JSON) in $OUT/gpu-validate.tgz.
 set -uo pipefail
@@ -43,7 +43,7 @@ busbw() { # mode: eager | graph
   [ "$mode" = gputime ] && flags=(--gpu-time)
   rm -rf "$dir"
   gpu_say "busbw $mode"
-  NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_DIR=$dir timeout 240 "$PERF" --op allreduce --min 1048576 \
+  NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_DIR=$dir timeout 240 "$PERF" --op allreduce --min "${MIN_BYTES:-131072}" \
     --max 268435456 --factor 2 --iters 100 --warmup 20 --procs --gpus "$NGPU" "${flags[@]}" \
     >"$W/logs/busbw-$mode.log" 2>&1 || { echo "busbw $mode: ncs_perf FAILED" >>"$summary"; return; }
   "$NCS" report --json "$dir" >"$W/busbw-$mode.json" 2>"$W/logs/busbw-$mode.report.log"
