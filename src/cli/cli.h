@@ -63,6 +63,10 @@ int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
 /* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0 */
 int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask);
 /* write a string so that one line stays one line: bare when safe, else quoted with escapes */
+/* The trace files (*.nstrace, *.nsflight) of all paths, in order, warning about a path without
+ * any. 0, or an exit status after printing why (none at all: NCS_EXIT_USAGE). Free the list
+ * with ncs_free_paths. */
+int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout);
 void ncs_put_str(FILE *o, const char *s);
 /* s as a JSON string, quotes included (NULL as ""); control characters escaped */
 void ncs_json_str(FILE *o, const char *s);

@@ -286,27 +286,16 @@ static int dump_file(dump_t *d, const char *path) {
 }
 
 static int dump_paths(dump_t *d, char **paths, int npaths) {
+  char **list;
+  size_t n;
+  int rc = ncs_gather_traces(paths, npaths, &list, &n);
+  if (rc) return rc;
   int worst = NCS_DAMAGE_NONE;
-  size_t files = 0;
-  for (int i = 0; i < npaths; i++) {
-    char **list, err[512];
-    size_t n;
-    if (ncs_list_traces(paths[i], &list, &n, err, sizeof err) != 0) {
-      ncs_error("%s", err);
-      return NCS_EXIT_USAGE;
-    }
-    if (n == 0) ncs_warn("no *.nstrace files in %s", paths[i]);
-    for (size_t k = 0; k < n && d->lines < d->limit; k++) {
-      int dmg = dump_file(d, list[k]);
-      if (dmg > worst) worst = dmg;
-    }
-    files += n;
-    ncs_free_paths(list, n);
+  for (size_t k = 0; k < n && d->lines < d->limit; k++) {
+    int dmg = dump_file(d, list[k]);
+    if (dmg > worst) worst = dmg;
   }
-  if (!files) {
-    ncs_error("no trace files found");
-    return NCS_EXIT_USAGE;
-  }
+  ncs_free_paths(list, n);
   return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_FAIL : NCS_EXIT_OK;
 }
 

@@ -429,37 +429,10 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
   return damage;
 }
 
-/* The trace files of all paths, in order. 0, or an exit status. */
-static int gather(char *const *paths, int npaths, char ***out, size_t *nout) {
-  *out = NULL, *nout = 0;
-  for (int i = 0; i < npaths; i++) {
-    char **list, err[512];
-    size_t n;
-    if (ncs_list_traces(paths[i], &list, &n, err, sizeof err) != 0) {
-      ncs_error("%s", err);
-      return NCS_EXIT_USAGE;
-    }
-    if (!n) ncs_warn("no *.nstrace or *.nsflight files in %s", paths[i]);
-    char **all = realloc(*out, (*nout + n + 1) * sizeof *all);
-    if (!all) {
-      ncs_free_paths(list, n);
-      return NCS_EXIT_FAIL;
-    }
-    if (n) memcpy(all + *nout, list, n * sizeof *list);
-    *out = all, *nout += n;
-    free(list); /* the strings moved to *out */
-  }
-  if (!*nout) {
-    ncs_error("no trace files found");
-    return NCS_EXIT_USAGE;
-  }
-  return 0;
-}
-
 int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   char **list;
   size_t n;
-  int rc = gather(paths, npaths, &list, &n);
+  int rc = ncs_gather_traces(paths, npaths, &list, &n);
   file_t *f = rc ? NULL : malloc(sizeof *f);
   if (!f) {
     ncs_free_paths(list, n);

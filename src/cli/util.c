@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "trace/format.h"
+#include "trace/reader.h"
 
 const char *ncs_prog = "ncclscope";
 
@@ -229,3 +230,34 @@ void ncs_json_str(FILE *o, const char *s) {
   }
   fputc('"', o);
 }
+
+int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout) {
+  *out = NULL, *nout = 0;
+  for (int i = 0; i < npaths; i++) {
+    char **list, err[512];
+    size_t n;
+    if (ncs_list_traces(paths[i], &list, &n, err, sizeof err) != 0) {
+      ncs_error("%s", err);
+      ncs_free_paths(*out, *nout);
+      *out = NULL, *nout = 0;
+      return NCS_EXIT_USAGE;
+    }
+    if (!n) ncs_warn("no *.nstrace or *.nsflight files in %s", paths[i]);
+    char **all = realloc(*out, (*nout + n + 1) * sizeof *all);
+    if (!all) {
+      ncs_free_paths(list, n);
+      ncs_free_paths(*out, *nout);
+      *out = NULL, *nout = 0;
+      return NCS_EXIT_FAIL;
+    }
+    if (n) memcpy(all + *nout, list, n * sizeof *list);
+    *out = all, *nout += n;
+    free(list); /* the strings moved to *out */
+  }
+  if (!*nout) {
+    ncs_error("no trace files found");
+    return NCS_EXIT_USAGE;
+  }
+  return 0;
+}
+
