@@ -238,6 +238,19 @@ static const char *rank_state_text(const ncs_dg_rank_t *R) {
   }
 }
 
+/* One rank's table cells: its last entered/completed per function, its state, what is open. */
+static void rank_row(char *row, size_t cap, const ncs_dg_rank_t *R, const char *const *fn,
+                     const int *fp, int nfn) {
+  size_t len = 0;
+  for (int j = 0; j < nfn; j++) {
+    char cell[48];
+    cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
+    len += (size_t)snprintf(row + len, cap - len, " %-13s", cell);
+    if (len >= cap) len = cap - 1;
+  }
+  snprintf(row + len, cap - len, " %-22s %s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
+}
+
 static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
   /* the functions of the table, in order of first appearance */
   const char *fn[NCS_DG_MAX_FUNCS];
@@ -264,26 +277,11 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
   int merge = C->nranks > 16;
   for (int r = 0; r < C->nranks;) {
     char row[512], prow[512];
-    size_t len = 0;
     const ncs_dg_rank_t *R = &C->ranks[r];
-    for (int j = 0; j < nfn; j++) {
-      char cell[48];
-      cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
-      len += (size_t)snprintf(row + len, sizeof row - len, " %-13s", cell);
-      if (len >= sizeof row) len = sizeof row - 1;
-    }
-    snprintf(row + len, sizeof row - len, " %-22s %s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
+    rank_row(row, sizeof row, R, fn, fp, nfn);
     int r2 = r + 1;
     while (merge && r2 < C->nranks) {
-      const ncs_dg_rank_t *S = &C->ranks[r2];
-      size_t l2 = 0;
-      for (int j = 0; j < nfn; j++) {
-        char cell[48];
-        cell_fn(cell, sizeof cell, S, fn[j], fp[j]);
-        l2 += (size_t)snprintf(prow + l2, sizeof prow - l2, " %-13s", cell);
-        if (l2 >= sizeof prow) l2 = sizeof prow - 1;
-      }
-      snprintf(prow + l2, sizeof prow - l2, " %-22s %s", rank_state_text(S), S->open_desc[0] ? S->open_desc : "-");
+      rank_row(prow, sizeof prow, &C->ranks[r2], fn, fp, nfn);
       if (strcmp(row, prow)) break;
       r2++;
     }
