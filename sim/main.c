@@ -427,26 +427,34 @@ static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
   return 0;
 }
 
-/* --fault: every process is a child and the parent only watches, so that a process killed by
- * the kill fault (or one that hung) is reported like the others. Exit status: 1 failure, 3 ranks
- * hung, 4 a kill left nobody to hang, else 0 (sim_fault_report). */
-static int supervise(const sim_scenario_t *s, uint64_t t0) {
-  pid_t pids[16];
-  int status[16], n = 0;
-  for (int p = 0; p < sim_opt.procs; p++) {
+/* Fork processes first .. procs-1, each running its ranks; a child exits 1 on failure, else 0,
+ * or with --fault its fault status. Returns how many were forked, -1 when fork failed. */
+static int fork_procs(const sim_scenario_t *s, int first, int fault, pid_t *pids) {
+  int n = 0;
+  for (int p = first; p < sim_opt.procs; p++) {
     pid_t pid = fork();
     if (pid < 0) {
       perror("nccl-sim: fork");
-      return 1;
+      return -1;
     }
     if (pid == 0) {
       int rc = run_proc(s, p);
       fflush(stdout);
       fflush(stderr);
-      _exit(rc ? 1 : sim_fault_proc_status());
+      _exit(rc ? 1 : fault ? sim_fault_proc_status() : 0);
     }
     pids[n++] = pid;
   }
+  return n;
+}
+
+/* --fault: every process is a child and the parent only watches, so that a process killed by
+ * the kill fault (or one that hung) is reported like the others. Exit status: 1 failure, 3 ranks
+ * hung, 4 a kill left nobody to hang, else 0 (sim_fault_report). */
+static int supervise(const sim_scenario_t *s, uint64_t t0) {
+  pid_t pids[16];
+  int status[16], n = fork_procs(s, 0, 1, pids);
+  if (n < 0) return 1;
   for (int i = 0; i < n; i++)
     while (waitpid(pids[i], &status[i], 0) < 0 && errno == EINTR) {
     }
@@ -484,21 +492,8 @@ int main(int argc, char **argv) {
   fflush(stderr);
   if (sim_fault_active()) return supervise(s, t0);
   pid_t pids[16];
-  int nkids = 0;
-  for (int p = 1; p < sim_opt.procs; p++) {
-    pid_t pid = fork();
-    if (pid < 0) {
-      perror("nccl-sim: fork");
-      return 1;
-    }
-    if (pid == 0) {
-      int rc = run_proc(s, p);
-      fflush(stdout);
-      fflush(stderr);
-      _exit(rc ? 1 : 0);
-    }
-    pids[nkids++] = pid;
-  }
+  int nkids = fork_procs(s, 1, 0, pids);
+  if (nkids < 0) return 1;
   int rc = run_proc(s, 0);
   if (wait_children(pids, nkids)) rc = 1;
   print_summary(&sim_opt, (double)(sim_now_ns() - t0) * 1e-9);
