@@ -5,6 +5,8 @@
 #                         unless NCCL_HOME is set), LD_LIBRARY_PATH, NCCL_NVLS_ENABLE=0; prints
 #                         what it found (prefix: $GPU_TAG)
 #   gpu_build DIR LOG     configure + build everything (examples, ncs_perf) into DIR; 0 or 1
+#   gpu_prepare DIR LOG   gpu_setup, NCCL_DEBUG=WARN, gpu_build; then NCS and PLUGIN name the
+#                         built ncclscope and the plugin's absolute path; 0 or 1
 gpu_say() { echo "${GPU_TAG:-gpu}: $*"; }
 
 gpu_setup() {
@@ -56,4 +58,11 @@ gpu_build() { # DIR LOG
   fi
   grep 'ncclscope examples' "$log" | sed "s/^-- /${GPU_TAG:-gpu}: /"
   return 0
+}
+
+gpu_prepare() { # DIR LOG
+  gpu_setup
+  export NCCL_DEBUG=WARN
+  gpu_build "$1" "$2" || return 1
+  NCS=$1/ncclscope PLUGIN=$(pwd)/$1/libnccl-profiler-ncclscope.so
 }

@@ -34,9 +34,7 @@ OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.." || exit 1
 say() { echo "gpu-overhead: $*"; }
 
-# ---- which NCCL, environment, build: scripts/gpu-common.sh (as gpu-run.sh); if the CMake build
-# fails (a missing build dependency of another part), the four programs the benchmark needs are
-# compiled directly
+# ---- which NCCL, environment, build: scripts/gpu-common.sh (as gpu-run.sh)
 GPU_TAG=gpu-overhead
 . scripts/gpu-common.sh
 gpu_setup
@@ -45,30 +43,8 @@ if command -v nvidia-smi >/dev/null; then
     >"$OUT/gpu.txt" 2>&1
   sed 's/^/gpu-overhead: /' "$OUT/gpu.txt"
 fi
-if gpu_build "$BUILD" "$OUT/build.log" && [ -x "$BUILD/ncs_perf" ]; then
-  say "built with CMake"
-else
-  say "CMake build failed or made no ncs_perf; compiling the benchmark's parts directly"
-  mkdir -p "$BUILD"
-  cudadir=${CUDAToolkit_ROOT:-/usr/local/cuda}
-  ninc=${NCCL_HOME:+$NCCL_HOME/include} nlib=
-  for l in ${NCCL_HOME:+"$NCCL_HOME/lib" "$NCCL_HOME/lib64"} /usr/lib/x86_64-linux-gnu "$cudadir/lib64" "$cudadir/lib"; do
-    { [ -e "$l/libnccl.so" ] || [ -e "$l/libnccl.so.2" ]; } && { nlib=$l; break; }
-  done
-  lnccl=-lnccl
-  [ -n "$nlib" ] && [ ! -e "$nlib/libnccl.so" ] && lnccl=-l:libnccl.so.2
-  ver=$(sed -n 's/^project(ncclscope VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
-  cflags=(-std=c11 -O2 -g -D_GNU_SOURCE -DNCS_VERSION="\"${ver:-0}\"" -Isrc -Wall -Wextra -Wno-missing-field-initializers)
-  {
-    echo "== direct build (NCCL lib: ${nlib:-not found}, CUDA: $cudadir)"
-    cc "${cflags[@]}" -fPIC -shared -fvisibility=hidden -o "$BUILD/libnccl-profiler-ncclscope.so" \
-      src/core/*.c src/record/*.c src/plugin/*.c src/trace/format.c src/trace/encode.c -lpthread -ldl &&
-      cc "${cflags[@]}" -fPIC -shared -fvisibility=hidden -o "$BUILD/libnccl-profiler-empty.so" \
-        bench/empty_plugin.c src/trace/format.c -lpthread &&
-      cc "${cflags[@]}" ${ninc:+-isystem "$ninc"} -isystem "$cudadir/include" -o "$BUILD/ncs_perf" bench/ncs_perf.c \
-        ${nlib:+-L"$nlib" -Wl,-rpath,"$nlib"} -L"$cudadir/lib64" -L"$cudadir/lib" "$lnccl" -lcudart
-  } >>"$OUT/build.log" 2>&1 || { tail -20 "$OUT/build.log"; say "build FAILED"; exit 1; }
-fi
+gpu_build "$BUILD" "$OUT/build.log" || exit 1
+[ -x "$BUILD/ncs_perf" ] || { say "the build made no $BUILD/ncs_perf (are CUDA and NCCL found? see build.log)"; exit 1; }
 say "build done after $((SECONDS - START))s"
 
 # ---- the benchmark

@@ -15,15 +15,12 @@ BUDGET_S=${BUDGET_S:-500}
 PARTS=${PARTS:-examples algos hang overhead}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.." || exit 1
-W=$OUT/work
+W=$OUT/data
 rm -rf "$W" && mkdir -p "$W/logs" "$W/traces"
 GPU_TAG=gpu-scale
 . scripts/gpu-common.sh
-gpu_setup
-export NCCL_DEBUG=WARN
 B=build-gpu
-gpu_build "$B" "$W/build.log" || exit 1
-NCS=$B/ncclscope PLUGIN=$(pwd)/$B/libnccl-profiler-ncclscope.so
+gpu_prepare "$B" "$W/build.log" || exit 1
 N=$(nvidia-smi -L | wc -l)
 S=$OUT/summary.txt
 echo "gpu-scale $(date -u '+%F %T UTC'), $N GPUs, NCCL ${NCCL_HOME:-system} (nccl.h $GPU_NCCL_HDR_VER)" >"$S"
@@ -78,4 +75,4 @@ for p in $PARTS; do
   esac
 done
 cat "$S"
-tar -C "$OUT" -czf "$OUT/gpu-scale.tgz" work && rm -rf "$W"
+tar -C "$OUT" -czf "$OUT/gpu-scale.tgz" data && rm -rf "$W"

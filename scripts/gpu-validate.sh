@@ -21,15 +21,13 @@ BUDGET_S=${BUDGET_S:-480}
 PARTS=${PARTS:-busbw hang}
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 cd "$(dirname "$0")/.." || exit 1
-rm -rf "$OUT/work" && mkdir -p "$OUT/work/logs" "$OUT/work/traces"
-W=$OUT/work
+W=$OUT/data
+rm -rf "$W" && mkdir -p "$W/logs" "$W/traces"
 GPU_TAG=gpu-validate
 . scripts/gpu-common.sh
-gpu_setup
-export NCCL_DEBUG=WARN
 B=build-gpu
-gpu_build "$B" "$W/build.log" || exit 1
-NCS=$B/ncclscope PERF=$B/ncs_perf PLUGIN=$(pwd)/$B/libnccl-profiler-ncclscope.so
+gpu_prepare "$B" "$W/build.log" || exit 1
+PERF=$B/ncs_perf
 NGPU=$(nvidia-smi -L 2>/dev/null | wc -l)
 [ "$NGPU" -ge 2 ] || { gpu_say "needs 2 GPUs, found $NGPU"; exit 1; }
 summary=$OUT/summary.txt
@@ -112,4 +110,4 @@ for p in $PARTS; do
 done
 over && echo "time budget of ${BUDGET_S}s reached; later parts skipped" >>"$summary"
 cat "$summary"
-tar -C "$OUT" -czf "$OUT/gpu-validate.tgz" work && rm -rf "$W"
+tar -C "$OUT" -czf "$OUT/gpu-validate.tgz" data && rm -rf "$W"
