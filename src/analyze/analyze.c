@@ -381,10 +381,6 @@ static void bucket_add(ncs_an_bucket_t *b, uint64_t bytes, double lat, double bw
  * what a benchmark loop measures per iteration (launch gaps included), unlike the kernel
  * duration. */
 #define TPUT_GAP_NS 200000
-static int has_gpu(const op_t *o);
-static uint64_t op_bytes(const op_t *o, int n);
-static double bus_factor(const char *func, int n);
-static int log2b(uint64_t v);
 static void throughput(ncs_analysis_t *a, priv_t *P, hmap_t *bm) {
   int64_t *iv = NULL;
   size_t cap = 0;

@@ -234,6 +234,13 @@ static inline void ncs_count(_Atomic uint64_t *c) {
   atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + 1, memory_order_relaxed);
 }
 
+/* Linear-probing deletion without tombstones (the writer's and the flight recorder's tables):
+ * after emptying slot `hole`, the entry at `j` whose home slot is `home` moves into the hole when
+ * its home is not cyclically in (hole, j]. */
+static inline int ncs_probe_moves(uint32_t hole, uint32_t j, uint32_t home) {
+  return (j > hole && (home <= hole || home > j)) || (j < hole && home <= hole && home > j);
+}
+
 /* writer.c */
 NCS_HIDDEN int ncs_writer_start(void);
 NCS_HIDDEN void ncs_writer_stop(void);

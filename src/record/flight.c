@@ -158,7 +158,7 @@ static void h_del(href_t *e) {
   F.nhash--;
   for (uint32_t j = (i + 1) & (FL_HASH - 1); F.hash[j].id; j = (j + 1) & (FL_HASH - 1)) {
     uint32_t h = hslot(F.hash[j].id);
-    if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+    if (ncs_probe_moves(i, j, h)) {
       F.hash[i] = F.hash[j];
       F.hash[j].id = 0;
       i = j;

@@ -249,7 +249,7 @@ static void trk_remove(trk_t *e) {
   for (uint32_t j = (i + 1) & (W.trk_cap - 1); W.trk[j].id; j = (j + 1) & (W.trk_cap - 1)) {
     uint32_t h = trk_hash(W.trk[j].id);
     /* move j into the hole when its home is not in (i, j] cyclically */
-    if ((j > i && (h <= i || h > j)) || (j < i && (h <= i && h > j))) {
+    if (ncs_probe_moves(i, j, h)) {
       W.trk[i] = W.trk[j];
       W.trk[j].id = 0;
       i = j;
