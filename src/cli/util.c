@@ -256,6 +256,8 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
   }
   if (!*nout) {
     ncs_error("no trace files found");
+    ncs_free_paths(*out, 0);
+    *out = NULL;
     return NCS_EXIT_USAGE;
   }
   return 0;
