@@ -1,6 +1,6 @@
 #!/bin/sh
 # report_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - `ncclscope report` on nccl-sim jobs with
-# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | json | usage.
+# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | json | bounded | usage.
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
 rm -rf "$W" && mkdir -p "$W"
@@ -41,6 +41,28 @@ assert r['p2p']['sends']>0 and r['p2p']['unmatched_sends']==0 and r['p2p']['unma
 for b in r['buckets']:
   for k in ['comm','func','bytes_lo','bytes_hi','count','lat_p50_ns','lat_p99_ns','busbw_p50_gbs','timing']: assert k in b, k" \
      "json schema"
+  ;;
+bounded)
+  # the report's memory must not grow with the length of the job (docs/report.md, "Memory"): the
+  # same job at 60 and 400 collectives (each at least 10 ms: rank 0 sleeps before it, --couple
+  # on) must hold about as many rank operations at once, far fewer than the job has
+  for it in 60 400; do
+    rm -rf "$W/t"
+    run --ranks 4 --procs 2 --iters $it --couple on --slow-rank 0 --slow-us 10000
+    json
+    cp "$W/report.json" "$W/report-$it.json"
+  done
+  python3 - "$W/report-60.json" "$W/report-400.json" <<'PY' || fail "memory grows with the job"
+import json, sys
+s, l = (json.load(open(f)) for f in sys.argv[1:3])
+ps, pl = s['analysis']['peak_held_ops'], l['analysis']['peak_held_ops']
+ops = l['collectives']['rank_ops']
+print('peak held rank ops: %d of %d (60 iters), %d of %d (400 iters)' % (ps, s['collectives']['rank_ops'], pl, ops))
+assert ops == 1600 and l['collectives']['incomplete'] == 0, l['collectives']
+assert pl <= ops // 2, 'held %d of %d rank operations at once' % (pl, ops)
+assert pl <= 2.5 * ps + 64, 'held %d at 400 iters vs %d at 60' % (pl, ps)
+assert l['analysis']['peak_open_instances'] <= 200, l['analysis']
+PY
   ;;
 usage)
   set +e

@@ -5,10 +5,13 @@
  * clocks, and aggregates per communicator x collective x size bucket and per rank. Every number
  * is defined in docs/report.md. All times are ns; bandwidths are GB/s (1e9 bytes/s).
  *
- * Memory: one small record per (rank, Coll/P2p) of the job (about 170 bytes), one per collective
- * instance (about 170 bytes, ncs_an_instance), two doubles per collective instance in its bucket,
- * up to NCS_AN_GAP_MAX clock samples per process, and the per-segment id tables of one file at a
- * time; plus at most NCS_AN_CELL_MAX rank x bucket cells.
+ * Memory is bounded by the ranks, communicators, buckets and the operations in flight, not by the
+ * length of the job (docs/report.md, "Memory"): all trace files are read at once, merged in time
+ * order; an operation is kept from its START until its completion settled, an instance until all
+ * its ranks were seen (or the horizon closed it), and the quantiles of a bucket come from at most
+ * NCS_AN_EXACT_MAX exact samples, then from a log-scale sketch. Unless ncs_analyze_opts_t.retain
+ * asks for the per-operation and per-instance records (ncs_an_op, ncs_an_instance: exporters),
+ * whose memory grows with the job.
  */
 #ifndef NCS_ANALYZE_H
 #define NCS_ANALYZE_H
@@ -19,6 +22,19 @@
 #define NCS_AN_GAP_MAX 65536 /* KernelCh clock samples kept per process */
 #define NCS_AN_EVIDENCE 3    /* instances kept as evidence per rank */
 #define NCS_AN_CELL_MAX 262144 /* rank x bucket cells kept (about 10 MB); see cells_dropped */
+/* the streaming analysis's bounds (docs/report.md, "Memory"); -D overrides are for tests */
+#ifndef NCS_AN_EXACT_MAX
+#define NCS_AN_EXACT_MAX 4096 /* exact samples per quantile of a bucket; beyond: the sketch */
+#endif
+#define NCS_AN_SKETCH_ERR 0.005 /* the sketch's largest relative error of a quantile */
+#ifndef NCS_AN_HORIZON_NS
+#define NCS_AN_HORIZON_NS 10000000000ll /* trace time after which an open instance is closed */
+#endif
+#ifndef NCS_AN_SETTLE_NS
+#define NCS_AN_SETTLE_NS 1000000000ll /* trace time a completion waits for its revisions */
+#endif
+#define NCS_AN_OPEN_MAX 4096      /* open instances per communicator at most */
+#define NCS_AN_HOST_SAMPLES 65536 /* host offset samples kept per host (reservoir) */
 
 enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
 extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
@@ -65,13 +81,11 @@ typedef struct {
    * measures; tput_n instances had such a successor */
   double tput_busbw_p50;
   uint64_t tput_n;
-  double *tbw;
-  size_t tcap;
   int p2p;
-  /* the n samples, each array sorted ascending once the analysis is done (report --html draws
-   * the latency distribution from lat) */
-  double *lat, *bw, *abw, *skew;
-  size_t n, cap;
+  size_t n; /* samples of latency, bandwidth and skew (count less the unsampled instances) */
+  /* the latency distribution report --html draws: smallest, p25, p75, largest (nearest rank) */
+  double lat_min, lat_p25, lat_p75, lat_max;
+  int sketch; /* 0: every quantile exact; 1: over NCS_AN_EXACT_MAX samples, from the sketch */
 } ncs_an_bucket_t;
 
 typedef struct {
@@ -137,19 +151,35 @@ typedef struct {
   ncs_an_cell_t *cells; /* (bucket, rank) arrival sums, in order of first appearance */
   uint32_t ncells;
   uint64_t cells_dropped; /* rank operations left out of cells: NCS_AN_CELL_MAX reached */
+  /* the streaming analysis (docs/report.md, "Memory") */
+  uint64_t evicted;      /* incomplete instances closed before the end: horizon or cap */
+  uint64_t p2p_evicted;  /* sends/recvs given up unpaired before the end: horizon */
+  uint64_t peak_open_instances; /* most collective instances open at once */
+  uint64_t peak_held_ops; /* most rank operations held at once (pending, open, unpaired) */
+  uint32_t passes;       /* reading passes over the files: 2, 3 with several hosts */
+  double pass_s[3];      /* seconds of each pass */
   /* internal */
   void *priv;
 } ncs_analysis_t;
 
+typedef struct {
+  int retain; /* keep every operation and instance for ncs_an_op/ncs_an_instance (memory grows
+               * with the job); without it their counts are 0 */
+} ncs_analyze_opts_t;
+
 /* Analyse the traces of a directory (or one file). NULL with err filled on failure. */
 ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen);
+/* the same with options (NULL: the defaults, as ncs_analyze_path) */
+ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
+                                      size_t errlen);
 void ncs_analysis_free(ncs_analysis_t *a);
 /* realloc that aborts with a message when memory runs out (the analysis tools' allocator) */
 void *ncs_xrealloc(void *p, size_t n);
 
 /* ---- Per instance and per operation: the matched data behind the aggregates above, for
- * exporters (`ncclscope export --format sqlite`, docs/sqlite.md). Every number here is the one
- * the aggregates and the per-rank totals were computed from, by the same code.
+ * exporters (`ncclscope export --format sqlite`, docs/sqlite.md), kept only when the analysis
+ * ran with ncs_analyze_opts_t.retain. Every number here is the one the aggregates and the
+ * per-rank totals were computed from, by the same code.
  *
  * Operations (one Coll or P2p of one rank) are in analysis order: collectives first, sorted by
  * (comm, func, seq, rank) so that each instance's operations are contiguous; then sends and

@@ -19,7 +19,7 @@
 #include "export/html_report.h"
 
 static const char report_help[] =
-    "usage: ncclscope report [--json] [--top N] [--html FILE] DIR|FILE\n"
+    "usage: ncclscope report [--json] [--top N] [--html FILE] [--timing] DIR|FILE\n"
     "\n"
     "Cross-rank analysis of a recorded job: collectives matched across ranks by (commId, func,\n"
     "seqNumber), arrival skew and who arrived last, durations and bus bandwidth per size bucket,\n"
@@ -27,6 +27,7 @@ static const char report_help[] =
     "\n"
     "  --json        machine-readable output (schema: docs/report.md)\n"
     "  --top N       stragglers and slow ranks listed (default 5)\n"
+    "  --timing      print the seconds of each reading pass to stderr\n"
     "  --html FILE   also write one self-contained page with charts (busbw vs size, per-rank\n"
     "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
     "                stdout. The text (or --json) report is still printed.\n"
@@ -71,9 +72,10 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             a->comms[c].ranks_seen);
   fprintf(o,
           "],\n\"collectives\":{\"instances\":%" PRIu64 ",\"incomplete\":%" PRIu64
-          ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64 ",\"unsampled\":%" PRIu64
-          ",\"mismatched\":%" PRIu64 ",\"mismatches\":[",
-          a->instances, a->incomplete, a->coll_ops, a->unmatched_seq, a->unsampled, a->mismatched);
+          ",\"evicted\":%" PRIu64 ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64
+          ",\"unsampled\":%" PRIu64 ",\"mismatched\":%" PRIu64 ",\"mismatches\":[",
+          a->instances, a->incomplete, a->evicted, a->coll_ops, a->unmatched_seq, a->unsampled,
+          a->mismatched);
   for (uint32_t k = 0; k < a->nmism; k++) {
     const ncs_an_mismatch_t *m = &a->mism[k];
     fprintf(o, "%s{\"comm\":%u,\"func\":", k ? "," : "", m->comm);
@@ -86,9 +88,9 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   fprintf(o,
           "]},\n\"p2p\":{\"sends\":%" PRIu64 ",\"recvs\":%" PRIu64 ",\"pairs\":%" PRIu64
           ",\"unmatched_sends\":%" PRIu64 ",\"unmatched_recvs\":%" PRIu64
-          ",\"bytes_mismatch\":%" PRIu64 "},\n\"buckets\":[",
+          ",\"bytes_mismatch\":%" PRIu64 ",\"evicted\":%" PRIu64 "},\n\"buckets\":[",
           a->sends, a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
-          a->p2p_bytes_mismatch);
+          a->p2p_bytes_mismatch, a->p2p_evicted);
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
     fprintf(o, "%s\n{\"comm\":%u,\"func\":", k ? "," : "", b->comm);
@@ -99,11 +101,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"enqueue_host\":%" PRIu64 "},\"lat_p50_ns\":%.0f,\"lat_p95_ns\":%.0f,"
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
             "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
-            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 "}",
+            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\"}",
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
-            b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n);
+            b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
+            b->sketch ? "sketch" : "exact");
   }
   fprintf(o, "],\n\"ranks\":[");
   for (uint32_t k = 0; k < a->nranks; k++) {
@@ -141,7 +144,11 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             k ? "," : "", r->comm, r->rank, r->slowest,
             r->instances ? (double)r->slowest / (double)r->instances : 0, r->excess);
   }
-  fprintf(o, "]}\n");
+  fprintf(o,
+          "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
+          ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g}}\n",
+          a->passes, a->peak_open_instances, a->peak_held_ops, (long long)NCS_AN_HORIZON_NS,
+          (long long)NCS_AN_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
 }
 
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
@@ -246,9 +253,10 @@ int ncs_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, 0, 'j'},
                                        {"top", required_argument, 0, 't'},
                                        {"html", required_argument, 0, 'H'},
+                                       {"timing", no_argument, 0, 'T'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int c, json = 0;
+  int c, json = 0, timing = 0;
   const char *html = NULL;
   uint64_t top = 5;
   optind = 0;
@@ -256,6 +264,7 @@ int ncs_cmd_report(int argc, char **argv) {
   while ((c = getopt_long(argc, argv, ":jt:h", opts, NULL)) != -1) {
     switch (c) {
     case 'j': json = 1; break;
+    case 'T': timing = 1; break;
     case 't':
       if (ncs_parse_count(optarg, 1, 100000, &top) != 0)
         return ncs_usage_error("report", "--top needs a number from 1 to 100000, not '%s'", optarg);
@@ -277,6 +286,11 @@ int ncs_cmd_report(int argc, char **argv) {
   if (!a) {
     ncs_error("report: %s", err);
     return NCS_EXIT_USAGE;
+  }
+  if (timing) {
+    fprintf(stderr, "ncclscope report: %u passes:", a->passes);
+    for (uint32_t k = 0; k < a->passes; k++) fprintf(stderr, "%s %.3f s", k ? " +" : "", a->pass_s[k]);
+    fprintf(stderr, "\n");
   }
   ncs_findings_t f;
   ncs_findings_build(&f, a, (uint32_t)top);

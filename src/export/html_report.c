@@ -82,15 +82,6 @@ static const char *const palette[10] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b
                                         "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#7f7f7f"};
 static const char *const dashes[4] = {"none", "6 3", "2 2", "8 3 2 3"};
 
-/* nearest-rank quantile of sorted samples, as the analysis computes them */
-static double quant(const double *v, size_t n, double q) {
-  if (!n) return 0;
-  size_t k = (size_t)(q * (double)n);
-  if ((double)k < q * (double)n) k++;
-  if (k > n) k = n;
-  return v[k ? k - 1 : 0];
-}
-
 /* 1, 2 or 5 x 10^k near range / target */
 static double nice_step(double range, int target) {
   double raw = range / target, mag = pow(10, floor(log10(raw))), r = raw / mag;
@@ -591,7 +582,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
   double vmin = 0, vmax = 0;
   for (size_t k = 0; k < nrows; k++) {
     const ncs_an_bucket_t *b = rows[k];
-    double lo = b->lat[0] > 1 ? b->lat[0] : 1, hi = b->lat[b->n - 1] > 1 ? b->lat[b->n - 1] : 1;
+    double lo = b->lat_min > 1 ? b->lat_min : 1, hi = b->lat_max > 1 ? b->lat_max : 1;
     if (!k || lo < vmin) vmin = lo;
     if (hi > vmax) vmax = hi;
   }
@@ -648,9 +639,8 @@ static void chart_latency(FILE *o, const buckets_t *L) {
     while (bi < L->n && L->b[bi] != b) bi++;
     const char *col = palette[series_of(L, bi) % 10];
     double yy = MT + RH * (double)k, yc = yy + RH / 2;
-    double mn = b->lat[0], p25 = quant(b->lat, b->n, .25), p50 = b->lat_p50,
-           p75 = quant(b->lat, b->n, .75);
-    double mx = b->lat[b->n - 1];
+    double mn = b->lat_min, p25 = b->lat_p25, p50 = b->lat_p50, p75 = b->lat_p75;
+    double mx = b->lat_max;
     char v[7][32], rng[64];
     ncs_fmt_ns(v[0], 32, mn), ncs_fmt_ns(v[1], 32, p25), ncs_fmt_ns(v[2], 32, p50);
     ncs_fmt_ns(v[3], 32, p75), ncs_fmt_ns(v[4], 32, b->lat_p95), ncs_fmt_ns(v[5], 32, b->lat_p99);

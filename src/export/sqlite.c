@@ -1271,7 +1271,8 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
     sa.sa_handler = caught[i] == SIGXFSZ ? SIG_IGN : on_signal;
     sigaction(caught[i], &sa, &old[i]);
   }
-  q->a = ncs_analyze_path(path, err, errlen);
+  const ncs_analyze_opts_t ao = {.retain = 1}; /* every operation and instance: rows */
+  q->a = ncs_analyze_path_opts(path, &ao, err, errlen);
   if (!q->a) {
     rc = 2;
     goto out;
