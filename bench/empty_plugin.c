@@ -74,7 +74,7 @@ static void sample(uint64_t type, uint64_t at) {
   int *mp = __atomic_load_n(&mask_ptr, __ATOMIC_ACQUIRE); /* after init: the config is read */
   if (!mp || cfg_sample <= 1 || !(__atomic_load_n(&mask_set, __ATOMIC_RELAXED) & NCS_EV_KERNEL_CH))
     return;
-  int on = tls_groups++ % cfg_sample == 0;
+  int on = ncs_kernel_sampled(tls_groups++, cfg_sample);
   int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
   int want = on ? (cur | NCS_EV_KERNEL_CH) : (cur & ~NCS_EV_KERNEL_CH);
   if (want != cur) __atomic_store_n(mp, want, __ATOMIC_RELAXED);

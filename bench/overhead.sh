@@ -19,6 +19,11 @@
 #                          NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_IB_DISABLE=1
 #       --sample N[,N]     add the levels ncclscope-sampleN (NCCLSCOPE_KERNEL_SAMPLE=N) and their
 #                          floors empty-sampleN (the empty plugin sampling KernelCh the same way)
+#       --nokernel         add the levels ncclscope-nokernel (NCCLSCOPE_EVENTS=default,-kernel) and
+#                          its floor empty-nokernel: NCCL's cost of a plugin without KernelCh
+#       --add-level ROW    add a row to the level table below: "NAME PLUGIN FLOOR VAR=value ..."
+#                          (e.g. "ncclscope-big ncclscope empty-default NCCLSCOPE_FLUSH_MS=1000");
+#                          repeatable; checked like the built-in rows
 #       --levels LIST      which rows of LEVELS below (default: all); the base and the floors of
 #                          the chosen ncclscope levels are added
 #       --gpus N           ncs_perf --gpus (default: every GPU)
@@ -54,11 +59,12 @@ set -uo pipefail
 # The first row with plugin none is the base of every ratio.
 LEVELS='
 none               none       -              -
-empty-default      empty      -              NCS_EMPTY_EVENTS=default
+empty-default      empty      -              NCS_EMPTY_EVENTS=default NCS_EMPTY_KERNEL_SAMPLE=64
 ncclscope-default  ncclscope  empty-default  -
 empty-full         empty      -              NCS_EMPTY_EVENTS=all
-ncclscope-full     ncclscope  empty-full     NCCLSCOPE_EVENTS=all
-ncclscope-flight   ncclscope  empty-default  NCCLSCOPE_MODE=flight
+ncclscope-full     ncclscope  empty-full     NCCLSCOPE_EVENTS=all NCCLSCOPE_KERNEL_SAMPLE=1
+empty-flight       empty      -              NCS_EMPTY_EVENTS=default
+ncclscope-flight   ncclscope  empty-flight   NCCLSCOPE_MODE=flight
 '
 # ---------------------------------------------------------------------------------------------
 
@@ -73,6 +79,11 @@ while [ $# -gt 0 ]; do
   -h | --help) usage; exit 0 ;;
   --no-warmup-run) WARMUP_RUN=0; shift; continue ;;
   --no-check) CHECK=0; shift; continue ;;
+  --nokernel)
+    LEVELS+="empty-nokernel empty - NCS_EMPTY_EVENTS=default,-kernel
+ncclscope-nokernel ncclscope empty-nokernel NCCLSCOPE_EVENTS=default,-kernel
+"
+    shift; continue ;;
   --keep-traces) KEEP=1; shift; continue ;;
   esac
   [ $# -ge 2 ] || die "$a needs a value (--help)"
@@ -91,6 +102,13 @@ while [ $# -gt 0 ]; do
   --procs) PROCS=$v ;;
   --transport | --transports) TRANSPORTS=${v//,/ } ;;
   --levels) WANT_LEVELS=${v//,/ } ;;
+  --add-level)
+    read -r -a row <<<"$v"
+    [ ${#row[@]} -ge 3 ] || die "--add-level: expected \"NAME PLUGIN FLOOR [VAR=value ...]\", got '$v'"
+    case ${row[1]} in none | empty | ncclscope) ;; *) die "--add-level: plugin '${row[1]}' is not none, empty or ncclscope" ;; esac
+    [ ${#row[@]} -ge 4 ] || v="$v -"
+    LEVELS+="$v
+" ;;
   --sample) # KernelCh sampling levels: ncclscope-sampleN over its floor empty-sampleN, per N
     for n in ${v//,/ }; do
       [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] || die "--sample: '$n' is not a number >= 2"

@@ -12,20 +12,23 @@ OVH="$S/bench/overhead.sh" STUB="$S/tests/overhead_stub.sh"
 fail() { echo "FAIL: $*"; tail -40 "$W/out.txt" 2>/dev/null; exit 1; }
 case $CASE in
 model)
-  bash "$OVH" -b "$B" --perf "$STUB" -o "$W/o" -r 6 --min 8 --max 16M --factor 8 \
+  bash "$OVH" -b "$B" --perf "$STUB" -o "$W/o" -r 14 --min 8 --max 16M --factor 8 \
     --transport nvlink,socket --graph both --ops allreduce,alltoall >"$W/out.txt" 2>&1 ||
     fail "overhead.sh exited $?"
   python3 - "$W/o" "$W/out.txt" "$B" <<'PY' || fail "figures"
 import os, sys, statistics as st
 d, outp, build = sys.argv[1:4]
 out = open(outp).read()
-lv = ["none", "empty-default", "ncclscope-default", "empty-full", "ncclscope-full", "ncclscope-flight"]
+lv = ["none", "empty-default", "ncclscope-default", "empty-full", "ncclscope-full", "empty-flight",
+      "ncclscope-flight"]
 key = {"none": "n", "empty-default": "ed", "ncclscope-default": "nd", "empty-full": "ef",
-       "ncclscope-full": "nf", "ncclscope-flight": "nfl"}
+       "ncclscope-full": "nf", "empty-flight": "efl", "ncclscope-flight": "nfl"}
 floor = {"ncclscope-default": "empty-default", "ncclscope-full": "empty-full",
-         "ncclscope-flight": "empty-default"}
-ADD = {"n": 0, "ed": 2, "nd": 2.5, "ef": 5, "nf": 6, "nfl": 2.2}
-OFF = {"n": 0, "ed": 1, "nd": 2, "ef": 3, "nf": 0, "nfl": 1}
+         "ncclscope-flight": "empty-flight"}
+ADD = {"n": 0, "ed": 2, "nd": 2.5, "ef": 5, "nf": 6, "efl": 2.1, "nfl": 2.2}
+OFF = {"n": 0, "ed": 1, "nd": 2, "ef": 3, "nf": 0, "efl": 2, "nfl": 1}
+NL = len(lv)
+R = NL if NL % 2 == 0 else 2 * NL  # a complete Williams design
 NOISE = [0, .05, .01, .2]
 sizes = [8 * 8 ** i for i in range(8)]  # 8 .. 16 MiB
 def t(l, b, k, tf, graph):  # the stub's model, k = 0-based run count of that level
@@ -37,19 +40,19 @@ assert sum(r[4] == "0" for r in runs) == 4, "warm-up runs"
 assert all(r[10] in ("ok", "warmup") for r in runs), [r for r in runs if r[10] not in ("ok", "warmup")]
 for r in runs:
     assert r[7] == ("-" if r[3] == "none" else "yes"), ("plugin not loaded", r)
-# the order: a Williams square per transport/mode: every level at every position once in 6 reps,
-# and every ordered pair of levels adjacent once
+# the order: a Williams design per transport/mode: every level at every position equally often
+# in R reps, and every ordered pair of levels adjacent
 for tr in ("nvlink", "socket"):
     for mode in ("eager", "graph"):
         seq = {}
         for r in runs:
             if r[0] == tr and r[1] == mode and r[4] != "0":
                 seq.setdefault(int(r[4]), []).append(r[3])
-        assert sorted(seq) == list(range(1, 7)), seq
-        for p in range(6):
-            assert sorted(seq[k][p] for k in seq) == sorted(lv), ("position", p, seq)
-        pairs = [(s[i], s[i + 1]) for s in seq.values() for i in range(5)]
-        assert len(set(pairs)) == 30, pairs
+        assert sorted(seq) == list(range(1, R + 1)), seq
+        for p in range(NL):
+            assert sorted(seq[k][p] for k in seq) == sorted(lv * (R // NL)), ("position", p, seq)
+        pairs = [(s[i], s[i + 1]) for s in seq.values() for i in range(NL - 1)]
+        assert len(set(pairs)) == NL * (NL - 1), pairs
 res = [l.rstrip("\n").split("\t") for l in open(os.path.join(d, "results.tsv")) if not l.startswith("#")]
 # every perf line is there with the model's time
 n = 0
@@ -60,7 +63,7 @@ for r in res:
     want = t(l, int(b), k, tf, mode == "graph")
     assert abs(float(tm) - want) < 1e-6, (r, want)
     n += 1
-assert n == 4 * 2 * len(sizes) * (6 * 6 + 1), n
+assert n == 4 * 2 * len(sizes) * (NL * R + 1), n
 # the tables and summaries, recomputed
 summ = {}
 for l in open(os.path.join(d, "summary.tsv")):
@@ -75,7 +78,7 @@ checked = 0
 for tr, tf in (("nvlink", 1), ("socket", 3)):
     for mode in ("eager", "graph"):
         g = mode == "graph"
-        T = {l: {b: [t(l, b, k + (1 if l == "none" else 0), tf, g) for k in range(6)] for b in sizes} for l in lv}
+        T = {l: {b: [t(l, b, k + (1 if l == "none" else 0), tf, g) for k in range(R)] for b in sizes} for l in lv}
         for op in ("allreduce", "alltoall"):
             head = "### %s, %s, %s, one process (2 ranks)" % (tr, op, mode)
             assert head in out, head
@@ -124,7 +127,7 @@ import os, sys
 d, b = sys.argv[1:3]
 runs = [l.rstrip("\n").split("\t") for l in open(os.path.join(d, "runs.tsv")) if not l.startswith("#")]
 assert sorted(r[3] for r in runs) == sorted(["none", "empty-default", "ncclscope-default",
-    "empty-full", "ncclscope-full", "ncclscope-flight"]), runs
+    "empty-full", "ncclscope-full", "empty-flight", "ncclscope-flight"]), runs
 for r in runs:
     assert r[10] == "ok", r
     assert r[7] == ("-" if r[3] == "none" else "yes"), r
@@ -135,7 +138,8 @@ for r in runs:
 PY
   ls "$W"/o/traces/nvlink-eager-p0-ncclscope-flight-r1/*.nsflight >/dev/null 2>&1 || fail "flight level wrote no .nsflight"
   ls "$W"/o/traces/nvlink-eager-p0-ncclscope-default-r1/*.nstrace >/dev/null 2>&1 || fail "default level wrote no .nstrace"
-  grep -q "ncclscope-empty: abi=v6 mask=0xf47 " "$W"/o/logs/nvlink-eager-p0-empty-default-r1.log || fail "empty-default mask"
+  grep -q "ncclscope-empty: abi=v6 mask=0xf47 sample=64" "$W"/o/logs/nvlink-eager-p0-empty-default-r1.log || fail "empty-default mask"
+  grep -q "ncclscope-empty: abi=v6 mask=0xf47 sample=1" "$W"/o/logs/nvlink-eager-p0-empty-flight-r1.log || fail "empty-flight mask"
   grep -q "ncclscope-empty: abi=v6 mask=0x7fff " "$W"/o/logs/nvlink-eager-p0-empty-full-r1.log || fail "empty-full mask"
   ;;
 budget)

@@ -6,10 +6,11 @@
 # Model: time_us = (BASE + bytes / 2000) x transport factor x (1 + noise) + ADD[level], where
 #   BASE = 5, transport factor 3 when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (socket), else 1;
 #   level (from the environment overhead.sh sets): n none, ed/ef empty plugin with
-#   NCS_EMPTY_EVENTS default/all, nd/nf/nfl ncclscope default/NCCLSCOPE_EVENTS=all/flight;
-#   ADD: n 0, ed 2, nd 2.5, ef 5, nf 6, nfl 2.2 (us); graph: ADD halved;
+#   NCS_EMPTY_EVENTS default (sampled)/all, efl default without NCS_EMPTY_KERNEL_SAMPLE, nd/nf/nfl
+#   ncclscope default/NCCLSCOPE_EVENTS=all/flight;
+#   ADD: n 0, ed 2, nd 2.5, ef 5, nf 6, efl 2.1, nfl 2.2 (us); graph: ADD halved;
 #   noise = NOISE[(k + OFF[level]) % 4], NOISE = 0 .05 .01 .2, OFF: n 0, ed 1, nd 2, ef 3, nf 0,
-#   nfl 1, k = how many times this level ran before in this transport/mode/procs (a counter
+#   efl 2, nfl 1, k = how many times this level ran before in this transport/mode/procs (a counter
 #   per key in $NCS_STUB_STATE).
 # It also loads the plugin for real when NCS_STUB_SIM names nccl-sim (so the empty plugin's
 # announce line and ncclscope's trace files appear; else it fakes both), fails (exit 1) the first run of level
@@ -40,7 +41,11 @@ min=$(size "$min") max=$(size "$max")
 p=${NCCL_PROFILER_PLUGIN:-}
 case $p in
 "") lvl=n ;;
-*empty*) lvl="ed"; [ "${NCS_EMPTY_EVENTS:-}" = all ] && lvl="ef" ;;
+*empty*)
+  lvl="ed"
+  [ "${NCS_EMPTY_EVENTS:-}" = all ] && lvl="ef"
+  [ "${NCS_EMPTY_EVENTS:-}" = default ] && [ -z "${NCS_EMPTY_KERNEL_SAMPLE:-}" ] && lvl="efl"
+  ;;
 *ncclscope*)
   lvl=nd
   [ "${NCCLSCOPE_EVENTS:-}" = all ] && lvl=nf
@@ -72,7 +77,9 @@ echo "$ops" | tr ',' '\n' | while read -r op; do
   awk -v op="$op" -v min="$min" -v max="$max" -v f="$factor" -v lvl="$lvl" -v k="$k" -v tf="$tf" \
       -v graph="$graph" -v procs="$procs" 'BEGIN {
     add["n"] = 0; add["ed"] = 2; add["nd"] = 2.5; add["ef"] = 5; add["nf"] = 6; add["nfl"] = 2.2
+    add["efl"] = 2.1
     off["n"] = 0; off["ed"] = 1; off["nd"] = 2; off["ef"] = 3; off["nf"] = 0; off["nfl"] = 1
+    off["efl"] = 2
     split("0 0.05 0.01 0.2", noise, " ")
     a = add[lvl] / (graph ? 2 : 1)
     for (b = min; b <= max; b = b * f) {

@@ -1,26 +1,64 @@
 #!/bin/sh
 # sample_check.sh SIM PLUGIN NCCLSCOPE WORKDIR - KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE,
-# docs/config.md): with N=8 and 64 AllReduces per rank, every rank records KernelCh for the same 8
-# groups; the other Coll complete at once (no children, none forced or expired), and the report
-# counts them as unsampled and takes latency and bandwidth from the 8 sampled instances.
+# docs/config.md).
+# 1. N=8, 64 AllReduces per rank: every rank records KernelCh for the same K groups (the first,
+#    then those whose number hashes to 0 mod 8); the other Coll complete at once (no children,
+#    none forced or expired), and the report counts them as unsampled and takes latency and
+#    bandwidth from the K sampled instances.
+# 2. The defaults: a full trace samples (1 in 64: 512 AllReduces give a few sampled, most not);
+#    flight mode records KernelCh for every operation.
+# 3. Sampling stops for good at the first Send/Recv (NCCL 2.28 hangs at communicator destroy
+#    when KernelCh is toggled between groups with send/recv): the sendrecv scenario then records
+#    KernelCh for every operation, and the plugin says why through NCCL's logger.
 set -u
 SIM=$1 PLUGIN=$2 NS=$3 W=$4
 rm -rf "$W" && mkdir -p "$W"
 fail() { echo "sample check: FAILED: $*"; exit 1; }
-unset NCCLSCOPE_MODE NCCLSCOPE_EVENTS NCCLSCOPE_CAPTURE
-NCCLSCOPE_KERNEL_SAMPLE=8 NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario allreduce \
-  --ranks 2 --procs 2 --iters 64 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
-"$NS" dump --stats "$W/t" >"$W/stats.txt" 2>&1 || fail "dump --stats"
-grep -q "completions 128 (kernel 16, proxy 0, revised 0, forced 0, no children 112" "$W/stats.txt" ||
-  fail "completions: $(grep completions "$W/stats.txt" | tail -1)"
-exp=$(awk '/^== job/ {j = 1} j && $1 == "KernelCh" {print $6; exit}' "$W/stats.txt")
-[ "${exp:-x}" = 0 ] || fail "KernelCh expired: $exp"
-# the sampled groups are the same on both ranks: 8 complete instances with GPU times
-"$NS" report --json "$W/t" >"$W/r.json" 2>&1 || fail "report"
-grep -q '"unsampled":56' "$W/r.json" || fail "unsampled: $(grep -o '"unsampled":[0-9]*' "$W/r.json")"
-n=$(grep -o '"count":[0-9]*,"bytes":[0-9]*,"timing":{"kernel_gpu":[0-9]*' "$W/r.json" |
-    awk -F'[:,]' '{c += $2; k += $NF} END {print c "/" k}')
-[ "$n" = "8/8" ] || fail "bucket instances/kernel-timed: $n"
-"$NS" report "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
-grep -q "56 instances have no GPU times" "$W/r.txt" || fail "no unsampled line: $(head -4 "$W/r.txt")"
-echo "sample check: ok"
+unset NCCLSCOPE_MODE NCCLSCOPE_EVENTS NCCLSCOPE_CAPTURE NCCLSCOPE_KERNEL_SAMPLE
+# run NAME ITERS [VAR=value ...]: record nccl-sim's allreduce on 2 ranks in 2 processes
+run() {
+  n=$1 it=$2; shift 2
+  env "$@" NCCLSCOPE_DIR="$W/$n" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 2 --procs 2 \
+    --iters "$it" >"$W/$n.sim" 2>&1 || fail "nccl-sim ($n): $(tail -2 "$W/$n.sim")"
+  "$NS" dump --stats "$W/$n" >"$W/$n.stats" 2>&1 || fail "dump --stats ($n)"
+  "$NS" report --json "$W/$n" >"$W/$n.json" 2>&1 || fail "report ($n)"
+}
+# sampled N of ITERS: checks the run's consistency and prints K, the sampled groups per rank
+check() {
+  n=$1 it=$2
+  c=$(grep "completions" "$W/$n.stats" | tail -1)
+  kern=$(echo "$c" | sed -n 's/.*(kernel \([0-9]*\), proxy 0, revised 0, forced 0, no children \([0-9]*\).*/\1 \2/p')
+  [ -n "$kern" ] || fail "$n: completions: $c"
+  set -- $kern
+  [ $(($1 + $2)) = $((2 * it)) ] || fail "$n: completions $1 + $2 != $((2 * it))"
+  [ $(($1 % 2)) = 0 ] || fail "$n: odd kernel completions $1: ranks sampled different groups"
+  k=$(($1 / 2))
+  exp=$(awk '/^== job/ {j = 1} j && $1 == "KernelCh" {print $6; exit}' "$W/$n.stats")
+  [ "${exp:-x}" = 0 ] || fail "$n: KernelCh expired: $exp"
+  grep -q "\"unsampled\":$((it - k))[,}]" "$W/$n.json" ||
+    fail "$n: unsampled: $(grep -o '"unsampled":[0-9]*' "$W/$n.json") (expected $((it - k)))"
+  # the sampled groups are the same on both ranks: K complete instances with GPU times
+  m=$(grep -o '"count":[0-9]*,"bytes":[0-9]*,"timing":{"kernel_gpu":[0-9]*' "$W/$n.json" |
+      awk -F'[:,]' '{c += $2; g += $NF} END {print c "/" g}')
+  [ "$m" = "$k/$k" ] || fail "$n: bucket instances/kernel-timed: $m (expected $k/$k)"
+  echo "$k"
+}
+run n8 64 NCCLSCOPE_KERNEL_SAMPLE=8
+k=$(check n8 64) || { echo "$k"; exit 1; }
+# 1 + about 63/8: a hash, so not exactly; but never all, never only the first
+[ "$k" -ge 3 ] && [ "$k" -le 20 ] || fail "N=8: $k of 64 groups sampled"
+"$NS" report "$W/n8" >"$W/n8.txt" 2>&1 || fail "report text"
+grep -q "$((64 - k)) instances have no GPU times" "$W/n8.txt" || fail "no unsampled line: $(head -4 "$W/n8.txt")"
+run dflt 512
+k=$(check dflt 512) || { echo "$k"; exit 1; }
+[ "$k" -ge 3 ] && [ "$k" -le 24 ] || fail "default: $k of 512 groups sampled (1 in 64 expected)"
+run flight 64 NCCLSCOPE_MODE=flight
+grep -q "completions 128 (kernel 128, proxy 0, revised 0, forced 0, no children 0" "$W/flight.stats" ||
+  fail "flight default: $(grep completions "$W/flight.stats" | tail -1)"
+NCCLSCOPE_KERNEL_SAMPLE=8 NCCLSCOPE_DIR="$W/p2p" "$SIM" --plugin "$PLUGIN" --scenario sendrecv --ranks 2 \
+  --iters 64 --verbose >"$W/p2p.sim" 2>&1 || fail "nccl-sim (sendrecv): $(tail -2 "$W/p2p.sim")"
+grep -q "KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=8) stopped at the first send/recv" "$W/p2p.sim" ||
+  fail "sendrecv: no message that sampling stopped"
+"$NS" dump --stats "$W/p2p" >"$W/p2p.stats" 2>&1 || fail "dump --stats (sendrecv)"
+grep -q "no children 0," "$W/p2p.stats" || fail "sendrecv: unsampled operations: $(grep completions "$W/p2p.stats" | tail -1)"
+echo "sample check: ok (N=8: $(check n8 64) of 64 groups; default: $k of 512)"

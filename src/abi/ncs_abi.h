@@ -25,6 +25,7 @@ typedef void (*ncs_logger_t)(int level, unsigned long flags, const char *file, i
 #define NCS_LOG_WARN 2
 #define NCS_LOG_INFO 3
 #define NCS_LOG_SUBSYS_PROFILE 0x4000UL
+#define NCS_LOG_SUBSYS_INIT 0x1UL /* NCCL_INIT: in NCCL_DEBUG_SUBSYS's default set */
 
 /* ---- event type bits (the activation mask uses the same bits) ---- */
 enum {

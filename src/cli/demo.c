@@ -99,6 +99,7 @@ int ncs_cmd_demo(int argc, char **argv) {
                          .out_dir = d.out,
                          .dir_prefix = "ncclscope-demo",
                          .events = d.events,
+                         .kernel_sample = "1", /* the demo shows every GPU time */
                          .plugin = plugin,
                          .cmd = cmd,
                          .dir_used = dir,

@@ -34,6 +34,8 @@ static const char record_help[] =
     "                         memory, dumped on SIGUSR1, a watchdog or a request; docs/flight.md)\n"
     "  -b, --buffer-size SIZE buffer pool per process, 1M to 16G, e.g. 64M (K, M, G: powers of "
     "1024)\n"
+    "  -k, --kernel-sample N  GPU kernel times (KernelCh) for one group of operations in N; 1: every\n"
+    "                         operation (default: 64 in trace mode, 1 in flight mode; docs/config.md)\n"
     "  -h, --help             this help\n"
     "\n"
     "environment: NCCLSCOPE_PLUGIN overrides the plugin path (default: next to ncclscope, else\n"
@@ -96,7 +98,7 @@ static int make_dir(ncs_record_opts_t *o, char *abs, size_t len) {
 /* ---------------------------------------------------------------- the environment */
 
 static int set_env(const char *plugin, const char *dir, const char *events, const char *mode,
-                   const char *size) {
+                   const char *size, const char *sample) {
   int rc = setenv("NCCL_PROFILER_PLUGIN", plugin, 1) | setenv("NCCLSCOPE_DIR", dir, 1) |
            setenv("NCCLSCOPE_MODE", mode, 1);
   if (events)
@@ -104,6 +106,7 @@ static int set_env(const char *plugin, const char *dir, const char *events, cons
   else if (!getenv("NCCLSCOPE_EVENTS"))
     rc |= setenv("NCCLSCOPE_EVENTS", NCS_DEFAULT_EVENTS, 1);
   if (size) rc |= setenv("NCCLSCOPE_BUFFER_SIZE", size, 1);
+  if (sample) rc |= setenv("NCCLSCOPE_KERNEL_SAMPLE", sample, 1);
   return rc ? -1 : 0;
 }
 
@@ -125,6 +128,10 @@ static int check_opts(const ncs_record_opts_t *o, char *size, size_t size_len) {
                              o->buffer_size);
     snprintf(size, size_len, "%llu", (unsigned long long)v);
   }
+  uint64_t n;
+  if (o->kernel_sample && ncs_parse_count(o->kernel_sample, 1, 1u << 20, &n) != 0)
+    return ncs_usage_error(o->verb, "--kernel-sample needs a number from 1 to 1048576, not '%s'",
+                           o->kernel_sample);
   if (!o->cmd || !o->cmd[0]) return ncs_usage_error(o->verb, "no command to run");
   return 0;
 }
@@ -197,7 +204,8 @@ int ncs_record_run(ncs_record_opts_t *o) {
   if (before)
     ncs_warn("%s already holds %zu trace file%s; new ones are added beside them", dir, before,
              before == 1 ? "" : "s");
-  if (set_env(plugin, dir, o->events, o->mode ? o->mode : "trace", size[0] ? size : NULL) != 0) {
+  if (set_env(plugin, dir, o->events, o->mode ? o->mode : "trace", size[0] ? size : NULL,
+              o->kernel_sample) != 0) {
     ncs_error("setenv: %s", strerror(errno));
     return NCS_EXIT_FAIL;
   }
@@ -217,18 +225,20 @@ int ncs_cmd_record(int argc, char **argv) {
   static const struct option opts[] = {
       {"output", required_argument, 0, 'o'}, {"events", required_argument, 0, 'e'},
       {"mode", required_argument, 0, 'm'},   {"buffer-size", required_argument, 0, 'b'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+      {"kernel-sample", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   ncs_record_opts_t o = {.verb = "record"};
   int c;
   optind = 0;
   opterr = 0;
   /* '+': options end at the command, so its own options are left alone */
-  while ((c = getopt_long(argc, argv, "+:o:e:m:b:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:o:e:m:b:k:h", opts, NULL)) != -1) {
     switch (c) {
     case 'o': o.out_dir = optarg; break;
     case 'e': o.events = optarg; break;
     case 'm': o.mode = optarg; break;
     case 'b': o.buffer_size = optarg; break;
+    case 'k': o.kernel_sample = optarg; break;
     case 'h': fputs(record_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("record", c, argv);
     }

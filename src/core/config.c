@@ -108,7 +108,9 @@ void ncs_config_load(ncs_config_t *c) {
     if (!b || !*b) c->pool_bytes = 8ull << 20;
     if (!f || !*f) c->flush_ms = 20;
   }
-  c->kernel_sample = (uint32_t)env_size(c, "NCCLSCOPE_KERNEL_SAMPLE", 1, 1, 1u << 20);
+  /* KernelCh on every operation costs NCCL microseconds per operation (docs/config.md, KernelCh
+   * sampling): a full trace samples; the flight recorder, which diagnoses hangs, does not */
+  c->kernel_sample = (uint32_t)env_size(c, "NCCLSCOPE_KERNEL_SAMPLE", c->flight ? 1 : 64, 1, 1u << 20);
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {

@@ -146,7 +146,7 @@ typedef struct {
   _Atomic uint32_t hkey;  /* (NCS_EH_TAG << 12) | epoch: bits 63..44 of a valid handle, type masked */
   _Atomic int ready;      /* pool and tables exist */
   int use_tsc;
-  uint32_t kernel_sample; /* cfg.kernel_sample, here because every START reads it */
+  _Atomic uint32_t kernel_sample; /* cfg.kernel_sample (1 once sampling stopped), read by every START */
   uint64_t id_base; /* first id of this load: random, so a stale handle's id is out of range */
   _Atomic uint32_t epoch;
   pid_t pid;

@@ -27,8 +27,11 @@ void ncs_log(int level, const char *fmt, ...) {
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   ncs_logger_t fn = atomic_load_explicit(&ncs_logfn, memory_order_relaxed);
+  /* NCCL prints a message only when its subsystem is in NCCL_DEBUG_SUBSYS, whose default is
+   * INIT,BOOTSTRAP,ENV: warnings also carry INIT so that NCCL_DEBUG=WARN shows them */
+  unsigned long subsys = NCS_LOG_SUBSYS_PROFILE | (level <= NCS_LOG_WARN ? NCS_LOG_SUBSYS_INIT : 0);
   if (fn)
-    fn(level, NCS_LOG_SUBSYS_PROFILE, __FILE__, __LINE__, "ncclscope: %s", msg);
+    fn(level, subsys, __FILE__, __LINE__, "ncclscope: %s", msg);
   else if (level <= NCS_LOG_WARN)
     fprintf(stderr, "ncclscope: %s\n", msg);
 }
@@ -60,7 +63,7 @@ static int setup_locked(void) {
   uint64_t t = ncs_mono_ns();
   ncs_set_epoch((uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
   ncs_g.use_tsc = ncs_g.cfg.use_tsc;
-  ncs_g.kernel_sample = ncs_g.cfg.capture ? 1 : ncs_g.cfg.kernel_sample;
+  atomic_store(&ncs_g.kernel_sample, ncs_g.cfg.capture ? 1 : ncs_g.cfg.kernel_sample);
   /* ids of this load start at a random point: a handle of an earlier load whose 8-bit epoch
    * happens to match is still rejected, because its id is outside [id_base, counter) */
   ncs_g.id_base = ((t * 0x9E3779B97F4A7C15ull) >> 24) & (NCS_ID_MASK >> 2);
@@ -344,7 +347,8 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
 
 /* KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=N, docs/config.md): NCCL copies its activation
  * mask for every operation at the API call (research 3.1), so turning the KernelCh bit on for one
- * group in N, at that group's GroupApi start, gives GPU times for that group only. The count is
+ * group in N (on average; see ncs_kernel_sampled), at that group's GroupApi start, gives GPU times for
+ * that group only. The count is
  * per thread: with one thread per rank, every rank samples the same groups of an SPMD program.
  * The Coll/P2p of an unsampled group are flagged, so the writer completes them without waiting
  * for KernelCh that will not come. 0: this thread has not started a group (e.g. a CUDA callback
@@ -353,14 +357,37 @@ static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t tls_gro
 static __attribute__((tls_model("initial-exec"))) _Thread_local uint8_t tls_sampled; /* 1 on, 2 off */
 
 static COLD void sample_kernel(void) {
-  uint32_t n = ncs_g.kernel_sample;
+  uint32_t n = atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed);
   int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
-  if (n <= 1 || !mp || !(ncs_g.mask_set & NCS_EV_KERNEL_CH)) return;
-  int on = tls_groups++ % n == 0;
+  if (n <= 1 || !mp || !(ncs_g.mask_set & NCS_EV_KERNEL_CH)) {
+    tls_sampled = 0; /* sampling stopped (sample_stop): no more unsampled groups on this thread */
+    return;
+  }
+  int on = ncs_kernel_sampled(tls_groups++, n);
   tls_sampled = on ? 1 : 2;
   int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
   int want = on ? (cur | NCS_EV_KERNEL_CH) : (cur & ~NCS_EV_KERNEL_CH);
   if (want != cur) __atomic_store_n(mp, want, __ATOMIC_RELAXED);
+  /* sample_stop ran meanwhile on another thread: make sure the bit it set is not lost */
+  if (!on && atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) <= 1)
+    __atomic_fetch_or(mp, NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
+}
+
+/* Sampling stops for good at the first point-to-point operation. On NCCL 2.28.9, turning
+ * KernelCh off and on between groups that contain Send/Recv (ncclSend/ncclRecv, AlltoAll)
+ * leaves NCCL's profiler proxy operations waiting for GPU work counters that never come:
+ * every iteration runs, then the process hangs when its communicators are destroyed
+ * (measured on 2xH200 with an empty plugin as well; docs/config.md). The group that holds the
+ * first Send/Recv keeps its setting; every later group gets KernelCh. */
+static COLD void sample_stop(void) {
+  uint32_t n = atomic_exchange(&ncs_g.kernel_sample, 1);
+  if (n <= 1) return; /* another thread stopped it */
+  int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
+  if (mp && (ncs_g.mask_set & NCS_EV_KERNEL_CH)) __atomic_fetch_or(mp, NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
+  ncs_log(NCS_LOG_WARN,
+          "KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=%u) stopped at the first send/recv: "
+          "NCCL 2.28 hangs at communicator destroy when KernelCh changes between groups with "
+          "send/recv (docs/config.md); GPU times are now recorded for every operation", n);
 }
 
 static inline uint32_t sample_flag(int t) {
@@ -381,7 +408,14 @@ static inline uint32_t sample_flag(int t) {
   }                                                                                               \
   const uint32_t nf = ncs_schema[t].nfields;                                                      \
   ncs_slot_t *s = NULL;                                                                           \
-  if (NCS_UNLIKELY(ncs_g.kernel_sample > 1) && t == SAMPLE_AT) sample_kernel();              \
+  if (t == SAMPLE_AT) {                                                                           \
+    if (NCS_UNLIKELY(atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1 ||      \
+                     tls_sampled))                                                                \
+      sample_kernel();                                                                            \
+  } else if (NCS_UNLIKELY(t == NCS_T_P2P_API || t == NCS_T_P2P) &&                               \
+             atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {              \
+    sample_stop();                                                                                \
+  }                                                                                               \
   uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) | sample_flag(t) |       \
                    (EXTRA_FLAGS);                                                                 \
   uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);         \

@@ -189,6 +189,19 @@ static inline int64_t ncs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(in
  * token. Known names: the per-type cli names plus api, proxy, ce, all, none, default. */
 int ncs_parse_event_list(const char *s, uint32_t *mask, const char **bad, size_t *badlen);
 #define NCS_DEFAULT_EVENTS "api,group,coll,p2p,kernel"
+
+/* KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=N, docs/config.md): is a thread's group number g
+ * sampled? The first group is, then those whose number hashes to 0 mod N (1 in N on average).
+ * Every rank of an SPMD program numbers its groups alike, so all ranks sample the same ones; the
+ * hash, rather than every N-th group, keeps a program whose step has a period sharing a factor
+ * with N (25 buckets + 1 optimizer AllReduce = 26 groups per step, N = 64) from never sampling
+ * some of its operations. */
+static inline int ncs_kernel_sampled(uint32_t g, uint32_t n) {
+  uint64_t z = (uint64_t)g * 0x9E3779B97F4A7C15ull; /* splitmix64's finalizer */
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return g == 0 || n <= 1 || (uint32_t)((z ^ (z >> 31)) >> 32) % n == 0;
+}
 const char *ncs_type_name(unsigned t); /* "Coll"; "?" when out of range */
 const char *ncs_state_name(unsigned s);
 
