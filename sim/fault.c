@@ -42,7 +42,8 @@ struct sim_cpl {
   _Atomic int claiming;
   _Atomic int entered, out, left;
   _Atomic uint64_t ticks; /* bumped by every change: a hung instance stops ticking */
-  int nranks, pad;
+  _Atomic int nranks; /* rewritten (same value) by each claimer while stragglers still read it */
+  int pad;
   /* followed by _Atomic int marks[2][g_ranks][g_lanes] */
 };
 
@@ -144,7 +145,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
           atomic_store(&s->out, 0);
           atomic_store(&s->left, 0);
           atomic_store(&s->ticks, 0);
-          s->nranks = nranks;
+          atomic_store_explicit(&s->nranks, nranks, memory_order_relaxed);
           for (int w = 0; w < 2; w++)
             for (int r = 0; r < nranks; r++)
               for (int l = 0; l < g_cpl.lanes; l++)
@@ -175,14 +176,18 @@ void sim_cpl_out(sim_cpl_t *c) {
 
 uint64_t sim_cpl_ticks(sim_cpl_t *c) { return atomic_load(&c->ticks); }
 
+static int cpl_nranks(sim_cpl_t *c) { return atomic_load_explicit(&c->nranks, memory_order_relaxed); }
+
 void sim_cpl_leave(sim_cpl_t *c) {
-  if (atomic_fetch_add(&c->left, 1) + 1 == c->nranks) atomic_store(&c->released, 1);
+  int n = cpl_nranks(c);
+  if (atomic_fetch_add(&c->left, 1) + 1 == n) atomic_store(&c->released, 1);
 }
 
-int sim_cpl_entered_all(sim_cpl_t *c) { return atomic_load(&c->entered) >= c->nranks; }
+int sim_cpl_entered_all(sim_cpl_t *c) { return atomic_load(&c->entered) >= cpl_nranks(c); }
 
 int sim_cpl_ready(sim_cpl_t *c) {
-  return atomic_load(&c->entered) >= c->nranks && atomic_load(&c->out) >= c->nranks;
+  int n = cpl_nranks(c);
+  return atomic_load(&c->entered) >= n && atomic_load(&c->out) >= n;
 }
 
 void sim_cpl_mark(sim_cpl_t *c, int which, int rank, int lane, int value) {
@@ -198,8 +203,8 @@ int sim_cpl_get(sim_cpl_t *c, int which, int rank, int lane) {
 }
 
 /* ------------------------------------------------------------------ fault options */
-static const char *const kind_names[SIM_NFAULT_KINDS] = {"none",     "skip",           "stall",
-                                                         "mismatch", "mismatch-dtype", "kill"};
+static const char *const kind_names[SIM_NFAULT_KINDS] = {
+    "none", "skip", "stall", "mismatch", "mismatch-dtype", "kill", "ktime"};
 
 const char *sim_fault_name(int kind) {
   return kind > 0 && kind < SIM_NFAULT_KINDS ? kind_names[kind] : "none";
@@ -231,7 +236,7 @@ static int parse_one(const char *spec) {
 bad:
   fprintf(stderr,
           "nccl-sim: bad --fault '%s': expected KIND:RANK:SEQ, KIND one of skip, stall, mismatch, "
-          "mismatch-dtype, kill; RANK and SEQ numbers from 0\n",
+          "mismatch-dtype, kill, ktime; RANK and SEQ numbers from 0\n",
           spec);
   return -1;
 }

@@ -289,6 +289,7 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
   if (kind == POP_SEND && t->fault == SIM_FAULT_STALL) /* freeze with earlier steps done */
     o->stall_at = 1 + (o->nsteps > 1 ? 1 : 0);
   if (kind == POP_KERNEL && sim_opt.gpu_gbps > 0) o->kern_ns = kernel_ns(t, p->comm->nranks);
+  if (kind == POP_KERNEL && t->fault == SIM_FAULT_KTIME) o->kshift = SIM_KTIME_SHIFT_NS;
   return o;
 }
 

@@ -272,7 +272,7 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
     d.parentObj = o->parent;
     d.kernelCh.channelId = (uint8_t)o->channel;
     o->gpu_start = o->inst->gpu_launch + 700 + 40 * (uint64_t)o->channel;
-    d.kernelCh.pTimer = o->gpu_start;
+    d.kernelCh.pTimer = o->gpu_start + o->kshift;
     sim_ev_start(o->ctx, &o->kch_h, &d);
     o->started = 1;
     if (o->hang) {
@@ -285,6 +285,9 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
   /* coupled: the kernel ends only when every rank entered and sent its data (fault.c) */
   if (o->inst->cpl && !sim_cpl_ready(o->inst->cpl)) return 0;
+  /* the fake GPU clock when this rank saw every rank enter: its kernel, which needs their data,
+     cannot end before (report: GPU times that cannot be right) */
+  if (o->inst->cpl && !o->ready_gpu) o->ready_gpu = sim_gpu_ns();
   /* the GPU finished a little before the proxy polled the completion slot */
   uint64_t stop = sim_gpu_ns() - 200 - sim_rand(&p->rng) % 1500;
   if (o->kern_ns) { /* --gpu-gbps: the fake GPU clock says every channel ends kern_ns after the
@@ -296,13 +299,14 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
       uint64_t net = atomic_load(&o->inst->net_done_gpu);
       if (net > end) end = net;
     }
+    if (end < o->ready_gpu) end = o->ready_gpu;
     if (sim_gpu_ns() < end) return 0;
     stop = end;
   }
   if (stop <= o->gpu_start) stop = o->gpu_start + 100;
   ncs_args_v6_t a;
   memset(&a, 0, sizeof a);
-  a.kernelCh.pTimer = stop;
+  a.kernelCh.pTimer = stop + o->kshift;
   sim_ev_state(SIM_T_KERNEL_CH, o->kch_h, NCS_ST_KERNEL_CH_STOP, &a);
   sim_ev_stop(SIM_T_KERNEL_CH, &o->kch_h);
   return 2;

@@ -202,6 +202,14 @@ static int fault_point(int lr, sim_call_t *k) {
     kill(getpid(), SIGKILL);
     for (;;) pause();
   case SIM_FAULT_STALL: k->fault = SIM_FAULT_STALL; return 0;
+  case SIM_FAULT_KTIME: /* NCCL hands this op's KernelCh another operation's GPU timestamps */
+    k->fault = SIM_FAULT_KTIME;
+    fprintf(stderr,
+            "nccl-sim: fault ktime:%d:%lld: rank %d's KernelCh times of %s seqNumber %llu are %llu ms "
+            "late; the job goes on\n",
+            g, (long long)op, g, sim_func_str[k->func], (unsigned long long)seqno,
+            (unsigned long long)(SIM_KTIME_SHIFT_NS / 1000000));
+    return 0;
   case SIM_FAULT_MISMATCH:
   case SIM_FAULT_MISMATCH_DTYPE: {
     size_t count = k->count;

@@ -46,7 +46,9 @@ enum { SIM_NET_SOCK = 0, SIM_NET_IB = 1, SIM_NET_MIX = 2 };
 
 /* --fault KIND:RANK:SEQ (docs/nccl-sim.md "Faults") */
 enum { SIM_FAULT_NONE = 0, SIM_FAULT_SKIP, SIM_FAULT_STALL, SIM_FAULT_MISMATCH,
-       SIM_FAULT_MISMATCH_DTYPE, SIM_FAULT_KILL, SIM_NFAULT_KINDS };
+       SIM_FAULT_MISMATCH_DTYPE, SIM_FAULT_KILL, SIM_FAULT_KTIME, SIM_NFAULT_KINDS };
+/* ktime: that rank's KernelCh pTimers of the op are another operation's, this much later */
+#define SIM_KTIME_SHIFT_NS 20000000ull
 #define SIM_MAX_FAULTS 16
 typedef struct {
   int kind, rank; /* rank: global rank */
@@ -220,6 +222,8 @@ typedef struct sim_pop {
   int rounds, frozen;
   uint64_t gpu_start;
   uint64_t kern_ns;      /* --gpu-gbps: KernelCh lasts this long (bus bytes / G) */
+  uint64_t kshift;       /* --fault ktime: added to its KernelCh pTimers */
+  uint64_t ready_gpu;    /* coupled: fake GPU time when it saw every rank enter (0 not yet) */
   void *kch_h;
 } sim_pop_t;
 

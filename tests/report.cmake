@@ -1,8 +1,10 @@
 # `ncclscope report` (docs/report.md) on nccl-sim jobs with injected delays: the straggler and
 # the slow link are named, busbw matches --gpu-gbps within 2%, --json parses with its fields;
 # bounded: the analysis holds no more rank operations at once for a job 6.7x longer (its own
-# count, `analysis.peak_held_ops`), so its memory does not grow with the job.
-foreach(c straggler slowlink busbw json bounded usage)
+# count, `analysis.peak_held_ops`), so its memory does not grow with the job; ktime: one rank's
+# KernelCh times of one AllReduce belong to another operation (nccl-sim --fault ktime), and the
+# report flags that instance and names the rank.
+foreach(c straggler slowlink busbw ktime json bounded usage)
   add_test(NAME report_${c}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/report_check.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>

@@ -1,6 +1,6 @@
 #!/bin/sh
 # report_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - `ncclscope report` on nccl-sim jobs with
-# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | json | bounded | usage.
+# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | ktime | json | bounded | usage.
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
 rm -rf "$W" && mkdir -p "$W"
@@ -28,6 +28,23 @@ busbw)
   py "b=[x for x in r['buckets'] if not x['p2p']]; assert b
 for x in b: assert abs(x['busbw_p50_gbs']-0.1)<=0.002, x; assert x['timing']['kernel_gpu']==x['count'], x" \
      "busbw not within 2% of 0.1 GB/s"
+  ;;
+ktime)
+  # NCCL hands rank 2's KernelCh of AllReduce #10 another operation's timestamps (20 ms late):
+  # that instance alone is flagged and rank 2 named; it stays in the aggregates
+  run --ranks 4 --iters 20 --gpu-gbps 0.1 --fault ktime:2:10
+  json
+  py "c=r['collectives']; assert c['gpu_suspect']==1, c; e=c['gpu_suspect_examples'][0]
+assert e['rank']==2 and e['seq']==10 and e['func']=='AllReduce', e
+assert 15e6 < e['launch_ns'] < 25e6 and e['gap_ns'] > 1e6, e
+b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==20, b" "suspect GPU times"
+  "$NCS" report "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
+  grep -q "^1 instances have GPU times that cannot be right" "$W/r.txt" || fail "no suspect line"
+  # the same job without the fault has none
+  rm -rf "$W/t"
+  run --ranks 4 --iters 20 --gpu-gbps 0.1 --couple on
+  json
+  py "assert r['collectives']['gpu_suspect']==0, r['collectives']" "false suspect"
   ;;
 json)
   NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 10 >"$W/sim.out"

@@ -412,8 +412,13 @@ static void read_clocks(ncs_analysis_t *a, const char *path, uint32_t pi) {
     int64_t d = med - pr->clk_off;
     if (clk.n && d < 1000000000 && d > -1000000000) /* within 1 s of realtime: realtime domain */
       pr->gpu_domain = NCS_GPU_REALTIME, pr->gpu_off = pr->clk_off;
-    else
-      pr->gpu_domain = NCS_GPU_OWN, pr->gpu_off = gaps.v[gaps.n - 1]; /* least-delayed start */
+    else { /* the least-delayed start: the largest gap, but not one more than NCS_AN_GPU_TOL_NS
+            * above the median, since a pTimer later than the host saw the channel start belongs
+            * to another operation (docs/report.md, "GPU times that cannot be right") */
+      size_t top = gaps.n;
+      while (top > 1 && gaps.v[top - 1] > med + NCS_AN_GPU_TOL_NS) top--;
+      pr->gpu_domain = NCS_GPU_OWN, pr->gpu_off = gaps.v[top - 1];
+    }
     pr->gap_p50 = med - pr->gpu_off, pr->gap_p99 = qi64(gaps.v, gaps.n, 0.99) - pr->gpu_off;
     pr->gap_min = gaps.v[0] - pr->gpu_off, pr->gap_max = gaps.v[gaps.n - 1] - pr->gpu_off;
     pr->gap_n = gaps.n;
@@ -699,6 +704,52 @@ static void retain_instance(priv_t *P, const op_t *ops, size_t n, ncs_an_instanc
 }
 
 /* the metrics of one collective instance: ops[0..n) sorted by rank */
+/* GPU times that cannot be right. In an AllReduce, AllGather or ReduceScatter every rank's
+ * output depends on every rank's input, which a rank sends only once its kernel runs: no rank's
+ * kernel can end before every other rank's kernel started. When one does (by more than
+ * NCS_AN_GPU_TOL_NS), either NCCL gave some rank's KernelCh the timestamps of another operation
+ * (its per-channel ring of 64 work slots overrun, or its host and GPU work counters out of step;
+ * research 3.5), or a rank's GPU clock is mapped wrong. The instance is counted and shown, and
+ * kept in the aggregates: a wrong clock mapping would otherwise empty the report. The rank named
+ * is the one whose launch delay (kernel start - call) is furthest from the median rank's.
+ * Returns 1 and notes the instance then. */
+static int gpu_suspect(ncs_analysis_t *a, priv_t *P, const op_t *ops, size_t n) {
+  const char *f = ops[0].func;
+  if (n < 2 || !(is_func(f, "AllReduce") || is_func(f, "AllGather") || is_func(f, "ReduceScatter")))
+    return 0;
+  int64_t m1 = INT64_MIN, m2 = INT64_MIN; /* the two latest kernel starts */
+  for (size_t k = 0; k < n; k++) {
+    int64_t ks = kstart(a, &ops[k]);
+    if (!ks) return 0; /* a rank without GPU times: nothing to compare */
+    if (ks > m1) m2 = m1, m1 = ks;
+    else if (ks > m2) m2 = ks;
+  }
+  int64_t worst = INT64_MIN;
+  for (size_t k = 0; k < n; k++) {
+    int64_t ks = kstart(a, &ops[k]), others = ks == m1 ? m2 : m1;
+    int64_t gap = others - (ks + (int64_t)(ops[k].gpu_stop - ops[k].gpu_start));
+    if (gap > worst) worst = gap;
+  }
+  if (worst <= NCS_AN_GPU_TOL_NS) return 0;
+  a->gpu_suspect++;
+  if (a->ngsus >= sizeof a->gsus / sizeof a->gsus[0]) return 1;
+  int64_t *l = P->arr; /* free here: analyse_instance fills it later */
+  for (size_t k = 0; k < n; k++) l[k] = kstart(a, &ops[k]) - arrival(a, &ops[k]);
+  int64_t *sorted = P->arr + n;
+  memcpy(sorted, l, n * sizeof *l);
+  sort_n(sorted, n, sizeof *sorted, cmp_i64);
+  int64_t med = qi64(sorted, n, 0.5), far = -1;
+  size_t wk = 0;
+  for (size_t k = 0; k < n; k++) {
+    int64_t d = l[k] > med ? l[k] - med : med - l[k];
+    if (d > far) far = d, wk = k;
+  }
+  uint32_t i = a->ngsus++;
+  a->gsus[i].comm = ops[0].comm, a->gsus[i].func = f, a->gsus[i].seq = ops[0].seq;
+  a->gsus[i].rank = ops[wk].rank, a->gsus[i].gap = worst, a->gsus[i].launch = l[wk];
+  return 1;
+}
+
 static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size_t n) {
   const op_t *I = &ops[0];
   ncs_an_comm_t *cm = &a->comms[I->comm];
@@ -707,12 +758,13 @@ static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size
   for (size_t k = 1; k < n; k++)
     if (ops[k].rank == ops[k - 1].rank) a->unmatched_seq++;
   check_mismatch(a, P, ops, n);
-  if (n > P->capd) {
+  if (2 * n > P->capd) { /* arr: 2n for gpu_suspect */
     P->capd = 2 * n;
     P->durs = ncs_xrealloc(P->durs, P->capd * sizeof *P->durs);
     P->arr = ncs_xrealloc(P->arr, P->capd * sizeof *P->arr);
   }
   int64_t *durs = P->durs, *arr = P->arr;
+  gpu_suspect(a, P, ops, n);
   /* arrivals */
   int64_t first = INT64_MAX, last = INT64_MIN, kmax = 0, dmax = -1, dmin = INT64_MAX;
   size_t lastk = 0, firstk = 0;

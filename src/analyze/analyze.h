@@ -35,6 +35,11 @@
 #endif
 #define NCS_AN_OPEN_MAX 4096      /* open instances per communicator at most */
 #define NCS_AN_HOST_SAMPLES 65536 /* host offset samples kept per host (reservoir) */
+/* GPU times that cannot be right (docs/report.md, "GPU times that cannot be right"): a rank's
+ * kernel of an AllReduce/AllGather/ReduceScatter ended more than this before any other rank's
+ * kernel of the same instance started; and a KernelCh pTimer more than this after the host saw
+ * the channel start is not used to map the GPU clock */
+#define NCS_AN_GPU_TOL_NS 1000000ll
 
 enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
 extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
@@ -144,6 +149,18 @@ typedef struct {
   uint64_t instances, incomplete, coll_ops, unmatched_seq;
   uint64_t mismatched;
   uint64_t unsampled; /* instances left out of latency/bandwidth: KernelCh not sampled (docs) */
+  /* instances whose GPU times cannot be right (NCS_AN_GPU_TOL_NS): counted, the first few
+   * as examples; they stay in the aggregates */
+  uint64_t gpu_suspect;
+  struct {
+    uint32_t comm;
+    const char *func;
+    uint64_t seq;
+    int32_t rank;   /* the rank whose kernel start is furthest from its own arrival */
+    int64_t gap;    /* how long before the other ranks' first kernel start its kernel ended, ns */
+    int64_t launch; /* that rank's kernel start - its arrival, ns */
+  } gsus[8];
+  uint32_t ngsus;
   ncs_an_mismatch_t mism[16];
   uint32_t nmism;
   uint64_t sends, recvs, p2p_pairs, p2p_unmatched_send, p2p_unmatched_recv, p2p_bytes_mismatch;

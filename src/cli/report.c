@@ -85,6 +85,13 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     ncs_json_str(o, m->what);
     fputc('}', o);
   }
+  fprintf(o, "],\"gpu_suspect\":%" PRIu64 ",\"gpu_suspect_examples\":[", a->gpu_suspect);
+  for (uint32_t k = 0; k < a->ngsus; k++) {
+    fprintf(o, "%s{\"comm\":%u,\"func\":", k ? "," : "", a->gsus[k].comm);
+    ncs_json_str(o, a->gsus[k].func);
+    fprintf(o, ",\"seq\":%" PRIu64 ",\"rank\":%d,\"gap_ns\":%" PRId64 ",\"launch_ns\":%" PRId64 "}",
+            a->gsus[k].seq, a->gsus[k].rank, a->gsus[k].gap, a->gsus[k].launch);
+  }
   fprintf(o,
           "]},\n\"p2p\":{\"sends\":%" PRIu64 ",\"recvs\":%" PRIu64 ",\"pairs\":%" PRIu64
           ",\"unmatched_sends\":%" PRIu64 ",\"unmatched_recvs\":%" PRIu64
@@ -164,6 +171,18 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o, "%" PRIu64 " instances have no GPU times (KernelCh sampling, NCCLSCOPE_KERNEL_SAMPLE): "
                "counted for arrivals and skew, left out of latency and bandwidth\n\n",
             a->unsampled);
+  if (a->gpu_suspect) {
+    char g[32], l[32];
+    ncs_fmt_ns(g, sizeof g, (double)a->gsus[0].gap);
+    ncs_fmt_ns(l, sizeof l, (double)a->gsus[0].launch);
+    fprintf(o,
+            "%" PRIu64 " instances have GPU times that cannot be right: a rank's kernel ended before "
+            "another rank's began (NCCL gave a KernelCh another operation's timestamps, or a GPU "
+            "clock is mapped wrong); their latency, bandwidth and waits are doubtful. First: comm %u "
+            "%s #%" PRIu64 ", rank %d's kernel starts %s after its call, %s after another rank's "
+            "kernel ended\n\n",
+            a->gpu_suspect, a->gsus[0].comm, a->gsus[0].func, a->gsus[0].seq, a->gsus[0].rank, l, g);
+  }
   fprintf(o, "Findings\n");
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];
