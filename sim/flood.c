@@ -7,6 +7,11 @@
  * version adapter); with --plugin none they go to no-op functions through the same pointers, so
  * the difference is the plugin's cost.
  *
+ * With --cold KB a round is instead one AllReduce as NCCL 2.28 reports it with ncclscope's default
+ * events (GroupApi start, its two states, CollApi, Group, Coll, KernelLaunch), and KB of a private
+ * buffer is written between rounds, outside the timed calls: what the plugin pays when NCCL's
+ * own work between two operations has evicted its cache lines (docs/benchmarks.md).
+ *
  * Reported: seconds = wall time of the loop (first start to last end); events_per_sec =
  * events / seconds; ns_per_event = time the threads spent inside the call loop divided by the
  * events (with --rate the busy-wait between batches is excluded); cpu_seconds = process CPU time
@@ -63,7 +68,9 @@ static inline void f_state(producer_t *p, unsigned t, void *h, int s, ncs_args_v
 }
 
 typedef struct {
-  ncs_descr_v6_t coll, kch, op, step;
+  ncs_descr_v6_t coll, kch, op, step, gapi, capi, grp, launch;
+  unsigned char *sweep; /* --cold */
+  size_t sweep_len;
   void *coll_h, *kch_h;
   uint64_t seq;
 } flood_state_t;
@@ -87,6 +94,45 @@ static void flood_descrs(flood_state_t *s, int index) {
   s->op.proxyOp.chunkSize = 131072;
   s->op.proxyOp.isSend = 1;
   s->step.type = NCS_EV_PROXY_STEP;
+  s->gapi.type = NCS_EV_GROUP_API;
+  s->capi.type = NCS_EV_COLL_API;
+  s->capi.collApi.func = "AllReduce";
+  s->capi.collApi.datatype = "ncclFloat32";
+  s->capi.collApi.count = 2;
+  s->grp.type = NCS_EV_GROUP;
+  s->launch.type = NCS_EV_KERNEL_LAUNCH;
+  if (sim_opt.flood_cold_kb > 0) {
+    s->sweep_len = (size_t)(sim_opt.flood_cold_kb * 1024);
+    s->sweep = sim_xcalloc(1, s->sweep_len);
+  }
+}
+
+/* --cold: one AllReduce with the default events, the calls NCCL 2.28 makes for it (13) */
+static void flood_api_round(producer_t *p, flood_state_t *s) {
+  void *g, *c, *grp, *coll, *l;
+  ncs_args_v6_t a;
+  memset(&a, 0, sizeof a);
+  f_start(p, SIM_T_GROUP_API, &g, &s->gapi);
+  f_state(p, SIM_T_GROUP_API, g, NCS_ST_GROUP_START_API_STOP, &a);
+  s->capi.parentObj = g;
+  f_start(p, SIM_T_COLL_API, &c, &s->capi);
+  f_stop(p, SIM_T_COLL_API, &c);
+  f_state(p, SIM_T_GROUP_API, g, NCS_ST_GROUP_END_API_START, &a);
+  f_start(p, SIM_T_GROUP, &grp, &s->grp);
+  s->coll.coll.seqNumber = s->seq++;
+  s->coll.parentObj = c;
+  f_start(p, SIM_T_COLL, &coll, &s->coll);
+  s->launch.parentObj = g;
+  f_start(p, SIM_T_KERNEL_LAUNCH, &l, &s->launch);
+  f_stop(p, SIM_T_KERNEL_LAUNCH, &l);
+  f_stop(p, SIM_T_COLL, &coll);
+  f_stop(p, SIM_T_GROUP, &grp);
+  f_stop(p, SIM_T_GROUP_API, &g);
+}
+
+/* --cold: NCCL's work between two operations, outside the timed calls */
+static void flood_sweep(flood_state_t *s, uint64_t r) {
+  for (size_t i = 0; i < s->sweep_len; i += 64) s->sweep[i] = (unsigned char)(r + i);
 }
 
 /* One ProxyOp with its steps, opening or closing a Coll/KernelCh pair every COLL_EVERY rounds. */
@@ -136,7 +182,17 @@ static void *producer_main(void *arg) {
   p->t0 = sim_now_ns();
   uint64_t r = 0, busy = 0, now = p->t0;
   int timed = p->target == 0, paced = g_rate_pt > 0;
+  int cold = s.sweep != NULL;
   while (!flood_done(p, now)) {
+    if (cold) { /* time the calls only */
+      flood_sweep(&s, r);
+      uint64_t b0 = sim_now_ns();
+      flood_api_round(p, &s);
+      r++;
+      now = sim_now_ns();
+      busy += now - b0;
+      continue;
+    }
     uint64_t b0 = paced ? sim_now_ns() : 0;
     flood_round(p, &s, r++);
     if (timed || paced) now = sim_now_ns();
@@ -156,7 +212,8 @@ static void *producer_main(void *arg) {
   f_stop(p, SIM_T_KERNEL_CH, &s.kch_h);
   f_stop(p, SIM_T_COLL, &s.coll_h);
   p->t1 = sim_now_ns();
-  p->busy_ns = paced ? busy : p->t1 - p->t0;
+  p->busy_ns = paced || cold ? busy : p->t1 - p->t0;
+  free(s.sweep);
   atomic_fetch_add(&sim_cnt->ops, r);
   return NULL;
 }

@@ -141,6 +141,10 @@ static void usage(FILE *f) {
       "  --speed X         replay: X times the recorded pace (default 1; 0 = no pacing)\n"
       "  --pace spin|yield flood: wait between paced batches spinning (default) or calling\n"
       "                    sched_yield like an idle NCCL proxy thread (for more threads than cores)\n"
+      "  --cold KB         flood: each round is one AllReduce as NCCL 2.28 reports it with the\n"
+      "                    default events (GroupApi, CollApi, Group, Coll, KernelLaunch: 13 calls),\n"
+      "                    and KB of memory is written between rounds, untimed, as NCCL's own\n"
+      "                    enqueue work evicts the plugin's cache lines between operations\n"
       "  --verbose         print the plugin's log lines and progress to stderr\n"
       "  --list            list the scenarios\n"
       "  --help            this text\n",
@@ -174,7 +178,7 @@ static int parse_mask(const char *s, long *out) {
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
-  O_PACE, O_REPLAY, O_SPEED, O_VERBOSE,
+  O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -208,7 +212,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"hang-s", 1, 0, O_HANG_S},
                                           {"events", 1, 0, O_EVENTS},
                                           {"duration", 1, 0, O_DURATION},
-                                          {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
+                                          {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE}, {"cold", 1, 0, O_COLD}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
                                           {"verbose", 0, 0, O_VERBOSE},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
@@ -296,6 +300,7 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
       o->scenario = "replay";
       break;
     case O_SPEED: NUM(0, 1e6, o->replay_speed); break;
+    case O_COLD: NUM(1, 1048576, o->flood_cold_kb); break;
     case O_PACE:
       if (!strcmp(optarg, "spin") || !strcmp(optarg, "yield")) {
         o->flood_yield = optarg[0] == 'y';

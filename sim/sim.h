@@ -70,6 +70,7 @@ typedef struct {
   uint64_t flood_events;
   double flood_duration, flood_rate;
   int flood_yield; /* --pace yield */
+  double flood_cold_kb; /* --cold KB: flood rounds are API operations, with KB swept between */
   /* replay */
   const char *replay_path;
   char **replay_files;

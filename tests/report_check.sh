@@ -12,7 +12,7 @@ case $CASE in
 straggler)
   run --ranks 4 --iters 20 --slow-rank 2 --slow-us 3000
   json
-  py "s=r['stragglers'][0]; assert s['rank']==2, s; assert s['last_fraction']>=0.9, s" \
+  py "s=r['stragglers'][0]; assert s['rank']==2, s; assert s['last_fraction']>=0.7, s" \
      "top straggler is not rank 2"
   "$NCS" report "$W/t" | grep -q "rank 2 (pid [0-9]*) arrived last" || fail "text finding"
   ;;

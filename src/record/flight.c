@@ -620,6 +620,10 @@ int ncs_fl_poll(char *trigger, size_t tlen, uint64_t *trigger_real) {
   struct stat st;
   if (stat(F.trig_path, &st) == 0 &&
       (!F.trig_seen || st.st_mtim.tv_sec != F.trig_mtime.tv_sec || st.st_mtim.tv_nsec != F.trig_mtime.tv_nsec)) {
+    /* `echo why > ncclscope.dump` creates (truncates) the file before it writes the line: an
+     * empty file changed in the last 200 ms is still being written; take it at the next poll */
+    uint64_t mt = (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec;
+    if (st.st_size == 0 && ncs_realtime_ns() < mt + 200000000ull) return 0;
     F.trig_mtime = st.st_mtim, F.trig_seen = 1;
     trigger[0] = 0;
     FILE *f = fopen(F.trig_path, "r");
