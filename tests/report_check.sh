@@ -10,7 +10,7 @@ json() { "$NCS" report --json "$W/t" >"$W/report.json" || fail "report exited $?
 py() { python3 -c "import json,sys; r=json.load(open('$W/report.json')); $1" || fail "$2"; }
 case $CASE in
 straggler)
-  run --ranks 4 --iters 20 --slow-rank 2 --slow-us 3000
+  run --ranks 4 --iters 20 --slow-rank 2 --slow-us 10000
   json
   py "s=r['stragglers'][0]; assert s['rank']==2, s; assert s['last_fraction']>=0.7, s" \
      "top straggler is not rank 2"
