@@ -40,7 +40,11 @@ static void pin(int cpu) {
   cpu_set_t s;
   CPU_ZERO(&s);
   CPU_SET(cpu, &s);
-  pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+  int rc = pthread_setaffinity_np(pthread_self(), sizeof s, &s);
+  if (rc) {
+    fprintf(stderr, "host_cost: cannot pin to CPU %d (error %d)\n", cpu, rc);
+    exit(2);
+  }
 }
 
 static void *ponger(void *arg) {

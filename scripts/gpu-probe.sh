@@ -25,12 +25,15 @@ tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   echo "perf: $(command -v perf || echo none)"
 } >"$OUT/host.txt" 2>&1
 HC=$B/host_cost; [ -x "$HC" ] || HC=$B/bench/host_cost
-# a CPU of another NUMA node, when there is one
+# two CPUs of one node (past CPUs 0 and 1 where there are more than 3) and a CPU of another NUMA
+# node, when there is one
+A=0; [ "$(nproc)" -gt 3 ] && A=2
+C=$((A + 1))
 N1=$(lscpu -p=CPU,NODE 2>/dev/null | grep -v '^#' | awk -F, '$2 == 1 {print $1; exit}')
 {
   echo "== unpinned"; "$HC"
-  echo "== cpus 2,3"; "$HC" 2 3
-  [ -n "$N1" ] && { echo "== cpus 2,$N1 (other NUMA node)"; "$HC" 2 "$N1"; }
+  echo "== cpus $A,$C"; "$HC" "$A" "$C"
+  [ -n "$N1" ] && { echo "== cpus $A,$N1 (other NUMA node)"; "$HC" "$A" "$N1"; }
 } >"$OUT/host_cost.txt" 2>&1
 SIM=$B/nccl-sim; [ -x "$SIM" ] || SIM=$B/sim/nccl-sim
 EMPTY=$(realpath "$(ls $B/libnccl-profiler-empty.so $B/bench/libnccl-profiler-empty.so 2>/dev/null | head -1)")
@@ -42,7 +45,7 @@ flood() { # CPUS PLUGIN [nccl-sim args]: one flood run, its "flood:" line
     --threads 1 --events "$EVENTS" "$@" 2>&1 | grep '^flood:'
 }
 for r in $(seq "$REPS"); do
-  for c in - 2,3 ${N1:+2,$N1} 2; do
+  for c in - "$A,$C" ${N1:+"$A,$N1"} "$A"; do
     for p in none "$EMPTY" "$PLUGIN"; do echo "rep=$r cpus=$c plugin=$(basename "$p") $(flood "$c" "$p")"; done
     echo "rep=$r cpus=$c plugin=ncclscope-paced $(flood "$c" "$PLUGIN" --rate 5000000 --duration 2)"
   done
