@@ -142,6 +142,10 @@ print(f"ok: {len(r['ranks'])} ranks, {len(rb)} collective buckets and the stragg
 EOF
   [ "$(q 'SELECT COUNT(*) FROM collectives')" = "$(python3 -c "import json; print(json.load(open('$W/report.json'))['collectives']['instances'])")" ] ||
     fail "collectives rows != report instances"
+  # the instances whose GPU times cannot be right: as many rows as the report counts
+  [ "$(q 'SELECT COUNT(*) FROM collectives WHERE gpu_suspect')" = "$(q "SELECT value FROM meta WHERE key = 'gpu_suspect'")" ] &&
+  [ "$(q "SELECT value FROM meta WHERE key = 'gpu_suspect'")" = "$(python3 -c "import json; print(json.load(open('$W/report.json'))['collectives']['gpu_suspect'])")" ] ||
+    fail "gpu_suspect rows != meta != report"
 
   # --events: only the Coll rows; the analysis tables stay
   "$NCS" export -q -f sqlite -e coll "$W/t" -o "$W/coll.sqlite" || fail "export -e coll"

@@ -764,7 +764,7 @@ static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size
     P->arr = ncs_xrealloc(P->arr, P->capd * sizeof *P->arr);
   }
   int64_t *durs = P->durs, *arr = P->arr;
-  gpu_suspect(a, P, ops, n);
+  int suspect = gpu_suspect(a, P, ops, n);
   /* arrivals */
   int64_t first = INT64_MAX, last = INT64_MIN, kmax = 0, dmax = -1, dmin = INT64_MAX;
   size_t lastk = 0, firstk = 0;
@@ -846,7 +846,8 @@ static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size
         .first_arrival = first, .last_arrival = last, .skew = skew,
         .first_rank = ops[firstk].rank, .last_rank = ops[lastk].rank,
         .last_counted = n > 1 && skew > 0, .wait_caused = inst_caused,
-        .slowest_rank = inst_slowest, .slowest_excess = inst_excess, .unsampled = unsampled};
+        .slowest_rank = inst_slowest, .slowest_excess = inst_excess, .unsampled = unsampled,
+        .gpu_suspect = suspect};
     retain_instance(P, ops, n, &x);
   }
 }

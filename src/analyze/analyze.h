@@ -220,6 +220,7 @@ typedef struct {
   int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
   int64_t slowest_excess; /* its duration - the median duration */
   int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */
+  int gpu_suspect;       /* its GPU times cannot be right (a->gpu_suspect, docs/report.md) */
 } ncs_an_instance_t;
 
 typedef struct {

@@ -94,6 +94,8 @@ int ncs_cmd_demo(int argc, char **argv) {
                  (char *)d.iters,
                  "--procs",
                  (char *)d.procs,
+                 "--couple", /* ranks wait for each other, as on GPUs: kernels overlap */
+                 "on",
                  NULL};
   ncs_record_opts_t o = {.verb = "demo",
                          .out_dir = d.out,

@@ -84,7 +84,7 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
   X(P, timing, T) X(P, median_duration_ns, I) X(P, algbw_gbs, R) X(P, busbw_gbs, R)                \
   X(P, first_arrival_job_ns, I) X(P, last_arrival_job_ns, I) X(P, skew_ns, I) X(P, first_rank, I)  \
   X(P, last_rank, I) X(P, last_counted, I) X(P, wait_caused_ns, I) X(P, slowest_rank, I)           \
-  X(P, slowest_excess_ns, I) X(P, unsampled, I)
+  X(P, slowest_excess_ns, I) X(P, unsampled, I) X(P, gpu_suspect, I)
 
 #define COLS_BUCKETS(X, P)                                                                         \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, func, T) X(P, p2p, I)                  \
@@ -1051,6 +1051,7 @@ static void analysis_tables(sq_t *q) {
     if (x->slowest_rank >= 0)
       b_i64(s, CO_slowest_rank, x->slowest_rank), b_i64(s, CO_slowest_excess_ns, x->slowest_excess);
     b_i64(s, CO_unsampled, x->unsampled != 0);
+    b_i64(s, CO_gpu_suspect, x->gpu_suspect != 0);
     insert(q, NCS_SQ_COLLECTIVES);
   }
   for (uint32_t k = 0; k < a->nbuckets; k++) {
@@ -1104,11 +1105,11 @@ static void meta(sq_t *q, const char *path) {
               {"duplicate_seq", ""},        {"mismatched", ""},  {"sends", ""},
               {"recvs", ""},                {"p2p_pairs", ""},   {"p2p_unmatched_sends", ""},
               {"p2p_unmatched_recvs", ""},  {"p2p_bytes_mismatch", ""}, {"damaged_files", ""},
-              {"unsampled", ""}};
+              {"unsampled", ""},            {"gpu_suspect", ""}};
   uint64_t vals[] = {NCS_FORMAT_VERSION, a->nprocs, (uint64_t)a->error, a->instances,
                      a->incomplete, a->coll_ops, a->unmatched_seq, a->mismatched, a->sends,
                      a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
-                     a->p2p_bytes_mismatch, a->damaged_files, a->unsampled};
+                     a->p2p_bytes_mismatch, a->damaged_files, a->unsampled, a->gpu_suspect};
   for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
     snprintf(nums[i].v, sizeof nums[i].v, "%" PRId64, (int64_t)vals[i]);
   const char *kv[][2] = {{"schema", NCS_SQLITE_SCHEMA},
