@@ -37,6 +37,7 @@ static int *mask_ptr;         /* NCCL's activation mask int, for KernelCh sampli
 static uint32_t mask_set;     /* what init stored there */
 static int announced;
 static _Thread_local uint32_t tls_groups;
+static int sample_stopped; /* the first send/recv was seen: KernelCh stays on (atomic) */
 
 static void config(void) {
   uint32_t m = NCS_EV_ALL;
@@ -67,17 +68,25 @@ static void set_mask(int *mask, uint32_t all_of_version, int abi) {
   __atomic_store_n(mask, (int)bits, __ATOMIC_RELAXED);
 }
 
-/* KernelCh sampling: NCCL copies the mask at each API call, so turning the KernelCh bit on for
- * one group in N at that group's first event is what ncclscope does (src/plugin/plugin.c). */
+/* KernelCh sampling as ncclscope does it (src/plugin/plugin.c): NCCL copies the mask at each API
+ * call, so the KernelCh bit is turned on for one group in N at that group's first event, and
+ * stays on from the first send/recv on (ncs_sampling_stops_at), so that this floor asks NCCL for
+ * what ncclscope asks for. */
 static void sample(uint64_t type, uint64_t at) {
-  if (type != at) return;
+  int stop = ncs_sampling_stops_at(type);
+  if (type != at && !stop) return;
   int *mp = __atomic_load_n(&mask_ptr, __ATOMIC_ACQUIRE); /* after init: the config is read */
-  if (!mp || cfg_sample <= 1 || !(__atomic_load_n(&mask_set, __ATOMIC_RELAXED) & NCS_EV_KERNEL_CH))
+  if (!mp || cfg_sample <= 1 || !(__atomic_load_n(&mask_set, __ATOMIC_RELAXED) & NCS_EV_KERNEL_CH) ||
+      __atomic_load_n(&sample_stopped, __ATOMIC_RELAXED))
     return;
+  if (stop) {
+    __atomic_store_n(&sample_stopped, 1, __ATOMIC_RELAXED);
+    ncs_mask_kernel_ch(mp, 1);
+    return;
+  }
   int on = ncs_kernel_sampled(tls_groups++, cfg_sample);
-  int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
-  int want = on ? (cur | NCS_EV_KERNEL_CH) : (cur & ~NCS_EV_KERNEL_CH);
-  if (want != cur) __atomic_store_n(mp, want, __ATOMIC_RELAXED);
+  ncs_mask_kernel_ch(mp, on);
+  if (!on && __atomic_load_n(&sample_stopped, __ATOMIC_RELAXED)) ncs_mask_kernel_ch(mp, 1);
 }
 
 static ncs_result_t init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,

@@ -30,5 +30,5 @@ set_tests_properties(report_html_fixtures PROPERTIES FIXTURES_REQUIRED ncs_trace
 add_test(NAME report_kernel_sample
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sample_check.sh $<TARGET_FILE:nccl-sim>
                  $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
-                 ${CMAKE_CURRENT_BINARY_DIR}/report-sample)
+                 ${CMAKE_CURRENT_BINARY_DIR}/report-sample $<TARGET_FILE:nccl-profiler-empty>)
 set_tests_properties(report_kernel_sample PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "sample check: ok")

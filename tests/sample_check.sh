@@ -1,5 +1,5 @@
 #!/bin/sh
-# sample_check.sh SIM PLUGIN NCCLSCOPE WORKDIR - KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE,
+# sample_check.sh SIM PLUGIN NCCLSCOPE WORKDIR EMPTY - KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE,
 # docs/config.md).
 # 1. N=8, 64 AllReduces per rank: every rank records KernelCh for the same K groups (the first,
 #    then those whose number hashes to 0 mod 8); the other Coll complete at once (no children,
@@ -9,9 +9,10 @@
 #    flight mode records KernelCh for every operation.
 # 3. Sampling stops for good at the first Send/Recv (NCCL 2.28 hangs at communicator destroy
 #    when KernelCh is toggled between groups with send/recv): the sendrecv scenario then records
-#    KernelCh for every operation, and the plugin says why through NCCL's logger.
+#    KernelCh for every operation, and the plugin says why through NCCL's logger. The empty
+#    plugin (EMPTY, the overhead benchmark's floor) samples the same way and stops the same way.
 set -u
-SIM=$1 PLUGIN=$2 NS=$3 W=$4
+SIM=$1 PLUGIN=$2 NS=$3 W=$4 EMPTY=$5
 rm -rf "$W" && mkdir -p "$W"
 fail() { echo "sample check: FAILED: $*"; exit 1; }
 unset NCCLSCOPE_MODE NCCLSCOPE_EVENTS NCCLSCOPE_CAPTURE NCCLSCOPE_KERNEL_SAMPLE
@@ -61,4 +62,10 @@ grep -q "KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=8) stopped at the first send
   fail "sendrecv: no message that sampling stopped"
 "$NS" dump --stats "$W/p2p" >"$W/p2p.stats" 2>&1 || fail "dump --stats (sendrecv)"
 grep -q "no children 0," "$W/p2p.stats" || fail "sendrecv: unsampled operations: $(grep completions "$W/p2p.stats" | tail -1)"
+# the empty plugin: nccl-sim's count of KernelCh starts, sampled (8) and not (1)
+kch() { NCS_EMPTY_EVENTS=default NCS_EMPTY_KERNEL_SAMPLE=$2 "$SIM" --plugin "$EMPTY" --scenario "$1" \
+          --ranks 2 --iters 64 2>&1 | sed -n 's/.* KernelCh=\([0-9]*\),.*/\1/p'; }
+a8=$(kch allreduce 8) a1=$(kch allreduce 1) p8=$(kch sendrecv 8) p1=$(kch sendrecv 1)
+[ -n "$a8" ] && [ "$a8" -gt 0 ] && [ "$a8" -lt "$a1" ] || fail "empty plugin: allreduce KernelCh $a8 sampled vs $a1"
+[ -n "$p8" ] && [ "$p8" = "$p1" ] || fail "empty plugin: sendrecv KernelCh $p8 sampled vs $p1 (sampling must stop)"
 echo "sample check: ok (N=8: $(check n8 64) of 64 groups; default: $k of 512)"

@@ -365,25 +365,23 @@ static COLD void sample_kernel(void) {
   }
   int on = ncs_kernel_sampled(tls_groups++, n);
   tls_sampled = on ? 1 : 2;
-  int cur = __atomic_load_n(mp, __ATOMIC_RELAXED);
-  int want = on ? (cur | NCS_EV_KERNEL_CH) : (cur & ~NCS_EV_KERNEL_CH);
-  if (want != cur) __atomic_store_n(mp, want, __ATOMIC_RELAXED);
+  ncs_mask_kernel_ch(mp, on);
   /* sample_stop ran meanwhile on another thread: make sure the bit it set is not lost */
   if (!on && atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) <= 1)
-    __atomic_fetch_or(mp, NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
+    ncs_mask_kernel_ch(mp, 1);
 }
 
-/* Sampling stops for good at the first point-to-point operation. On NCCL 2.28.9, turning
- * KernelCh off and on between groups that contain Send/Recv (ncclSend/ncclRecv, AlltoAll)
- * leaves NCCL's profiler proxy operations waiting for GPU work counters that never come:
- * every iteration runs, then the process hangs when its communicators are destroyed
- * (measured on 2xH200 with an empty plugin as well; docs/config.md). The group that holds the
- * first Send/Recv keeps its setting; every later group gets KernelCh. */
+/* Sampling stops for good at the first point-to-point operation (ncs_sampling_stops_at). On
+ * NCCL 2.28.9, turning KernelCh off and on between groups that contain Send/Recv
+ * (ncclSend/ncclRecv, AlltoAll) leaves NCCL's profiler proxy operations waiting for GPU work
+ * counters that never come: every iteration runs, then the process hangs when its communicators
+ * are destroyed (measured on 2xH200 with an empty plugin as well; docs/config.md). The group that
+ * holds the first Send/Recv keeps its setting; every later group gets KernelCh. */
 static COLD void sample_stop(void) {
   uint32_t n = atomic_exchange(&ncs_g.kernel_sample, 1);
   if (n <= 1) return; /* another thread stopped it */
   int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
-  if (mp && (ncs_g.mask_set & NCS_EV_KERNEL_CH)) __atomic_fetch_or(mp, NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
+  if (mp && (ncs_g.mask_set & NCS_EV_KERNEL_CH)) ncs_mask_kernel_ch(mp, 1);
   ncs_log(NCS_LOG_WARN,
           "KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=%u) stopped at the first send/recv: "
           "NCCL 2.28 hangs at communicator destroy when KernelCh changes between groups with "
@@ -412,7 +410,7 @@ static inline uint32_t sample_flag(int t) {
     if (NCS_UNLIKELY(atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1 ||      \
                      tls_sampled))                                                                \
       sample_kernel();                                                                            \
-  } else if (NCS_UNLIKELY(t == NCS_T_P2P_API || t == NCS_T_P2P) &&                               \
+  } else if (NCS_UNLIKELY(ncs_sampling_stops_at(d->type)) &&                                    \
              atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {              \
     sample_stop();                                                                                \
   }                                                                                               \
