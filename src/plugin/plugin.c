@@ -356,7 +356,8 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
 static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t tls_groups;
 static __attribute__((tls_model("initial-exec"))) _Thread_local uint8_t tls_sampled; /* 1 on, 2 off */
 
-static COLD void sample_kernel(void) {
+/* Not COLD: with the default NCCLSCOPE_KERNEL_SAMPLE (64) it runs at every group's start. */
+static __attribute__((noinline)) void sample_kernel(void) {
   uint32_t n = atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed);
   int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
   if (n <= 1 || !mp || !(ncs_g.mask_set & NCS_EV_KERNEL_CH)) {
@@ -407,9 +408,8 @@ static inline uint32_t sample_flag(int t) {
   const uint32_t nf = ncs_schema[t].nfields;                                                      \
   ncs_slot_t *s = NULL;                                                                           \
   if (t == SAMPLE_AT) {                                                                           \
-    if (NCS_UNLIKELY(atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1 ||      \
-                     tls_sampled))                                                                \
-      sample_kernel();                                                                            \
+    if (atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1 || tls_sampled)     \
+      sample_kernel(); /* the default samples: every group start */                              \
   } else if (NCS_UNLIKELY(ncs_sampling_stops_at(d->type)) &&                                    \
              atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {              \
     sample_stop();                                                                                \
