@@ -154,6 +154,22 @@ def last_state(st):
     return st.states[-1] if st.states else None
 
 
+def check_waiting_on(job, r, is_send, peer, how, open_steps):
+    """Rank r's send (receive) ProxyOps of op SEQ to (from) the missing rank `peer` are stuck,
+    their steps waiting for it: last state SendPeerWait (RecvWait); with open_steps, every step
+    is there and still open. `how`: "missing" or "dead", for the messages."""
+    want = "ProxyStepSendPeerWait" if is_send else "ProxyStepRecvWait"
+    what = "send step %%s to the %s rank" if is_send else "receive step %%s from the %s rank"
+    what %= how
+    for o in stuck_op(job, r, SEQ, is_send, peer) or []:
+        if open_steps:
+            check(o.steps and all(open_ev(s) for s in o.steps),
+                  "rank %d: a %s stopped" % (r, what % "(any)"))
+        for s in o.steps:
+            check(last_state(s) == want, "rank %d %s: last state %s, want %s" %
+                  (r, what % s.f["step"], last_state(s), want[len("ProxyStep"):]))
+
+
 def no_later(job, ranks, seq):
     for r in ranks:
         later = [s for s in job.seqs(r) if s > seq]
@@ -190,20 +206,8 @@ if CASE == "skip":
         check_kernel_open(job, r, SEQ)
     no_later(job, range(RANKS), SEQ)
     prev, nxt = (R - 1) % RANKS, (R + 1) % RANKS
-    for o in stuck_op(job, prev, SEQ, True, R) or []:
-        check(o.steps and all(open_ev(s) for s in o.steps), "rank %d: a send step to the missing "
-              "rank stopped" % prev)
-        for s in o.steps:
-            check(last_state(s) == "ProxyStepSendPeerWait",
-                  "rank %d send step %s to missing rank: last state %s, want SendPeerWait" %
-                  (prev, s.f["step"], last_state(s)))
-    for o in stuck_op(job, nxt, SEQ, False, R) or []:
-        check(o.steps and all(open_ev(s) for s in o.steps), "rank %d: a receive step from the "
-              "missing rank stopped" % nxt)
-        for s in o.steps:
-            check(last_state(s) == "ProxyStepRecvWait",
-                  "rank %d recv step %s from missing rank: last state %s, want RecvWait" %
-                  (nxt, s.f["step"], last_state(s)))
+    check_waiting_on(job, prev, True, R, "missing", True)
+    check_waiting_on(job, nxt, False, R, "missing", True)
     # ProxyOps not involving the missing rank finish
     for r in OTHERS(R):
         for o in job.get(r, SEQ).pops if job.get(r, SEQ) else []:
@@ -262,12 +266,8 @@ elif CASE == "kill":
             check_kernel_open(job, r, SEQ)
         no_later(job, OTHERS(R), SEQ)
         prev, nxt = (R - 1) % RANKS, (R + 1) % RANKS
-        for o in stuck_op(job, prev, SEQ, True, R) or []:
-            check(all(last_state(s) == "ProxyStepSendPeerWait" for s in o.steps),
-                  "rank %d: send steps to the dead rank not in SendPeerWait" % prev)
-        for o in stuck_op(job, nxt, SEQ, False, R) or []:
-            check(all(last_state(s) == "ProxyStepRecvWait" for s in o.steps),
-                  "rank %d: receive steps from the dead rank not in RecvWait" % nxt)
+        check_waiting_on(job, prev, True, R, "dead", False)
+        check_waiting_on(job, nxt, False, R, "dead", False)
 elif CASE in ("mismatch", "mismatch-dtype"):
     R = 0 if CASE == "mismatch" else 3
     rc, out, err = run_sim("--fault", "%s:%d:%d" % (CASE, R, SEQ), env_events="default")
