@@ -10,44 +10,34 @@ target_link_libraries(ncs-diagnose-gen PRIVATE ncs_tracegen)
 set(NCS_DG_CHECK sh ${CMAKE_CURRENT_SOURCE_DIR}/diagnose_check.sh $<TARGET_FILE:ncclscope>
     $<TARGET_FILE:ncs-diagnose-gen> $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope>)
 
+# one diagnose_check.sh case: test NAME runs CASE in its own directory
+function(ncs_dg_test name case timeout)
+  add_test(NAME ${name} COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/${case} ${case})
+  set_tests_properties(${name} PROPERTIES TIMEOUT ${timeout}
+                       PASS_REGULAR_EXPRESSION "diagnose check ${case}: ok")
+endfunction()
+
 foreach(c healthy skip stall mismatch kill kernel p2p)
   foreach(m trace flight)
-    add_test(NAME diagnose_gen_${c}_${m}
-             COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/gen-${c}-${m} gen-${c}-${m})
-    set_tests_properties(diagnose_gen_${c}_${m} PROPERTIES TIMEOUT 60
-                         PASS_REGULAR_EXPRESSION "diagnose check gen-${c}-${m}: ok")
+    ncs_dg_test(diagnose_gen_${c}_${m} gen-${c}-${m} 60)
   endforeach()
 endforeach()
 # a hung job killed as a whole (traces without footers that stop together): no one died alone
 foreach(c skip stall)
-  add_test(NAME diagnose_gen_${c}_jobkill
-           COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/gen-${c}-jobkill gen-${c}-jobkill)
-  set_tests_properties(diagnose_gen_${c}_jobkill PROPERTIES TIMEOUT 60
-                       PASS_REGULAR_EXPRESSION "diagnose check gen-${c}-jobkill: ok")
+  ncs_dg_test(diagnose_gen_${c}_jobkill gen-${c}-jobkill 60)
 endforeach()
 foreach(c usage incidents)
-  add_test(NAME diagnose_${c} COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/${c} ${c})
-  set_tests_properties(diagnose_${c} PROPERTIES TIMEOUT 60 PASS_REGULAR_EXPRESSION "diagnose check ${c}: ok")
+  ncs_dg_test(diagnose_${c} ${c} 60)
 endforeach()
 
 # nccl-sim with injected faults (docs/nccl-sim.md "Faults"): each names the injected rank and reason
 foreach(c healthy skip stall mismatch kill)
   foreach(m flight trace)
-    add_test(NAME diagnose_sim_${c}_${m}
-             COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/sim-${c}-${m} sim-${c}-${m})
-    set_tests_properties(diagnose_sim_${c}_${m} PROPERTIES TIMEOUT 120
-                         PASS_REGULAR_EXPRESSION "diagnose check sim-${c}-${m}: ok")
+    ncs_dg_test(diagnose_sim_${c}_${m} sim-${c}-${m} 120)
   endforeach()
 endforeach()
-add_test(NAME diagnose_sim_neverstop_trace
-         COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/sim-neverstop-trace sim-neverstop-trace)
-set_tests_properties(diagnose_sim_neverstop_trace PROPERTIES TIMEOUT 120
-                     PASS_REGULAR_EXPRESSION "diagnose check sim-neverstop-trace: ok")
-add_test(NAME diagnose_sim_mismatch-dtype_flight
-         COMMAND ${NCS_DG_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/diagnose/sim-mismatch-dtype-flight
-                 sim-mismatch-dtype-flight)
-set_tests_properties(diagnose_sim_mismatch-dtype_flight PROPERTIES TIMEOUT 120
-                     PASS_REGULAR_EXPRESSION "diagnose check sim-mismatch-dtype-flight: ok")
+ncs_dg_test(diagnose_sim_neverstop_trace sim-neverstop-trace 120)
+ncs_dg_test(diagnose_sim_mismatch-dtype_flight sim-mismatch-dtype-flight 120)
 # gpu-*: the watchdog dumps of a real 2-GPU job (2xH200, NCCL 2.28.9; scripts/gpu-validate.sh):
 # rank 1 slept before its 11th AllReduce while rank 0 waited inside it. Exit status 1 and rank 1
 # named as never having entered, from outside NCCL, on both transports.
