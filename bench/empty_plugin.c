@@ -10,9 +10,13 @@
  *   NCS_EMPTY_EVENTS=LIST      the events to ask for, in NCCLSCOPE_EVENTS' syntax (names such as
  *                              "api,group,coll,p2p,kernel", "default", "all,-proxystep", or a
  *                              number); default "all". Masked to what the ABI version knows.
- *   NCS_EMPTY_KERNEL_SAMPLE=N  KernelCh for one group in N, switched at each GroupApi start (Group
- *                              for ABI v1-v4) exactly as ncclscope's NCCLSCOPE_KERNEL_SAMPLE does;
- *                              default 1 (every group)
+ *   NCS_EMPTY_SAMPLE=N         sample groups exactly as ncclscope's NCCLSCOPE_SAMPLE does: ABI
+ *                              v5+ asks for the full mask for one group in N and for the hook mask
+ *                              (GroupApi, P2pApi, NCS_EMPTY_UNSAMPLED_EVENTS) for the others,
+ *                              switched at each GroupApi stop, ending at the first send/recv
+ *                              or CUDA graph capture; ABI v1-v4 do not sample. Default 1 (every
+ *                              group). NCS_EMPTY_KERNEL_SAMPLE is its earlier name.
+ *   NCS_EMPTY_UNSAMPLED_EVENTS=LIST  as NCCLSCOPE_UNSAMPLED_EVENTS (default none)
  *   NCS_EMPTY_ANNOUNCE=1       print "ncclscope-empty: abi=vN mask=0x... sample=N" on stderr at
  *                              the first init (bench/overhead.sh checks that it was loaded)
  */
@@ -26,7 +30,8 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-static int token; /* the context and the one event handle */
+static int token;      /* the context and the event handle */
+static int gapi_token; /* the handle of GroupApi events: its stop switches the sampled mask */
 
 /* Several threads may create communicators at once: the configuration is read once
  * (pthread_once), and what sample() reads on NCCL's threads is stored atomically. */
@@ -38,6 +43,9 @@ static uint32_t mask_set;     /* what init stored there */
 static int announced;
 static _Thread_local uint32_t tls_groups;
 static int sample_stopped; /* the first send/recv was seen: KernelCh stays on (atomic) */
+static uint32_t cfg_unsampled;          /* NCS_EMPTY_UNSAMPLED_EVENTS */
+static uint32_t mask_hook, group_sampling; /* v5+ group sampling (atomic) */
+static int hold_hook; /* sampling ended at an unsampled CUDA graph capture (atomic) */
 
 static void config(void) {
   uint32_t m = NCS_EV_ALL;
@@ -47,8 +55,14 @@ static void config(void) {
     fprintf(stderr, "ncclscope-empty: bad NCS_EMPTY_EVENTS '%s'; asking for every event\n", ev);
     m = NCS_EV_ALL;
   }
-  const char *s = getenv("NCS_EMPTY_KERNEL_SAMPLE");
+  const char *s = getenv("NCS_EMPTY_SAMPLE");
+  if (!s || !*s) s = getenv("NCS_EMPTY_KERNEL_SAMPLE");
   long n = s && *s ? strtol(s, NULL, 10) : 1;
+  const char *u = getenv("NCS_EMPTY_UNSAMPLED_EVENTS");
+  if (u && *u && ncs_parse_event_list(u, &cfg_unsampled, &bad, &badlen) != 0) {
+    fprintf(stderr, "ncclscope-empty: bad NCS_EMPTY_UNSAMPLED_EVENTS '%s'; none\n", u);
+    cfg_unsampled = 0;
+  }
   cfg_events = m;
   cfg_sample = n > 1 ? (uint32_t)n : 1;
 }
@@ -63,30 +77,46 @@ static void set_mask(int *mask, uint32_t all_of_version, int abi) {
       fprintf(stderr, "ncclscope-empty: abi=v%d mask=0x%x sample=%u\n", abi, bits, cfg_sample);
   }
   if (!mask) return;
+  /* v5+ group sampling: the same masks and condition as ncclscope's do_init */
+  uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (cfg_unsampled & bits)) & all_of_version;
+  __atomic_store_n(&mask_hook, hook, __ATOMIC_RELAXED);
+  __atomic_store_n(&group_sampling, abi >= 5 && cfg_sample > 1 && hook != bits &&
+                                        (bits & ~(uint32_t)NCS_EV_PROXY_CTRL) != 0, __ATOMIC_RELAXED);
   __atomic_store_n(&mask_set, bits, __ATOMIC_RELAXED);
   __atomic_store_n(&mask_ptr, mask, __ATOMIC_RELEASE);
-  __atomic_store_n(mask, (int)bits, __ATOMIC_RELAXED);
+  /* after an unsampled CUDA graph capture KernelCh never comes back, new communicators included */
+  int held = __atomic_load_n(&group_sampling, __ATOMIC_RELAXED) && __atomic_load_n(&hold_hook, __ATOMIC_RELAXED);
+  __atomic_store_n(mask, (int)(held ? hook : bits), __ATOMIC_RELAXED);
 }
 
-/* KernelCh sampling as ncclscope does it (src/plugin/plugin.c): NCCL copies the mask at each API
- * call, so the KernelCh bit is turned on for one group in N at that group's first event, and
- * stays on from the first send/recv on (ncs_sampling_stops_at), so that this floor asks NCCL for
- * what ncclscope asks for. */
-static void sample(uint64_t type, uint64_t at) {
-  int stop = ncs_sampling_stops_at(type);
-  if (type != at && !stop) return;
-  int *mp = __atomic_load_n(&mask_ptr, __ATOMIC_ACQUIRE); /* after init: the config is read */
-  if (!mp || cfg_sample <= 1 || !(__atomic_load_n(&mask_set, __ATOMIC_RELAXED) & NCS_EV_KERNEL_CH) ||
-      __atomic_load_n(&sample_stopped, __ATOMIC_RELAXED))
-    return;
-  if (stop) {
+/* Sampling as ncclscope does it (src/plugin/plugin.c, "Group sampling"): it ends for good at the
+ * first send/recv (ncs_sampling_stops_at); ABI v4 and older do not sample. */
+static void sample(uint64_t type) {
+  if (ncs_sampling_stops_at(type) && __atomic_load_n(&group_sampling, __ATOMIC_RELAXED))
     __atomic_store_n(&sample_stopped, 1, __ATOMIC_RELAXED);
-    ncs_mask_kernel_ch(mp, 1);
+}
+
+/* v5+ at a GroupApi stop: the mask of this thread's next group, as ncclscope's group_sample_stop */
+static void group_stop(void) {
+  int *mp = __atomic_load_n(&mask_ptr, __ATOMIC_ACQUIRE);
+  if (!mp || !__atomic_load_n(&group_sampling, __ATOMIC_RELAXED)) return;
+  uint32_t full = __atomic_load_n(&mask_set, __ATOMIC_RELAXED);
+  uint32_t hook = __atomic_load_n(&mask_hook, __ATOMIC_RELAXED);
+  int all = __atomic_load_n(&sample_stopped, __ATOMIC_RELAXED);
+  uint32_t want = __atomic_load_n(&hold_hook, __ATOMIC_RELAXED)                ? hook
+                  : all || ncs_kernel_sampled(++tls_groups, cfg_sample) ? full
+                                                                         : hook;
+  ncs_sample_mask(mp, want, full, hook);
+}
+
+/* v5+ at a captured GroupApi start: sampling ends, as ncclscope's sample_graph does */
+static void group_captured(void) {
+  int *mp = __atomic_load_n(&mask_ptr, __ATOMIC_ACQUIRE);
+  if (!mp || !__atomic_load_n(&group_sampling, __ATOMIC_RELAXED) ||
+      __atomic_exchange_n(&sample_stopped, 1, __ATOMIC_RELAXED))
     return;
-  }
-  int on = ncs_kernel_sampled(tls_groups++, cfg_sample);
-  ncs_mask_kernel_ch(mp, on);
-  if (!on && __atomic_load_n(&sample_stopped, __ATOMIC_RELAXED)) ncs_mask_kernel_ch(mp, 1);
+  if ((uint32_t)__atomic_load_n(mp, __ATOMIC_RELAXED) == __atomic_load_n(&mask_hook, __ATOMIC_RELAXED))
+    __atomic_store_n(&hold_hook, 1, __ATOMIC_RELAXED);
 }
 
 static ncs_result_t init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
@@ -131,19 +161,28 @@ static ncs_result_t init_v1(void **ctx, int *mask) {
   return NCS_SUCCESS;
 }
 
-/* where a group starts: GroupApi for v5+, the Group (the kernel plan) for v4 and older */
-#define START_FN(V, AT)                                                                           \
+/* v4 and older: nothing to do (no sampling there) */
+#define START_FN(V)                                                                               \
   static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                   \
     (void)ctx;                                                                                    \
-    if (d) sample(d->type, AT);                                                                   \
+    (void)d;                                                                                      \
     *eh = &token;                                                                                 \
     return NCS_SUCCESS;                                                                           \
   }
-START_FN(6, NCS_EV_GROUP_API)
-START_FN(4, NCS_EV_GROUP)
-START_FN(3, NCS_EV_GROUP)
-START_FN(2, NCS_EV_GROUP)
-START_FN(1, NCS_EV_GROUP)
+/* v5+: GroupApi starts and stops drive group sampling */
+static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
+  (void)ctx;
+  if (d) {
+    if (d->type == NCS_EV_GROUP_API && d->groupApi.graphCaptured) group_captured();
+    sample(d->type);
+  }
+  *eh = d && d->type == NCS_EV_GROUP_API ? &gapi_token : &token;
+  return NCS_SUCCESS;
+}
+START_FN(4)
+START_FN(3)
+START_FN(2)
+START_FN(1)
 
 #define RECORD_FN(V)                                                                              \
   static ncs_result_t record_v##V(void *eh, ncs_state_t s, ncs_args_v##V##_t *a) {                \
@@ -157,7 +196,7 @@ RECORD_FN(2)
 RECORD_FN(3)
 
 static ncs_result_t stop_any(void *eh) {
-  (void)eh;
+  if (eh == &gapi_token) group_stop();
   return NCS_SUCCESS;
 }
 

@@ -17,7 +17,8 @@
  * Sizes are the bytes per rank of the collective's "count" in nccl-tests' sense: AllReduce
  * size, AllGather/ReduceScatter total (per-rank share = size / nranks), AlltoAll total.
  * Output: one line per (op, size): `perf: op=allreduce bytes=1048576 time_us=12.34 algbw=..
- * busbw=.. graph=0 procs=0 ranks=2 ok=1`, after a header line `perf: nccl=22809 gpus=2 procs=0
+ * busbw=.. graph=0 procs=0 ranks=2 ok=1 host_us=..` (host_us: the time per operation to issue
+ * them, eager runs only; 0 otherwise), after a header line `perf: nccl=22809 gpus=2 procs=0
  * graph=0 iters=20`. OP is allreduce, allgather, reducescatter, alltoall or sendrecv. Sizes are
  * rounded down to a multiple of 4 x ranks bytes (floats, split evenly over the ranks), and up to
  * that when smaller: 8 B is the smallest size at 2 ranks, for every op. bench/overhead.sh
@@ -240,6 +241,10 @@ static double time_gpu(const opts_t *o, int op, rank_t *rs, int nlocal, int nran
   return (double)worst / 1e3 / o->iters;
 }
 
+/* Eager timing: the host's time per operation to issue the `iters` operations, before waiting
+ * for them (printed as host_us; close to time_us when the host, not the GPU, sets the pace). */
+static double host_s;
+
 /* Time `iters` operations (after `warmup`), eagerly or as one CUDA graph per rank. */
 static double time_op(const opts_t *o, int op, rank_t *rs, int nlocal, int nranks, size_t bytes) {
   issue_all(op, rs, nlocal, nranks, bytes, o->warmup);
@@ -248,6 +253,7 @@ static double time_op(const opts_t *o, int op, rank_t *rs, int nlocal, int nrank
   if (!o->graph) {
     double t0 = now_s();
     issue_all(op, rs, nlocal, nranks, bytes, o->iters);
+    host_s = (now_s() - t0) / o->iters;
     sync_all(rs, nlocal);
     return (now_s() - t0) / o->iters;
   }
@@ -309,9 +315,9 @@ static int run_ranks(const opts_t *o, rank_t *rs, int nlocal, int nranks, int pr
       double alg = (double)bytes / t / 1e9;
       if (print)
         printf("perf: op=%s bytes=%zu time_us=%.2f algbw=%.3f busbw=%.3f graph=%d procs=%d "
-               "ranks=%d ok=%d%s\n",
+               "ranks=%d ok=%d host_us=%.2f%s\n",
                op_names[op], bytes, t * 1e6, alg, alg * bus_factor(op, nranks), o->graph,
-               o->procs, nranks, good,
+               o->procs, nranks, good, o->graph || o->gpu_time ? 0.0 : host_s * 1e6,
                o->gpu_time ? (atomic_exchange(&gate_timeouts, 0) ? " gpu_time=gate-timeout"
                                                                   : " gpu_time=1")
                            : "");

@@ -17,8 +17,8 @@
 #       --procs off|on|both    all GPUs in one process, one process per GPU, or both (default off)
 #       --transport LIST   nvlink, socket or nvlink,socket (default nvlink). socket =
 #                          NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_IB_DISABLE=1
-#       --sample N[,N]     add the levels ncclscope-sampleN (NCCLSCOPE_KERNEL_SAMPLE=N) and their
-#                          floors empty-sampleN (the empty plugin sampling KernelCh the same way)
+#       --sample N[,N]     add the levels ncclscope-sampleN (NCCLSCOPE_SAMPLE=N) and their
+#                          floors empty-sampleN (the empty plugin sampling groups the same way)
 #       --nokernel         add the levels ncclscope-nokernel (NCCLSCOPE_EVENTS=default,-kernel) and
 #                          its floor empty-nokernel: NCCL's cost of a plugin without KernelCh
 #       --add-level ROW    add a row to the level table below: "NAME PLUGIN FLOOR VAR=value ..."
@@ -49,20 +49,22 @@ set -uo pipefail
 # ---------------------------------------------------------------------------------------------
 # The levels: one configuration per row. Change them here.
 #   name      a unique name; "ncclscope-X" levels are labelled X in the ratio columns
-#   plugin    none | empty (bench/empty_plugin.c) | ncclscope
+#   plugin    none | empty (bench/empty_plugin.c) | ncclscope | selftime (ncclscope with its
+#             calls timed, bench/CMakeLists.txt: the summary adds the time spent inside them)
 #   floor     for ncclscope rows: the empty row that enables the same events (and samples
-#             KernelCh the same way), its "NCCL's own cost" floor; "-" otherwise
+#             groups the same way), its "NCCL's own cost" floor; "-" otherwise
 #   env       VAR=value ... set for the run ("-" for nothing). The empty plugin reads
 #             NCS_EMPTY_EVENTS (NCCLSCOPE_EVENTS' syntax: "default" is ncclscope's default) and
-#             NCS_EMPTY_KERNEL_SAMPLE (as NCCLSCOPE_KERNEL_SAMPLE). When ncclscope's default level
-#             or flight mode change (e.g. KernelCh sampling by default), make the floors match.
+#             NCS_EMPTY_SAMPLE and NCS_EMPTY_UNSAMPLED_EVENTS (as NCCLSCOPE_SAMPLE and
+#             NCCLSCOPE_UNSAMPLED_EVENTS). When ncclscope's default level or flight mode change
+#             (e.g. group sampling by default), make the floors match.
 # The first row with plugin none is the base of every ratio.
 LEVELS='
 none               none       -              -
-empty-default      empty      -              NCS_EMPTY_EVENTS=default NCS_EMPTY_KERNEL_SAMPLE=64
+empty-default      empty      -              NCS_EMPTY_EVENTS=default NCS_EMPTY_SAMPLE=64
 ncclscope-default  ncclscope  empty-default  -
 empty-full         empty      -              NCS_EMPTY_EVENTS=all
-ncclscope-full     ncclscope  empty-full     NCCLSCOPE_EVENTS=all NCCLSCOPE_KERNEL_SAMPLE=1
+ncclscope-full     ncclscope  empty-full     NCCLSCOPE_EVENTS=all NCCLSCOPE_SAMPLE=1
 empty-flight       empty      -              NCS_EMPTY_EVENTS=default
 ncclscope-flight   ncclscope  empty-flight   NCCLSCOPE_MODE=flight
 '
@@ -105,15 +107,15 @@ ncclscope-nokernel ncclscope empty-nokernel NCCLSCOPE_EVENTS=default,-kernel
   --add-level)
     read -r -a row <<<"$v"
     [ ${#row[@]} -ge 3 ] || die "--add-level: expected \"NAME PLUGIN FLOOR [VAR=value ...]\", got '$v'"
-    case ${row[1]} in none | empty | ncclscope) ;; *) die "--add-level: plugin '${row[1]}' is not none, empty or ncclscope" ;; esac
+    case ${row[1]} in none | empty | ncclscope | selftime) ;; *) die "--add-level: plugin '${row[1]}' is not none, empty, ncclscope or selftime" ;; esac
     [ ${#row[@]} -ge 4 ] || v="$v -"
     LEVELS+="$v
 " ;;
   --sample) # KernelCh sampling levels: ncclscope-sampleN over its floor empty-sampleN, per N
     for n in ${v//,/ }; do
       [[ $n =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] || die "--sample: '$n' is not a number >= 2"
-      LEVELS+="empty-sample$n empty - NCS_EMPTY_EVENTS=default NCS_EMPTY_KERNEL_SAMPLE=$n
-ncclscope-sample$n ncclscope empty-sample$n NCCLSCOPE_KERNEL_SAMPLE=$n
+      LEVELS+="empty-sample$n empty - NCS_EMPTY_EVENTS=default NCS_EMPTY_SAMPLE=$n
+ncclscope-sample$n ncclscope empty-sample$n NCCLSCOPE_SAMPLE=$n
 "
     done ;;
   --gpus) GPUS=$v ;;
@@ -139,7 +141,7 @@ declare -A L_PLUGIN L_FLOOR L_ENV
 L_ALL=() BASE=
 while read -r name plugin floor env; do
   [ -n "$name" ] && [ "${name:0:1}" != "#" ] || continue
-  case $plugin in none | empty | ncclscope) ;; *) die "LEVELS: $name: plugin '$plugin'" ;; esac
+  case $plugin in none | empty | ncclscope | selftime) ;; *) die "LEVELS: $name: plugin '$plugin'" ;; esac
   L_ALL+=("$name") L_PLUGIN[$name]=$plugin L_FLOOR[$name]=$floor L_ENV[$name]=$env
   [ -z "$BASE" ] && [ "$plugin" = none ] && BASE=$name
 done <<<"$LEVELS"
@@ -165,7 +167,7 @@ runs = tsv("runs.tsv"); res = tsv("results.tsv")
 good = {tuple(r[:5]) for r in runs if r[10] == "ok"}
 seen_levels = {r[3] for r in runs}
 levels = [l for l in order if l in seen_levels]
-ncs = [l for l in levels if plugin[l] == "ncclscope"]
+ncs = [l for l in levels if plugin[l] in ("ncclscope", "selftime")]
 # data[(transport, mode, procs, op)][level][bytes][rep] = time_us
 data, ranks = {}, {}
 for r in res:
@@ -261,6 +263,36 @@ for g in sorted(data, key=lambda g: (g[0] != "nvlink", g[0], g[1], g[2], g[3])):
             return (None if a is None else a - 1, None if m is None else m - 1)
         fig = figures(over)
         out.append(line(l, fig)); emit("over_base", l, fig)
+# selftime levels (ncclscope with its calls timed): the time inside the plugin per operation
+# (per GroupApi start), from the "selftime:" lines each process prints at exit
+import glob, re
+stl = [l for l in levels if plugin[l] == "selftime"]
+if stl:
+    out += ["", "time inside ncclscope's calls (selftime levels; ns per operation = per GroupApi start, "
+            "median over runs and processes; then the mean ns per call of each kind):"]
+for l in stl:
+    per = {}
+    for r in runs:
+        if r[3] != l or r[10] != "ok":
+            continue
+        fn = os.path.join(d, "logs", "%s-%s-p%s-%s-r%s.log" % (r[0], r[1], r[2], l, r[4]))
+        try:
+            txt = open(fn).read()
+        except OSError:
+            continue
+        key = (r[0], r[1], r[2])
+        e = per.setdefault(key, {"op": [], "calls": {}})
+        for m in re.finditer(r"selftime: pid=\d+ total .* ns_per_groupapi=([0-9.]+)", txt):
+            e["op"].append(float(m.group(1)))
+        for m in re.finditer(r"selftime: pid=\d+ (start|stop|state) type=(\S+) calls=(\d+) mean_ns=([0-9.]+)", txt):
+            e["calls"].setdefault(m.group(1) + " " + m.group(2), []).append(float(m.group(4)))
+    for key in sorted(per):
+        e = per[key]
+        if not e["op"]:
+            continue
+        out.append("  %s %s %s procs=%s: %.0f ns per operation; %s" % (
+            l, key[0], key[1], key[2], st.median(e["op"]),
+            ", ".join("%s %.0f" % (k, st.median(v)) for k, v in sorted(e["calls"].items()))))
 fails = [r for r in runs if r[10] not in ("ok", "warmup")]
 if fails:
     out += ["", "failed runs (%d): " % len(fails) + ", ".join("-".join(r[:4]) + "-r" + r[4] + " (" + r[10] + ")" for r in fails[:20])]
@@ -303,14 +335,17 @@ done
 
 PERF=${PERF:-$BUILD/ncs_perf}
 NCS_SO=$BUILD/libnccl-profiler-ncclscope.so EMPTY_SO=$BUILD/libnccl-profiler-empty.so CLI=$BUILD/ncclscope
+ST_SO=$BUILD/bench/libnccl-profiler-ncclscope-selftime.so
 [ -x "$PERF" ] || die "no benchmark program $PERF (build ncs_perf: needs CUDA and NCCL; docs/gpu.md)"
 for l in "${LV[@]}"; do
   case ${L_PLUGIN[$l]} in
   ncclscope) [ -f "$NCS_SO" ] || die "no $NCS_SO" ;;
   empty) [ -f "$EMPTY_SO" ] || die "no $EMPTY_SO" ;;
+  selftime) [ -f "$ST_SO" ] || die "no $ST_SO" ;;
   esac
 done
 NCS_SO=$(realpath "$NCS_SO") EMPTY_SO=$(realpath "$EMPTY_SO" 2>/dev/null || echo "$EMPTY_SO")
+ST_SO=$(realpath "$ST_SO" 2>/dev/null || echo "$ST_SO")
 [ -x "$CLI" ] || CLI=
 
 mkdir -p "$OUT" || die "cannot create $OUT"
@@ -351,6 +386,7 @@ run_one() { # transport mode procs level rep  (rep 0: the untimed warm-up run)
   case ${L_PLUGIN[$lvl]} in
   empty) envs+=(NCCL_PROFILER_PLUGIN="$EMPTY_SO" NCS_EMPTY_ANNOUNCE=1) ;;
   ncclscope) envs+=(NCCL_PROFILER_PLUGIN="$NCS_SO" NCCLSCOPE_DIR="$tdir") ;;
+  selftime) envs+=(NCCL_PROFILER_PLUGIN="$ST_SO" NCCLSCOPE_DIR="$tdir") ;;
   esac
   local e
   if [ "${L_ENV[$lvl]}" != - ]; then for e in ${L_ENV[$lvl]}; do envs+=("$e"); done; fi
@@ -383,7 +419,7 @@ run_one() { # transport mode procs level rep  (rep 0: the untimed warm-up run)
   npts=$(grep -c '^perf: op=' "$log")
   case ${L_PLUGIN[$lvl]} in
   empty) loaded=no; grep -q '^ncclscope-empty: ' "$log" && loaded=yes ;;
-  ncclscope)
+  ncclscope | selftime)
     loaded=no
     compgen -G "$tdir/*.nstrace" >/dev/null || compgen -G "$tdir/*.nsflight" >/dev/null && loaded=yes
     if [ "$loaded" = yes ]; then

@@ -38,6 +38,14 @@ unsigned sim_type_index(uint64_t type_bit) { return (unsigned)__builtin_ctzll(ty
 
 int sim_mask(void) { return __atomic_load_n(&g_mask, __ATOMIC_RELAXED); }
 
+/* --toggle-kch: what a naive sampling plugin does to NCCL's mask between groups. */
+void sim_mask_kernel_ch(int on) {
+  if (on)
+    __atomic_fetch_or(&g_mask, NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
+  else
+    __atomic_fetch_and(&g_mask, ~NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
+}
+
 /* ------------------------------------------------------------ activation (R§3.1) */
 int sim_active(int mask, unsigned type) {
   static const int need[NCS_NTYPES] = {

@@ -115,11 +115,16 @@ static void usage(FILE *f) {
       "  --count N         elements per operation (default 262144)\n"
       "  --seed S          random seed (default 1)\n"
       "  --replays K       graph: replays of the captured graph (default 4)\n"
+      "  --capture-at N    graph: capture the group of iteration N (default 0); eager\n"
+      "                    operations only before it\n"
       "  --cycles N        reload: load/unload cycles (default 3)\n"
       "  --race PCT        %% of plans whose children finish before the Coll stop (default 30)\n"
       "  --net KIND        net descriptors: sock, ib or mix (default sock)\n"
       "  --net-threads N   net helper threads (default 2)\n"
       "  --mask M          force the activation mask after every init (like a RAS override)\n"
+      "  --toggle-kch N    at every GroupApi stop, turn KernelCh on in NCCL's mask for one\n"
+      "                    group in N (this thread's groups 0, N, 2N, ...) and off for the\n"
+      "                    others, whatever the plugin wants (a naive sampling plugin)\n"
       "  --gpu-offset-us U fake GPU clock offset ahead of CLOCK_MONOTONIC (default 500)\n"
       "  --gpu-drift-ppm D fake GPU clock drift (default 0)\n"
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
@@ -147,7 +152,9 @@ static void usage(FILE *f) {
       "                    enqueue work evicts the plugin's cache lines between operations\n"
       "  --verbose         print the plugin's log lines and progress to stderr\n"
       "  --list            list the scenarios\n"
-      "  --help            this text\n",
+      "  --help            this text\n"
+      "Exit status 5: KernelCh work items would wait forever (NCCL hangs at communicator\n"
+      "destroy; kch_stuck in the summary).\n",
       SIM_MAX_RANKS, SIM_MAX_CHANNELS);
 }
 
@@ -178,7 +185,7 @@ static int parse_mask(const char *s, long *out) {
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
-  O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE,
+  O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -214,6 +221,8 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"duration", 1, 0, O_DURATION},
                                           {"rate", 1, 0, O_RATE}, {"pace", 1, 0, O_PACE}, {"cold", 1, 0, O_COLD}, {"replay", 1, 0, O_REPLAY}, {"speed", 1, 0, O_SPEED},
                                           {"verbose", 0, 0, O_VERBOSE},
+                                          {"toggle-kch", 1, 0, O_TOGGLE_KCH},
+                                          {"capture-at", 1, 0, O_CAPTURE_AT},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -309,6 +318,8 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
       fprintf(stderr, "nccl-sim: --pace must be spin or yield, not '%s'\n", optarg);
       return -1;
     case O_VERBOSE: o->verbose = 1; break;
+    case O_TOGGLE_KCH: NUM(1, 1e9, o->toggle_kch); break;
+    case O_CAPTURE_AT: NUM(0, 1e9, o->capture_at); break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;
@@ -335,7 +346,7 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          "states=%llu open=%lld null_stops=%llu null_states=%llu garbage_stops=%llu "
          "garbage_states=%llu double_stops=%llu double_states=%llu stale_stops=%llu "
          "stale_states=%llu null_args=%llu null_ctx_starts=%llu foreign_starts=%llu "
-         "graph_colls=%llu mask=0x%x seconds=%.3f\n",
+         "graph_colls=%llu kch_stuck=%llu kch_foreign=%llu mask=0x%x seconds=%.3f\n",
          o->scenario, o->plugin, sim_plugin_abi(), o->procs, o->ranks, o->comms, o->threads,
          o->iters, (unsigned long long)ld(&c->loads), (unsigned long long)ld(&c->inits),
          (unsigned long long)ld(&c->finalizes), (unsigned long long)ld(&c->init_failures),
@@ -347,6 +358,7 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          (unsigned long long)ld(&c->stale_stops), (unsigned long long)ld(&c->stale_states),
          (unsigned long long)ld(&c->null_args), (unsigned long long)ld(&c->null_ctx_starts),
          (unsigned long long)ld(&c->foreign_starts), (unsigned long long)ld(&c->graph_colls),
+         (unsigned long long)ld(&c->kch_stuck), (unsigned long long)ld(&c->kch_foreign),
          (unsigned)sim_mask(), seconds);
   printf("nccl-sim-types:");
   for (int t = 0; t < NCS_NTYPES; t++)
@@ -354,6 +366,18 @@ static void print_summary(const sim_opts_t *o, double seconds) {
            (unsigned long long)ld(&c->stop[t]), (unsigned long long)ld(&c->state[t]));
   printf("\n");
   fflush(stdout);
+}
+
+/* KernelCh work items that NCCL's proxy would wait for forever: a message, and exit status 5
+ * when nothing else failed. */
+static int kch_status(int rc) {
+  uint64_t n = ld(&sim_cnt->kch_stuck);
+  if (!n) return rc;
+  fprintf(stderr,
+          "nccl-sim: %llu KernelCh work items would wait forever (NCCL hangs at communicator "
+          "destroy)\n",
+          (unsigned long long)n);
+  return rc ? rc : 5;
 }
 
 /* ------------------------------------------------------------------ processes */
@@ -469,7 +493,7 @@ static int supervise(const sim_scenario_t *s, uint64_t t0) {
     fprintf(stderr, "nccl-sim: FAILED: %s\n", sim_cnt->fail_msg);
     rc = 1;
   }
-  return rc;
+  return kch_status(rc);
 }
 
 int main(int argc, char **argv) {
@@ -506,5 +530,5 @@ int main(int argc, char **argv) {
     fprintf(stderr, "nccl-sim: FAILED: %s\n", sim_cnt->fail_msg);
     rc = 1;
   }
-  return rc ? 1 : 0;
+  return kch_status(rc ? 1 : 0);
 }

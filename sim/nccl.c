@@ -7,7 +7,8 @@
  *   plan task:    Group start, Coll/P2p starts, proxy ops posted, Coll/P2p stops, Group stop.
  *                 It runs inline, or on a CUDA host-callback thread for graph replays and for
  *                 eager plans queued behind pending graph work (R§3.3 item 4, R§7).
- * The activation mask is sampled once per group, like NCCL's thread-local API state.
+ * The activation mask is copied at every operation's append, like NCCL's thread-local API state
+ * (sim_group).
  */
 #include <limits.h>
 #include <stdio.h>
@@ -45,10 +46,14 @@ typedef struct {
   uint64_t seqno;   /* seqNumber of the current execution */
   const void *sendbuff;
   void *recvbuff;
+  /* KernelCh work counters per channel: the host's expectation (op->workCounter, kept across
+     replays like the plan's stored proxy op) and the GPU's value of the current execution */
+  uint64_t kbase[SIM_MAX_CHANNELS], kdev[SIM_MAX_CHANNELS];
 } sim_task_t;
 
 typedef struct sim_plan {
   struct sim_plan *next; /* graph list */
+  struct sim_plan *anext; /* every plan of a graph, in capture order */
   sim_comm_t *comm;
   sim_task_t *tasks;
   int ntasks;
@@ -57,17 +62,20 @@ typedef struct sim_plan {
   int mask;
   uint64_t gpu_launch;
   uint64_t rng;
+  uint64_t dev0[SIM_MAX_CHANNELS]; /* eager: the GPU's work counters before this plan */
 } sim_plan_t;
 
 struct sim_graph {
   sim_plan_t *plans;     /* replayed at every launch */
   sim_plan_t *once;      /* plans without proxy ops: ran once at capture (R§7) */
+  sim_plan_t *all, *all_last; /* both kinds in capture order: the GPU runs them all */
 };
 
 /* ------------------------------------------------------------------ CUDA host-callback queue */
 typedef struct cbq_item {
   struct cbq_item *next;
   sim_plan_t *plan;
+  uint64_t dev0[SIM_MAX_CHANNELS]; /* the GPU's work counters before this execution */
 } cbq_item_t;
 
 struct sim_cbq {
@@ -78,7 +86,7 @@ struct sim_cbq {
   pthread_t th;
 };
 
-static void host_plan_task(sim_plan_t *p, int replay);
+static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0);
 static void plan_free(sim_plan_t *p);
 
 static void *cbq_main(void *arg) {
@@ -92,7 +100,7 @@ static void *cbq_main(void *arg) {
     if (!q->head) q->tail = NULL;
     pthread_mutex_unlock(&q->mu);
     /* a persistent plan is a graph replay; an eager one ran behind it in stream order */
-    host_plan_task(it->plan, it->plan->persistent);
+    host_plan_task(it->plan, it->plan->persistent, it->dev0);
     if (!it->plan->persistent) plan_free(it->plan);
     free(it);
     pthread_mutex_lock(&q->mu);
@@ -111,9 +119,10 @@ sim_cbq_t *sim_cbq_create(void) {
   return q;
 }
 
-static void cbq_push(sim_cbq_t *q, sim_plan_t *p) {
+static void cbq_push(sim_cbq_t *q, sim_plan_t *p, const uint64_t *dev0) {
   cbq_item_t *it = sim_xcalloc(1, sizeof *it);
   it->plan = p;
+  memcpy(it->dev0, dev0, sizeof it->dev0);
   pthread_mutex_lock(&q->mu);
   if (q->tail)
     q->tail->next = it;
@@ -191,8 +200,11 @@ sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, i
   return c;
 }
 
-/* Waits until the proxy finished every op of this comm, as ncclCommDestroy does. */
+/* Waits until the proxy finished every op of this comm, as ncclCommDestroy does. The GPU work
+ * of the comm has all run by now: a KernelCh still waiting for its ring slot waits forever (the
+ * proxy counts it as stuck and drops it, where NCCL would hang). */
 void sim_comm_drain(sim_comm_t *c) {
+  atomic_store_explicit(&c->kch_final, 1, memory_order_release);
   uint64_t t0 = sim_now_ns();
   while (atomic_load(&c->inflight) > 0) {
     if (sim_now_ns() - t0 > 30ull * 1000000000ull) {
@@ -208,6 +220,7 @@ void sim_comm_destroy(sim_comm_t *c, int abort) {
   if (!abort) sim_comm_drain(c);
   sim_proxy_unref(c->proxy, abort);
   sim_comm_finalize(c->ctx);
+  for (int ch = 0; ch < SIM_MAX_CHANNELS; ch++) free((void *)atomic_load(&c->kch_ring[ch]));
   free(c);
 }
 
@@ -290,6 +303,7 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
     o->stall_at = 1 + (o->nsteps > 1 ? 1 : 0);
   if (kind == POP_KERNEL && sim_opt.gpu_gbps > 0) o->kern_ns = kernel_ns(t, p->comm->nranks);
   if (kind == POP_KERNEL && t->fault == SIM_FAULT_KTIME) o->kshift = SIM_KTIME_SHIFT_NS;
+  if (kind == POP_KERNEL) o->kbase = t->kbase[ch], o->kdev = t->kdev[ch];
   return o;
 }
 
@@ -356,11 +370,94 @@ static int plan_has_proxy(const sim_plan_t *p) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ KernelCh work counters
+ * NCCL 2.28.9 .. 2.30.7 (docs/nccl-sim.md "KernelCh work counters"). Every work item (a task on a
+ * channel) has a value of the channel's work counter twice:
+ *  - host: comm->profiler.workCounter[ch], advanced when the plan is built (proxy.cc
+ *    ncclProxySaveOp, pattern ncclPatternProfiler): an item without KernelCh always
+ *    (incWorkCounter), an item with KernelCh only when not captured (SaveProxyProfiler with
+ *    justInquire and !comm->planner.persistent). A captured item with KernelCh gets its value at
+ *    upload, at each replay, only while comm->planner.persistent is set, which groupCleanup
+ *    clears after every group: in practice never, so its op->workCounter stays 0.
+ *  - GPU: the channel's counter advances for every item the kernel runs, with KernelCh or not,
+ *    at every replay of a graph (device/common.h profiler()); items with KernelCh write the value
+ *    into slot value % 64 of workStarted/workCompleted.
+ * The profiler proxy op of an item starts KernelCh once its slot holds a counter >= the host's
+ * value (transport/profiler.cc profilerProxyProgress), with the timestamps of whichever item
+ * wrote it. A slot that never gets there leaves the op pending: ncclCommDestroy waits forever. */
+static int kch_item(const sim_plan_t *p, const sim_task_t *t) {
+  if (t->kind == K_CE) return 0;
+  return !(t->is_p2p && t->root == p->comm->rank && t->kind != K_NOSTOP); /* self copy */
+}
+
+/* At plan time: the host's values (captured: whether the plan is captured). */
+static void kch_plan_host(sim_plan_t *p, int captured) {
+  sim_comm_t *c = p->comm;
+  for (int i = 0; i < p->ntasks; i++) {
+    sim_task_t *t = &p->tasks[i];
+    if (!kch_item(p, t)) continue;
+    int kch = (t->mask & NCS_EV_KERNEL_CH) != 0;
+    for (int ch = 0; ch < t->nch; ch++)
+      t->kbase[ch] = captured && kch ? 0 : atomic_fetch_add(&c->kch_host[ch], 1) + 1;
+  }
+}
+
+/* At issue (a kernel launch, or a graph launch for each of its plans): the GPU runs the comm's
+ * work in stream order, so the items get their counter values now. dev0: the values before. */
+static void kch_issue(const sim_plan_t *p, uint64_t *dev0) {
+  uint64_t n[SIM_MAX_CHANNELS] = {0};
+  for (int i = 0; i < p->ntasks; i++)
+    if (kch_item(p, &p->tasks[i]))
+      for (int ch = 0; ch < p->tasks[i].nch; ch++) n[ch]++;
+  for (int ch = 0; ch < SIM_MAX_CHANNELS; ch++)
+    dev0[ch] = n[ch] ? atomic_fetch_add(&p->comm->kch_dev[ch], n[ch]) : 0;
+}
+
+static _Atomic uint64_t *kch_ring(sim_comm_t *c, int ch, int create) {
+  _Atomic uint64_t *r = atomic_load_explicit(&c->kch_ring[ch], memory_order_acquire);
+  if (r || !create) return r;
+  _Atomic uint64_t *n = sim_xcalloc(SIM_KCH_SLOTS, sizeof *n);
+  if (atomic_compare_exchange_strong(&c->kch_ring[ch], &r, n)) return n;
+  free((void *)n);
+  return r;
+}
+
+uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v) {
+  _Atomic uint64_t *r = kch_ring(c, ch, 0);
+  return r ? atomic_load_explicit(&r[v % SIM_KCH_SLOTS], memory_order_acquire) : 0;
+}
+
+/* When the plan's work runs (its host task, before the proxy ops exist): a replay's upload
+ * first (uploadProxyOps: a host value only while this comm plans a capture), then the GPU, whose
+ * items with KernelCh write their slots (the fake GPU does START and STOP at once). */
+static void kch_execute(sim_plan_t *p, const uint64_t *dev0, int replay) {
+  sim_comm_t *c = p->comm;
+  uint64_t next[SIM_MAX_CHANNELS];
+  memcpy(next, dev0, sizeof next);
+  int capturing = replay && atomic_load(&c->kch_capturing);
+  for (int i = 0; i < p->ntasks; i++) {
+    sim_task_t *t = &p->tasks[i];
+    if (!kch_item(p, t)) continue;
+    int kch = (t->mask & NCS_EV_KERNEL_CH) != 0;
+    for (int ch = 0; ch < t->nch; ch++) {
+      if (capturing && kch) t->kbase[ch] = atomic_fetch_add(&c->kch_host[ch], 1) + 1;
+      uint64_t d = t->kdev[ch] = ++next[ch];
+      if (!kch) continue;
+      _Atomic uint64_t *slot = &kch_ring(c, ch, 1)[d % SIM_KCH_SLOTS];
+      uint64_t old = atomic_load(slot);
+      while (old < d && !atomic_compare_exchange_weak(slot, &old, d)) {
+      }
+    }
+  }
+}
+
 /* ------------------------------------------------------------------ the plan task */
+/* A KernelCh waiting for its ring slot is never waited for: the kernel itself is done. */
 static void wait_inst(sim_inst_t *in, int hang) {
   uint64_t t0 = sim_now_ns();
   for (;;) {
-    int left = hang ? in->hang - atomic_load(&in->frozen) : atomic_load(&in->ops_left);
+    int left = (hang ? in->hang - atomic_load(&in->frozen) : atomic_load(&in->ops_left)) -
+               atomic_load(&in->kch_wait);
     if (left <= 0) return;
     if (sim_now_ns() - t0 > 10ull * 1000000000ull) {
       sim_fail("a plan's proxy ops did not %s within 10 s", hang ? "get stuck" : "finish");
@@ -433,9 +530,12 @@ static void couple_count_sends(const sim_plan_t *p, sim_inst_t *in, const sim_po
   if (!sends && !stall) sim_cpl_out(in->cpl);
 }
 
-static void host_plan_task(sim_plan_t *p, int replay) {
+/* dev0: the GPU's work counters before this execution; NULL when no GPU work runs (a plan
+ * without proxy ops whose task runs once at capture). */
+static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0) {
   sim_comm_t *c = p->comm;
   void *group_h = NULL;
+  if (dev0) kch_execute(p, dev0, replay);
   if (sim_active(p->mask, SIM_T_GROUP)) {
     ncs_descr_v6_t d = {.type = NCS_EV_GROUP};
     sim_ev_start(c->ctx, &group_h, &d);
@@ -562,23 +662,30 @@ static void launch_plan(sim_plan_t *p, sim_graph_t *capture) {
   p->gpu_launch = sim_gpu_ns(); /* cuLaunchKernelEx, or a recorded node under capture */
   sim_ev_stop(SIM_T_KERNEL_LAUNCH, &launch_h);
   p->has_proxy = plan_has_proxy(p);
+  kch_plan_host(p, capture != NULL);
   if (capture) {
     p->persistent = 1;
+    if (capture->all_last)
+      capture->all_last->anext = p;
+    else
+      capture->all = p;
+    capture->all_last = p;
     if (p->has_proxy) { /* replayed from a host-callback node at every launch */
       p->next = capture->plans;
       capture->plans = p;
     } else { /* no callback node: the plan task runs once, now (R§7) */
-      host_plan_task(p, 0);
+      host_plan_task(p, 0, NULL);
       p->next = capture->once;
       capture->once = p;
     }
     return;
   }
+  kch_issue(p, p->dev0);
   if (c->cbq && p->has_proxy && cbq_busy(c->cbq)) { /* stream order behind graph host work */
-    cbq_push(c->cbq, p);
+    cbq_push(c->cbq, p, p->dev0);
     return;
   }
-  host_plan_task(p, 0);
+  host_plan_task(p, 0, p->dev0);
   plan_free(p);
 }
 
@@ -659,7 +766,7 @@ static void sync_pending(void) {
     sim_inst_t *in = t_pend.v[i];
     uint64_t t0 = sim_now_ns(), seen = ~0ull;
     for (;;) {
-      int left = atomic_load(&in->ops_left);
+      int left = atomic_load(&in->ops_left) - atomic_load(&in->kch_wait);
       if (left <= 0 && (!in->cpl || sim_cpl_ready(in->cpl))) break;
       uint64_t now = sim_now_ns();
       uint64_t tick = (uint64_t)left + (in->cpl ? sim_cpl_ticks(in->cpl) << 20 : 0);
@@ -695,9 +802,12 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
   }
   sim_task_t *tasks = sim_xcalloc((size_t)n, sizeof *tasks);
   for (int i = 0; i < n; i++) {
-    /* a task copies the global mask when it is appended, after the GroupApi start, so a plugin
-     * that changes the mask in that start (KernelCh sampling) changes this group (R§3.1) */
-    fill_task(&tasks[i], &calls[i], sim_mask(), gapi);
+    /* NCCL reloads its thread-local copy of the global mask at every append, just before the
+     * GroupApi start (which only the first append of a group calls), and the task, its API
+     * event and every later event of it follow that copy (enqueue.cc collTaskAppend and
+     * p2pTaskAppend, profiler.cc ncclProfilerStartGroupApiEvent in 2.28.9). So a mask change in the
+     * GroupApi start reaches the group's later operations, not its first one. */
+    fill_task(&tasks[i], &calls[i], i == 0 ? mask : sim_mask(), gapi);
     api_event(&tasks[i], &calls[i], gapi, capture != NULL);
   }
   atomic_fetch_add(&sim_cnt->ops, (uint64_t)n);
@@ -707,23 +817,35 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
     if (sim_global_rank(calls[i].comm, calls[i].comm->rank) !=
         sim_global_rank(calls[0].comm, calls[0].comm->rank))
       t_one_rank = 0;
+  /* comm->planner.persistent while a capturing group is planned (groupCleanup clears it) */
+  for (int i = 0; capture && i < n; i++) atomic_store(&calls[i].comm->kch_capturing, 1);
   launch_plans(calls, tasks, n, capture, rng);
+  for (int i = 0; capture && i < n; i++) atomic_store(&calls[i].comm->kch_capturing, 0);
   t_one_rank = 0;
   free(tasks);
   sim_ev_stop(SIM_T_GROUP_API, &gapi);
+  if (sim_opt.toggle_kch > 0) { /* --toggle-kch: a naive sampling plugin, at GroupApi stop */
+    static _Thread_local uint64_t t_groups;
+    sim_mask_kernel_ch(++t_groups % (uint64_t)sim_opt.toggle_kch == 0);
+  }
   sync_pending();
 }
 
 /* ------------------------------------------------------------------ graphs */
 sim_graph_t *sim_graph_new(void) { return sim_xcalloc(1, sizeof(sim_graph_t)); }
 
+/* The GPU runs every captured kernel at every replay, those of plans without proxy ops too
+ * (their work counters advance); plans with proxy ops also run their host task. */
 void sim_graph_launch(sim_graph_t *g) {
-  for (sim_plan_t *p = g->plans; p; p = p->next) {
+  for (sim_plan_t *p = g->all; p; p = p->anext) {
+    uint64_t dev0[SIM_MAX_CHANNELS];
+    kch_issue(p, dev0);
+    if (!p->has_proxy) continue;
     if (!p->comm->cbq) {
       sim_fail("graph replay on a communicator without a callback thread");
       return;
     }
-    cbq_push(p->comm->cbq, p);
+    cbq_push(p->comm->cbq, p, dev0);
   }
 }
 

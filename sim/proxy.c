@@ -12,6 +12,9 @@
  *              between runs on a net helper thread, which emits the NetPlugin events.
  *   KernelCh   from a profiler proxy op per channel: start with the GPU start time, then
  *              KernelChStop with the GPU stop time once the network part of the plan is done.
+ *              It starts only once the GPU's ring slot of its work counter is there
+ *              (kernel_ready, nccl.c "KernelCh work counters"); one that never is stays pending
+ *              and is dropped, counted as stuck, when its communicator is destroyed.
  * All of it races with the launching thread's Coll/P2p stop, as in NCCL.
  */
 #include <sched.h>
@@ -264,8 +267,32 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
 }
 
 /* ------------------------------------------------------------------ KernelCh */
+/* profilerProxyProgress: the op starts once ring slot base % 64 holds a counter >= base, with
+ * whatever work item wrote it. Returns 1 ready, 0 wait, -1 stuck (its communicator is being
+ * destroyed and the GPU has no more work: NCCL's proxy would wait forever). */
+static int kernel_ready(sim_pop_t *o) {
+  sim_comm_t *c = o->comm;
+  int final = c && atomic_load_explicit(&c->kch_final, memory_order_acquire);
+  uint64_t v = c ? sim_kch_slot(c, o->channel, o->kbase) : o->kbase;
+  int r = o->kbase <= v ? 1 : final ? -1 : 0;
+  if (r != 0 && o->kwait) atomic_fetch_sub(&o->inst->kch_wait, 1), o->kwait = 0;
+  if (r == 0 && !o->kwait) atomic_fetch_add(&o->inst->kch_wait, 1), o->kwait = 1;
+  if (r > 0 && v != o->kdev) atomic_fetch_add(&sim_cnt->kch_foreign, 1);
+  if (r < 0) {
+    atomic_fetch_add(&sim_cnt->kch_stuck, 1);
+    sim_log("comm %s rank %d channel %d: KernelCh waits for work counter %llu, its ring slot "
+            "holds %llu (the GPU ran the item as %llu): stuck",
+            c->name, c->rank, o->channel, (unsigned long long)o->kbase, (unsigned long long)v,
+            (unsigned long long)o->kdev);
+  }
+  return r;
+}
+
 static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   if (!o->started) { /* the proxy saw the channel's start slot fill in (R§3.5) */
+    int r = kernel_ready(o);
+    if (r < 0) return 2; /* never started, never stopped: dropped (NCCL hangs here) */
+    if (r == 0) return 0;
     ncs_descr_v6_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_KERNEL_CH;

@@ -34,6 +34,7 @@ struct uthread {
   pthread_t th;
   const workload_t *wl;
   sim_graph_t *graph;
+  int launched; /* graph replays launched so far */
 };
 
 static struct {
@@ -457,7 +458,9 @@ static int run_abort(int proc) { return run_loaded(proc, &wl_abort); }
 /* Capture AllReduce + AllGather once (API events with graphCaptured), then replay the graph:
  * each replay runs the plan task on the rank's CUDA callback thread and re-emits Group, Coll,
  * ProxyOp, ProxyStep, KernelCh with the capture-time CollApi handle as the Coll's parent
- * (R§7). Eager operations in between queue behind pending replays in stream order. */
+ * (R§7). Eager operations in between queue behind pending replays in stream order. The capture
+ * is the group of iteration --capture-at (0): the iterations before it are eager only; one
+ * replay per iteration from there on, the rest after the last iteration. */
 static void graph_setup(uthread_t *ut) {
   default_setup(ut);
   for (int i = 0; i < ut->n; i++) {
@@ -481,17 +484,17 @@ static void graph_capture(uthread_t *ut) {
 }
 
 static void it_graph(uthread_t *ut, int it) {
-  if (it == 0) graph_capture(ut);
+  if (it == sim_opt.capture_at) graph_capture(ut);
   sim_graph_t *g = ut->graph;
-  if (it < sim_opt.replays) sim_graph_launch(g);
+  if (g && ut->launched < sim_opt.replays) sim_graph_launch(g), ut->launched++;
   ut->graph = NULL; /* eager work is not captured */
   coll_op(ut, it, it % sim_opt.comms, F_ALLREDUCE, K_NORMAL);
   ut->graph = g;
 }
 
 static void graph_finish(uthread_t *ut) {
-  if (!ut->graph) graph_capture(ut); /* --iters 0 */
-  for (int r = sim_opt.iters; r < sim_opt.replays; r++) sim_graph_launch(ut->graph);
+  if (!ut->graph) graph_capture(ut); /* --iters 0, or not beyond --capture-at */
+  for (; ut->launched < sim_opt.replays; ut->launched++) sim_graph_launch(ut->graph);
   sim_graph_destroy(ut->graph);
   ut->graph = NULL;
 }

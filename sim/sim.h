@@ -33,6 +33,7 @@
 #define SIM_MAX_COMMS 16   /* communicators per rank */
 #define SIM_STEP_RING 8    /* NCCL_STEPS: ProxyStep handles live in a ring of 8 (R§3.4) */
 #define SIM_PIPELINE 4     /* network steps a proxy op keeps in flight */
+#define SIM_KCH_SLOTS 64   /* MAX_PROFILER_EVENTS_PER_CHANNEL: the GPU's KernelCh ring per channel */
 
 /* Event type indexes: the bit number of NCCL's ncclProfile* bit. */
 enum {
@@ -48,7 +49,7 @@ enum { SIM_NET_SOCK = 0, SIM_NET_IB = 1, SIM_NET_MIX = 2 };
 enum { SIM_FAULT_NONE = 0, SIM_FAULT_SKIP, SIM_FAULT_STALL, SIM_FAULT_MISMATCH,
        SIM_FAULT_MISMATCH_DTYPE, SIM_FAULT_KILL, SIM_FAULT_KTIME, SIM_NFAULT_KINDS };
 /* ktime: that rank's KernelCh pTimers of the op are another operation's, this much later */
-#define SIM_KTIME_SHIFT_NS 20000000ull
+#define SIM_KTIME_SHIFT_NS 100000000ull
 #define SIM_MAX_FAULTS 16
 typedef struct {
   int kind, rank; /* rank: global rank */
@@ -88,6 +89,10 @@ typedef struct {
   sim_fault_t faults[SIM_MAX_FAULTS];
   int nfaults;
   double hang_s;   /* hung ranks give up (abort) after this long */
+  /* KernelCh work counters (docs/nccl-sim.md "KernelCh work counters") */
+  int toggle_kch;  /* > 0: KernelCh on for one group in N at each GroupApi stop, like a naive
+                      sampling plugin */
+  int capture_at;  /* graph: the iteration whose group is captured (0) */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -105,6 +110,9 @@ typedef struct {
                                                      state normally has them */
   _Atomic uint64_t null_ctx_starts, foreign_starts;
   _Atomic uint64_t graph_colls; /* Coll/P2p starts issued by graph replays */
+  _Atomic uint64_t kch_stuck;   /* KernelCh work items whose ring slot never reached their
+                                   work counter: NCCL's proxy waits for them forever */
+  _Atomic uint64_t kch_foreign; /* KernelCh started from a ring slot another work item wrote */
   _Atomic uint64_t ops, loads, inits, init_failures, finalizes;
   _Atomic int failed;
   char fail_msg[256];
@@ -147,6 +155,7 @@ const char *sim_plugin_name(void);
 int sim_abi_has_type(int abi, unsigned type);   /* the adapter forwards this event type */
 int sim_abi_has_state(int abi, int state);      /* the adapter forwards this state */
 int sim_mask(void);                             /* relaxed load of the global mask */
+void sim_mask_kernel_ch(int on);                /* sets or clears KernelCh in the global mask */
 int sim_comm_init(void **ctx, uint64_t comm_id, const char *name, int nnodes, int nranks,
                   int rank);
 void sim_comm_finalize(void *ctx);
@@ -186,6 +195,7 @@ struct sim_inst {
   uint64_t gpu_launch;   /* fake GPU time of the kernel launch */
   int hang;              /* abort scenario: number of its ops that never finish */
   _Atomic uint64_t net_done_gpu; /* fake GPU time when its last network op finished */
+  _Atomic int kch_wait;  /* KernelCh ops waiting for their ring slot (never waited for) */
   /* peer coupling (fault.c): the collective instance all ranks of the comm share, or NULL */
   sim_cpl_t *cpl;
   _Atomic int sends_left; /* coupled send ops not finished: at 0 this rank's data is out */
@@ -226,6 +236,10 @@ typedef struct sim_pop {
   uint64_t kshift;       /* --fault ktime: added to its KernelCh pTimers */
   uint64_t ready_gpu;    /* coupled: fake GPU time when it saw every rank enter (0 not yet) */
   void *kch_h;
+  /* KernelCh work counters: the host's expectation (sub->base) and the GPU's counter value of
+     this work item; the op starts once ring slot kbase % 64 holds a value >= kbase */
+  uint64_t kbase, kdev;
+  int kwait;             /* counted in inst->kch_wait */
 } sim_pop_t;
 
 struct sim_proxy {
@@ -302,7 +316,20 @@ struct sim_comm {
   int hung;              /* an aborted op left ops open */
   _Atomic int64_t couple_seq; /* coupled plans so far: the instance index all ranks agree on */
   uint64_t couple_key;   /* sim_cpl_key */
+  /* KernelCh work counters per channel (docs/nccl-sim.md "KernelCh work counters"):
+   * kch_host  comm->profiler.workCounter[ch], advanced by the host when it plans work;
+   * kch_dev   the GPU's ncclDevChannel workCounter, advanced for every work item the GPU runs
+   *           (assigned at issue: stream order);
+   * kch_ring  the counter fields of workStarted/workCompleted[ch].data[64], written by the GPU
+   *           for work items with KernelCh only (allocated on first use);
+   * kch_capturing  comm->planner.persistent: a capturing group of this comm is being planned;
+   * kch_final      set by sim_comm_drain: no more GPU work, a KernelCh still waiting is stuck. */
+  _Atomic uint64_t kch_host[SIM_MAX_CHANNELS], kch_dev[SIM_MAX_CHANNELS];
+  _Atomic(_Atomic uint64_t *) kch_ring[SIM_MAX_CHANNELS];
+  _Atomic int kch_capturing, kch_final;
 };
+/* The ring slot of counter value v on channel ch: what the GPU last wrote there (0: nothing). */
+uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v);
 
 /* One user-level call: ncclAllReduce(comm, ...), ncclSend(...), ... */
 typedef struct {

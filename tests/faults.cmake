@@ -7,6 +7,11 @@
 # fault_<kind>_p* each fault on a 4-rank AllReduce job, in 4 processes and in one, --hang-s 2:
 #                 exit status, the one-line message, the open events `ncclscope dump` shows and,
 #                 for mismatches, the rank `ncclscope report` names (tests/fault_check.py).
+# kch_counters    NCCL's KernelCh work counters (docs/nccl-sim.md "KernelCh work counters"):
+#                 KernelCh toggled between groups around a CUDA graph leaves work items that
+#                 NCCL waits for forever (nccl-sim --toggle-kch), and the ncclscope and empty
+#                 plugins' sampling, which stops at the first capture, leaves none
+#                 (tests/kch_counter_check.sh).
 foreach(s ${NCS_SCENARIOS})
   add_test(NAME couple_${s} COMMAND nccl-sim --plugin none --scenario ${s} --couple on)
   set_tests_properties(couple_${s} PROPERTIES TIMEOUT 120)
@@ -35,3 +40,10 @@ add_test(NAME fault_usage
                  ${CMAKE_CURRENT_BINARY_DIR}/fault/usage usage 1)
 set_tests_properties(fault_usage PROPERTIES TIMEOUT 120
                      PASS_REGULAR_EXPRESSION "fault check usage: ok")
+
+add_test(NAME kch_counters
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/kch_counter_check.sh $<TARGET_FILE:nccl-sim>
+                 $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:nccl-profiler-empty>
+                 ${CMAKE_CURRENT_BINARY_DIR}/kch-counters)
+set_tests_properties(kch_counters PROPERTIES TIMEOUT 120
+                     PASS_REGULAR_EXPRESSION "kch counter check: ok")

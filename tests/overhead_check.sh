@@ -121,17 +121,21 @@ PY
 plugins)
   # the plugins loaded for real (nccl-sim), traces measured, drops counted, flight files kept
   NCS_STUB_SIM="$B/nccl-sim" bash "$OVH" -b "$B" --perf "$STUB" -o "$W/o" -r 1 --max 64 \
-    --no-warmup-run --keep-traces >"$W/out.txt" 2>&1 || fail "overhead.sh exited $?"
+    --no-warmup-run --keep-traces --add-level "st-default selftime empty-default" \
+    >"$W/out.txt" 2>&1 || fail "overhead.sh exited $?"
+  # the selftime level: ncclscope with its calls timed, summarized per call kind
+  grep -q "^  st-default nvlink eager procs=0: [0-9]* ns per operation; .*start GroupApi [0-9]*" "$W/out.txt" ||
+    fail "no selftime summary: $(grep -A2 'time inside' "$W/out.txt")"
   python3 - "$W/o" "$B" <<'PY' || fail "runs.tsv"
 import os, sys
 d, b = sys.argv[1:3]
 runs = [l.rstrip("\n").split("\t") for l in open(os.path.join(d, "runs.tsv")) if not l.startswith("#")]
 assert sorted(r[3] for r in runs) == sorted(["none", "empty-default", "ncclscope-default",
-    "empty-full", "ncclscope-full", "empty-flight", "ncclscope-flight"]), runs
+    "empty-full", "ncclscope-full", "empty-flight", "ncclscope-flight", "st-default"]), runs
 for r in runs:
     assert r[10] == "ok", r
     assert r[7] == ("-" if r[3] == "none" else "yes"), r
-    if r[3].startswith("ncclscope"):
+    if r[3].startswith("ncclscope") or r[3] == "st-default":
         assert int(r[9]) > 0, ("trace bytes", r)
         if os.access(os.path.join(b, "ncclscope"), os.X_OK):
             assert r[8] == "0", ("drops", r)

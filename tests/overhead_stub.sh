@@ -6,7 +6,7 @@
 # Model: time_us = (BASE + bytes / 2000) x transport factor x (1 + noise) + ADD[level], where
 #   BASE = 5, transport factor 3 when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (socket), else 1;
 #   level (from the environment overhead.sh sets): n none, ed/ef empty plugin with
-#   NCS_EMPTY_EVENTS default (sampled)/all, efl default without NCS_EMPTY_KERNEL_SAMPLE, nd/nf/nfl
+#   NCS_EMPTY_EVENTS default (sampled)/all, efl default without NCS_EMPTY_SAMPLE, nd/nf/nfl
 #   ncclscope default/NCCLSCOPE_EVENTS=all/flight;
 #   ADD: n 0, ed 2, nd 2.5, ef 5, nf 6, efl 2.1, nfl 2.2 (us); graph: ADD halved;
 #   noise = NOISE[(k + OFF[level]) % 4], NOISE = 0 .05 .01 .2, OFF: n 0, ed 1, nd 2, ef 3, nf 0,
@@ -44,7 +44,7 @@ case $p in
 *empty*)
   lvl="ed"
   [ "${NCS_EMPTY_EVENTS:-}" = all ] && lvl="ef"
-  [ "${NCS_EMPTY_EVENTS:-}" = default ] && [ -z "${NCS_EMPTY_KERNEL_SAMPLE:-}" ] && lvl="efl"
+  [ "${NCS_EMPTY_EVENTS:-}" = default ] && [ -z "${NCS_EMPTY_SAMPLE:-}" ] && lvl="efl"
   ;;
 *ncclscope*)
   lvl=nd

@@ -30,13 +30,14 @@ for x in b: assert abs(x['busbw_p50_gbs']-0.1)<=0.002, x; assert x['timing']['ke
      "busbw not within 2% of 0.1 GB/s"
   ;;
 ktime)
-  # NCCL hands rank 2's KernelCh of AllReduce #10 another operation's timestamps (20 ms late):
+  # NCCL hands rank 2's KernelCh of AllReduce #10 another operation's timestamps (100 ms late: far
+  # above the coupled kernels' durations, which stretch when the machine is loaded):
   # that instance alone is flagged and rank 2 named; it stays in the aggregates
   run --ranks 4 --iters 20 --gpu-gbps 0.1 --fault ktime:2:10
   json
   py "c=r['collectives']; assert c['gpu_suspect']==1, c; e=c['gpu_suspect_examples'][0]
 assert e['rank']==2 and e['seq']==10 and e['func']=='AllReduce', e
-assert 15e6 < e['launch_ns'] < 25e6 and e['gap_ns'] > 1e6, e
+assert 95e6 < e['launch_ns'] < 160e6 and e['gap_ns'] > 1e6, e
 b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==20, b" "suspect GPU times"
   "$NCS" report "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
   grep -q "^1 instances have GPU times that cannot be right" "$W/r.txt" || fail "no suspect line"

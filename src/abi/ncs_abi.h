@@ -52,16 +52,16 @@ enum {
 /* number of distinct event types: bit index 0..14 */
 #define NCS_NTYPES 15
 
-/* KernelCh sampling, shared by ncclscope and the empty benchmark plugin (docs/config.md):
- * - turn the KernelCh bit of NCCL's activation mask on or off for the operations appended from
- *   now on (NCCL copies the mask at each group's first API call; it reads the int concurrently);
- * - sampling stops for good at the first event of a type for which ncs_sampling_stops_at() is
- *   true: on NCCL 2.28.9, KernelCh changing between groups that contain send/recv leaves the
- *   process hung at communicator destroy. */
-static inline void ncs_mask_kernel_ch(int *mask, int on) {
+/* Group sampling (ABI v5+), shared by ncclscope and the empty benchmark plugin (docs/config.md,
+ * "Sampling").
+ * ncs_sample_mask: write `want` (the full or the hook mask) for the next group, unless the mask
+ * holds neither (someone else set it: leave it alone).
+ * ncs_sampling_stops_at: sampling stops for good at the first event of such a type: on NCCL
+ * 2.28.9, KernelCh changing between groups that contain send/recv leaves the process hung at
+ * communicator destroy. */
+static inline void ncs_sample_mask(int *mask, uint32_t want, uint32_t full, uint32_t hook) {
   int cur = __atomic_load_n(mask, __ATOMIC_RELAXED);
-  int want = on ? (cur | NCS_EV_KERNEL_CH) : (cur & ~NCS_EV_KERNEL_CH);
-  if (want != cur) __atomic_store_n(mask, want, __ATOMIC_RELAXED);
+  if (cur != (int)want && (cur == (int)full || cur == (int)hook)) __atomic_store_n(mask, (int)want, __ATOMIC_RELAXED);
 }
 static inline int ncs_sampling_stops_at(uint64_t type) {
   return type == NCS_EV_P2P_API || type == NCS_EV_P2P;

@@ -829,7 +829,7 @@ static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size
    * and wait, not as lower bandwidth; back-to-back this is what nccl-tests' busbw measures. */
   double lat = (double)dmax, xfer = dmin < INT64_MAX ? (double)dmin : lat;
   double abw = xfer > 0 ? (double)bytes / xfer : 0; /* bytes/ns = GB/s */
-  /* KernelCh sampling left some rank without GPU times: its duration is only the enqueue,
+  /* an unsampled group (NCCLSCOPE_UNSAMPLED_EVENTS) left some rank without GPU times: its duration is only the enqueue,
    * so the instance counts for arrivals and skew but not for latency and bandwidth */
   int unsampled = 0;
   for (size_t k = 0; k < n; k++) unsampled |= ops[k].unsampled && !has_gpu(&ops[k]);

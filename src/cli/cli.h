@@ -37,7 +37,7 @@ typedef struct {
   const char *events;      /* NULL: keep NCCLSCOPE_EVENTS, else the default */
   const char *mode;        /* NULL: trace */
   const char *buffer_size; /* NULL: the plugin's default */
-  const char *kernel_sample; /* NULL: keep NCCLSCOPE_KERNEL_SAMPLE (else the plugin's default) */
+  const char *kernel_sample; /* --sample: NULL keeps NCCLSCOPE_SAMPLE (else the plugin's default) */
   const char *plugin;      /* NULL: found by ncs_find_plugin */
   char *const *cmd;        /* NULL-terminated */
   char *dir_used;          /* out: the absolute trace directory */

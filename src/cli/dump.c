@@ -128,13 +128,13 @@ static void put_host_time(dump_t *d, const char *name, uint64_t ts) {
 /* ---------------------------------------------------------------- event lines */
 
 static void line_start(dump_t *d, const ncs_event_t *e) {
-  static const char *const sf[] = {"pxn", "v1", "trunc"};
+  static const char *const sf[] = {"pxn", "v1", "trunc", "unsampled"};
   fprintf(d->o, " ctx=");
   put_ctx(d->o, e->ctx_kind, e->ctx);
   fprintf(d->o, " parent=");
   put_ref(d->o, e->parent_kind, e->parent);
   fprintf(d->o, " rank=%d flags=", e->rank);
-  put_flags(d->o, e->flags, sf, 3);
+  put_flags(d->o, e->flags, sf, 4);
   for (unsigned i = 0; i < e->nfields; i++) put_field(d->o, e, i);
 }
 

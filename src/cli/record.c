@@ -34,8 +34,10 @@ static const char record_help[] =
     "                         memory, dumped on SIGUSR1, a watchdog or a request; docs/flight.md)\n"
     "  -b, --buffer-size SIZE buffer pool per process, 1M to 16G, e.g. 64M (K, M, G: powers of "
     "1024)\n"
-    "  -k, --kernel-sample N  GPU kernel times (KernelCh) for one group of operations in N; 1: every\n"
-    "                         operation (default: 64 in trace mode, 1 in flight mode; docs/config.md)\n"
+    "  -s, --sample N         record one group of operations in N in full, GPU times included, and\n"
+    "                         only counts of the others; 1: every operation (default: 64 in trace\n"
+    "                         mode, 1 in flight mode; NCCLSCOPE_SAMPLE, docs/config.md \"Sampling\").\n"
+    "                         -k, --kernel-sample is its earlier name\n"
     "  -h, --help             this help\n"
     "\n"
     "environment: NCCLSCOPE_PLUGIN overrides the plugin path (default: next to ncclscope, else\n"
@@ -106,7 +108,7 @@ static int set_env(const char *plugin, const char *dir, const char *events, cons
   else if (!getenv("NCCLSCOPE_EVENTS"))
     rc |= setenv("NCCLSCOPE_EVENTS", NCS_DEFAULT_EVENTS, 1);
   if (size) rc |= setenv("NCCLSCOPE_BUFFER_SIZE", size, 1);
-  if (sample) rc |= setenv("NCCLSCOPE_KERNEL_SAMPLE", sample, 1);
+  if (sample) rc |= setenv("NCCLSCOPE_SAMPLE", sample, 1);
   return rc ? -1 : 0;
 }
 
@@ -130,7 +132,7 @@ static int check_opts(const ncs_record_opts_t *o, char *size, size_t size_len) {
   }
   uint64_t n;
   if (o->kernel_sample && ncs_parse_count(o->kernel_sample, 1, 1u << 20, &n) != 0)
-    return ncs_usage_error(o->verb, "--kernel-sample needs a number from 1 to 1048576, not '%s'",
+    return ncs_usage_error(o->verb, "--sample needs a number from 1 to 1048576, not '%s'",
                            o->kernel_sample);
   if (!o->cmd || !o->cmd[0]) return ncs_usage_error(o->verb, "no command to run");
   return 0;
@@ -225,19 +227,21 @@ int ncs_cmd_record(int argc, char **argv) {
   static const struct option opts[] = {
       {"output", required_argument, 0, 'o'}, {"events", required_argument, 0, 'e'},
       {"mode", required_argument, 0, 'm'},   {"buffer-size", required_argument, 0, 'b'},
-      {"kernel-sample", required_argument, 0, 'k'}, {"help", no_argument, 0, 'h'},
+      {"sample", required_argument, 0, 's'},        {"kernel-sample", required_argument, 0, 'k'},
+      {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   ncs_record_opts_t o = {.verb = "record"};
   int c;
   optind = 0;
   opterr = 0;
   /* '+': options end at the command, so its own options are left alone */
-  while ((c = getopt_long(argc, argv, "+:o:e:m:b:k:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "+:o:e:m:b:s:k:h", opts, NULL)) != -1) {
     switch (c) {
     case 'o': o.out_dir = optarg; break;
     case 'e': o.events = optarg; break;
     case 'm': o.mode = optarg; break;
     case 'b': o.buffer_size = optarg; break;
+    case 's':
     case 'k': o.kernel_sample = optarg; break;
     case 'h': fputs(record_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("record", c, argv);

@@ -168,7 +168,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           a->nprocs, a->nhosts, a->nhosts == 1 ? "" : "s", a->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
   if (a->unsampled)
-    fprintf(o, "%" PRIu64 " instances have no GPU times (KernelCh sampling, NCCLSCOPE_KERNEL_SAMPLE): "
+    fprintf(o, "%" PRIu64 " instances have no GPU times (unsampled, NCCLSCOPE_UNSAMPLED_EVENTS): "
                "counted for arrivals and skew, left out of latency and bandwidth\n\n",
             a->unsampled);
   if (a->gpu_suspect) {

@@ -261,6 +261,11 @@ static void put_totals(FILE *o, const counts_t *c, const char *indent) {
             "%signored: starts of unknown type %" PRIu64 ", unknown states %" PRIu64
             ", starts of types not requested %" PRIu64 "\n",
             indent, p[NCS_CK_UNKNOWN_TYPE], p[NCS_CK_UNKNOWN_STATE], p[NCS_CK_DISABLED_TYPE]);
+  if (p[NCS_CK_GROUPS])
+    fprintf(o, "%ssampling: %" PRIu64 " groups, %" PRIu64 " recorded in full, %" PRIu64
+               " unsampled (NCCLSCOPE_SAMPLE)\n",
+            indent, p[NCS_CK_GROUPS], p[NCS_CK_GROUPS] - p[NCS_CK_GROUPS_UNSAMPLED],
+            p[NCS_CK_GROUPS_UNSAMPLED]);
   if (p[NCS_CK_WRITE_ERRORS])
     fprintf(o, "%sWARNING: %" PRIu64 " chunks could not be written (disk full?)\n", indent,
             p[NCS_CK_WRITE_ERRORS]);

@@ -110,7 +110,19 @@ void ncs_config_load(ncs_config_t *c) {
   }
   /* KernelCh on every operation costs NCCL microseconds per operation (docs/config.md, KernelCh
    * sampling): a full trace samples; the flight recorder, which diagnoses hangs, does not */
-  c->kernel_sample = (uint32_t)env_size(c, "NCCLSCOPE_KERNEL_SAMPLE", c->flight ? 1 : 64, 1, 1u << 20);
+  /* NCCLSCOPE_SAMPLE; NCCLSCOPE_KERNEL_SAMPLE is its earlier name, read when it is not set */
+  const char *smp = getenv("NCCLSCOPE_SAMPLE");
+  c->kernel_sample = (uint32_t)env_size(c, smp && *smp ? "NCCLSCOPE_SAMPLE" : "NCCLSCOPE_KERNEL_SAMPLE",
+                                        c->flight ? 1 : 64, 1, 1u << 20);
+  const char *uev = getenv("NCCLSCOPE_UNSAMPLED_EVENTS");
+  c->unsampled_events = 0;
+  if (uev && *uev) {
+    uint32_t m;
+    if (ncs_parse_event_list(uev, &m, &bad, &badlen) == 0)
+      c->unsampled_events = m;
+    else
+      add_error(c, "NCCLSCOPE_UNSAMPLED_EVENTS", uev, "unknown event name; recording none");
+  }
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {

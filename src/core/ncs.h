@@ -61,7 +61,8 @@ typedef struct {
   uint32_t flight_ops;   /* NCCLSCOPE_FLIGHT_OPS: operations kept per communicator */
   uint32_t watchdog_s;   /* NCCLSCOPE_WATCHDOG_S: 0 = off */
   int dump_signal;       /* NCCLSCOPE_DUMP_SIGNAL: 0 = none */
-  uint32_t kernel_sample; /* NCCLSCOPE_KERNEL_SAMPLE: KernelCh for 1 group in N (1 = all) */
+  uint32_t kernel_sample; /* NCCLSCOPE_SAMPLE (or _KERNEL_SAMPLE): 1 group in N in full (1 = all) */
+  uint32_t unsampled_events; /* NCCLSCOPE_UNSAMPLED_EVENTS: what the other groups still record */
   char errors[512]; /* configuration problems, logged through NCCL's logger at init */
 } ncs_config_t;
 
@@ -110,6 +111,7 @@ typedef struct {
   /* rare-path counters, written by the producer only (relaxed) */
   _Alignas(64) _Atomic uint64_t drops[NCS_T_COUNT];
   _Atomic uint64_t bad_handle, stale_handle, null_handle, disabled, unknown_type, unknown_state;
+  _Atomic uint64_t groups, groups_unsampled; /* group sampling: GroupApi starts, unsampled ones */
 } ncs_slot_t;
 
 /* ---- communicators ---- */
@@ -147,6 +149,12 @@ typedef struct {
   _Atomic int ready;      /* pool and tables exist */
   int use_tsc;
   _Atomic uint32_t kernel_sample; /* cfg.kernel_sample (1 once sampling stopped), read by every START */
+  /* group sampling, ABI v5+ (plugin.c, "Sampling"): set at init, under the lock */
+  _Atomic int sampling;        /* on for this load */
+  _Atomic uint32_t mask_full;  /* the mask of a sampled group: every requested event */
+  _Atomic uint32_t mask_hook;  /* the mask of the others: GroupApi, P2pApi + unsampled events */
+  _Atomic uint32_t unsampled;  /* event bits recorded in unsampled groups */
+  _Atomic int sample_hold_hook; /* sampling ended at an unsampled CUDA graph capture: hook mask */
   uint64_t id_base; /* first id of this load: random, so a stale handle's id is out of range */
   _Atomic uint32_t epoch;
   pid_t pid;

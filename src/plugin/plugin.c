@@ -143,7 +143,9 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   if (idx >= ncs_g.cfg.max_comms) {
     ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one",
             ncs_g.cfg.max_comms);
-    if (mask) __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED); /* NCCL reads it with atomic loads */
+    int held = atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook);
+    if (mask) /* NCCL reads it with atomic loads; after an unsampled capture: the hook (below) */
+      __atomic_store_n(mask, (int)(held ? atomic_load(&ncs_g.mask_hook) : m), __ATOMIC_RELAXED);
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;
   }
@@ -162,10 +164,32 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   atomic_store(&ncs_g.ncomms, idx + 1);
   atomic_fetch_add(&ncs_g.live_comms, 1);
   ncs_g.mask_set = m;
+  /* group sampling (ABI v5+, "Sampling" below): the mask of an unsampled group keeps GroupApi
+   * (whose stop picks the next group's mask), P2pApi (sampling stops at the first send/recv) and
+   * what NCCLSCOPE_UNSAMPLED_EVENTS asks for */
+  uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (ncs_g.cfg.unsampled_events & m)) & abi_mask(abi);
+  atomic_store(&ncs_g.mask_full, m);
+  atomic_store(&ncs_g.mask_hook, hook);
+  atomic_store(&ncs_g.unsampled, ncs_g.cfg.unsampled_events & m);
+  if (abi < 5 && atomic_load(&ncs_g.kernel_sample) > 1) {
+    /* no GroupApi, so no hook before an operation copies the mask: toggling KernelCh per plan
+     * (as the Group event could) desynchronizes NCCL's KernelCh counters under CUDA graphs, and
+     * ABI v4 says nothing of graphs (docs/config.md, "Sampling") */
+    ncs_log(NCS_LOG_WARN, "sampling (NCCLSCOPE_SAMPLE=%u) needs NCCL 2.28 or later (profiler ABI v5); "
+                          "recording every operation", atomic_load(&ncs_g.kernel_sample));
+    atomic_store(&ncs_g.kernel_sample, 1);
+  }
+  /* on for the load as configured: once sampling has stopped (kernel_sample 1), a GroupApi stop
+   * still writes the mask it stopped with (full, or the hook for good after an unsampled capture) */
+  uint32_t cfg_n = ncs_g.cfg.capture ? 1 : ncs_g.cfg.kernel_sample;
+  atomic_store(&ncs_g.sampling, abi >= 5 && cfg_n > 1 && hook != m &&
+                                    (m & ~(uint32_t)NCS_EV_PROXY_CTRL) != 0);
   if (mask) atomic_store_explicit(&ncs_g.mask_ptr, mask, memory_order_release);
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
-  /* one process-wide int in NCCL: every init writes it (under our lock), the last one wins */
-  if (mask) __atomic_store_n(mask, (int)m, __ATOMIC_RELAXED); /* NCCL reads it with atomic loads */
+  /* one process-wide int in NCCL: every init writes it (under our lock), the last one wins. After
+   * sampling ended at an unsampled CUDA graph capture, KernelCh must never come back: the hook */
+  int held = atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook);
+  if (mask) __atomic_store_n(mask, (int)(held ? hook : m), __ATOMIC_RELAXED); /* NCCL: atomic loads */
   pthread_mutex_unlock(&ncs_g.lock);
   return NCS_SUCCESS;
 }
@@ -345,32 +369,15 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
   case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;           \
   case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
 
-/* KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=N, docs/config.md): NCCL copies its activation
- * mask for every operation at the API call (research 3.1), so turning the KernelCh bit on for one
- * group in N (on average; see ncs_kernel_sampled), at that group's GroupApi start, gives GPU times for
- * that group only. The count is
- * per thread: with one thread per rank, every rank samples the same groups of an SPMD program.
- * The Coll/P2p of an unsampled group are flagged, so the writer completes them without waiting
- * for KernelCh that will not come. 0: this thread has not started a group (e.g. a CUDA callback
+/* Group sampling's per-thread state (see "Group sampling" below): tls_groups counts the
+ * thread's GroupApi stops, so every rank of an SPMD program with one thread per rank numbers its
+ * groups alike and samples the same ones; tls_sampled says whether the thread's current group
+ * has the full mask (1) or the hook mask (2). Coll/P2p of a hook group (recorded only with
+ * NCCLSCOPE_UNSAMPLED_EVENTS) are flagged, so the writer completes them without waiting for
+ * KernelCh that will not come. 0: this thread has not started a group (e.g. a CUDA callback
  * thread or a non-blocking communicator's launch thread): no flag. */
 static __attribute__((tls_model("initial-exec"))) _Thread_local uint32_t tls_groups;
 static __attribute__((tls_model("initial-exec"))) _Thread_local uint8_t tls_sampled; /* 1 on, 2 off */
-
-/* Not COLD: with the default NCCLSCOPE_KERNEL_SAMPLE (64) it runs at every group's start. */
-static __attribute__((noinline)) void sample_kernel(void) {
-  uint32_t n = atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed);
-  int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
-  if (n <= 1 || !mp || !(ncs_g.mask_set & NCS_EV_KERNEL_CH)) {
-    tls_sampled = 0; /* sampling stopped (sample_stop): no more unsampled groups on this thread */
-    return;
-  }
-  int on = ncs_kernel_sampled(tls_groups++, n);
-  tls_sampled = on ? 1 : 2;
-  ncs_mask_kernel_ch(mp, on);
-  /* sample_stop ran meanwhile on another thread: make sure the bit it set is not lost */
-  if (!on && atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) <= 1)
-    ncs_mask_kernel_ch(mp, 1);
-}
 
 /* Sampling stops for good at the first point-to-point operation (ncs_sampling_stops_at). On
  * NCCL 2.28.9, turning KernelCh off and on between groups that contain Send/Recv
@@ -381,12 +388,90 @@ static __attribute__((noinline)) void sample_kernel(void) {
 static COLD void sample_stop(void) {
   uint32_t n = atomic_exchange(&ncs_g.kernel_sample, 1);
   if (n <= 1) return; /* another thread stopped it */
-  int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
-  if (mp && (ncs_g.mask_set & NCS_EV_KERNEL_CH)) ncs_mask_kernel_ch(mp, 1);
+  /* the group of this send/recv stays as it is; its GroupApi stop sets the full mask */
   ncs_log(NCS_LOG_WARN,
-          "KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=%u) stopped at the first send/recv: "
-          "NCCL 2.28 hangs at communicator destroy when KernelCh changes between groups with "
-          "send/recv (docs/config.md); GPU times are now recorded for every operation", n);
+          "sampling (NCCLSCOPE_SAMPLE=%u) stopped at the first send/recv: NCCL 2.28 hangs at "
+          "communicator destroy when KernelCh changes between groups with send/recv "
+          "(docs/config.md); every later operation is recorded in full", n);
+}
+
+/* ---- Group sampling, ABI v5+ (NCCLSCOPE_SAMPLE=N, docs/config.md "Sampling").
+ * NCCL copies its global activation mask into a thread-local copy at every operation's append,
+ * just before it calls the GroupApi start, and every event of the operation follows that copy
+ * (research 3.1). So the mask of the next group is written when a group's GroupApi stops: the full
+ * mask for one group in N, for the others the hook mask (GroupApi, P2pApi and
+ * NCCLSCOPE_UNSAMPLED_EVENTS), for which NCCL calls the plugin a few times per operation and does
+ * no other profiler work. A group's GroupApi start reads the mask NCCL just copied, so the
+ * thread knows whether its current group is sampled even when another thread wrote the mask. The
+ * hook's own events are not recorded in an unsampled group: their handles are ncs_hook[0]
+ * (GroupApi: its stop still picks the next mask) and ncs_hook[1] (P2pApi). */
+static char ncs_hook[2];
+
+static inline int is_hook(uint64_t h) { return h - (uint64_t)(uintptr_t)ncs_hook < 2; }
+
+/* CUDA graphs: NCCL keeps a per-channel host counter of KernelCh work items that must follow the
+ * GPU's. An operation without KernelCh advances the host counter once, when it is planned; inside
+ * a CUDA graph the GPU advances its counter at every replay, so a captured operation without
+ * KernelCh puts the two out of step for every later operation with KernelCh, whose profiler
+ * proxy operations then wait forever: the process hangs at communicator destroy (2.28.9, measured;
+ * proxy.cc SaveProxyProfiler/incWorkCounter, unchanged through 2.30). So sampling ends at the
+ * first captured group: with the full mask for good when that group was sampled, else with the
+ * hook mask for good (no more KernelCh, so nothing can wait), and the plugin says so. */
+static COLD void sample_graph(int sampled) {
+  uint32_t n = atomic_exchange(&ncs_g.kernel_sample, 1);
+  if (n <= 1) return; /* already stopped */
+  if (!sampled) atomic_store(&ncs_g.sample_hold_hook, 1);
+  if (sampled)
+    ncs_log(NCS_LOG_WARN, "sampling (NCCLSCOPE_SAMPLE=%u) stopped at the first CUDA graph capture, "
+                          "which was sampled: every later operation is recorded in full", n);
+  else
+    ncs_log(NCS_LOG_WARN,
+            "sampling (NCCLSCOPE_SAMPLE=%u) stopped at the first CUDA graph capture, which was not "
+            "sampled: KernelCh now stays off (NCCL would hang at communicator destroy otherwise, "
+            "docs/config.md) and later operations record only NCCLSCOPE_UNSAMPLED_EVENTS. "
+            "Set NCCLSCOPE_SAMPLE=1 to record programs that capture NCCL in CUDA graphs", n);
+}
+
+/* At a GroupApi or P2pApi start with sampling on. Returns 1 when the event is not recorded (its
+ * handle is then a hook handle). */
+static int group_sample_start(int t, void **eh, int captured) {
+  if (t == NCS_T_GROUP_API) {
+    int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
+    int cur = mp ? __atomic_load_n(mp, __ATOMIC_RELAXED) : 0;
+    int off = mp && (uint32_t)cur == atomic_load_explicit(&ncs_g.mask_hook, memory_order_relaxed);
+    tls_sampled = off ? 2 : 1;
+    if (NCS_UNLIKELY(captured) && atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1)
+      sample_graph(!off);
+    ncs_slot_t *s = is_ready() ? ncs_slot() : NULL;
+    if (s) {
+      ncs_count(&s->groups);
+      if (off) ncs_count(&s->groups_unsampled);
+    }
+  } else if (atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {
+    sample_stop(); /* P2pApi: the next group's mask (at this group's stop) is the full one */
+  }
+  /* not recorded: the hook's own events in an unsampled group, and a GroupApi outside
+   * NCCLSCOPE_EVENTS (NCCL starts it anyway; the hook handle makes NCCL call its stop) */
+  if ((tls_sampled == 2 && !((atomic_load_explicit(&ncs_g.unsampled, memory_order_relaxed) >> t) & 1)) ||
+      (t == NCS_T_GROUP_API && !((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1))) {
+    *eh = &ncs_hook[t == NCS_T_GROUP_API ? 0 : 1];
+    return 1;
+  }
+  return 0;
+}
+
+/* At a GroupApi stop (recorded or hook): the mask of this thread's next group. */
+static void group_sample_stop(void) {
+  if (!atomic_load_explicit(&ncs_g.sampling, memory_order_relaxed)) return;
+  int *mp = atomic_load_explicit(&ncs_g.mask_ptr, memory_order_acquire);
+  if (!mp) return;
+  uint32_t n = atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed);
+  uint32_t full = atomic_load_explicit(&ncs_g.mask_full, memory_order_relaxed);
+  uint32_t hook = atomic_load_explicit(&ncs_g.mask_hook, memory_order_relaxed);
+  uint32_t want = atomic_load_explicit(&ncs_g.sample_hold_hook, memory_order_relaxed) ? hook
+                  : n <= 1 || ncs_kernel_sampled(++tls_groups, n)                   ? full
+                                                                                    : hook;
+  ncs_sample_mask(mp, want, full, hook);
 }
 
 static inline uint32_t sample_flag(int t) {
@@ -396,7 +481,7 @@ static inline uint32_t sample_flag(int t) {
 /* Every version's startEvent begins the same way: write *eHandle, check the descriptor and its
  * type (up to MAXT for that version), and reserve the START record. It declares t, nf, s and
  * f for the fill that follows, and returns when nothing is to be written. */
-#define START_BEGIN(d, MAXT, EXTRA_FLAGS)                                                         \
+#define START_BEGIN(d, MAXT, EXTRA_FLAGS, SAMPLE)                                                 \
   if (!eh) return NCS_SUCCESS;                                                                    \
   *eh = NULL;                                                                                     \
   if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;                                                       \
@@ -407,24 +492,29 @@ static inline uint32_t sample_flag(int t) {
   }                                                                                               \
   const uint32_t nf = ncs_schema[t].nfields;                                                      \
   ncs_slot_t *s = NULL;                                                                           \
-  if (t == SAMPLE_AT) {                                                                           \
-    if (atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1 || tls_sampled)     \
-      sample_kernel(); /* the default samples: every group start */                              \
-  } else if (NCS_UNLIKELY(ncs_sampling_stops_at(d->type)) &&                                    \
-             atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {              \
-    sample_stop();                                                                                \
-  }                                                                                               \
+  SAMPLE;                                                                                         \
   uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) | sample_flag(t) |       \
                    (EXTRA_FLAGS);                                                                 \
   uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);         \
   if (!f) return NCS_SUCCESS
 
+/* v5+: group sampling at GroupApi and P2pApi starts (group_sample_start); a P2p start also
+ * stops it, for a plugin mask without P2pApi */
+#define SAMPLE_V5                                                                                 \
+  if (t == NCS_T_GROUP_API || t == NCS_T_P2P_API) {                                               \
+    if (atomic_load_explicit(&ncs_g.sampling, memory_order_relaxed) &&                           \
+        group_sample_start(t, eh, t == NCS_T_GROUP_API && d->groupApi.graphCaptured))             \
+      return NCS_SUCCESS;                                                                         \
+  } else if (NCS_UNLIKELY(t == NCS_T_P2P) &&                                                      \
+             atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {              \
+    sample_stop();                                                                                \
+  }
+/* v4 and older do not sample (do_init) */
+#define SAMPLE_V4 (void)0
+
 /* v5 and v6 share the descriptor prefix; v5 never sends CE types. */
-/* where sampling decides: GroupApi (v5+); v4 and older have no API events, so their Group (the
- * kernel plan, emitted after the launch) decides for the next plan */
-#define SAMPLE_AT NCS_T_GROUP_API
 static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
-  START_BEGIN(d, NCS_T_CE_BATCH, 0);
+  START_BEGIN(d, NCS_T_CE_BATCH, 0, SAMPLE_V5);
   switch (t) {
   case NCS_T_GROUP:
   case NCS_T_PROXY_CTRL: break;
@@ -456,10 +546,8 @@ static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
   return NCS_SUCCESS;
 }
 
-#undef SAMPLE_AT
-#define SAMPLE_AT NCS_T_GROUP
 static ncs_result_t start_v4(void *ctx, void **eh, ncs_descr_v4_t *d) {
-  START_BEGIN(d, NCS_T_NET_PLUGIN, 0);
+  START_BEGIN(d, NCS_T_NET_PLUGIN, 0, SAMPLE_V4);
   switch (t) {
     FILL_V4_COMMON(d, 0, 0)
   default: break;
@@ -483,7 +571,8 @@ static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
 /* v1 .. v3 descriptors share everything but the Coll/P2p member layouts. */
 #define START_OLD(V, COLL_FILL, P2P_FILL, HAS_KCH)                                                \
   static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                  \
-    START_BEGIN(d, HAS_KCH ? NCS_T_NET_PLUGIN : NCS_T_PROXY_CTRL, V == 1 ? NCS_SF_ABI_V1 : 0);    \
+    START_BEGIN(d, HAS_KCH ? NCS_T_NET_PLUGIN : NCS_T_PROXY_CTRL, V == 1 ? NCS_SF_ABI_V1 : 0,      \
+                SAMPLE_V4);                                                                       \
     switch (t) {                                                                                  \
     case NCS_T_COLL: COLL_FILL; break;                                                            \
     case NCS_T_P2P: P2P_FILL; break;                                                              \
@@ -594,6 +683,11 @@ static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a
 static ncs_result_t stop_any(void *eh) {
   ncs_slot_t *s = ncs_tls_slot;
   uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (NCS_UNLIKELY(is_hook(h))) { /* an unrecorded event of an unsampled group */
+    if (h == (uint64_t)(uintptr_t)&ncs_hook[0]) group_sample_stop();
+    return NCS_SUCCESS;
+  }
+  if (ncs_eh_type(h) == NCS_T_GROUP_API && ncs_eh_is_ours(h)) group_sample_stop();
   if (NCS_LIKELY(s && handle_ok(h) && s->cur && s->pos + 3 <= s->cur->cap)) {
     uint64_t *w = &s->cur->words[s->pos];
     w[0] = NCS_REC_HDR(NCS_REC_STOP, ncs_eh_type(h), 3, 0, 0);
@@ -609,6 +703,7 @@ static ncs_result_t stop_any(void *eh) {
 static HOT void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
   ncs_slot_t *s = ncs_tls_slot;
   uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (NCS_UNLIKELY(is_hook(h))) return; /* an unrecorded event of an unsampled group */
   if (NCS_LIKELY(s && handle_ok(h) && (unsigned)state < NCS_NSTATES && s->cur &&
                  s->pos + 5 <= s->cur->cap)) {
     uint64_t *w = &s->cur->words[s->pos];
@@ -637,6 +732,109 @@ static ncs_result_t state_v1(void *eh, ncs_state_t st, ncs_args_v1_t *a) {
   return NCS_SUCCESS;
 }
 
+/* ------------------------------------------------------------------ self time (bench only) */
+
+#ifdef NCS_SELFTIME
+/* libnccl-profiler-ncclscope-selftime.so (bench/CMakeLists.txt): the same plugin with every
+ * start/stop/state call timed from entry to return (lfence; rdtsc on both sides), summed per call
+ * kind and event type, per thread, and printed to stderr when the library is unloaded or the
+ * process exits. It answers "how much of ncclscope's cost on a GPU host is spent inside its own
+ * calls" (docs/benchmarks.md); the timing itself adds about two rdtsc per call. */
+#define ST_THREADS 64
+typedef struct {
+  _Alignas(64) uint64_t n[3][16], cyc[3][16];
+} st_acc_t;
+static st_acc_t st_acc[ST_THREADS];
+static _Atomic unsigned st_nthreads;
+static _Thread_local int st_idx = -1;
+static _Atomic uint64_t st_tsc0, st_ns0, st_self; /* set by the first thread (st_self 0 until then) */
+
+static inline uint64_t st_tsc(void) {
+  __asm__ __volatile__("lfence" ::: "memory");
+  uint64_t t = ncs_tsc();
+  __asm__ __volatile__("lfence" ::: "memory");
+  return t;
+}
+
+static void st_add(int kind, int type, uint64_t cyc) {
+  if (st_idx < 0) {
+    unsigned i = atomic_fetch_add(&st_nthreads, 1);
+    if (i == 0) {
+      atomic_store(&st_tsc0, ncs_tsc());
+      atomic_store(&st_ns0, ncs_mono_ns());
+      uint64_t best = UINT64_MAX; /* what the timing itself costs: the least of empty intervals */
+      for (int k = 0; k < 2000; k++) {
+        uint64_t a = st_tsc(), b = st_tsc();
+        if (b - a < best) best = b - a;
+      }
+      atomic_store(&st_self, best);
+    }
+    st_idx = i < ST_THREADS ? (int)i : ST_THREADS - 1; /* overflow threads share the last (racy) */
+  }
+  unsigned t = type >= 0 && type < 16 ? (unsigned)type : 15;
+  uint64_t self = atomic_load_explicit(&st_self, memory_order_relaxed);
+  /* one writer per slot (but the overflow slot); relaxed load + store: plain moves on x86, and
+   * race-free for the exit-time reader */
+  uint64_t *pn = &st_acc[st_idx].n[kind][t], *pc = &st_acc[st_idx].cyc[kind][t];
+  __atomic_store_n(pn, __atomic_load_n(pn, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
+  __atomic_store_n(pc, __atomic_load_n(pc, __ATOMIC_RELAXED) + (cyc > self ? cyc - self : 0),
+                   __ATOMIC_RELAXED);
+}
+
+static ncs_result_t start_v6_st(void *ctx, void **eh, ncs_descr_v6_t *d) {
+  uint64_t t0 = st_tsc();
+  ncs_result_t r = start_v6(ctx, eh, d);
+  st_add(0, d ? type_index(d->type) : -1, st_tsc() - t0);
+  return r;
+}
+static ncs_result_t stop_st(void *eh) {
+  uint64_t t0 = st_tsc();
+  ncs_result_t r = stop_any(eh);
+  uint64_t h = (uint64_t)(uintptr_t)eh;
+  st_add(1, ncs_eh_is_ours(h) ? (int)ncs_eh_type(h) : -1, st_tsc() - t0);
+  return r;
+}
+static ncs_result_t state_st(void *eh, ncs_state_t st, ncs_args_v4_t *a) {
+  uint64_t t0 = st_tsc();
+  ncs_result_t r = state_v4(eh, st, a);
+  uint64_t h = (uint64_t)(uintptr_t)eh;
+  st_add(2, ncs_eh_is_ours(h) ? (int)ncs_eh_type(h) : -1, st_tsc() - t0);
+  return r;
+}
+
+__attribute__((destructor)) static void st_print(void) {
+  unsigned nt = atomic_load(&st_nthreads);
+  if (!nt) return;
+  double ns_per = (double)(ncs_mono_ns() - atomic_load(&st_ns0)) / (double)(ncs_tsc() - atomic_load(&st_tsc0));
+  static const char *kinds[3] = {"start", "stop", "state"};
+  uint64_t tot_n = 0, tot_c = 0, ops = 0;
+  for (int k = 0; k < 3; k++)
+    for (int t = 0; t < 16; t++) {
+      uint64_t n = 0, c = 0;
+      for (unsigned i = 0; i < nt && i < ST_THREADS; i++)
+        n += __atomic_load_n(&st_acc[i].n[k][t], __ATOMIC_RELAXED),
+        c += __atomic_load_n(&st_acc[i].cyc[k][t], __ATOMIC_RELAXED);
+      if (!n) continue;
+      if (k == 0 && t == NCS_T_GROUP_API) ops = n;
+      tot_n += n, tot_c += c;
+      fprintf(stderr, "selftime: pid=%d %s type=%s calls=%llu mean_ns=%.1f\n", (int)getpid(), kinds[k],
+              t < NCS_T_COUNT ? ncs_schema[t].name : "other", (unsigned long long)n,
+              (double)c * ns_per / (double)n);
+    }
+  fprintf(stderr, "selftime: pid=%d total calls=%llu mean_ns=%.1f groupapi=%llu ns_per_groupapi=%.1f threads=%u "
+          "timer_ns=%.1f (subtracted)\n", (int)getpid(), (unsigned long long)tot_n, tot_n ? (double)tot_c * ns_per / (double)tot_n : 0.0,
+          (unsigned long long)ops, ops ? (double)tot_c * ns_per / (double)ops : 0.0, nt,
+          (double)atomic_load(&st_self) * ns_per);
+}
+#define START_V6 start_v6_st
+#define STOP_ANY stop_st
+#define STATE_V4 state_st
+#else
+#define START_V6 start_v6
+#define STOP_ANY stop_any
+#define STATE_V4 state_v4
+#endif
+
 /* ------------------------------------------------------------------ init per version */
 
 static ncs_result_t init_v6(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r,
@@ -656,10 +854,10 @@ static ncs_result_t init_v3(void **c, int *m) { return do_init(c, 0, m, NULL, -1
 static ncs_result_t init_v2(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 2); }
 static ncs_result_t init_v1(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 1); }
 
-EXPORT const ncs_profiler_v6_t ncclProfiler_v6 = {"ncclscope", init_v6, start_v6, stop_any,
-                                                  state_v4, do_finalize};
-EXPORT const ncs_profiler_v5_t ncclProfiler_v5 = {"ncclscope", init_v5, start_v6, stop_any,
-                                                  state_v4, do_finalize};
+EXPORT const ncs_profiler_v6_t ncclProfiler_v6 = {"ncclscope", init_v6, START_V6, STOP_ANY,
+                                                  STATE_V4, do_finalize};
+EXPORT const ncs_profiler_v5_t ncclProfiler_v5 = {"ncclscope", init_v5, START_V6, STOP_ANY,
+                                                  STATE_V4, do_finalize};
 EXPORT const ncs_profiler_v4_t ncclProfiler_v4 = {"ncclscope", init_v4, start_v4, stop_any,
                                                   state_v4, do_finalize};
 EXPORT const ncs_profiler_v3_t ncclProfiler_v3 = {"ncclscope", init_v3, start_v3, stop_any,

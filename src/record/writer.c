@@ -74,7 +74,7 @@ typedef struct {
   uint64_t threads_seen;
   /* producer counters at segment start, subtracted so the footer is per segment */
   uint64_t base_drops[NCS_T_COUNT], base_bad, base_stale, base_null, base_nslot, base_disabled,
-      base_unk_type, base_unk_state;
+      base_unk_type, base_unk_state, base_groups, base_groups_unsampled;
 } writer_t;
 
 static writer_t W;
@@ -708,7 +708,7 @@ static void publish_comms(int ends) {
 
 typedef struct {
   uint64_t drops[NCS_T_COUNT], bad, stale, null, nslot, nslot_t[NCS_T_COUNT], disabled, unk_type,
-      unk_state;
+      unk_state, groups, groups_unsampled;
 } prod_t;
 
 static void producer_counters(prod_t *p) {
@@ -722,6 +722,8 @@ static void producer_counters(prod_t *p) {
     p->disabled += atomic_load_explicit(&s->disabled, memory_order_relaxed);
     p->unk_type += atomic_load_explicit(&s->unknown_type, memory_order_relaxed);
     p->unk_state += atomic_load_explicit(&s->unknown_state, memory_order_relaxed);
+    p->groups += atomic_load_explicit(&s->groups, memory_order_relaxed);
+    p->groups_unsampled += atomic_load_explicit(&s->groups_unsampled, memory_order_relaxed);
   }
   p->nslot = atomic_load(&ncs_g.no_slot_drops);
   for (unsigned t = 0; t < NCS_T_COUNT; t++) p->drops[t] += atomic_load(&ncs_g.no_slot_by_type[t]);
@@ -733,6 +735,7 @@ static void counters_base(void) {
   memcpy(W.base_drops, p.drops, sizeof W.base_drops);
   W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null, W.base_nslot = p.nslot;
   W.base_disabled = p.disabled, W.base_unk_type = p.unk_type, W.base_unk_state = p.unk_state;
+  W.base_groups = p.groups, W.base_groups_unsampled = p.groups_unsampled;
 }
 
 static void put(ncs_counters_t *c, uint32_t k, uint64_t v) {
@@ -770,6 +773,8 @@ static void write_counters(uint16_t type) {
   put(&c, NCS_CK_TRACKED_PEAK, W.trk_peak);
   put(&c, NCS_CK_WRITE_ERRORS, W.write_errors);
   put(&c, NCS_CK_DISABLED_TYPE, p.disabled - W.base_disabled);
+  put(&c, NCS_CK_GROUPS, p.groups - W.base_groups);
+  put(&c, NCS_CK_GROUPS_UNSAMPLED, p.groups_unsampled - W.base_groups_unsampled);
   put(&c, NCS_CK_BYTES, W.bytes); /* last: includes everything before this chunk */
   ncs_enc_counters(&W.tmp, &c);
   small_chunk(type);

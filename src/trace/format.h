@@ -88,8 +88,8 @@ enum {
   NCS_SF_PXN = 1u << 0,       /* ProxyOp whose pid is not this process */
   NCS_SF_ABI_V1 = 1u << 1,    /* descriptor came through the v1 enum layout */
   NCS_SF_TRUNCATED = 1u << 2, /* a string or net descriptor was truncated */
-  NCS_SF_UNSAMPLED = 1u << 3, /* Coll/P2p enqueued while KernelCh sampling had KernelCh off for
-                                 this thread (NCCLSCOPE_KERNEL_SAMPLE): expect no KernelCh */
+  NCS_SF_UNSAMPLED = 1u << 3, /* Coll/P2p of an unsampled group, recorded because of
+                                 NCCLSCOPE_UNSAMPLED_EVENTS (NCCLSCOPE_SAMPLE): expect no KernelCh */
 };
 
 /* COMPLETE record flags */
@@ -173,6 +173,8 @@ enum {
   NCS_CK_TRACKED_PEAK = 0x11,    /* peak open events tracked by the writer */
   NCS_CK_WRITE_ERRORS = 0x12,    /* chunks that could not be written (disk full, ...) */
   NCS_CK_DISABLED_TYPE = 0x13,   /* starts of types outside NCCLSCOPE_EVENTS (handle NULL) */
+  NCS_CK_GROUPS = 0x14,          /* group sampling (v5+): groups started */
+  NCS_CK_GROUPS_UNSAMPLED = 0x15, /* ... of which unsampled (only NCCLSCOPE_UNSAMPLED_EVENTS) */
 };
 
 /* CRC-32C (Castagnoli), reflected, init ~0, final xor ~0. crc of "123456789" = 0xE3069283 */
@@ -190,7 +192,7 @@ static inline int64_t ncs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(in
 int ncs_parse_event_list(const char *s, uint32_t *mask, const char **bad, size_t *badlen);
 #define NCS_DEFAULT_EVENTS "api,group,coll,p2p,kernel"
 
-/* KernelCh sampling (NCCLSCOPE_KERNEL_SAMPLE=N, docs/config.md): is a thread's group number g
+/* Group sampling (NCCLSCOPE_SAMPLE=N, docs/config.md "Sampling"): is a thread's group number g
  * sampled? The first group is, then those whose number hashes to 0 mod N (1 in N on average).
  * Every rank of an SPMD program numbers its groups alike, so all ranks sample the same ones; the
  * hash, rather than every N-th group, keeps a program whose step has a period sharing a factor
