@@ -11,7 +11,13 @@
 #          rank dumps and asks every process to dump; `ncclscope diagnose` must name rank 1.
 #          Over NVLink (default events) and the socket transport (all events, proxy detail).
 #
-# Environment: OUT (default ./gpu-validate-out), BUDGET_S (default 480), PARTS ("busbw hang"),
+#  sample  the default group sampling (NCCLSCOPE_SAMPLE=64) on all five ops, eager and CUDA
+#          graph, one process per GPU and one for all: ncs_perf must exit (no hang), and the
+#          summary gives the sampled groups and the report's instances (incomplete: not
+#          recorded by every rank) and kernel-timed operations.
+#
+# Environment: OUT (default ./gpu-validate-out), BUDGET_S (default 480), PARTS ("busbw hang";
+# add "sample"), SAMPLE_ITERS (640), SAMPLE_TIMEOUT (150 s per run), SAMPLE_GRAPH ("0 1"),
 # BUSBW_MODES ("gputime eager graph"), MIN_BYTES (131072: the sweep's first size, whose first operations are slower).
 # Output: $OUT/summary.txt, $OUT/busbw-*.txt, $OUT/diagnose-*.txt, and everything else (logs,
 # traces, dumps, JSON) in $OUT/gpu-validate.tgz.
@@ -101,10 +107,45 @@ hang() { # transport
   echo "hang $tr: ex_fork rc=$rc in $((SECONDS - t0))s, $nd dumps, diagnose rc=$drc: $(head -3 "$OUT/diagnose-$tr.txt" | tr '\n' ' ')" >>"$summary"
 }
 
+# ---- sample: the default (group sampling, 1 in 64) on every op, eager and graph, one process per
+# GPU and one for all: no hang (NCCL 2.28 hangs at destroy when KernelCh changes between groups
+# with send/recv), every rank records the same groups, the sampled ones have GPU times
+sample() { # procs(0|1) graph(0|1) ops
+  local procs=$1 graph=$2 ops=$3 flags=() id
+  [ "$procs" = 1 ] && flags+=(--procs)
+  [ "$graph" = 1 ] && flags+=(--graph)
+  id=sample-p$procs-g$graph-${ops//,/+}
+  local dir=$W/traces/$id t0=$SECONDS
+  rm -rf "$dir"
+  gpu_say "$id"
+  NCCL_PROFILER_PLUGIN=$PLUGIN NCCLSCOPE_DIR=$dir timeout "${SAMPLE_TIMEOUT:-150}" "$PERF" --op "$ops" --min 8 --max 1M \
+    --factor 16 --iters "${SAMPLE_ITERS:-640}" --warmup 5 "${flags[@]}" >"$W/logs/$id.log" 2>&1
+  local rc=$?
+  "$NCS" dump --stats "$dir" >"$W/$id.stats" 2>&1
+  "$NCS" report --json "$dir" >"$W/$id.json" 2>"$W/$id.report.err"
+  local smp rep
+  smp=$(grep -h "sampling:" "$W/$id.stats" | tail -1 | sed 's/^ *//')
+  rep=$(python3 - "$W/$id.json" <<'PY' 2>&1
+import json, sys
+d = json.load(open(sys.argv[1]))
+c, p = d["collectives"], d.get("p2p", {})
+timed = sum(b.get("timing", {}).get("kernel_gpu", 0) for b in d.get("buckets", []))
+print("collective instances %d (incomplete %d, unsampled %d, gpu_suspect %d), kernel-timed %d; p2p %s"
+      % (c["instances"], c["incomplete"], c["unsampled"], c["gpu_suspect"], timed,
+         {k: v for k, v in p.items() if isinstance(v, int)}))
+PY
+)
+  echo "$id: ncs_perf rc=$rc in $((SECONDS - t0))s; $smp; $rep" >>"$summary"
+}
+
 for p in $PARTS; do
   case $p in
   busbw) for m in ${BUSBW_MODES:-gputime eager graph}; do over || busbw $m; done ;;
   hang) for t in nvlink socket; do over || hang $t; done ;;
+  sample)
+    for g in ${SAMPLE_GRAPH:-0 1}; do for pr in 1 0; do for ops in allreduce,allgather,reducescatter alltoall,sendrecv; do
+      over || sample $pr $g $ops
+    done; done; done ;;
   *) gpu_say "unknown part $p" ;;
   esac
 done
