@@ -117,6 +117,9 @@ static void usage(FILE *f) {
       "  --replays K       graph: replays of the captured graph (default 4)\n"
       "  --capture-at N    graph: capture the group of iteration N (default 0); eager\n"
       "                    operations only before it\n"
+      "  --late-comm       graph: every rank creates one more communicator two iterations after\n"
+      "                    the capture (as a lazily created one; three replays have run) and\n"
+      "                    runs an AllReduce on it per iteration from then on\n"
       "  --cycles N        reload: load/unload cycles (default 3)\n"
       "  --race PCT        %% of plans whose children finish before the Coll stop (default 30)\n"
       "  --net KIND        net descriptors: sock, ib or mix (default sock)\n"
@@ -185,7 +188,7 @@ static int parse_mask(const char *s, long *out) {
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
-  O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT,
+  O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -223,6 +226,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"verbose", 0, 0, O_VERBOSE},
                                           {"toggle-kch", 1, 0, O_TOGGLE_KCH},
                                           {"capture-at", 1, 0, O_CAPTURE_AT},
+                                          {"late-comm", 0, 0, O_LATE_COMM},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -320,6 +324,7 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_VERBOSE: o->verbose = 1; break;
     case O_TOGGLE_KCH: NUM(1, 1e9, o->toggle_kch); break;
     case O_CAPTURE_AT: NUM(0, 1e9, o->capture_at); break;
+    case O_LATE_COMM: o->late_comm = 1; break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;
@@ -440,6 +445,11 @@ static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
     return -1;
   }
   if (!o->comms_set) o->comms = s->default_comms;
+  if (o->late_comm && (strcmp(s->name, "graph") != 0 || o->comms >= SIM_MAX_COMMS)) {
+    fprintf(stderr, "nccl-sim: --late-comm is for the graph scenario, with --comms below %d\n",
+            SIM_MAX_COMMS);
+    return -1;
+  }
   if (o->nodes > o->ranks) o->nodes = o->ranks;
   int per_proc = (o->ranks + o->procs - 1) / o->procs;
   if (strcmp(s->name, "flood") == 0) {

@@ -483,12 +483,27 @@ static void graph_capture(uthread_t *ut) {
   free(calls);
 }
 
+/* --late-comm: communicator index sim_opt.comms, created two iterations after the capture, once
+ * replays have put NCCL's KernelCh counters out of step (a plugin must not let this init undo
+ * what the capture decided, e.g. turn KernelCh back on) */
+static void graph_late_comm(uthread_t *ut) {
+  int c = sim_opt.comms;
+  for (int i = 0; i < ut->n; i++) {
+    int lr = ut->lr[i];
+    W.comm[lr][c] = sim_comm_create(comm_id_of(c), W.first + lr, sim_opt.ranks, 0, 1, "sim-late", NULL);
+    W.comm[lr][c]->cbq = W.cbq[lr];
+  }
+}
+
 static void it_graph(uthread_t *ut, int it) {
   if (it == sim_opt.capture_at) graph_capture(ut);
   sim_graph_t *g = ut->graph;
   if (g && ut->launched < sim_opt.replays) sim_graph_launch(g), ut->launched++;
+  if (sim_opt.late_comm && it == sim_opt.capture_at + 2) graph_late_comm(ut); /* after 3 replays */
   ut->graph = NULL; /* eager work is not captured */
   coll_op(ut, it, it % sim_opt.comms, F_ALLREDUCE, K_NORMAL);
+  if (sim_opt.late_comm && it >= sim_opt.capture_at + 2)
+    coll_op(ut, it, sim_opt.comms, F_ALLREDUCE, K_NORMAL);
   ut->graph = g;
 }
 

@@ -93,6 +93,7 @@ typedef struct {
   int toggle_kch;  /* > 0: KernelCh on for one group in N at each GroupApi stop, like a naive
                       sampling plugin */
   int capture_at;  /* graph: the iteration whose group is captured (0) */
+  int late_comm;   /* graph: one more communicator per rank, created after the capture */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;

@@ -75,6 +75,17 @@ for at in 0 1; do
   clean empty-$at
 done
 
+# 3b. a communicator created after an unsampled capture (and three replays) must not bring
+#     KernelCh back (an init that wrote the full mask left 2-4 items stuck here)
+for at in 1 2; do
+  sim late-$at NCCLSCOPE_SAMPLE=4 NCCLSCOPE_DIR="$W/late-$at" -- --plugin "$PLUGIN" --scenario graph \
+    --capture-at $at --late-comm
+  clean late-$at
+  sim elate-$at NCS_EMPTY_EVENTS=default NCS_EMPTY_SAMPLE=4 -- --plugin "$EMPTY" --scenario graph \
+    --capture-at $at --late-comm
+  clean elate-$at
+done
+
 # 4. ABI v4 has no GroupApi and no graphCaptured: ncclscope and the empty plugin do not sample
 #    there (toggling KernelCh per plan, as they once did, leaves items stuck with a late capture)
 for at in 3 6; do
