@@ -42,7 +42,7 @@ static int *mask_ptr;         /* NCCL's activation mask int, for KernelCh sampli
 static uint32_t mask_set;     /* what init stored there */
 static int announced;
 static _Thread_local uint32_t tls_groups;
-static int sample_stopped; /* the first send/recv was seen: KernelCh stays on (atomic) */
+static int sample_stopped; /* sampling ended (first send/recv or graph capture): full mask (atomic) */
 static uint32_t cfg_unsampled;          /* NCS_EMPTY_UNSAMPLED_EVENTS */
 static uint32_t mask_hook, group_sampling; /* v5+ group sampling (atomic) */
 static int hold_hook; /* sampling ended at an unsampled CUDA graph capture (atomic) */

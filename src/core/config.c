@@ -48,22 +48,28 @@ static uint64_t env_size(ncs_config_t *c, const char *var, uint64_t def, uint64_
   return (uint64_t)v;
 }
 
+/* An event list variable (NCCLSCOPE_EVENTS' syntax): its mask, or def (with an error) when it
+ * names something unknown, or def when unset. */
+static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const char *bad_msg) {
+  const char *s = getenv(var), *bad;
+  size_t badlen;
+  uint32_t m;
+  if (!s || !*s) return def;
+  if (ncs_parse_event_list(s, &m, &bad, &badlen) == 0) return m;
+  add_error(c, var, s, bad_msg);
+  return def;
+}
+
 void ncs_config_load(ncs_config_t *c) {
   memset(c, 0, sizeof *c);
   const char *dir = getenv("NCCLSCOPE_DIR");
   snprintf(c->dir, sizeof c->dir, "%s", dir && *dir ? dir : "ncclscope-trace");
 
-  const char *ev = getenv("NCCLSCOPE_EVENTS");
   const char *bad;
   size_t badlen;
-  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &c->events, &bad, &badlen) != 0) c->events = 0x7FFF;
-  if (ev && *ev) {
-    uint32_t m;
-    if (ncs_parse_event_list(ev, &m, &bad, &badlen) == 0)
-      c->events = m;
-    else
-      add_error(c, "NCCLSCOPE_EVENTS", ev, "unknown event name; using the default");
-  }
+  uint32_t def;
+  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &def, &bad, &badlen) != 0) def = 0x7FFF;
+  c->events = env_events(c, "NCCLSCOPE_EVENTS", def, "unknown event name; using the default");
 
   c->pool_bytes = env_size(c, "NCCLSCOPE_BUFFER_SIZE", 32ull << 20, 1ull << 20, 16ull << 30);
   c->max_threads = (uint32_t)env_size(c, "NCCLSCOPE_MAX_THREADS", 256, 4, 65536);
@@ -108,21 +114,16 @@ void ncs_config_load(ncs_config_t *c) {
     if (!b || !*b) c->pool_bytes = 8ull << 20;
     if (!f || !*f) c->flush_ms = 20;
   }
-  /* KernelCh on every operation costs NCCL microseconds per operation (docs/config.md, KernelCh
-   * sampling): a full trace samples; the flight recorder, which diagnoses hangs, does not */
-  /* NCCLSCOPE_SAMPLE; NCCLSCOPE_KERNEL_SAMPLE is its earlier name, read when it is not set */
+  /* Being profiled costs NCCL time per operation (docs/config.md, "Sampling"): a full trace
+   * samples groups; the flight recorder, which diagnoses hangs, does not, and capture records
+   * every call. NCCLSCOPE_SAMPLE; NCCLSCOPE_KERNEL_SAMPLE is its earlier name, read when it is
+   * not set. */
   const char *smp = getenv("NCCLSCOPE_SAMPLE");
   c->kernel_sample = (uint32_t)env_size(c, smp && *smp ? "NCCLSCOPE_SAMPLE" : "NCCLSCOPE_KERNEL_SAMPLE",
                                         c->flight ? 1 : 64, 1, 1u << 20);
-  const char *uev = getenv("NCCLSCOPE_UNSAMPLED_EVENTS");
-  c->unsampled_events = 0;
-  if (uev && *uev) {
-    uint32_t m;
-    if (ncs_parse_event_list(uev, &m, &bad, &badlen) == 0)
-      c->unsampled_events = m;
-    else
-      add_error(c, "NCCLSCOPE_UNSAMPLED_EVENTS", uev, "unknown event name; recording none");
-  }
+  if (c->capture) c->kernel_sample = 1;
+  c->unsampled_events =
+      env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS", 0, "unknown event name; recording none");
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {

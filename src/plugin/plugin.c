@@ -63,7 +63,7 @@ static int setup_locked(void) {
   uint64_t t = ncs_mono_ns();
   ncs_set_epoch((uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
   ncs_g.use_tsc = ncs_g.cfg.use_tsc;
-  atomic_store(&ncs_g.kernel_sample, ncs_g.cfg.capture ? 1 : ncs_g.cfg.kernel_sample);
+  atomic_store(&ncs_g.kernel_sample, ncs_g.cfg.kernel_sample); /* 1 in capture mode */
   /* ids of this load start at a random point: a handle of an earlier load whose 8-bit epoch
    * happens to match is still rejected, because its id is outside [id_base, counter) */
   ncs_g.id_base = ((t * 0x9E3779B97F4A7C15ull) >> 24) & (NCS_ID_MASK >> 2);
@@ -139,13 +139,19 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
     return NCS_SUCCESS; /* the writer logged why (e.g. the directory is not writable) */
   }
   uint32_t m = ncs_g.cfg.events & abi_mask(abi);
+  /* group sampling (ABI v5+, "Sampling" below): the mask of an unsampled group keeps GroupApi
+   * (whose stop picks the next group's mask), P2pApi (sampling stops at the first send/recv) and
+   * what NCCLSCOPE_UNSAMPLED_EVENTS asks for */
+  uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (ncs_g.cfg.unsampled_events & m)) & abi_mask(abi);
+  /* what this init hands NCCL in its one process-wide int (every init writes it, under our lock;
+   * the last one wins): the full mask, but after sampling ended at an unsampled CUDA graph
+   * capture KernelCh must never come back, so the hook */
+  int init_mask = (int)(atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook) ? hook : m);
   uint32_t idx = atomic_load(&ncs_g.ncomms);
   if (idx >= ncs_g.cfg.max_comms) {
     ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one",
             ncs_g.cfg.max_comms);
-    int held = atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook);
-    if (mask) /* NCCL reads it with atomic loads; after an unsampled capture: the hook (below) */
-      __atomic_store_n(mask, (int)(held ? atomic_load(&ncs_g.mask_hook) : m), __ATOMIC_RELAXED);
+    if (mask) __atomic_store_n(mask, init_mask, __ATOMIC_RELAXED); /* NCCL reads it atomically */
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;
   }
@@ -164,10 +170,6 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   atomic_store(&ncs_g.ncomms, idx + 1);
   atomic_fetch_add(&ncs_g.live_comms, 1);
   ncs_g.mask_set = m;
-  /* group sampling (ABI v5+, "Sampling" below): the mask of an unsampled group keeps GroupApi
-   * (whose stop picks the next group's mask), P2pApi (sampling stops at the first send/recv) and
-   * what NCCLSCOPE_UNSAMPLED_EVENTS asks for */
-  uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (ncs_g.cfg.unsampled_events & m)) & abi_mask(abi);
   atomic_store(&ncs_g.mask_full, m);
   atomic_store(&ncs_g.mask_hook, hook);
   atomic_store(&ncs_g.unsampled, ncs_g.cfg.unsampled_events & m);
@@ -181,15 +183,11 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   }
   /* on for the load as configured: once sampling has stopped (kernel_sample 1), a GroupApi stop
    * still writes the mask it stopped with (full, or the hook for good after an unsampled capture) */
-  uint32_t cfg_n = ncs_g.cfg.capture ? 1 : ncs_g.cfg.kernel_sample;
-  atomic_store(&ncs_g.sampling, abi >= 5 && cfg_n > 1 && hook != m &&
+  atomic_store(&ncs_g.sampling, abi >= 5 && ncs_g.cfg.kernel_sample > 1 && hook != m &&
                                     (m & ~(uint32_t)NCS_EV_PROXY_CTRL) != 0);
   if (mask) atomic_store_explicit(&ncs_g.mask_ptr, mask, memory_order_release);
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
-  /* one process-wide int in NCCL: every init writes it (under our lock), the last one wins. After
-   * sampling ended at an unsampled CUDA graph capture, KernelCh must never come back: the hook */
-  int held = atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook);
-  if (mask) __atomic_store_n(mask, (int)(held ? hook : m), __ATOMIC_RELAXED); /* NCCL: atomic loads */
+  if (mask) __atomic_store_n(mask, init_mask, __ATOMIC_RELAXED); /* NCCL reads it atomically */
   pthread_mutex_unlock(&ncs_g.lock);
   return NCS_SUCCESS;
 }
