@@ -287,75 +287,96 @@ static void *ref_of(uint8_t kind, uint64_t v) {
 static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *sock,
                         ncs_net_ib_v1_t *ib) {
   const uint64_t *f = c->f;
-#define S(i) ((const char *)(uintptr_t)f[i])
-#define P(i) ((void *)(uintptr_t)f[i])
   memset(d, 0, sizeof *d);
   d->type = 1ull << c->type;
   d->parentObj = ref_of(c->parent_kind, c->parent);
   d->rank = c->rank;
+#define V(T, n) f[NCS_F(T, n)]
+#define S(T, n) ((const char *)(uintptr_t)V(T, n))
+#define P(T, n) ((void *)(uintptr_t)V(T, n))
   switch (c->type) {
   case SIM_T_COLL:
-    d->coll.seqNumber = f[0], d->coll.func = S(1), d->coll.sendBuff = P(2), d->coll.recvBuff = P(3);
-    d->coll.count = f[4], d->coll.root = (int)f[5], d->coll.datatype = S(6);
-    d->coll.nChannels = (uint8_t)f[7], d->coll.nWarps = (uint8_t)f[8], d->coll.algo = S(9);
-    d->coll.proto = S(10), d->coll.parentGroup = ref_of(c->fref[11], f[11]);
+    d->coll.seqNumber = V(Coll, seqNumber), d->coll.func = S(Coll, func);
+    d->coll.sendBuff = P(Coll, sendBuff), d->coll.recvBuff = P(Coll, recvBuff);
+    d->coll.count = V(Coll, count), d->coll.root = (int)V(Coll, root);
+    d->coll.datatype = S(Coll, datatype), d->coll.nChannels = (uint8_t)V(Coll, nChannels);
+    d->coll.nWarps = (uint8_t)V(Coll, nWarps), d->coll.algo = S(Coll, algo);
+    d->coll.proto = S(Coll, proto);
+    d->coll.parentGroup = ref_of(c->fref[NCS_F(Coll, parentGroup)], V(Coll, parentGroup));
     break;
   case SIM_T_P2P:
-    d->p2p.func = S(0), d->p2p.buff = P(1), d->p2p.datatype = S(2), d->p2p.count = f[3];
-    d->p2p.peer = (int)f[4], d->p2p.nChannels = (uint8_t)f[5];
-    d->p2p.parentGroup = ref_of(c->fref[6], f[6]);
+    d->p2p.func = S(P2p, func), d->p2p.buff = P(P2p, buff), d->p2p.datatype = S(P2p, datatype);
+    d->p2p.count = V(P2p, count), d->p2p.peer = (int)V(P2p, peer);
+    d->p2p.nChannels = (uint8_t)V(P2p, nChannels);
+    d->p2p.parentGroup = ref_of(c->fref[NCS_F(P2p, parentGroup)], V(P2p, parentGroup));
     break;
   case SIM_T_PROXY_OP: {
-    pid_t me = getpid(), pid = (pid_t)f[0];
+    pid_t me = getpid(), pid = (pid_t)V(ProxyOp, pid);
     /* our own ops carry our pid; a PXN op keeps a pid that is not ours */
     d->proxyOp.pid = (c->flags & NCS_SF_PXN) ? (pid == me ? me + 1 : pid) : me;
-    d->proxyOp.channelId = (uint8_t)f[1], d->proxyOp.peer = (int)f[2];
-    d->proxyOp.nSteps = (int)f[3], d->proxyOp.chunkSize = (int)f[4], d->proxyOp.isSend = (int)f[5];
+    d->proxyOp.channelId = (uint8_t)V(ProxyOp, channelId), d->proxyOp.peer = (int)V(ProxyOp, peer);
+    d->proxyOp.nSteps = (int)V(ProxyOp, nSteps), d->proxyOp.chunkSize = (int)V(ProxyOp, chunkSize);
+    d->proxyOp.isSend = (int)V(ProxyOp, isSend);
     break;
   }
-  case SIM_T_PROXY_STEP: d->proxyStep.step = (int)f[0]; break;
-  case SIM_T_KERNEL_CH: d->kernelCh.channelId = (uint8_t)f[0], d->kernelCh.pTimer = f[1]; break;
+  case SIM_T_PROXY_STEP: d->proxyStep.step = (int)V(ProxyStep, step); break;
+  case SIM_T_KERNEL_CH:
+    d->kernelCh.channelId = (uint8_t)V(KernelCh, channelId), d->kernelCh.pTimer = V(KernelCh, pTimer);
+    break;
   case SIM_T_NET_PLUGIN: {
-    uint32_t ntype = (uint32_t)f[0] & NCS_NET_TYPE_MASK;
-    d->netPlugin.id = (int64_t)f[0];
-    if (f[2] && ntype == NCS_NET_TYPE_SOCK) { /* the descriptor was copied at capture */
+    uint32_t ntype = (uint32_t)V(NetPlugin, id) & NCS_NET_TYPE_MASK;
+    d->netPlugin.id = (int64_t)V(NetPlugin, id);
+    if (V(NetPlugin, decoded) && ntype == NCS_NET_TYPE_SOCK) { /* the descriptor was copied at capture */
       memset(sock, 0, sizeof *sock);
-      sock->sock.fd = (int)f[3], sock->sock.op = (int)f[4], sock->sock.length = f[5];
+      sock->sock.fd = (int)V(NetPlugin, fd), sock->sock.op = (int)V(NetPlugin, op);
+      sock->sock.length = V(NetPlugin, length);
       d->netPlugin.data = sock;
-    } else if (f[2] && ntype == NCS_NET_TYPE_IB) {
+    } else if (V(NetPlugin, decoded) && ntype == NCS_NET_TYPE_IB) {
       memset(ib, 0, sizeof *ib);
-      ib->qp.length = f[5], ib->qp.device = (int)f[6], ib->qp.wr_id = f[7];
-      ib->qp.opcode = (int)f[8], ib->qp.qpNum = (int)f[9];
+      ib->qp.length = V(NetPlugin, length), ib->qp.device = (int)V(NetPlugin, device);
+      ib->qp.wr_id = V(NetPlugin, wr_id), ib->qp.opcode = (int)V(NetPlugin, opcode);
+      ib->qp.qpNum = (int)V(NetPlugin, qpNum);
       d->netPlugin.data = ib;
     }
     break;
   }
-  case SIM_T_GROUP_API: d->groupApi.graphCaptured = f[0] != 0, d->groupApi.groupDepth = (int)f[1]; break;
+  case SIM_T_GROUP_API:
+    d->groupApi.graphCaptured = V(GroupApi, graphCaptured) != 0;
+    d->groupApi.groupDepth = (int)V(GroupApi, groupDepth);
+    break;
   case SIM_T_COLL_API:
-    d->collApi.func = S(0), d->collApi.count = f[1], d->collApi.datatype = S(2);
-    d->collApi.root = (int)f[3], d->collApi.stream = P(4), d->collApi.graphCaptured = f[5] != 0;
+    d->collApi.func = S(CollApi, func), d->collApi.count = V(CollApi, count);
+    d->collApi.datatype = S(CollApi, datatype), d->collApi.root = (int)V(CollApi, root);
+    d->collApi.stream = P(CollApi, stream), d->collApi.graphCaptured = V(CollApi, graphCaptured) != 0;
     break;
   case SIM_T_P2P_API:
-    d->p2pApi.func = S(0), d->p2pApi.count = f[1], d->p2pApi.datatype = S(2);
-    d->p2pApi.stream = P(3), d->p2pApi.graphCaptured = f[4] != 0;
+    d->p2pApi.func = S(P2pApi, func), d->p2pApi.count = V(P2pApi, count);
+    d->p2pApi.datatype = S(P2pApi, datatype), d->p2pApi.stream = P(P2pApi, stream);
+    d->p2pApi.graphCaptured = V(P2pApi, graphCaptured) != 0;
     break;
-  case SIM_T_KERNEL_LAUNCH: d->kernelLaunch.stream = P(0); break;
+  case SIM_T_KERNEL_LAUNCH: d->kernelLaunch.stream = P(KernelLaunch, stream); break;
   case SIM_T_CE_COLL:
-    d->ceColl.seqNumber = f[0], d->ceColl.func = S(1), d->ceColl.sendBuff = P(2);
-    d->ceColl.recvBuff = P(3), d->ceColl.count = f[4], d->ceColl.root = (int)f[5];
-    d->ceColl.datatype = S(6), d->ceColl.syncStrategy = S(7), d->ceColl.intraBatchSync = f[8] != 0;
-    d->ceColl.batchSize = (uint32_t)f[9], d->ceColl.numBatches = (uint32_t)f[10];
-    d->ceColl.ceSeqNum = (uint32_t)f[11], d->ceColl.stream = P(12);
+    d->ceColl.seqNumber = V(CeColl, seqNumber), d->ceColl.func = S(CeColl, func);
+    d->ceColl.sendBuff = P(CeColl, sendBuff), d->ceColl.recvBuff = P(CeColl, recvBuff);
+    d->ceColl.count = V(CeColl, count), d->ceColl.root = (int)V(CeColl, root);
+    d->ceColl.datatype = S(CeColl, datatype), d->ceColl.syncStrategy = S(CeColl, syncStrategy);
+    d->ceColl.intraBatchSync = V(CeColl, intraBatchSync) != 0;
+    d->ceColl.batchSize = (uint32_t)V(CeColl, batchSize);
+    d->ceColl.numBatches = (uint32_t)V(CeColl, numBatches);
+    d->ceColl.ceSeqNum = (uint32_t)V(CeColl, ceSeqNum), d->ceColl.stream = P(CeColl, stream);
     break;
-  case SIM_T_CE_SYNC: d->ceCollSync.isComplete = f[0] != 0, d->ceCollSync.nRanks = (int)f[1]; break;
+  case SIM_T_CE_SYNC:
+    d->ceCollSync.isComplete = V(CeSync, isComplete) != 0, d->ceCollSync.nRanks = (int)V(CeSync, nRanks);
+    break;
   case SIM_T_CE_BATCH:
-    d->ceCollBatch.numOps = (int)f[0], d->ceCollBatch.totalBytes = f[1];
-    d->ceCollBatch.useIntraSync = f[2] != 0;
+    d->ceCollBatch.numOps = (int)V(CeBatch, numOps), d->ceCollBatch.totalBytes = V(CeBatch, totalBytes);
+    d->ceCollBatch.useIntraSync = V(CeBatch, useIntraSync) != 0;
     break;
   default: break;
   }
 #undef S
 #undef P
+#undef V
 }
 
 static void make_call(const call_t *c) {

@@ -71,8 +71,9 @@ static void coll_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t seq, uint64_
   e.kind = NCS_REC_START, e.type = NCS_T_COLL, e.id = id, e.ts = ts, e.thread = 0;
   e.ctx_kind = NCS_CTX_LOCAL, e.ctx = 0, e.rank = g->rank;
   e.nfields = ncs_schema[NCS_T_COLL].nfields;
-  e.f[0] = seq, e.f[1] = S_ALLREDUCE, e.f[4] = count, e.f[5] = 0, e.f[6] = dtype, e.f[7] = 1;
-  e.f[9] = S_RING, e.f[10] = S_SIMPLE;
+  e.f[NCS_F(Coll, seqNumber)] = seq, e.f[NCS_F(Coll, func)] = S_ALLREDUCE, e.f[NCS_F(Coll, count)] = count;
+  e.f[NCS_F(Coll, root)] = 0, e.f[NCS_F(Coll, datatype)] = dtype, e.f[NCS_F(Coll, nChannels)] = 1;
+  e.f[NCS_F(Coll, algo)] = S_RING, e.f[NCS_F(Coll, proto)] = S_SIMPLE;
   put(g, &e);
 }
 
@@ -82,7 +83,8 @@ static void p2p_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t func, int pee
   e.kind = NCS_REC_START, e.type = NCS_T_P2P, e.id = id, e.ts = ts, e.thread = 0;
   e.ctx_kind = NCS_CTX_LOCAL, e.ctx = 0, e.rank = g->rank;
   e.nfields = ncs_schema[NCS_T_P2P].nfields;
-  e.f[0] = func, e.f[2] = S_INT8, e.f[3] = 4096, e.f[4] = (uint64_t)(int64_t)peer, e.f[5] = 1;
+  e.f[NCS_F(P2p, func)] = func, e.f[NCS_F(P2p, datatype)] = S_INT8, e.f[NCS_F(P2p, count)] = 4096;
+  e.f[NCS_F(P2p, peer)] = (uint64_t)(int64_t)peer, e.f[NCS_F(P2p, nChannels)] = 1;
   put(g, &e);
 }
 
@@ -92,7 +94,7 @@ static void kernel_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t parent) {
   e.kind = NCS_REC_START, e.type = NCS_T_KERNEL_CH, e.id = id, e.ts = ts, e.thread = 1;
   e.ctx_kind = NCS_CTX_LOCAL, e.parent_kind = NCS_REF_LOCAL, e.parent = parent;
   e.nfields = ncs_schema[NCS_T_KERNEL_CH].nfields;
-  e.f[0] = 0, e.f[1] = ts + 500000;
+  e.f[NCS_F(KernelCh, channelId)] = 0, e.f[NCS_F(KernelCh, pTimer)] = ts + 500000;
   put(g, &e);
 }
 
@@ -102,8 +104,9 @@ static void pop_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t parent, int p
   e.kind = NCS_REC_START, e.type = NCS_T_PROXY_OP, e.id = id, e.ts = ts, e.thread = 1;
   e.ctx_kind = NCS_CTX_LOCAL, e.parent_kind = NCS_REF_LOCAL, e.parent = parent, e.rank = g->rank;
   e.nfields = ncs_schema[NCS_T_PROXY_OP].nfields;
-  e.f[0] = 1000 + (uint64_t)g->rank, e.f[1] = 0, e.f[2] = (uint64_t)(int64_t)peer, e.f[3] = 2;
-  e.f[4] = 65536, e.f[5] = (uint64_t)send;
+  e.f[NCS_F(ProxyOp, pid)] = 1000 + (uint64_t)g->rank, e.f[NCS_F(ProxyOp, channelId)] = 0;
+  e.f[NCS_F(ProxyOp, peer)] = (uint64_t)(int64_t)peer, e.f[NCS_F(ProxyOp, nSteps)] = 2;
+  e.f[NCS_F(ProxyOp, chunkSize)] = 65536, e.f[NCS_F(ProxyOp, isSend)] = (uint64_t)send;
   put(g, &e);
 }
 
@@ -112,8 +115,8 @@ static void step_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t parent, int 
   memset(&e, 0, sizeof e);
   e.kind = NCS_REC_START, e.type = NCS_T_PROXY_STEP, e.id = id, e.ts = ts, e.thread = 1;
   e.ctx_kind = NCS_CTX_LOCAL, e.parent_kind = NCS_REF_LOCAL, e.parent = parent, e.rank = g->rank;
-  e.nfields = 1;
-  e.f[0] = (uint64_t)step;
+  e.nfields = NCS_NF(ProxyStep);
+  e.f[NCS_F(ProxyStep, step)] = (uint64_t)step;
   put(g, &e);
 }
 

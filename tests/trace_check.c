@@ -148,8 +148,8 @@ static void seq_add(const ncs_event_t *e) {
     g_seq_cap = g_seq_cap ? 2 * g_seq_cap : 4096;
     g_seq = xrealloc(g_seq, g_seq_cap * sizeof *g_seq);
   }
-  /* Coll schema: f[0] seqNumber, f[1] func */
-  g_seq[g_seq_n++] = (seqrec_t){c->comm_id, c->rank, c->nranks, func_index(e->fstr[1]), e->f[0]};
+  g_seq[g_seq_n++] = (seqrec_t){c->comm_id, c->rank, c->nranks, func_index(e->fstr[NCS_F(Coll, func)]),
+                                e->f[NCS_F(Coll, seqNumber)]};
 }
 
 static int seq_cmp(const void *a, const void *b) {

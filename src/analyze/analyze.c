@@ -393,7 +393,8 @@ static void read_clocks(ncs_analysis_t *a, const char *path, uint32_t pi) {
       if (it.comm.index < 4096) find_comm(a, &it.comm);
     } else if (it.what == NCS_ITEM_EVENT && it.ev.kind == NCS_REC_START &&
                it.ev.type == NCS_T_KERNEL_CH) {
-      if (gaps.n < NCS_AN_GAP_MAX && it.ev.f[1]) push_i64(&gaps, (int64_t)(it.ev.f[1] - it.ev.ts));
+      if (gaps.n < NCS_AN_GAP_MAX && it.ev.f[NCS_F(KernelCh, pTimer)])
+        push_i64(&gaps, (int64_t)(it.ev.f[NCS_F(KernelCh, pTimer)] - it.ev.ts));
     }
   }
   if (rc < 0) {
@@ -1232,11 +1233,13 @@ static void start_op(ncs_analysis_t *a, priv_t *P, src_t *S, const ncs_event_t *
   o->unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0;
   o->seg = S->seg, o->id = e->id;
   if (e->type == NCS_T_COLL) {
-    o->seq = e->f[0], o->fidx = intern_i(P, e->fstr[1]), o->count = e->f[4];
-    o->root = (int64_t)e->f[5], o->dtype = intern(P, e->fstr[6]);
+    o->seq = e->f[NCS_F(Coll, seqNumber)], o->fidx = intern_i(P, e->fstr[NCS_F(Coll, func)]);
+    o->count = e->f[NCS_F(Coll, count)], o->root = (int64_t)e->f[NCS_F(Coll, root)];
+    o->dtype = intern(P, e->fstr[NCS_F(Coll, datatype)]);
   } else {
-    o->p2p = 1, o->fidx = intern_i(P, e->fstr[0]), o->dtype = intern(P, e->fstr[2]);
-    o->count = e->f[3], o->peer = (int32_t)(int64_t)e->f[4];
+    o->p2p = 1, o->fidx = intern_i(P, e->fstr[NCS_F(P2p, func)]);
+    o->dtype = intern(P, e->fstr[NCS_F(P2p, datatype)]);
+    o->count = e->f[NCS_F(P2p, count)], o->peer = (int32_t)(int64_t)e->f[NCS_F(P2p, peer)];
   }
   o->func = P->strs[o->fidx];
   if (o->p2p) {
@@ -1266,8 +1269,11 @@ static void handle_event(ncs_analysis_t *a, priv_t *P, src_t *S, const ncs_event
   if (e->kind == NCS_REC_START) {
     if (e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API) {
       if (P->hostpass) return;
-      struct api_s x = {.id = e->id, .ts = e->ts, .count = e->f[1], .dtype = intern(P, e->fstr[2]),
-                        .root = e->type == NCS_T_COLL_API ? (int64_t)e->f[3] : 0};
+      int c = e->type == NCS_T_COLL_API;
+      struct api_s x = {.id = e->id, .ts = e->ts,
+                        .count = e->f[c ? NCS_F(CollApi, count) : NCS_F(P2pApi, count)],
+                        .dtype = intern(P, e->fstr[c ? NCS_F(CollApi, datatype) : NCS_F(P2pApi, datatype)]),
+                        .root = c ? (int64_t)e->f[NCS_F(CollApi, root)] : 0};
       api_push(S, &x);
     } else if (parent && e->ctx_kind == NCS_CTX_LOCAL && e->ctx < 4096 && S->comm_map[e->ctx] &&
                !(P->hostpass && e->type == NCS_T_P2P)) {

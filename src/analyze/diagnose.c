@@ -415,21 +415,21 @@ static void ev_start(rd_t *R, const ncs_event_t *e) {
     cr->thread = (int)e->thread, cr->seg = R->seg;
     if (op->progress < e->ts) op->progress = e->ts;
     if (t == NCS_T_COLL) {
-      op->seq = (int64_t)e->f[0];
-      op->func = fstr(R, e, 1);
-      op->count = e->f[4];
-      op->root = (int64_t)e->f[5];
-      op->dtype = fstr(R, e, 6);
-      op->nch = (uint32_t)e->f[7];
-      op->algo = fstr(R, e, 9);
-      op->proto = fstr(R, e, 10);
+      op->seq = (int64_t)e->f[NCS_F(Coll, seqNumber)];
+      op->func = fstr(R, e, NCS_F(Coll, func));
+      op->count = e->f[NCS_F(Coll, count)];
+      op->root = (int64_t)e->f[NCS_F(Coll, root)];
+      op->dtype = fstr(R, e, NCS_F(Coll, datatype));
+      op->nch = (uint32_t)e->f[NCS_F(Coll, nChannels)];
+      op->algo = fstr(R, e, NCS_F(Coll, algo));
+      op->proto = fstr(R, e, NCS_F(Coll, proto));
     } else {
       op->seq = -1;
-      op->func = fstr(R, e, 0);
-      op->dtype = fstr(R, e, 2);
-      op->count = e->f[3];
-      op->root = (int64_t)e->f[4];
-      op->nch = (uint32_t)e->f[5];
+      op->func = fstr(R, e, NCS_F(P2p, func));
+      op->dtype = fstr(R, e, NCS_F(P2p, datatype));
+      op->count = e->f[NCS_F(P2p, count)];
+      op->root = (int64_t)e->f[NCS_F(P2p, peer)]; /* a P2p's "root" is its peer */
+      op->nch = (uint32_t)e->f[NCS_F(P2p, nChannels)];
       op->algo = op->proto = NULL;
     }
     uint64_t ev;
@@ -463,13 +463,13 @@ static void ev_start(rd_t *R, const ncs_event_t *e) {
   v->parent = e->parent_kind == NCS_REF_LOCAL ? e->parent : 0;
   switch (t) {
   case NCS_T_PROXY_OP:
-    v->channel = (int32_t)e->f[1];
-    v->peer = (int32_t)(int64_t)e->f[2];
-    v->is_send = (int64_t)e->f[5] != 0;
+    v->channel = (int32_t)e->f[NCS_F(ProxyOp, channelId)];
+    v->peer = (int32_t)(int64_t)e->f[NCS_F(ProxyOp, peer)];
+    v->is_send = (int64_t)e->f[NCS_F(ProxyOp, isSend)] != 0;
     v->op_id = v->parent;
     break;
   case NCS_T_PROXY_STEP: {
-    v->step = (int32_t)(int64_t)e->f[0];
+    v->step = (int32_t)(int64_t)e->f[NCS_F(ProxyStep, step)];
     const dg_ev_t *po = rd_ev(R, v->parent);
     if (po && po->type == NCS_T_PROXY_OP) {
       v->op_id = po->op_id;
@@ -479,11 +479,13 @@ static void ev_start(rd_t *R, const ncs_event_t *e) {
     break;
   }
   case NCS_T_KERNEL_CH:
-    v->channel = (int32_t)e->f[0];
+    v->channel = (int32_t)e->f[NCS_F(KernelCh, channelId)];
     v->op_id = v->parent;
     break;
   case NCS_T_COLL_API:
-  case NCS_T_P2P_API: v->func = fstr(R, e, 0); break;
+  case NCS_T_P2P_API:
+    v->func = fstr(R, e, t == NCS_T_COLL_API ? NCS_F(CollApi, func) : NCS_F(P2pApi, func));
+    break;
   default: break;
   }
   dg_op_t *op = rd_op(R, v->op_id, NULL);

@@ -582,16 +582,17 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
   const char *dtype;
   uint64_t count;
   if (coll) {
-    b_u64(s, IN_seq, e->f[0]), b_txt(s, IN_func, e->fstr[1]), b_i64(s, IN_root, (int64_t)e->f[5]);
-    count = e->f[4], dtype = e->fstr[6];
-    b_u64(s, IN_n_channels, e->f[7]), b_u64(s, IN_n_warps, e->f[8]);
-    b_txt(s, IN_algo, e->fstr[9]), b_txt(s, IN_proto, e->fstr[10]);
-    b_u64(s, IN_traffic_bytes, e->f[14]), b_i64(s, IN_op, (int64_t)e->f[15]);
-    b_u64(s, IN_is_collnet, e->f[16]), b_u64(s, IN_is_nvls, e->f[17]);
+    b_u64(s, IN_seq, e->f[NCS_F(Coll, seqNumber)]), b_txt(s, IN_func, e->fstr[NCS_F(Coll, func)]);
+    b_i64(s, IN_root, (int64_t)e->f[NCS_F(Coll, root)]);
+    count = e->f[NCS_F(Coll, count)], dtype = e->fstr[NCS_F(Coll, datatype)];
+    b_u64(s, IN_n_channels, e->f[NCS_F(Coll, nChannels)]), b_u64(s, IN_n_warps, e->f[NCS_F(Coll, nWarps)]);
+    b_txt(s, IN_algo, e->fstr[NCS_F(Coll, algo)]), b_txt(s, IN_proto, e->fstr[NCS_F(Coll, proto)]);
+    b_u64(s, IN_traffic_bytes, e->f[NCS_F(Coll, trafficBytes)]), b_i64(s, IN_op, (int64_t)e->f[NCS_F(Coll, op)]);
+    b_u64(s, IN_is_collnet, e->f[NCS_F(Coll, isCollnet)]), b_u64(s, IN_is_nvls, e->f[NCS_F(Coll, isNvls)]);
   } else {
-    b_txt(s, IN_func, e->fstr[0]), b_i64(s, IN_peer, (int64_t)e->f[4]);
-    count = e->f[3], dtype = e->fstr[2];
-    b_u64(s, IN_n_channels, e->f[5]);
+    b_txt(s, IN_func, e->fstr[NCS_F(P2p, func)]), b_i64(s, IN_peer, (int64_t)e->f[NCS_F(P2p, peer)]);
+    count = e->f[NCS_F(P2p, count)], dtype = e->fstr[NCS_F(P2p, datatype)];
+    b_u64(s, IN_n_channels, e->f[NCS_F(P2p, nChannels)]);
   }
   b_u64(s, IN_nccl_count, count), b_txt(s, IN_nccl_datatype, dtype);
   /* the analysis's view of this operation: the same record, found by (segment, event id) */
@@ -660,6 +661,7 @@ static open_t *open_new(sq_t *q, const ncs_event_t *e) {
   open_t *o = &q->open[i];
   memset(o, 0, sizeof *o);
   o->id = e->id, o->type = e->type, o->in_use = 1, o->start = e->ts;
+  _Static_assert(NCS_NF(ProxyOp) <= 6 && NCS_NF(KernelCh) <= 6 && NCS_NF(ProxyStep) <= 6, "open_t.f holds them");
   for (int k = 0; k < 6 && k < e->nfields; k++) o->f[k] = e->f[k];
   ctx_of(q, e, &o->comm, &o->rank);
   o->pxn = (e->flags & NCS_SF_PXN) != 0;
@@ -720,10 +722,11 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     b_u64(s, KC_event_id, o->id), b_nz(s, KC_parent_event_id, o->parent_id);
     b_nz(s, KC_instance_id, o->parent_row);
     if (o->comm >= 0) b_i64(s, KC_comm, o->comm);
-    b_i64(s, KC_rank, o->rank), b_u64(s, KC_channel, o->f[0]);
+    b_i64(s, KC_rank, o->rank), b_u64(s, KC_channel, o->f[NCS_F(KernelCh, channelId)]);
     b_u64(s, KC_start_mono_ns, o->start), b_nz(s, KC_stop_mono_ns, stop);
-    b_nz(s, KC_start_gpu_ns, o->f[1]), b_nz(s, KC_stop_gpu_ns, o->gpu_stop);
-    if (o->f[1] && o->gpu_stop >= o->f[1]) b_u64(s, KC_gpu_duration_ns, o->gpu_stop - o->f[1]);
+    uint64_t ptimer = o->f[NCS_F(KernelCh, pTimer)];
+    b_nz(s, KC_start_gpu_ns, ptimer), b_nz(s, KC_stop_gpu_ns, o->gpu_stop);
+    if (ptimer && o->gpu_stop >= ptimer) b_u64(s, KC_gpu_duration_ns, o->gpu_stop - ptimer);
     if (o->expired) b_txt(s, KC_expired, expired_name(o->expired));
     insert(q, NCS_SQ_KERNEL_CHANNELS);
   } else if (o->type == NCS_T_PROXY_OP) {
@@ -733,10 +736,11 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     b_u64(s, PO_event_id, o->id), b_nz(s, PO_parent_event_id, o->parent_id);
     b_nz(s, PO_instance_id, o->parent_row);
     if (o->comm >= 0) b_i64(s, PO_comm, o->comm);
-    b_i64(s, PO_rank, o->rank), b_i64(s, PO_pid, (int64_t)o->f[0]), b_u64(s, PO_pxn, o->pxn);
-    b_u64(s, PO_channel, o->f[1]), b_i64(s, PO_peer, (int64_t)o->f[2]);
-    b_i64(s, PO_n_steps, (int64_t)o->f[3]), b_i64(s, PO_chunk_size, (int64_t)o->f[4]);
-    b_i64(s, PO_is_send, (int64_t)o->f[5]);
+    b_i64(s, PO_rank, o->rank), b_i64(s, PO_pid, (int64_t)o->f[NCS_F(ProxyOp, pid)]), b_u64(s, PO_pxn, o->pxn);
+    b_u64(s, PO_channel, o->f[NCS_F(ProxyOp, channelId)]), b_i64(s, PO_peer, (int64_t)o->f[NCS_F(ProxyOp, peer)]);
+    b_i64(s, PO_n_steps, (int64_t)o->f[NCS_F(ProxyOp, nSteps)]);
+    b_i64(s, PO_chunk_size, (int64_t)o->f[NCS_F(ProxyOp, chunkSize)]);
+    b_i64(s, PO_is_send, (int64_t)o->f[NCS_F(ProxyOp, isSend)]);
     b_u64(s, PO_start_mono_ns, o->start), b_nz(s, PO_stop_mono_ns, stop);
     if (stop) b_i64(s, PO_duration_ns, stop >= o->start ? (int64_t)(stop - o->start) : 0);
     b_nz(s, PO_in_progress_mono_ns, o->first[ST_OP_IN_PROGRESS]);
@@ -750,7 +754,7 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     b_u64(s, PS_id, o->row), b_u64(s, PS_process_id, q->proc), b_u64(s, PS_segment, q->seg);
     b_u64(s, PS_event_id, o->id), b_nz(s, PS_parent_event_id, o->parent_id);
     b_nz(s, PS_proxy_op_id, o->parent_row);
-    b_i64(s, PS_step, (int64_t)o->f[0]);
+    b_i64(s, PS_step, (int64_t)o->f[NCS_F(ProxyStep, step)]);
     b_u64(s, PS_start_mono_ns, o->start), b_nz(s, PS_stop_mono_ns, stop);
     if (stop) b_i64(s, PS_duration_ns, stop >= o->start ? (int64_t)(stop - o->start) : 0);
     b_nz(s, PS_send_gpu_wait_mono_ns, o->first[ST_STEP_SEND_GPU_WAIT]);

@@ -486,35 +486,6 @@ static int dtype_size(const char *d) {
   return 0;
 }
 
-/* schema field index by name, or -1 */
-static int fidx(unsigned type, const char *name) {
-  for (unsigned i = 0; i < ncs_schema[type].nfields; i++)
-    if (!strcmp(ncs_schema[type].fields[i].name, name)) return (int)i;
-  return -1;
-}
-
-typedef struct {
-  int coll_seq, coll_func, coll_count, coll_dtype, coll_algo, coll_proto, coll_hash;
-  int p2p_func, p2p_peer, p2p_count, p2p_dtype, p2p_hash;
-  int po_ch, po_peer, po_send, kc_ch, kc_ptimer, api_func, p2papi_func, ce_func, net_id;
-} fields_t;
-static fields_t F;
-
-static void field_indexes(void) {
-  F.coll_seq = fidx(NCS_T_COLL, "seqNumber"), F.coll_func = fidx(NCS_T_COLL, "func");
-  F.coll_count = fidx(NCS_T_COLL, "count"), F.coll_dtype = fidx(NCS_T_COLL, "datatype");
-  F.coll_algo = fidx(NCS_T_COLL, "algo"), F.coll_proto = fidx(NCS_T_COLL, "proto");
-  F.coll_hash = fidx(NCS_T_COLL, "commHash");
-  F.p2p_func = fidx(NCS_T_P2P, "func"), F.p2p_peer = fidx(NCS_T_P2P, "peer");
-  F.p2p_count = fidx(NCS_T_P2P, "count"), F.p2p_dtype = fidx(NCS_T_P2P, "datatype");
-  F.p2p_hash = fidx(NCS_T_P2P, "commHash");
-  F.po_ch = fidx(NCS_T_PROXY_OP, "channelId"), F.po_peer = fidx(NCS_T_PROXY_OP, "peer");
-  F.po_send = fidx(NCS_T_PROXY_OP, "isSend");
-  F.kc_ch = fidx(NCS_T_KERNEL_CH, "channelId"), F.kc_ptimer = fidx(NCS_T_KERNEL_CH, "pTimer");
-  F.api_func = fidx(NCS_T_COLL_API, "func"), F.p2papi_func = fidx(NCS_T_P2P_API, "func");
-  F.ce_func = fidx(NCS_T_CE_COLL, "func"), F.net_id = fidx(NCS_T_NET_PLUGIN, "id");
-}
-
 static const char *fstr(pool_t *p, const ncs_event_t *e, int i) {
   return i >= 0 && i < e->nfields ? pool(p, e->fstr[i]) : NULL;
 }
@@ -556,9 +527,9 @@ static void index_link(wk_t *w, idx_tmp_t *tmp, ent_t *n, const comm_t *c,
                        const ncs_event_t *e) {
   ex_t *x = w->x;
   if (e->type == NCS_T_P2P) {
-    const char *func = fraw(e, F.p2p_func);
-    uint64_t cid = link_id(c, e, F.p2p_hash);
-    int64_t peer = (int64_t)fval(e, F.p2p_peer);
+    const char *func = fraw(e, NCS_F(P2p, func));
+    uint64_t cid = link_id(c, e, NCS_F(P2p, commHash));
+    int64_t peer = (int64_t)fval(e, NCS_F(P2p, peer));
     if (!cid || !func || peer < 0 || peer >= c->nranks) return;
     int send = !strcmp(func, "Send");
     if (!send && strcmp(func, "Recv")) return;
@@ -577,10 +548,10 @@ static void index_link(wk_t *w, idx_tmp_t *tmp, ent_t *n, const comm_t *c,
       x->pairs[*pi].nrecv++;
     return;
   }
-  const char *func = fstr(&x->pool, e, F.coll_func);
-  uint64_t cid = link_id(c, e, F.coll_hash);
+  const char *func = fstr(&x->pool, e, NCS_F(Coll, func));
+  uint64_t cid = link_id(c, e, NCS_F(Coll, commHash));
   if (!cid || !func) return;
-  uint64_t seq = fval(e, F.coll_seq), key = inst_key(cid, func, seq);
+  uint64_t seq = fval(e, NCS_F(Coll, seqNumber)), key = inst_key(cid, func, seq);
   int created;
   uint64_t *occ = hm_ref(&tmp->occ, mix2(key, (uint64_t)(uint32_t)c->rank), 0, &created);
   if (!occ) {
@@ -598,8 +569,8 @@ static void index_link(wk_t *w, idx_tmp_t *tmp, ent_t *n, const comm_t *c,
   if (created) {
     x->ninsts++;
     in->comm_id = cid, in->seq = seq, in->func = func, in->h = nz(key), in->occurrence = k;
-    in->algo = fstr(&x->pool, e, F.coll_algo), in->proto = fstr(&x->pool, e, F.coll_proto);
-    in->dtype = fstr(&x->pool, e, F.coll_dtype), in->count = fval(e, F.coll_count);
+    in->algo = fstr(&x->pool, e, NCS_F(Coll, algo)), in->proto = fstr(&x->pool, e, NCS_F(Coll, proto));
+    in->dtype = fstr(&x->pool, e, NCS_F(Coll, datatype)), in->count = fval(e, NCS_F(Coll, count));
     in->comm_name = c->name, in->nranks = c->nranks;
     in->min_start = UINT64_MAX;
     in->first_rank = in->straggler = in->last_rank = -1;
@@ -616,7 +587,7 @@ static void index_start(wk_t *w, file_t *f, idx_tmp_t *tmp, const ncs_event_t *e
     return;
   }
   if (e->type == NCS_T_KERNEL_CH) {
-    uint64_t pt = fval(e, F.kc_ptimer), ci = 0;
+    uint64_t pt = fval(e, NCS_F(KernelCh, pTimer)), ci = 0;
     if (!pt) return;
     if (e->ctx_kind == NCS_CTX_LOCAL) {
       uint64_t v;
@@ -1381,7 +1352,7 @@ static uint64_t links(wk_t *w, const ncs_event_t *e, const comm_t *c, const ent_
   }
   if (!cid || !c || !func || !en || en->rank < 0) return 0;
   int send = !strcmp(func, "Send");
-  int64_t peer = (int64_t)fval(e, F.p2p_peer);
+  int64_t peer = (int64_t)fval(e, NCS_F(P2p, peer));
   uint64_t pi;
   if ((!send && strcmp(func, "Recv")) || peer < 0 || peer >= c->nranks) return 0;
   int32_t src = send ? en->rank : (int32_t)peer, dst = send ? (int32_t)peer : en->rank;
@@ -1416,14 +1387,14 @@ static void coll_p2p(wk_t *w, file_t *f, const ncs_event_t *e, uint32_t proc, co
   uint64_t start = to_out(f, e->ts);
   uint64_t end = en ? to_out(f, ent_end(f, en)) : start + 1;
   int coll = e->type == NCS_T_COLL;
-  const char *func = fstr(&w->pool, e, coll ? F.coll_func : F.p2p_func);
+  const char *func = fstr(&w->pool, e, coll ? NCS_F(Coll, func) : NCS_F(P2p, func));
   if (hm_put(&w->parent_map, e->id, (uint64_t)(uintptr_t)(func ? func : "")) != 0) set_oom(w);
   start_args(w, e);
-  uint64_t cid = c ? link_id(c, e, coll ? F.coll_hash : F.p2p_hash) : 0;
+  uint64_t cid = c ? link_id(c, e, coll ? NCS_F(Coll, commHash) : NCS_F(P2p, commHash)) : 0;
   if (cid) a_ptr(w, "commId", cid);
   if (c) a_i64(w, "comm_rank", c->rank), a_i64(w, "nranks", c->nranks);
-  uint64_t count = fval(e, coll ? F.coll_count : F.p2p_count);
-  int dsz = dtype_size(fraw(e, coll ? F.coll_dtype : F.p2p_dtype));
+  uint64_t count = fval(e, coll ? NCS_F(Coll, count) : NCS_F(P2p, count));
+  int dsz = dtype_size(fraw(e, coll ? NCS_F(Coll, datatype) : NCS_F(P2p, datatype)));
   uint64_t bytes = count * (uint64_t)dsz;
   if (dsz) a_u64(w, "bytes", bytes);
   uint64_t gs = 0, ge = 0;
@@ -1469,7 +1440,7 @@ static void coll_p2p(wk_t *w, file_t *f, const ncs_event_t *e, uint32_t proc, co
   lane_t *l = &w->rows[row].lanes[ln];
   const char *name = func ? func : ncs_type_name(e->type);
   if (!coll && func) {
-    int64_t peer = (int64_t)fval(e, F.p2p_peer);
+    int64_t peer = (int64_t)fval(e, NCS_F(P2p, peer));
     name = !strcmp(func, "Send")   ? cached_name(w, 1, peer, "Send to %" PRId64)
            : !strcmp(func, "Recv") ? cached_name(w, 2, peer, "Recv from %" PRId64)
                                    : func;
@@ -1517,7 +1488,7 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   case NCS_T_COLL_API:
   case NCS_T_P2P_API: {
     kind = RK_API, cat = TC_API;
-    const char *fn = fstr(&w->pool, e, e->type == NCS_T_COLL_API ? F.api_func : F.p2papi_func);
+    const char *fn = fstr(&w->pool, e, e->type == NCS_T_COLL_API ? NCS_F(CollApi, func) : NCS_F(P2pApi, func));
     if (fn) {
       uint64_t key = mix2(3, (uint64_t)(uintptr_t)fn), p;
       if (hm_get(&w->name_map, key, &p)) {
@@ -1535,7 +1506,7 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   case NCS_T_GROUP: kind = RK_GROUP, cat = TC_GROUP, name = "group"; break;
   case NCS_T_CE_COLL: {
     kind = RK_COLL, cat = TC_CE;
-    const char *fn = fraw(e, F.ce_func);
+    const char *fn = fraw(e, NCS_F(CeColl, func));
     name = fn ? poolf(&w->pool, "%s (CE)", fn) : name;
     group = group_for(w, proc, e, c);
     break;
@@ -1551,7 +1522,7 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
     break;
   case NCS_T_KERNEL_CH: {
     kind = RK_GPU, cat = TC_KERNEL;
-    uint64_t chv = fval(e, F.kc_ch), pt = fval(e, F.kc_ptimer), fn;
+    uint64_t chv = fval(e, NCS_F(KernelCh, channelId)), pt = fval(e, NCS_F(KernelCh, pTimer)), fn;
     ch = chv < 1024 ? (int32_t)chv : -1;
     if (e->parent_kind == NCS_REF_LOCAL && hm_get(&w->parent_map, e->parent, &fn) &&
         *(const char *)(uintptr_t)fn)
@@ -1565,10 +1536,10 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   }
   case NCS_T_PROXY_OP: {
     kind = RK_PROXY, cat = TC_PROXYOP;
-    uint64_t chv = fval(e, F.po_ch);
+    uint64_t chv = fval(e, NCS_F(ProxyOp, channelId));
     ch = chv < 1024 ? (int32_t)chv : -1;
-    is_send = fval(e, F.po_send) != 0;
-    int64_t peer = (int64_t)fval(e, F.po_peer);
+    is_send = fval(e, NCS_F(ProxyOp, isSend)) != 0;
+    int64_t peer = (int64_t)fval(e, NCS_F(ProxyOp, peer));
     name = is_send ? cached_name(w, 4, peer, "send to %" PRId64)
                    : cached_name(w, 5, peer, "recv from %" PRId64);
     group = group_for(w, proc, e, c);
@@ -1586,7 +1557,7 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
     break;
   case NCS_T_NET_PLUGIN: {
     cat = TC_NET;
-    uint64_t nid = fval(e, F.net_id);
+    uint64_t nid = fval(e, NCS_F(NetPlugin, id));
     name = (nid & 0x20000) ? "net socket" : (nid & 0x10000) ? "net ib" : "net";
     if (parent && parent->type == NCS_T_PROXY_STEP)
       kind = RK_NET, ch = parent->ch, group = parent->group, proc = parent->proc;
@@ -1608,7 +1579,7 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   o->row = row, o->lane = ln, o->start = o->last = ts, o->type = e->type;
   o->group = group, o->proc = proc, o->ch = ch, o->is_send = (uint8_t)is_send;
   start_args(w, e);
-  if (e->type == NCS_T_KERNEL_CH && w->x->procs[proc].clk.has && fval(e, F.kc_ptimer))
+  if (e->type == NCS_T_KERNEL_CH && w->x->procs[proc].clk.has && fval(e, NCS_F(KernelCh, pTimer)))
     a_u64(w, "host_seen_ns", to_out(f, e->ts));
   emit_begin(w, &l->t, ts, name, cat, NULL, 0, 0);
 }
@@ -1964,7 +1935,6 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   if (!x->o.prog) x->o.prog = "ncclscope export";
   x->next_uuid = 0x100;
   x->t0_ns = now_ns();
-  field_indexes();
   arg_names(x);
   (void)ncs_crc32c(0, "", 0); /* build the CRC table before the threads share it */
   int rc = 0, fd = -1;

@@ -309,6 +309,7 @@ static HOT void finish(ncs_slot_t *s, uint32_t nfields) { ncs_commit(s, NCS_STAR
 
 #define U(x) ((uint64_t)(uintptr_t)(x))
 #define I(x) ((uint64_t)(int64_t)(x))
+#define N(type, name) NCS_F(type, name) /* a field's index in the record (trace/format.h) */
 
 static inline int type_index(uint64_t type) {
   if (NCS_UNLIKELY(type == 0 || (type & (type - 1)) || type > NCS_EV_CE_BATCH)) return -1;
@@ -323,23 +324,27 @@ static void unknown_type(void) {
 /* NetPlugin: the net plugin's descriptor is only valid during the call, so copy it now. */
 static inline void net_fields(uint64_t *f, int64_t id, void *data) {
   uint32_t ntype = (uint32_t)id & NCS_NET_TYPE_MASK, ver = (uint32_t)id & NCS_NET_VER_MASK;
-  f[0] = I(id);
-  f[1] = U(data);
-  for (int i = 2; i < 10; i++) f[i] = 0;
+  for (int i = 0; i < NCS_NF(NetPlugin); i++) f[i] = 0;
+  f[N(NetPlugin, id)] = I(id);
+  f[N(NetPlugin, data)] = U(data);
   if (!data || ver != 1) return;
   if (ntype == NCS_NET_TYPE_SOCK) {
     const ncs_net_sock_v1_t *d = data;
-    f[2] = 1, f[3] = I(d->sock.fd), f[4] = I(d->sock.op), f[5] = d->sock.length;
+    f[N(NetPlugin, decoded)] = 1, f[N(NetPlugin, fd)] = I(d->sock.fd);
+    f[N(NetPlugin, op)] = I(d->sock.op), f[N(NetPlugin, length)] = d->sock.length;
   } else if (ntype == NCS_NET_TYPE_IB) {
     const ncs_net_ib_v1_t *d = data;
-    f[2] = 1, f[5] = d->qp.length, f[6] = I(d->qp.device), f[7] = d->qp.wr_id;
-    f[8] = I(d->qp.opcode), f[9] = I(d->qp.qpNum);
+    f[N(NetPlugin, decoded)] = 1, f[N(NetPlugin, length)] = d->qp.length;
+    f[N(NetPlugin, device)] = I(d->qp.device), f[N(NetPlugin, wr_id)] = d->qp.wr_id;
+    f[N(NetPlugin, opcode)] = I(d->qp.opcode), f[N(NetPlugin, qpNum)] = I(d->qp.qpNum);
   }
 }
 
 static inline void proxyop_fields(uint64_t *f, pid_t pid, uint8_t ch, int peer, int nsteps,
                                   int chunk, int is_send) {
-  f[0] = I(pid), f[1] = ch, f[2] = I(peer), f[3] = I(nsteps), f[4] = I(chunk), f[5] = I(is_send);
+  f[N(ProxyOp, pid)] = I(pid), f[N(ProxyOp, channelId)] = ch, f[N(ProxyOp, peer)] = I(peer);
+  f[N(ProxyOp, nSteps)] = I(nsteps), f[N(ProxyOp, chunkSize)] = I(chunk);
+  f[N(ProxyOp, isSend)] = I(is_send);
 }
 
 static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PXN : 0; }
@@ -348,23 +353,29 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
  * only v5+ has parentGroup (PG: the expression for it). */
 #define FILL_V4_COMMON(d, PG_COLL, PG_P2P)                                                        \
   case NCS_T_COLL:                                                                                \
-    f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff);               \
-    f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root);                   \
-    f[6] = U(d->coll.datatype), f[7] = d->coll.nChannels, f[8] = d->coll.nWarps;                \
-    f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = (PG_COLL);                        \
-    f[12] = 0, f[13] = 0, f[14] = 0, f[15] = I(-1), f[16] = 0, f[17] = 0;                       \
+    f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(d->coll.func);              \
+    f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff);     \
+    f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root);                      \
+    f[N(Coll, datatype)] = U(d->coll.datatype), f[N(Coll, nChannels)] = d->coll.nChannels;      \
+    f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(d->coll.algo);                    \
+    f[N(Coll, proto)] = U(d->coll.proto), f[N(Coll, parentGroup)] = (PG_COLL);                  \
+    f[N(Coll, commHash)] = 0, f[N(Coll, name)] = 0, f[N(Coll, trafficBytes)] = 0;               \
+    f[N(Coll, op)] = I(-1), f[N(Coll, isCollnet)] = 0, f[N(Coll, isNvls)] = 0;                  \
     break;                                                                                        \
   case NCS_T_P2P:                                                                                 \
-    f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype);                    \
-    f[3] = d->p2p.count, f[4] = I(d->p2p.peer), f[5] = d->p2p.nChannels, f[6] = (PG_P2P);       \
-    f[7] = 0, f[8] = 0;                                                                           \
+    f[N(P2p, func)] = U(d->p2p.func), f[N(P2p, buff)] = U(d->p2p.buff);                         \
+    f[N(P2p, datatype)] = U(d->p2p.datatype), f[N(P2p, count)] = d->p2p.count;                  \
+    f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = d->p2p.nChannels;                  \
+    f[N(P2p, parentGroup)] = (PG_P2P), f[N(P2p, commHash)] = 0, f[N(P2p, name)] = 0;            \
     break;                                                                                        \
   case NCS_T_PROXY_OP:                                                                            \
     proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps, \
                    d->proxyOp.chunkSize, d->proxyOp.isSend);                                      \
     break;                                                                                        \
-  case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;                                      \
-  case NCS_T_KERNEL_CH: f[0] = d->kernelCh.channelId, f[1] = d->kernelCh.pTimer; break;           \
+  case NCS_T_PROXY_STEP: f[N(ProxyStep, step)] = I(d->proxyStep.step); break;                     \
+  case NCS_T_KERNEL_CH:                                                                           \
+    f[N(KernelCh, channelId)] = d->kernelCh.channelId, f[N(KernelCh, pTimer)] = d->kernelCh.pTimer; \
+    break;                                                                                        \
   case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
 
 /* Group sampling's per-thread state (see "Group sampling" below): tls_groups counts the
@@ -517,27 +528,39 @@ static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
   case NCS_T_GROUP:
   case NCS_T_PROXY_CTRL: break;
     FILL_V4_COMMON(d, U(d->coll.parentGroup), U(d->p2p.parentGroup))
-  case NCS_T_GROUP_API: f[0] = d->groupApi.graphCaptured, f[1] = I(d->groupApi.groupDepth); break;
+  case NCS_T_GROUP_API:
+    f[N(GroupApi, graphCaptured)] = d->groupApi.graphCaptured;
+    f[N(GroupApi, groupDepth)] = I(d->groupApi.groupDepth);
+    break;
   case NCS_T_COLL_API:
-    f[0] = U(d->collApi.func), f[1] = d->collApi.count, f[2] = U(d->collApi.datatype);
-    f[3] = I(d->collApi.root), f[4] = U(d->collApi.stream), f[5] = d->collApi.graphCaptured;
+    f[N(CollApi, func)] = U(d->collApi.func), f[N(CollApi, count)] = d->collApi.count;
+    f[N(CollApi, datatype)] = U(d->collApi.datatype), f[N(CollApi, root)] = I(d->collApi.root);
+    f[N(CollApi, stream)] = U(d->collApi.stream);
+    f[N(CollApi, graphCaptured)] = d->collApi.graphCaptured;
     break;
   case NCS_T_P2P_API:
-    f[0] = U(d->p2pApi.func), f[1] = d->p2pApi.count, f[2] = U(d->p2pApi.datatype);
-    f[3] = U(d->p2pApi.stream), f[4] = d->p2pApi.graphCaptured;
+    f[N(P2pApi, func)] = U(d->p2pApi.func), f[N(P2pApi, count)] = d->p2pApi.count;
+    f[N(P2pApi, datatype)] = U(d->p2pApi.datatype), f[N(P2pApi, stream)] = U(d->p2pApi.stream);
+    f[N(P2pApi, graphCaptured)] = d->p2pApi.graphCaptured;
     break;
-  case NCS_T_KERNEL_LAUNCH: f[0] = U(d->kernelLaunch.stream); break;
+  case NCS_T_KERNEL_LAUNCH: f[N(KernelLaunch, stream)] = U(d->kernelLaunch.stream); break;
   case NCS_T_CE_COLL:
-    f[0] = d->ceColl.seqNumber, f[1] = U(d->ceColl.func), f[2] = U(d->ceColl.sendBuff);
-    f[3] = U(d->ceColl.recvBuff), f[4] = d->ceColl.count, f[5] = I(d->ceColl.root);
-    f[6] = U(d->ceColl.datatype), f[7] = U(d->ceColl.syncStrategy), f[8] = d->ceColl.intraBatchSync;
-    f[9] = d->ceColl.batchSize, f[10] = d->ceColl.numBatches, f[11] = d->ceColl.ceSeqNum;
-    f[12] = U(d->ceColl.stream);
+    f[N(CeColl, seqNumber)] = d->ceColl.seqNumber, f[N(CeColl, func)] = U(d->ceColl.func);
+    f[N(CeColl, sendBuff)] = U(d->ceColl.sendBuff), f[N(CeColl, recvBuff)] = U(d->ceColl.recvBuff);
+    f[N(CeColl, count)] = d->ceColl.count, f[N(CeColl, root)] = I(d->ceColl.root);
+    f[N(CeColl, datatype)] = U(d->ceColl.datatype);
+    f[N(CeColl, syncStrategy)] = U(d->ceColl.syncStrategy);
+    f[N(CeColl, intraBatchSync)] = d->ceColl.intraBatchSync;
+    f[N(CeColl, batchSize)] = d->ceColl.batchSize, f[N(CeColl, numBatches)] = d->ceColl.numBatches;
+    f[N(CeColl, ceSeqNum)] = d->ceColl.ceSeqNum, f[N(CeColl, stream)] = U(d->ceColl.stream);
     break;
-  case NCS_T_CE_SYNC: f[0] = d->ceCollSync.isComplete, f[1] = I(d->ceCollSync.nRanks); break;
+  case NCS_T_CE_SYNC:
+    f[N(CeSync, isComplete)] = d->ceCollSync.isComplete, f[N(CeSync, nRanks)] = I(d->ceCollSync.nRanks);
+    break;
   case NCS_T_CE_BATCH:
-    f[0] = I(d->ceCollBatch.numOps), f[1] = d->ceCollBatch.totalBytes;
-    f[2] = d->ceCollBatch.useIntraSync;
+    f[N(CeBatch, numOps)] = I(d->ceCollBatch.numOps);
+    f[N(CeBatch, totalBytes)] = d->ceCollBatch.totalBytes;
+    f[N(CeBatch, useIntraSync)] = d->ceCollBatch.useIntraSync;
     break;
   }
   finish(s, nf);
@@ -578,7 +601,7 @@ static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
       proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer,                   \
                      d->proxyOp.nSteps, d->proxyOp.chunkSize, d->proxyOp.isSend);                 \
       break;                                                                                      \
-    case NCS_T_PROXY_STEP: f[0] = I(d->proxyStep.step); break;                                    \
+    case NCS_T_PROXY_STEP: f[N(ProxyStep, step)] = I(d->proxyStep.step); break;                                    \
     default: old_extra_v##V(t, f, d); break;                                                      \
     }                                                                                             \
     finish(s, nf);                                                                                \
@@ -586,38 +609,38 @@ static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
   }
 
 static inline void old_extra_v3(int t, uint64_t *f, ncs_descr_v3_t *d) {
-  if (t == NCS_T_KERNEL_CH) f[0] = d->kernelCh.channelId, f[1] = 0;
+  if (t == NCS_T_KERNEL_CH) f[N(KernelCh, channelId)] = d->kernelCh.channelId, f[N(KernelCh, pTimer)] = 0;
   if (t == NCS_T_NET_PLUGIN) net_fields(f, d->netPlugin.id, d->netPlugin.data);
 }
 static inline void old_extra_v2(int t, uint64_t *f, ncs_descr_v2_t *d) { (void)t, (void)f, (void)d; }
 static inline void old_extra_v1(int t, uint64_t *f, ncs_descr_v1_t *d) { (void)t, (void)f, (void)d; }
 
+/* v1-v3 Coll: the v4+ fill's fields, then name, commHash and (v1, v2) trafficBytes; FUNC, DTYPE,
+ * ALGO and PROTO are the strings (v1 passes enums, mapped by ENUM_STR). */
+#define COLL_OLD_FILL(FUNC, DTYPE, ALGO, PROTO, TRAFFIC, OP, COLLNET, NVLS)                        \
+  (f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(FUNC),                         \
+   f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff),        \
+   f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root),                         \
+   f[N(Coll, datatype)] = U(DTYPE), f[N(Coll, nChannels)] = d->coll.nMaxChannels,                 \
+   f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(ALGO), f[N(Coll, proto)] = U(PROTO), \
+   f[N(Coll, parentGroup)] = 0, f[N(Coll, commHash)] = d->coll.commHash,                          \
+   f[N(Coll, name)] = U(d->coll.name), f[N(Coll, trafficBytes)] = (TRAFFIC),                      \
+   f[N(Coll, op)] = I(OP), f[N(Coll, isCollnet)] = (COLLNET), f[N(Coll, isNvls)] = (NVLS))
 #define COLL_STR_FILL(TRAFFIC)                                                                     \
-  f[0] = d->coll.seqNumber, f[1] = U(d->coll.func), f[2] = U(d->coll.sendBuff),                   \
-  f[3] = U(d->coll.recvBuff), f[4] = d->coll.count, f[5] = I(d->coll.root),                       \
-  f[6] = U(d->coll.datatype), f[7] = d->coll.nMaxChannels, f[8] = d->coll.nWarps,                 \
-  f[9] = U(d->coll.algo), f[10] = U(d->coll.proto), f[11] = 0, f[12] = d->coll.commHash,          \
-  f[13] = U(d->coll.name), f[14] = (TRAFFIC), f[15] = I(-1), f[16] = 0, f[17] = 0
-#define P2P_STR_FILL                                                                               \
-  f[0] = U(d->p2p.func), f[1] = U(d->p2p.buff), f[2] = U(d->p2p.datatype), f[3] = d->p2p.count,   \
-  f[4] = I(d->p2p.peer), f[5] = 0, f[6] = 0, f[7] = d->p2p.commHash, f[8] = U(d->p2p.name)
+  COLL_OLD_FILL(d->coll.func, d->coll.datatype, d->coll.algo, d->coll.proto, TRAFFIC, -1, 0, 0)
+#define P2P_OLD_FILL(FUNC, DTYPE)                                                                  \
+  (f[N(P2p, func)] = U(FUNC), f[N(P2p, buff)] = U(d->p2p.buff), f[N(P2p, datatype)] = U(DTYPE),   \
+   f[N(P2p, count)] = d->p2p.count, f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = 0,   \
+   f[N(P2p, parentGroup)] = 0, f[N(P2p, commHash)] = d->p2p.commHash, f[N(P2p, name)] = U(d->p2p.name))
+#define P2P_STR_FILL P2P_OLD_FILL(d->p2p.func, d->p2p.datatype)
 
 START_OLD(3, COLL_STR_FILL(0), P2P_STR_FILL, 1)
 START_OLD(2, COLL_STR_FILL(d->coll.trafficBytes), P2P_STR_FILL, 0)
 START_OLD(1,
-          (f[0] = d->coll.seqNumber, f[1] = U(ENUM_STR(v1_func, d->coll.func)),
-           f[2] = U(d->coll.sendBuff), f[3] = U(d->coll.recvBuff), f[4] = d->coll.count,
-           f[5] = I(d->coll.root), f[6] = U(ENUM_STR(v1_dtype, d->coll.datatype)),
-           f[7] = d->coll.nMaxChannels, f[8] = d->coll.nWarps,
-           f[9] = U(ENUM_STR(v1_algo, d->coll.algo)), f[10] = U(ENUM_STR(v1_proto, d->coll.proto)),
-           f[11] = 0, f[12] = d->coll.commHash, f[13] = U(d->coll.name),
-           f[14] = d->coll.trafficBytes, f[15] = I(d->coll.op), f[16] = d->coll.isCollnet != 0,
-           f[17] = d->coll.isNvls != 0),
-          (f[0] = U(ENUM_STR(v1_func, d->p2p.func)), f[1] = U(d->p2p.buff),
-           f[2] = U(ENUM_STR(v1_dtype, d->p2p.datatype)), f[3] = d->p2p.count,
-           f[4] = I(d->p2p.peer), f[5] = 0, f[6] = 0, f[7] = d->p2p.commHash,
-           f[8] = U(d->p2p.name)),
-          0)
+          COLL_OLD_FILL(ENUM_STR(v1_func, d->coll.func), ENUM_STR(v1_dtype, d->coll.datatype),
+                        ENUM_STR(v1_algo, d->coll.algo), ENUM_STR(v1_proto, d->coll.proto),
+                        d->coll.trafficBytes, d->coll.op, d->coll.isCollnet != 0, d->coll.isNvls != 0),
+          P2P_OLD_FILL(ENUM_STR(v1_func, d->p2p.func), ENUM_STR(v1_dtype, d->p2p.datatype)), 0)
 
 /* A handle NCCL gives back is recorded only when it is ours, of this load, and issued: tag and
  * epoch in one compare, the type nibble, and the id inside [id_base, id_counter). */

@@ -338,8 +338,8 @@ static void track_start(const ncs_event_t *e) {
     p->unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0;
     p->start_ns = e->ts;
     if (!p->last_ns) p->last_ns = e->ts;
-    p->nch = (uint8_t)(t == NCS_T_COLL ? e->f[7] : e->f[5]);
-    unsigned gi = t == NCS_T_COLL ? 11 : 6; /* parentGroup */
+    p->nch = (uint8_t)e->f[t == NCS_T_COLL ? NCS_F(Coll, nChannels) : NCS_F(P2p, nChannels)];
+    unsigned gi = t == NCS_T_COLL ? NCS_F(Coll, parentGroup) : NCS_F(P2p, parentGroup);
     p->group = e->fref_kind[gi] == NCS_REF_LOCAL ? e->f[gi] : 0;
     return;
   }
@@ -352,7 +352,7 @@ static void track_start(const ncs_event_t *e) {
   c->type = (uint8_t)t;
   c->seen_start = 1;
   c->start_ns = c->last_ns = e->ts;
-  if (t == NCS_T_KERNEL_CH) c->gpu_start = e->f[1];
+  if (t == NCS_T_KERNEL_CH) c->gpu_start = e->f[NCS_F(KernelCh, pTimer)];
   if (e->parent_kind != NCS_REF_LOCAL) return;
   trk_t *p = trk_find(e->parent);
   if (!p) {

@@ -4,47 +4,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define F(n, k) {n, NCS_FK_##k}
-const ncs_schema_t ncs_schema[NCS_T_COUNT] = {
-    [NCS_T_GROUP] = {"Group", "group", 0, {{0}}},
-    [NCS_T_COLL] = {"Coll", "coll", 18,
-                    {F("seqNumber", U64), F("func", STR), F("sendBuff", PTR), F("recvBuff", PTR),
-                     F("count", U64), F("root", I64), F("datatype", STR), F("nChannels", U64),
-                     F("nWarps", U64), F("algo", STR), F("proto", STR), F("parentGroup", REF),
-                     F("commHash", U64), F("name", STR), F("trafficBytes", U64), F("op", I64),
-                     F("isCollnet", BOOL), F("isNvls", BOOL)}},
-    [NCS_T_P2P] = {"P2p", "p2p", 9,
-                   {F("func", STR), F("buff", PTR), F("datatype", STR), F("count", U64),
-                    F("peer", I64), F("nChannels", U64), F("parentGroup", REF), F("commHash", U64),
-                    F("name", STR)}},
-    [NCS_T_PROXY_OP] = {"ProxyOp", "proxyop", 6,
-                        {F("pid", I64), F("channelId", U64), F("peer", I64), F("nSteps", I64),
-                         F("chunkSize", I64), F("isSend", I64)}},
-    [NCS_T_PROXY_STEP] = {"ProxyStep", "proxystep", 1, {F("step", I64)}},
-    [NCS_T_PROXY_CTRL] = {"ProxyCtrl", "proxyctrl", 0, {{0}}},
-    [NCS_T_KERNEL_CH] = {"KernelCh", "kernel", 2, {F("channelId", U64), F("pTimer", U64)}},
-    [NCS_T_NET_PLUGIN] = {"NetPlugin", "net", 10,
-                          {F("id", I64), F("data", PTR), F("decoded", BOOL), F("fd", I64),
-                           F("op", I64), F("length", U64), F("device", I64), F("wr_id", U64),
-                           F("opcode", I64), F("qpNum", I64)}},
-    [NCS_T_GROUP_API] = {"GroupApi", "groupapi", 2, {F("graphCaptured", BOOL), F("groupDepth", I64)}},
-    [NCS_T_COLL_API] = {"CollApi", "collapi", 6,
-                        {F("func", STR), F("count", U64), F("datatype", STR), F("root", I64),
-                         F("stream", PTR), F("graphCaptured", BOOL)}},
-    [NCS_T_P2P_API] = {"P2pApi", "p2papi", 5,
-                       {F("func", STR), F("count", U64), F("datatype", STR), F("stream", PTR),
-                        F("graphCaptured", BOOL)}},
-    [NCS_T_KERNEL_LAUNCH] = {"KernelLaunch", "launch", 1, {F("stream", PTR)}},
-    [NCS_T_CE_COLL] = {"CeColl", "cecoll", 13,
-                       {F("seqNumber", U64), F("func", STR), F("sendBuff", PTR), F("recvBuff", PTR),
-                        F("count", U64), F("root", I64), F("datatype", STR),
-                        F("syncStrategy", STR), F("intraBatchSync", BOOL), F("batchSize", U64),
-                        F("numBatches", U64), F("ceSeqNum", U64), F("stream", PTR)}},
-    [NCS_T_CE_SYNC] = {"CeSync", "cesync", 2, {F("isComplete", BOOL), F("nRanks", I64)}},
-    [NCS_T_CE_BATCH] = {"CeBatch", "cebatch", 3,
-                        {F("numOps", I64), F("totalBytes", U64), F("useIntraSync", BOOL)}},
-};
-#undef F
+#define SCHEMA_FIELD_(T, n, k) {#n, NCS_FK_##k},
+#define SCHEMA_TYPE_(E, T, c) [NCS_T_##E] = {#T, #c, NCS_NF(T), {NCS_FIELDS_##T(SCHEMA_FIELD_){0}}},
+const ncs_schema_t ncs_schema[NCS_T_COUNT] = {NCS_EVENT_TYPES(SCHEMA_TYPE_)};
+#undef SCHEMA_TYPE_
+#undef SCHEMA_FIELD_
+/* every list leaves room for the {0} that ends it above */
+#define SCHEMA_FITS_(E, T, c) _Static_assert(NCS_NF(T) < NCS_MAX_FIELDS, #T " has too many fields");
+NCS_EVENT_TYPES(SCHEMA_FITS_)
+#undef SCHEMA_FITS_
 
 const char *const ncs_state_names[31] = {
     "ProxyOpSendPosted", "ProxyOpSendRemFifoWait", "ProxyOpSendTransmitted", "ProxyOpSendDone",

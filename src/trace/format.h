@@ -20,7 +20,7 @@
 #define NCS_CHUNK_HEADER_LEN 16     /* u32 magic, u16 type, u16 flags, u32 len, u32 crc32c */
 #define NCS_CHUNK_MAX_PAYLOAD (16u << 20)
 #define NCS_STRING_MAX 4096
-#define NCS_MAX_FIELDS 20
+#define NCS_MAX_FIELDS 24
 
 /* chunk types */
 enum {
@@ -125,6 +125,64 @@ enum {
   NCS_FK_BOOL = 5, /* varint 0/1 */
   NCS_FK_REF = 6,  /* two varints: NCS_REF_* kind, value */
 };
+
+/* The START fields of every event type, in record order: X(Type, name, KIND). This one list
+ * generates ncs_schema[] (format.c) and the field indices NCS_F(Type, name) that the plugin, the
+ * writer, the reader and every consumer use: no code indexes a field by number, so a field added
+ * or moved here moves everywhere at once. KIND is an NCS_FK_* suffix. */
+#define NCS_FIELDS_Group(X)
+#define NCS_FIELDS_Coll(X)                                                                         \
+  X(Coll, seqNumber, U64) X(Coll, func, STR) X(Coll, sendBuff, PTR) X(Coll, recvBuff, PTR)        \
+  X(Coll, count, U64) X(Coll, root, I64) X(Coll, datatype, STR) X(Coll, nChannels, U64)           \
+  X(Coll, nWarps, U64) X(Coll, algo, STR) X(Coll, proto, STR) X(Coll, parentGroup, REF)           \
+  X(Coll, commHash, U64) X(Coll, name, STR) X(Coll, trafficBytes, U64) X(Coll, op, I64)           \
+  X(Coll, isCollnet, BOOL) X(Coll, isNvls, BOOL)
+#define NCS_FIELDS_P2p(X)                                                                          \
+  X(P2p, func, STR) X(P2p, buff, PTR) X(P2p, datatype, STR) X(P2p, count, U64) X(P2p, peer, I64)  \
+  X(P2p, nChannels, U64) X(P2p, parentGroup, REF) X(P2p, commHash, U64) X(P2p, name, STR)
+#define NCS_FIELDS_ProxyOp(X)                                                                      \
+  X(ProxyOp, pid, I64) X(ProxyOp, channelId, U64) X(ProxyOp, peer, I64) X(ProxyOp, nSteps, I64)   \
+  X(ProxyOp, chunkSize, I64) X(ProxyOp, isSend, I64)
+#define NCS_FIELDS_ProxyStep(X) X(ProxyStep, step, I64)
+#define NCS_FIELDS_ProxyCtrl(X)
+#define NCS_FIELDS_KernelCh(X) X(KernelCh, channelId, U64) X(KernelCh, pTimer, U64)
+#define NCS_FIELDS_NetPlugin(X)                                                                    \
+  X(NetPlugin, id, I64) X(NetPlugin, data, PTR) X(NetPlugin, decoded, BOOL) X(NetPlugin, fd, I64) \
+  X(NetPlugin, op, I64) X(NetPlugin, length, U64) X(NetPlugin, device, I64)                       \
+  X(NetPlugin, wr_id, U64) X(NetPlugin, opcode, I64) X(NetPlugin, qpNum, I64)
+#define NCS_FIELDS_GroupApi(X) X(GroupApi, graphCaptured, BOOL) X(GroupApi, groupDepth, I64)
+#define NCS_FIELDS_CollApi(X)                                                                      \
+  X(CollApi, func, STR) X(CollApi, count, U64) X(CollApi, datatype, STR) X(CollApi, root, I64)    \
+  X(CollApi, stream, PTR) X(CollApi, graphCaptured, BOOL)
+#define NCS_FIELDS_P2pApi(X)                                                                       \
+  X(P2pApi, func, STR) X(P2pApi, count, U64) X(P2pApi, datatype, STR) X(P2pApi, stream, PTR)      \
+  X(P2pApi, graphCaptured, BOOL)
+#define NCS_FIELDS_KernelLaunch(X) X(KernelLaunch, stream, PTR)
+#define NCS_FIELDS_CeColl(X)                                                                       \
+  X(CeColl, seqNumber, U64) X(CeColl, func, STR) X(CeColl, sendBuff, PTR)                         \
+  X(CeColl, recvBuff, PTR) X(CeColl, count, U64) X(CeColl, root, I64) X(CeColl, datatype, STR)    \
+  X(CeColl, syncStrategy, STR) X(CeColl, intraBatchSync, BOOL) X(CeColl, batchSize, U64)          \
+  X(CeColl, numBatches, U64) X(CeColl, ceSeqNum, U64) X(CeColl, stream, PTR)
+#define NCS_FIELDS_CeSync(X) X(CeSync, isComplete, BOOL) X(CeSync, nRanks, I64)
+#define NCS_FIELDS_CeBatch(X)                                                                      \
+  X(CeBatch, numOps, I64) X(CeBatch, totalBytes, U64) X(CeBatch, useIntraSync, BOOL)
+
+/* Every event type: X(NCS_T_ suffix, Type, cli name), in type order. */
+#define NCS_EVENT_TYPES(X)                                                                         \
+  X(GROUP, Group, group) X(COLL, Coll, coll) X(P2P, P2p, p2p) X(PROXY_OP, ProxyOp, proxyop)        \
+  X(PROXY_STEP, ProxyStep, proxystep) X(PROXY_CTRL, ProxyCtrl, proxyctrl)                          \
+  X(KERNEL_CH, KernelCh, kernel) X(NET_PLUGIN, NetPlugin, net) X(GROUP_API, GroupApi, groupapi)    \
+  X(COLL_API, CollApi, collapi) X(P2P_API, P2pApi, p2papi) X(KERNEL_LAUNCH, KernelLaunch, launch) \
+  X(CE_COLL, CeColl, cecoll) X(CE_SYNC, CeSync, cesync) X(CE_BATCH, CeBatch, cebatch)
+
+/* NCS_F(Coll, seqNumber): the index of a field in ncs_event_t.f[] (and fstr[], fref_kind[]);
+ * NCS_NF(Coll): how many fields the type has. */
+#define NCS_F(type, name) NCS_F_##type##_##name
+#define NCS_NF(type) NCS_NF_##type
+#define NCS_FIELD_INDEX_(T, n, k) NCS_F(T, n),
+#define NCS_FIELD_ENUM_(E, T, c) enum { NCS_FIELDS_##T(NCS_FIELD_INDEX_) NCS_NF(T) };
+NCS_EVENT_TYPES(NCS_FIELD_ENUM_)
+#undef NCS_FIELD_ENUM_
 
 typedef struct {
   const char *name;
