@@ -33,7 +33,10 @@ enum {
   NCS_CHUNK_EVENTS = 7,   /* a batch of event records */
   NCS_CHUNK_COUNTERS = 8, /* periodic counter snapshot */
   NCS_CHUNK_FOOTER = 9,   /* final counters: the segment ended cleanly */
-  NCS_CHUNK_MAX_TYPE = 9
+  NCS_CHUNK_MAX_TYPE = 9,
+  /* being added (readers skip chunk types they do not know): */
+  NCS_CHUNK_LOSS = 10, /* records the plugin lost, with their time window (reader.h ncs_loss_t) */
+  /* reserved: 11..15 for GPU activity (CUPTI kernels, graph nodes, ranges) */
 };
 
 /* record kinds inside an EVENTS chunk */

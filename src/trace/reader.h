@@ -88,7 +88,33 @@ enum {
   NCS_ITEM_EVENT = 6,    /* item->ev */
   NCS_ITEM_COUNTERS = 7, /* item->counters */
   NCS_ITEM_FOOTER = 8,   /* item->counters: the segment ended cleanly */
+  NCS_ITEM_GAP = 9,      /* item->gap: damaged bytes were skipped; reading resumed after them */
+  NCS_ITEM_LOSS = 10,    /* item->loss: records the plugin lost (a LOSS chunk) */
 };
+
+/* What a GAP item says: the reader found damage at `offset` and resynchronized on the next valid
+ * chunk, `bytes` later. Whatever those bytes held (events, strings, communicators) is lost. */
+typedef struct {
+  uint64_t offset, bytes; /* where the skipped range starts in the file, and its length */
+  uint32_t chunks;        /* chunk headers seen inside it (0 when none could be recognized) */
+  const char *why;        /* what was wrong at `offset` (valid until the next ncs_reader_next) */
+} ncs_gap_t;
+
+/* Why records were lost (a LOSS chunk's reason, docs/trace-format.md) */
+enum {
+  NCS_LOSS_DROPS = 1,   /* the buffer pool was full: records dropped on NCCL's thread */
+  NCS_LOSS_NO_SLOT = 2, /* more producer threads than NCCLSCOPE_MAX_THREADS */
+  NCS_LOSS_WRITE = 3,   /* a chunk could not be written (disk full, I/O error): its records */
+};
+
+/* What a LOSS item says: in [from_ns, to_ns] (CLOCK_MONOTONIC ns of the process) `records`
+ * records were lost for `reason`, by_type[t] of them of event type t (0 when not known per type). */
+typedef struct {
+  uint32_t reason; /* NCS_LOSS_* */
+  uint64_t from_ns, to_ns;
+  uint64_t records;
+  uint64_t by_type[NCS_T_COUNT];
+} ncs_loss_t;
 
 typedef struct {
   int what;
@@ -100,6 +126,8 @@ typedef struct {
   const char *thread_name;
   ncs_event_t ev;
   const ncs_counters_t *counters;
+  ncs_gap_t gap;   /* NCS_ITEM_GAP */
+  ncs_loss_t loss; /* NCS_ITEM_LOSS */
 } ncs_item_t;
 
 /* Open a trace file. Returns NULL and fills err on failure (no such file, not a trace, ...). */
