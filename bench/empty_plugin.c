@@ -16,7 +16,7 @@
  *                              switched at each GroupApi stop, ending at the first send/recv
  *                              or CUDA graph capture; ABI v1-v4 do not sample. Default 1 (every
  *                              group). NCS_EMPTY_KERNEL_SAMPLE is its earlier name.
- *   NCS_EMPTY_UNSAMPLED_EVENTS=LIST  as NCCLSCOPE_UNSAMPLED_EVENTS (default none)
+ *   NCS_EMPTY_UNSAMPLED_EVENTS=LIST  as NCCLSCOPE_UNSAMPLED_EVENTS (default: every event but kernel)
  *   NCS_EMPTY_ANNOUNCE=1       print "ncclscope-empty: abi=vN mask=0x... sample=N" on stderr at
  *                              the first init (bench/overhead.sh checks that it was loaded)
  */
@@ -59,9 +59,10 @@ static void config(void) {
   if (!s || !*s) s = getenv("NCS_EMPTY_KERNEL_SAMPLE");
   long n = s && *s ? strtol(s, NULL, 10) : 1;
   const char *u = getenv("NCS_EMPTY_UNSAMPLED_EVENTS");
+  cfg_unsampled = NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH; /* as ncclscope: every event but KernelCh */
   if (u && *u && ncs_parse_event_list(u, &cfg_unsampled, &bad, &badlen) != 0) {
-    fprintf(stderr, "ncclscope-empty: bad NCS_EMPTY_UNSAMPLED_EVENTS '%s'; none\n", u);
-    cfg_unsampled = 0;
+    fprintf(stderr, "ncclscope-empty: bad NCS_EMPTY_UNSAMPLED_EVENTS '%s'; every event but kernel\n", u);
+    cfg_unsampled = NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH;
   }
   cfg_events = m;
   cfg_sample = n > 1 ? (uint32_t)n : 1;

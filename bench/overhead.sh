@@ -56,15 +56,15 @@ set -uo pipefail
 #   env       VAR=value ... set for the run ("-" for nothing). The empty plugin reads
 #             NCS_EMPTY_EVENTS (NCCLSCOPE_EVENTS' syntax: "default" is ncclscope's default) and
 #             NCS_EMPTY_SAMPLE and NCS_EMPTY_UNSAMPLED_EVENTS (as NCCLSCOPE_SAMPLE and
-#             NCCLSCOPE_UNSAMPLED_EVENTS). When ncclscope's default level or flight mode change
-#             (e.g. group sampling by default), make the floors match.
+#             NCCLSCOPE_UNSAMPLED_EVENTS). When ncclscope's default level or flight mode change,
+#             make the floors match (the default records every operation, GPU times included).
 # The first row with plugin none is the base of every ratio.
 LEVELS='
 none               none       -              -
-empty-default      empty      -              NCS_EMPTY_EVENTS=default NCS_EMPTY_SAMPLE=64
+empty-default      empty      -              NCS_EMPTY_EVENTS=default
 ncclscope-default  ncclscope  empty-default  -
 empty-full         empty      -              NCS_EMPTY_EVENTS=all
-ncclscope-full     ncclscope  empty-full     NCCLSCOPE_EVENTS=all NCCLSCOPE_SAMPLE=1
+ncclscope-full     ncclscope  empty-full     NCCLSCOPE_EVENTS=all
 empty-flight       empty      -              NCS_EMPTY_EVENTS=default
 ncclscope-flight   ncclscope  empty-flight   NCCLSCOPE_MODE=flight
 '
@@ -379,7 +379,7 @@ run_one() { # transport mode procs level rep  (rep 0: the untimed warm-up run)
   local tr=$1 mode=$2 procs=$3 lvl=$4 rep=$5
   local id="$tr-$mode-p$procs-$lvl-r$rep" combo="$tr-$mode-$procs"
   local log=$OUT/logs/$id.log tdir=$OUT/traces/$id
-  local envs=() args=("${perf_args[@]}")
+  local envs=(NCS_OVERHEAD_LEVEL="$lvl") args=("${perf_args[@]}") # the level's name: for the test stub
   [ "$mode" = graph ] && args+=(--graph)
   [ "$procs" = 1 ] && args+=(--procs)
   [ "$tr" = socket ] && envs+=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_IB_DISABLE=1)

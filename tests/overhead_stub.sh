@@ -5,7 +5,8 @@
 #
 # Model: time_us = (BASE + bytes / 2000) x transport factor x (1 + noise) + ADD[level], where
 #   BASE = 5, transport factor 3 when NCCL_P2P_DISABLE=1 and NCCL_SHM_DISABLE=1 (socket), else 1;
-#   level (from the environment overhead.sh sets): n none, ed/ef empty plugin with
+#   level (NCS_OVERHEAD_LEVEL, which overhead.sh sets, for its own levels; else guessed from the
+#   environment): n none, ed/ef empty plugin with
 #   NCS_EMPTY_EVENTS default (sampled)/all, efl default without NCS_EMPTY_SAMPLE, nd/nf/nfl
 #   ncclscope default/NCCLSCOPE_EVENTS=all/flight;
 #   ADD: n 0, ed 2, nd 2.5, ef 5, nf 6, efl 2.1, nfl 2.2 (us); graph: ADD halved;
@@ -52,6 +53,12 @@ case $p in
   [ "${NCCLSCOPE_MODE:-}" = flight ] && lvl=nfl
   ;;
 *) echo "overhead_stub: unknown plugin $p" >&2; exit 1 ;;
+esac
+# the levels of overhead.sh's own table, by name (the default and flight floors set the same
+# variables); added levels (--add-level, --sample) keep the guess above
+case ${NCS_OVERHEAD_LEVEL:-} in
+none) lvl=n ;; empty-default) lvl=ed ;; ncclscope-default) lvl=nd ;; empty-full) lvl=ef ;;
+ncclscope-full) lvl=nf ;; empty-flight) lvl=efl ;; ncclscope-flight) lvl=nfl ;;
 esac
 tf=1
 [ "${NCCL_P2P_DISABLE:-}" = 1 ] && [ "${NCCL_SHM_DISABLE:-}" = 1 ] && tf=3

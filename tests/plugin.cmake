@@ -75,3 +75,12 @@ ncs_tc_test(seq_mismatch seqb 1 "differ; first: AllReduce seqNumber 5 only on ra
 ncs_tc_test(no_traces clean 1 "^FAIL +files +no trace files" -- ${NCS_TC_EXE} ${CMAKE_CURRENT_LIST_DIR}/fuzz)
 ncs_tc_test(bad_type clean 2 "unknown event type 'colll'" -- ${NCS_TC_EXE} ${NCS_TC_DIR} --expect colll)
 ncs_tc_test(usage clean 2 "usage: ncs-trace-check" -- ${NCS_TC_EXE})
+
+# The instruction budget of the event path per call (callgrind counts, the same on any machine;
+# tests/hotpath_budget.sh). Sanitizers add instructions, so only the plain build counts them.
+if(NOT NCS_SANITIZE)
+  add_test(NAME hotpath_budget
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hotpath_budget.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/hotpath-budget)
+  set_tests_properties(hotpath_budget PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "hotpath budget: ok")
+endif()

@@ -25,10 +25,18 @@ foreach(c page errors fixtures)
   set_tests_properties(report_html_${c} PROPERTIES TIMEOUT 180 PASS_REGULAR_EXPRESSION "report html ${c}: ok")
 endforeach()
 set_tests_properties(report_html_fixtures PROPERTIES FIXTURES_REQUIRED ncs_traces)
-# KernelCh sampling: the same groups sampled on every rank, the rest completed at once and left
-# out of latency and bandwidth (tests/sample_check.sh)
+# Every operation by default, and the optional sampling of GPU times: the same groups sampled on
+# every rank, the rest recorded without GPU times and left out of latency and bandwidth
+# (tests/sample_check.sh)
 add_test(NAME report_kernel_sample
          COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/sample_check.sh $<TARGET_FILE:nccl-sim>
                  $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
                  ${CMAKE_CURRENT_BINARY_DIR}/report-sample $<TARGET_FILE:nccl-profiler-empty>)
 set_tests_properties(report_kernel_sample PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "sample check: ok")
+# Every operation, always: the sampled default's reproducers with today's defaults (a full trace
+# keeps every group, a hidden hang is a HANG, several ranks per process agree) (defaults_check.sh)
+add_test(NAME defaults_every_operation
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/defaults_check.sh $<TARGET_FILE:ncclscope>
+                 $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope>
+                 ${CMAKE_CURRENT_BINARY_DIR}/defaults)
+set_tests_properties(defaults_every_operation PROPERTIES TIMEOUT 180 PASS_REGULAR_EXPRESSION "defaults check: ok")

@@ -114,16 +114,16 @@ void ncs_config_load(ncs_config_t *c) {
     if (!b || !*b) c->pool_bytes = 8ull << 20;
     if (!f || !*f) c->flush_ms = 20;
   }
-  /* Being profiled costs NCCL time per operation (docs/config.md, "Sampling"): a full trace
-   * samples groups; the flight recorder, which diagnoses hangs, does not, and capture records
-   * every call. NCCLSCOPE_SAMPLE; NCCLSCOPE_KERNEL_SAMPLE is its earlier name, read when it is
-   * not set. */
+  /* Every operation is recorded by default, GPU times included (docs/config.md, "Sampling").
+   * NCCLSCOPE_SAMPLE=N asks for KernelCh GPU times on one group in N only; the other groups still
+   * record every other event unless NCCLSCOPE_UNSAMPLED_EVENTS lists fewer. Capture records every
+   * call. NCCLSCOPE_KERNEL_SAMPLE is NCCLSCOPE_SAMPLE's earlier name, read when it is not set. */
   const char *smp = getenv("NCCLSCOPE_SAMPLE");
   c->kernel_sample = (uint32_t)env_size(c, smp && *smp ? "NCCLSCOPE_SAMPLE" : "NCCLSCOPE_KERNEL_SAMPLE",
-                                        c->flight ? 1 : 64, 1, 1u << 20);
+                                        1, 1, 1u << 20);
   if (c->capture) c->kernel_sample = 1;
-  c->unsampled_events =
-      env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS", 0, "unknown event name; recording none");
+  c->unsampled_events = env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS", NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH,
+                                   "unknown event name; recording every event but kernel");
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {

@@ -78,31 +78,34 @@ NCS_HIDDEN uint64_t ncs_mono_ns(void);
 NCS_HIDDEN uint64_t ncs_realtime_ns(void);
 NCS_HIDDEN int ncs_tsc_usable(void);
 
-/* ---- buffer pool: fixed-size blocks shared by all threads, chained per thread ---- */
+/* ---- buffer pool: fixed-size blocks shared by all threads, chained per thread ----
+ *
+ * A record is published by its header word: the producer writes the record's other words and a
+ * zero terminator in the word after it, then stores the header (w[0], never 0) with release. The
+ * writer reads a header with acquire: 0 means nothing more in this block yet. So an event costs
+ * no store outside the lines its own record covers (no shared "committed" counter), and on x86
+ * the release store is a plain move. A block's last word is kept for the terminator. */
 #define NCS_BLOCK_BYTES (64u * 1024u)
 
 typedef struct ncs_block {
-  _Atomic uint32_t committed; /* words the producer has published */
   uint32_t cap;               /* words */
   uint32_t index;             /* position in the pool */
   uint32_t next_free;         /* free-stack link (index + 1, 0 = none) */
+  uint32_t pad0_;
   _Atomic(struct ncs_block *) next; /* set by the producer when it moves on: this block is final */
-  uint64_t pad_;
-  uint64_t words[];
+  uint64_t pad_[5];           /* the header fills one cache line; records start on the next */
+  uint64_t words[];           /* header words are read and written with __atomic builtins */
 } ncs_block_t;
 
 enum { NCS_SLOT_FREE = 0, NCS_SLOT_ACTIVE = 1, NCS_SLOT_EXITED = 2 };
 
-/* One per producer thread. The producer owns the first cache line, the writer the second:
- * the writer's progress must not invalidate the line the producer writes on every event. */
+/* One per producer thread: what the writer and the counters need. The producer's own position
+ * lives in its thread-local ncs_tls_t, so the event path touches no shared line; the writer
+ * owns the second cache line here, the rare-path counters the third. */
 typedef struct {
-  /* producer side (and claim-time facts the writer reads after seeing state ACTIVE) */
   _Alignas(64) _Atomic int state;
   uint32_t thread_index; /* per load; assigned at claim */
   pid_t tid;
-  ncs_block_t *cur; /* NULL until the first block could be had */
-  uint32_t pos;
-  uint64_t next_id, id_end;
   _Atomic(ncs_block_t *) first; /* the first block, published for the writer */
   /* writer side */
   _Alignas(64) ncs_block_t *rd;
@@ -113,6 +116,15 @@ typedef struct {
   _Atomic uint64_t bad_handle, stale_handle, null_handle, disabled, unknown_type, unknown_state;
   _Atomic uint64_t groups, groups_unsampled; /* group sampling: GroupApi starts, unsampled ones */
 } ncs_slot_t;
+
+/* A producer thread's private state (initial-exec TLS: one %fs-relative access). */
+typedef struct {
+  uint64_t *w;          /* where the next record goes */
+  uint64_t *end;        /* a record of n words fits when n <= end - w (w[n] stays in the block) */
+  ncs_block_t *blk;     /* the block w is in; NULL before the first */
+  uint64_t next_id, id_end; /* event ids handed out in batches from ncs_g.id_counter */
+  ncs_slot_t *slot;     /* NULL until claimed */
+} ncs_tls_t;
 
 /* ---- communicators ---- */
 enum { NCS_COMM_FREE = 0, NCS_COMM_LIVE = 1, NCS_COMM_DONE = 2 };
@@ -146,6 +158,13 @@ typedef struct {
   /* read on every event: one cache line, written only at setup and segment changes */
   _Alignas(64) _Atomic uint32_t enabled; /* event bits we record */
   _Atomic uint32_t hkey;  /* (NCS_EH_TAG << 12) | epoch: bits 63..44 of a valid handle, type masked */
+  /* the fast paths (plugin.c, "Event path"): START of a type in `hot` and STOP/STATE of a handle
+   * whose bits 63..44 (type masked) equal `hkey_hot` need nothing but a record. Both are off
+   * (0, ~0) while group sampling or set-up need the slow path's checks. */
+  _Atomic uint32_t hot;
+  _Atomic uint32_t cold; /* START types answered at once with a NULL handle: not recorded */
+  _Atomic uint32_t hkey_hot;
+  _Atomic uint64_t hbase; /* NCS_EH_TAG and epoch in place: a handle is hbase | type << 52 | id */
   _Atomic int ready;      /* pool and tables exist */
   int use_tsc;
   _Atomic uint32_t kernel_sample; /* cfg.kernel_sample (1 once sampling stopped), read by every START */
@@ -200,6 +219,16 @@ extern NCS_HIDDEN ncs_global_t ncs_g;
 static inline void ncs_set_epoch(uint32_t e) {
   atomic_store(&ncs_g.epoch, e & 0xFF);
   atomic_store(&ncs_g.hkey, NCS_HKEY(e));
+  atomic_store(&ncs_g.hbase, ncs_eh_make(0, e, 0));
+  if (atomic_load(&ncs_g.hkey_hot) != ~0u) atomic_store(&ncs_g.hkey_hot, NCS_HKEY(e));
+}
+
+/* Turn the fast paths on (for the START types in `types`) or off: after set-up, at init, and
+ * when group sampling starts or stops needing the slow path (plugin.c, "Event path"). */
+static inline void ncs_hot_set(int on, uint32_t types) {
+  atomic_store(&ncs_g.hot, on ? types : 0);
+  atomic_store(&ncs_g.cold, on ? ~types & ((1u << NCS_T_COUNT) - 1) : 0);
+  atomic_store(&ncs_g.hkey_hot, on ? atomic_load(&ncs_g.hkey) : ~0u);
 }
 
 /* pool.c */
@@ -209,32 +238,36 @@ NCS_HIDDEN void ncs_pool_reset_after_fork(void);
 NCS_HIDDEN ncs_slot_t *ncs_slot_claim(void);
 NCS_HIDDEN ncs_block_t *ncs_block_pop(void);
 NCS_HIDDEN void ncs_block_push(ncs_block_t *b);
-NCS_HIDDEN uint64_t *ncs_slot_advance(ncs_slot_t *s, uint32_t nwords);
-NCS_HIDDEN void ncs_slot_refill_ids(ncs_slot_t *s);
+NCS_HIDDEN uint64_t *ncs_slot_advance(ncs_tls_t *T, uint32_t nwords);
+NCS_HIDDEN void ncs_refill_ids(ncs_tls_t *T);
 
-extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_slot_t *ncs_tls_slot;
+extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_tls_t ncs_t;
 
+/* The calling thread's slot, claimed on first use; NULL when none is left (or not set up). */
 static inline ncs_slot_t *ncs_slot(void) {
-  ncs_slot_t *s = ncs_tls_slot;
+  ncs_slot_t *s = ncs_t.slot;
   if (NCS_UNLIKELY(!s)) s = ncs_slot_claim();
   return s;
 }
 
-static inline uint64_t ncs_new_id(ncs_slot_t *s) {
-  if (NCS_UNLIKELY(s->next_id >= s->id_end)) ncs_slot_refill_ids(s);
-  return s->next_id++;
+static inline uint64_t ncs_new_id(ncs_tls_t *T) {
+  if (NCS_UNLIKELY(T->next_id >= T->id_end)) ncs_refill_ids(T);
+  return T->next_id++;
 }
 
-/* Space for nwords in the thread's current block; NULL when the pool is exhausted. */
-static inline uint64_t *ncs_reserve(ncs_slot_t *s, uint32_t nwords) {
-  ncs_block_t *b = s->cur;
-  if (NCS_LIKELY(b && s->pos + nwords <= b->cap)) return &b->words[s->pos];
-  return ncs_slot_advance(s, nwords);
+/* Space for nwords (and the terminator after them) in the thread's block; NULL when the pool is
+ * exhausted. */
+static inline uint64_t *ncs_reserve(ncs_tls_t *T, uint32_t nwords) {
+  if (NCS_LIKELY(nwords <= (size_t)(T->end - T->w))) return T->w;
+  return ncs_slot_advance(T, nwords);
 }
 
-static inline void ncs_commit(ncs_slot_t *s, uint32_t nwords) {
-  s->pos += nwords;
-  atomic_store_explicit(&s->cur->committed, s->pos, memory_order_release);
+/* Publish the record of nwords at T->w whose header is hdr: terminator first, header last. */
+static inline void ncs_publish(ncs_tls_t *T, uint32_t nwords, uint64_t hdr) {
+  uint64_t *w = T->w;
+  __atomic_store_n(&w[nwords], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&w[0], hdr, __ATOMIC_RELEASE);
+  T->w = w + nwords;
 }
 
 static inline void ncs_count(_Atomic uint64_t *c) {

@@ -15,7 +15,7 @@
 #include "core/ncs.h"
 #include "record/flight.h"
 
-ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .hkey_hot = ~0u};
 _Atomic(ncs_logger_t) ncs_logfn;
 
 #define EXPORT __attribute__((visibility("default")))
@@ -185,6 +185,10 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
    * still writes the mask it stopped with (full, or the hook for good after an unsampled capture) */
   atomic_store(&ncs_g.sampling, abi >= 5 && ncs_g.cfg.kernel_sample > 1 && hook != m &&
                                     (m & ~(uint32_t)NCS_EV_PROXY_CTRL) != 0);
+  /* the fast paths read the TSC (NCCLSCOPE_CLOCK=monotonic, or a host without an invariant TSC,
+   * takes the slow paths) and are off while group sampling needs the slow path's steps */
+  ncs_hot_set(ncs_g.use_tsc && !atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.kernel_sample) <= 1,
+              atomic_load(&ncs_g.enabled));
   if (mask) atomic_store_explicit(&ncs_g.mask_ptr, mask, memory_order_release);
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
   if (mask) __atomic_store_n(mask, init_mask, __ATOMIC_RELAXED); /* NCCL reads it atomically */
@@ -232,6 +236,7 @@ __attribute__((destructor)) static void ncs_unload(void) {
   if (ncs_g.ready && live == 0) {
     /* dlclose after the last finalize: no NCCL thread will call us again, and our signal
      * handler must not outlive the code it points to */
+    ncs_hot_set(0, 0);
     ncs_fl_signal_remove();
     ncs_pool_teardown();
     free(ncs_g.comms);
@@ -243,69 +248,171 @@ __attribute__((destructor)) static void ncs_unload(void) {
   pthread_mutex_unlock(&ncs_g.lock);
 }
 
-/* ------------------------------------------------------------------ event path */
+/* ------------------------------------------------------------------ event path
+ *
+ * Every call NCCL makes lands here, on its threads, often on its critical path. The common case
+ * (a START of a type we record, a STOP or STATE of one of our handles, room in the thread's block)
+ * is a fast path that does nothing but write the record: no function call, no shared line, one
+ * clock read. Everything else (no slot or block yet, a type not recorded, group sampling, a bad
+ * handle, a full pool) goes through the cold slow paths. Checks that need not happen on NCCL's
+ * thread are the writer's: whether a STOP/STATE handle's id was really issued by this load
+ * (stale handles of an earlier load whose 8-bit epoch happens to match), and whether a state or
+ * type value is known. */
 
 #define HOT __attribute__((always_inline)) inline
 #define COLD __attribute__((noinline, cold))
 
-/* START when the fast path could not run: no slot yet, type not recorded, or no space.
- * Returns where the fields go, or NULL when nothing must be written. A dropped record still
- * hands out a valid handle, so children keep a parent id. */
-static COLD uint64_t *start_slow(ncs_slot_t **sp, void *ctx, void **eh, unsigned t, uint32_t nw,
-                                 void *parent, int rank, uint32_t flags) {
-  if (!is_ready()) return NULL;
-  ncs_slot_t *s = ncs_slot();
-  if (!((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1)) {
-    if (s) ncs_count(&s->disabled);
-    return NULL;
-  }
-  unsigned epoch = atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed);
-  if (!s) { /* more threads than NCCLSCOPE_MAX_THREADS */
-    uint64_t id = atomic_fetch_add_explicit(&ncs_g.id_counter, 1, memory_order_relaxed);
-    *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
-    atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ncs_g.no_slot_by_type[t], 1, memory_order_relaxed);
-    return NULL;
-  }
-  uint64_t id = ncs_new_id(s);
-  *eh = (void *)(uintptr_t)ncs_eh_make(t, epoch, id);
-  uint64_t *w = ncs_reserve(s, nw);
-  if (!w) {
-    ncs_count(&s->drops[t]);
-    return NULL;
-  }
-  w[0] = NCS_REC_HDR(NCS_REC_START, t, nw, flags, rank);
-  w[1] = now();
+static inline int hot_type(unsigned t) {
+  return (atomic_load_explicit(&ncs_g.hot, memory_order_relaxed) >> t) & 1;
+}
+
+/* types neither recorded nor needing the slow path: answered with a NULL handle at once */
+static inline int cold_type(unsigned t) {
+  return (atomic_load_explicit(&ncs_g.cold, memory_order_relaxed) >> t) & 1;
+}
+
+static inline int hot_handle(uint64_t h) {
+  return ((uint32_t)(h >> 44) & 0xFF0FFu) == atomic_load_explicit(&ncs_g.hkey_hot, memory_order_relaxed);
+}
+
+static inline void *make_handle(unsigned t, uint64_t id) {
+  return (void *)(uintptr_t)(atomic_load_explicit(&ncs_g.hbase, memory_order_relaxed) |
+                             ((uint64_t)t << 52) | id);
+}
+
+/* A START record's first words (the header comes last, at publish time). */
+static HOT uint64_t *start_words(uint64_t *w, uint64_t ts, uint64_t id, void *ctx, void *parent) {
+  w[1] = ts;
   w[2] = id;
   w[3] = (uint64_t)(uintptr_t)ctx;
   w[4] = (uint64_t)(uintptr_t)parent;
-  *sp = s;
   return w + NCS_START_WORDS;
 }
 
-/* Reserve a START record and hand out the handle: the common case inline, the rest in
- * start_slow. */
-static HOT uint64_t *start_record(ncs_slot_t **sp, void *ctx, void **eh, unsigned t,
-                                  uint32_t nfields, void *parent, int rank, uint32_t flags) {
-  ncs_slot_t *s = ncs_tls_slot;
-  uint32_t nw = NCS_START_WORDS + nfields;
-  if (NCS_LIKELY(s && ((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1) &&
-                 s->next_id < s->id_end && s->cur && s->pos + nw <= s->cur->cap)) {
-    uint64_t id = s->next_id++;
-    *eh = (void *)(uintptr_t)ncs_eh_make(t, atomic_load_explicit(&ncs_g.epoch, memory_order_relaxed), id);
-    uint64_t *w = &s->cur->words[s->pos];
-    w[0] = NCS_REC_HDR(NCS_REC_START, t, nw, flags, rank);
-    w[1] = now();
-    w[2] = id;
-    w[3] = (uint64_t)(uintptr_t)ctx;
-    w[4] = (uint64_t)(uintptr_t)parent;
-    *sp = s;
-    return w + NCS_START_WORDS;
+static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip);
+static inline uint32_t sample_flag(unsigned t);
+
+/* What start_slow hands back: where the fields go (NULL: nothing to write) and the flags it
+ * adds (NCS_SF_UNSAMPLED). Returned in registers, so the fast path keeps its locals there. */
+typedef struct {
+  uint64_t *f;
+  uint32_t flags;
+} ncs_slow_t;
+
+/* START off the fast path. `sample` is -1 for ABI v4 and older (no sampling), else whether the
+ * descriptor is a captured GroupApi (v5+). *eh is set either way. A dropped record still hands
+ * out a valid handle, so children keep a parent id. */
+static COLD ncs_slow_t start_slow(void *ctx, void **eh, unsigned t, uint32_t nw, void *parent,
+                                  int sample) {
+  ncs_slow_t r = {NULL, 0};
+  *eh = NULL;
+  if (!is_ready()) return r;
+  if (sample >= 0) {
+    int skip = 0;
+    group_sample_start_v5(t, eh, sample, &skip);
+    if (skip) return r; /* *eh is a hook handle */
+    r.flags = sample_flag(t);
   }
-  return start_slow(sp, ctx, eh, t, nw, parent, rank, flags);
+  ncs_slot_t *s = ncs_slot();
+  if (!((atomic_load_explicit(&ncs_g.enabled, memory_order_relaxed) >> t) & 1)) {
+    if (s) ncs_count(&s->disabled);
+    return r;
+  }
+  if (!s) { /* more threads than NCCLSCOPE_MAX_THREADS */
+    uint64_t id = atomic_fetch_add_explicit(&ncs_g.id_counter, 1, memory_order_relaxed);
+    *eh = make_handle(t, id);
+    atomic_fetch_add_explicit(&ncs_g.no_slot_drops, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ncs_g.no_slot_by_type[t], 1, memory_order_relaxed);
+    return r;
+  }
+  ncs_tls_t *T = &ncs_t;
+  uint64_t id = ncs_new_id(T);
+  *eh = make_handle(t, id);
+  uint64_t *w = ncs_reserve(T, nw);
+  if (!w) {
+    ncs_count(&s->drops[t]);
+    return r;
+  }
+  r.f = start_words(w, now(), id, ctx, parent);
+  return r;
 }
 
-static HOT void finish(ncs_slot_t *s, uint32_t nfields) { ncs_commit(s, NCS_START_WORDS + nfields); }
+/* Every version's startEvent is made twice from one list of cases (below): a fast function that
+ * records the common case with no call at all (so it needs no stack frame) and otherwise jumps to
+ * the full one, which handles everything (start_slow). START_TYPE is START_TYPE_FAST or
+ * START_TYPE_FULL while each is made.
+ *
+ * START_ENTRY: the full version's checks of the descriptor and its type (up to MAXT for that
+ * version); it writes *eh on every path and declares t. */
+#define START_ENTRY(d, MAXT)                                                                      \
+  if (NCS_UNLIKELY(!eh)) return NCS_SUCCESS;                                                      \
+  if (NCS_UNLIKELY(!d)) {                                                                         \
+    *eh = NULL;                                                                                   \
+    return NCS_SUCCESS;                                                                           \
+  }                                                                                               \
+  int t = type_index(d->type);                                                                    \
+  if (NCS_UNLIKELY(t < 0 || t > (MAXT))) {                                                        \
+    *eh = NULL;                                                                                   \
+    unknown_type();                                                                               \
+    return NCS_SUCCESS;                                                                           \
+  }
+
+/* The fast function: the same checks, leaving everything unusual to FULL (a tail call). A type
+ * nobody asked for (`cold`) is answered here too: a NULL handle and a count. */
+#define START_FAST_FN(NAME, DESCR, MAXT, FULL, CASES)                                             \
+  static ncs_result_t NAME(void *ctx, void **eh, DESCR *d) {                                      \
+    if (NCS_LIKELY(eh && d)) {                                                                    \
+      int t = type_index(d->type);                                                                \
+      if (NCS_LIKELY(t >= 0 && t <= (MAXT))) {                                                    \
+        if (NCS_LIKELY(hot_type((unsigned)t))) {                                                  \
+          switch (t) { CASES }                                                                    \
+        } else if (cold_type((unsigned)t) && ncs_t.slot) {                                        \
+          *eh = NULL;                                                                             \
+          ncs_count(&ncs_t.slot->disabled);                                                       \
+          return NCS_SUCCESS;                                                                     \
+        }                                                                                         \
+      }                                                                                           \
+    }                                                                                             \
+    return FULL(ctx, eh, d);                                                                      \
+  }
+#define START_FULL_FN(NAME, DESCR, MAXT, CASES)                                                   \
+  static COLD ncs_result_t NAME(void *ctx, void **eh, DESCR *d) {                                 \
+    START_ENTRY(d, MAXT);                                                                         \
+    switch (t) { CASES }                                                                          \
+    return NCS_SUCCESS;                                                                           \
+  }
+
+/* One START of event type Ty (NCS_T_##E), a case of the lists below: reserve the record (its size
+ * is a constant of the type), hand out the handle, fill f[] (the statements after the fixed
+ * arguments), publish, and return. XFLAGS: START flags known from the descriptor (PXN, ABI v1);
+ * SAMPLE: start_slow's `sample` argument. The fast form (reached for hot types only) records
+ * when the thread has room and ids, else it leaves the switch for the full function. */
+#define START_TYPE_FAST(Ty, E, XFLAGS, SAMPLE, ...)                                               \
+  {                                                                                               \
+    const uint32_t nw = NCS_START_WORDS + NCS_NF(Ty);                                            \
+    ncs_tls_t *T = &ncs_t;                                                                        \
+    if (NCS_LIKELY(nw <= (size_t)(T->end - T->w) && T->next_id < T->id_end)) {                   \
+      uint64_t id_ = T->next_id++;                                                                \
+      *eh = make_handle(NCS_T_##E, id_);                                                          \
+      uint64_t *f = start_words(T->w, ncs_tsc(), id_, ctx, d->parentObj);                         \
+      (void)f;                                                                                    \
+      __VA_ARGS__;                                                                                \
+      ncs_publish(T, nw, NCS_REC_HDR(NCS_REC_START, NCS_T_##E, nw, (XFLAGS), d->rank));           \
+      return NCS_SUCCESS;                                                                         \
+    }                                                                                             \
+    break;                                                                                        \
+  }
+#define START_TYPE_FULL(Ty, E, XFLAGS, SAMPLE, ...)                                               \
+  {                                                                                               \
+    const uint32_t nw = NCS_START_WORDS + NCS_NF(Ty);                                            \
+    ncs_slow_t r_ = start_slow(ctx, eh, NCS_T_##E, nw, d->parentObj, (SAMPLE));                   \
+    if (!r_.f) return NCS_SUCCESS;                                                                \
+    uint64_t *f = r_.f;                                                                           \
+    (void)f;                                                                                      \
+    __VA_ARGS__;                                                                                  \
+    ncs_publish(&ncs_t, nw, NCS_REC_HDR(NCS_REC_START, NCS_T_##E, nw, (XFLAGS) | r_.flags, d->rank)); \
+    return NCS_SUCCESS;                                                                           \
+  }
 
 #define U(x) ((uint64_t)(uintptr_t)(x))
 #define I(x) ((uint64_t)(int64_t)(x))
@@ -350,33 +457,40 @@ static inline void proxyop_fields(uint64_t *f, pid_t pid, uint8_t ch, int peer, 
 static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PXN : 0; }
 
 /* The Coll, P2p, proxy, KernelCh and NetPlugin members have the same names in v4, v5 and v6;
- * only v5+ has parentGroup (PG: the expression for it). */
-#define FILL_V4_COMMON(d, PG_COLL, PG_P2P)                                                        \
-  case NCS_T_COLL:                                                                                \
-    f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(d->coll.func);              \
-    f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff);     \
-    f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root);                      \
-    f[N(Coll, datatype)] = U(d->coll.datatype), f[N(Coll, nChannels)] = d->coll.nChannels;      \
-    f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(d->coll.algo);                    \
-    f[N(Coll, proto)] = U(d->coll.proto), f[N(Coll, parentGroup)] = (PG_COLL);                  \
-    f[N(Coll, commHash)] = 0, f[N(Coll, name)] = 0, f[N(Coll, trafficBytes)] = 0;               \
-    f[N(Coll, op)] = I(-1), f[N(Coll, isCollnet)] = 0, f[N(Coll, isNvls)] = 0;                  \
-    break;                                                                                        \
-  case NCS_T_P2P:                                                                                 \
-    f[N(P2p, func)] = U(d->p2p.func), f[N(P2p, buff)] = U(d->p2p.buff);                         \
-    f[N(P2p, datatype)] = U(d->p2p.datatype), f[N(P2p, count)] = d->p2p.count;                  \
-    f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = d->p2p.nChannels;                  \
-    f[N(P2p, parentGroup)] = (PG_P2P), f[N(P2p, commHash)] = 0, f[N(P2p, name)] = 0;            \
-    break;                                                                                        \
+ * only v5+ has parentGroup (PG: the expression for it). Each fill writes f[] (comma expressions,
+ * for START_TYPE's tail). */
+#define FILL_COLL_V4(d, PG)                                                                       \
+  f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(d->coll.func),                  \
+  f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff),         \
+  f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root),                          \
+  f[N(Coll, datatype)] = U(d->coll.datatype), f[N(Coll, nChannels)] = d->coll.nChannels,          \
+  f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(d->coll.algo),                        \
+  f[N(Coll, proto)] = U(d->coll.proto), f[N(Coll, parentGroup)] = (PG), f[N(Coll, commHash)] = 0, \
+  f[N(Coll, name)] = 0, f[N(Coll, trafficBytes)] = 0, f[N(Coll, op)] = I(-1),                     \
+  f[N(Coll, isCollnet)] = 0, f[N(Coll, isNvls)] = 0
+#define FILL_P2P_V4(d, PG)                                                                        \
+  f[N(P2p, func)] = U(d->p2p.func), f[N(P2p, buff)] = U(d->p2p.buff),                             \
+  f[N(P2p, datatype)] = U(d->p2p.datatype), f[N(P2p, count)] = d->p2p.count,                      \
+  f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = d->p2p.nChannels,                      \
+  f[N(P2p, parentGroup)] = (PG), f[N(P2p, commHash)] = 0, f[N(P2p, name)] = 0
+#define FILL_PROXY_OP(d)                                                                          \
+  proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,     \
+                 d->proxyOp.chunkSize, d->proxyOp.isSend)
+#define FILL_PROXY_STEP(d) f[N(ProxyStep, step)] = I(d->proxyStep.step)
+#define FILL_KERNEL_CH_V4(d)                                                                      \
+  f[N(KernelCh, channelId)] = d->kernelCh.channelId, f[N(KernelCh, pTimer)] = d->kernelCh.pTimer
+#define FILL_NET(d) net_fields(f, d->netPlugin.id, d->netPlugin.data)
+/* The cases every version from v4 on has; SAMPLE: start_slow's `sample` (-1: v4, no sampling). */
+#define CASES_V4(d, PG_COLL, PG_P2P, SAMPLE)                                                      \
+  case NCS_T_GROUP: START_TYPE(Group, GROUP, 0, SAMPLE, (void)0);                                 \
+  case NCS_T_COLL: START_TYPE(Coll, COLL, 0, SAMPLE, FILL_COLL_V4(d, PG_COLL));                   \
+  case NCS_T_P2P: START_TYPE(P2p, P2P, 0, SAMPLE, FILL_P2P_V4(d, PG_P2P));                        \
   case NCS_T_PROXY_OP:                                                                            \
-    proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps, \
-                   d->proxyOp.chunkSize, d->proxyOp.isSend);                                      \
-    break;                                                                                        \
-  case NCS_T_PROXY_STEP: f[N(ProxyStep, step)] = I(d->proxyStep.step); break;                     \
-  case NCS_T_KERNEL_CH:                                                                           \
-    f[N(KernelCh, channelId)] = d->kernelCh.channelId, f[N(KernelCh, pTimer)] = d->kernelCh.pTimer; \
-    break;                                                                                        \
-  case NCS_T_NET_PLUGIN: net_fields(f, d->netPlugin.id, d->netPlugin.data); break;
+    START_TYPE(ProxyOp, PROXY_OP, pxn_flag(d->proxyOp.pid), SAMPLE, FILL_PROXY_OP(d));            \
+  case NCS_T_PROXY_STEP: START_TYPE(ProxyStep, PROXY_STEP, 0, SAMPLE, FILL_PROXY_STEP(d));        \
+  case NCS_T_PROXY_CTRL: START_TYPE(ProxyCtrl, PROXY_CTRL, 0, SAMPLE, (void)0);                   \
+  case NCS_T_KERNEL_CH: START_TYPE(KernelCh, KERNEL_CH, 0, SAMPLE, FILL_KERNEL_CH_V4(d));         \
+  case NCS_T_NET_PLUGIN: START_TYPE(NetPlugin, NET_PLUGIN, 0, SAMPLE, FILL_NET(d));
 
 /* Group sampling's per-thread state (see "Group sampling" below): tls_groups counts the
  * thread's GroupApi stops, so every rank of an SPMD program with one thread per rank numbers its
@@ -483,99 +597,71 @@ static void group_sample_stop(void) {
   ncs_sample_mask(mp, want, full, hook);
 }
 
-static inline uint32_t sample_flag(int t) {
+static inline uint32_t sample_flag(unsigned t) {
   return (t == NCS_T_COLL || t == NCS_T_P2P) && tls_sampled == 2 ? NCS_SF_UNSAMPLED : 0;
 }
 
-/* Every version's startEvent begins the same way: write *eHandle, check the descriptor and its
- * type (up to MAXT for that version), and reserve the START record. It declares t, nf, s and
- * f for the fill that follows, and returns when nothing is to be written. */
-#define START_BEGIN(d, MAXT, EXTRA_FLAGS, SAMPLE)                                                 \
-  if (!eh) return NCS_SUCCESS;                                                                    \
-  *eh = NULL;                                                                                     \
-  if (NCS_UNLIKELY(!d)) return NCS_SUCCESS;                                                       \
-  int t = type_index(d->type);                                                                    \
-  if (NCS_UNLIKELY(t < 0 || t > (MAXT))) {                                                        \
-    unknown_type();                                                                               \
-    return NCS_SUCCESS;                                                                           \
-  }                                                                                               \
-  const uint32_t nf = ncs_schema[t].nfields;                                                      \
-  ncs_slot_t *s = NULL;                                                                           \
-  SAMPLE;                                                                                         \
-  uint32_t flags = (t == NCS_T_PROXY_OP ? pxn_flag(d->proxyOp.pid) : 0) | sample_flag(t) |       \
-                   (EXTRA_FLAGS);                                                                 \
-  uint64_t *f = start_record(&s, ctx, eh, (unsigned)t, nf, d->parentObj, d->rank, flags);         \
-  if (!f) return NCS_SUCCESS
-
-/* v5+: group sampling at GroupApi and P2pApi starts (group_sample_start); a P2p start also
- * stops it, for a plugin mask without P2pApi */
-#define SAMPLE_V5                                                                                 \
-  if (t == NCS_T_GROUP_API || t == NCS_T_P2P_API) {                                               \
-    if (atomic_load_explicit(&ncs_g.sampling, memory_order_relaxed) &&                           \
-        group_sample_start(t, eh, t == NCS_T_GROUP_API && d->groupApi.graphCaptured))             \
-      return NCS_SUCCESS;                                                                         \
-  } else if (NCS_UNLIKELY(t == NCS_T_P2P) &&                                                      \
-             atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {              \
-    sample_stop();                                                                                \
+/* The v5+ sampling steps of a START (the slow path runs them): GroupApi and P2pApi starts, and a
+ * P2p start stops sampling for a plugin mask without P2pApi. *skip: not recorded (hook handle). */
+static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip) {
+  if (t == NCS_T_GROUP_API || t == NCS_T_P2P_API) {
+    if (atomic_load_explicit(&ncs_g.sampling, memory_order_relaxed) &&
+        group_sample_start((int)t, eh, captured))
+      *skip = 1;
+  } else if (NCS_UNLIKELY(t == NCS_T_P2P) &&
+             atomic_load_explicit(&ncs_g.kernel_sample, memory_order_relaxed) > 1) {
+    sample_stop();
   }
-/* v4 and older do not sample (do_init) */
-#define SAMPLE_V4 (void)0
-
-/* v5 and v6 share the descriptor prefix; v5 never sends CE types. */
-static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
-  START_BEGIN(d, NCS_T_CE_BATCH, 0, SAMPLE_V5);
-  switch (t) {
-  case NCS_T_GROUP:
-  case NCS_T_PROXY_CTRL: break;
-    FILL_V4_COMMON(d, U(d->coll.parentGroup), U(d->p2p.parentGroup))
-  case NCS_T_GROUP_API:
-    f[N(GroupApi, graphCaptured)] = d->groupApi.graphCaptured;
-    f[N(GroupApi, groupDepth)] = I(d->groupApi.groupDepth);
-    break;
-  case NCS_T_COLL_API:
-    f[N(CollApi, func)] = U(d->collApi.func), f[N(CollApi, count)] = d->collApi.count;
-    f[N(CollApi, datatype)] = U(d->collApi.datatype), f[N(CollApi, root)] = I(d->collApi.root);
-    f[N(CollApi, stream)] = U(d->collApi.stream);
-    f[N(CollApi, graphCaptured)] = d->collApi.graphCaptured;
-    break;
-  case NCS_T_P2P_API:
-    f[N(P2pApi, func)] = U(d->p2pApi.func), f[N(P2pApi, count)] = d->p2pApi.count;
-    f[N(P2pApi, datatype)] = U(d->p2pApi.datatype), f[N(P2pApi, stream)] = U(d->p2pApi.stream);
-    f[N(P2pApi, graphCaptured)] = d->p2pApi.graphCaptured;
-    break;
-  case NCS_T_KERNEL_LAUNCH: f[N(KernelLaunch, stream)] = U(d->kernelLaunch.stream); break;
-  case NCS_T_CE_COLL:
-    f[N(CeColl, seqNumber)] = d->ceColl.seqNumber, f[N(CeColl, func)] = U(d->ceColl.func);
-    f[N(CeColl, sendBuff)] = U(d->ceColl.sendBuff), f[N(CeColl, recvBuff)] = U(d->ceColl.recvBuff);
-    f[N(CeColl, count)] = d->ceColl.count, f[N(CeColl, root)] = I(d->ceColl.root);
-    f[N(CeColl, datatype)] = U(d->ceColl.datatype);
-    f[N(CeColl, syncStrategy)] = U(d->ceColl.syncStrategy);
-    f[N(CeColl, intraBatchSync)] = d->ceColl.intraBatchSync;
-    f[N(CeColl, batchSize)] = d->ceColl.batchSize, f[N(CeColl, numBatches)] = d->ceColl.numBatches;
-    f[N(CeColl, ceSeqNum)] = d->ceColl.ceSeqNum, f[N(CeColl, stream)] = U(d->ceColl.stream);
-    break;
-  case NCS_T_CE_SYNC:
-    f[N(CeSync, isComplete)] = d->ceCollSync.isComplete, f[N(CeSync, nRanks)] = I(d->ceCollSync.nRanks);
-    break;
-  case NCS_T_CE_BATCH:
-    f[N(CeBatch, numOps)] = I(d->ceCollBatch.numOps);
-    f[N(CeBatch, totalBytes)] = d->ceCollBatch.totalBytes;
-    f[N(CeBatch, useIntraSync)] = d->ceCollBatch.useIntraSync;
-    break;
-  }
-  finish(s, nf);
-  return NCS_SUCCESS;
 }
 
-static ncs_result_t start_v4(void *ctx, void **eh, ncs_descr_v4_t *d) {
-  START_BEGIN(d, NCS_T_NET_PLUGIN, 0, SAMPLE_V4);
-  switch (t) {
-    FILL_V4_COMMON(d, 0, 0)
-  default: break;
-  }
-  finish(s, nf);
-  return NCS_SUCCESS;
-}
+/* v5 and v6 share the descriptor prefix; v5 never sends CE types. Group sampling (v5+) runs on
+ * the slow path (ncs_g.hot is 0 while it is on): start_slow's `sample` is whether a GroupApi was
+ * captured in a CUDA graph, else 0. */
+#define CASES_V6                                                                                  \
+  CASES_V4(d, U(d->coll.parentGroup), U(d->p2p.parentGroup), 0)                                   \
+  case NCS_T_GROUP_API:                                                                           \
+    START_TYPE(GroupApi, GROUP_API, 0, d->groupApi.graphCaptured,                                 \
+               f[N(GroupApi, graphCaptured)] = d->groupApi.graphCaptured,                         \
+               f[N(GroupApi, groupDepth)] = I(d->groupApi.groupDepth));                           \
+  case NCS_T_COLL_API:                                                                            \
+    START_TYPE(CollApi, COLL_API, 0, 0, f[N(CollApi, func)] = U(d->collApi.func),                 \
+               f[N(CollApi, count)] = d->collApi.count, f[N(CollApi, datatype)] = U(d->collApi.datatype),\
+               f[N(CollApi, root)] = I(d->collApi.root), f[N(CollApi, stream)] = U(d->collApi.stream),\
+               f[N(CollApi, graphCaptured)] = d->collApi.graphCaptured);                          \
+  case NCS_T_P2P_API:                                                                             \
+    START_TYPE(P2pApi, P2P_API, 0, 0, f[N(P2pApi, func)] = U(d->p2pApi.func),                     \
+               f[N(P2pApi, count)] = d->p2pApi.count, f[N(P2pApi, datatype)] = U(d->p2pApi.datatype),\
+               f[N(P2pApi, stream)] = U(d->p2pApi.stream),                                        \
+               f[N(P2pApi, graphCaptured)] = d->p2pApi.graphCaptured);                            \
+  case NCS_T_KERNEL_LAUNCH:                                                                       \
+    START_TYPE(KernelLaunch, KERNEL_LAUNCH, 0, 0, f[N(KernelLaunch, stream)] = U(d->kernelLaunch.stream));\
+  case NCS_T_CE_COLL:                                                                             \
+    START_TYPE(CeColl, CE_COLL, 0, 0, f[N(CeColl, seqNumber)] = d->ceColl.seqNumber,              \
+               f[N(CeColl, func)] = U(d->ceColl.func), f[N(CeColl, sendBuff)] = U(d->ceColl.sendBuff),\
+               f[N(CeColl, recvBuff)] = U(d->ceColl.recvBuff), f[N(CeColl, count)] = d->ceColl.count,\
+               f[N(CeColl, root)] = I(d->ceColl.root), f[N(CeColl, datatype)] = U(d->ceColl.datatype),\
+               f[N(CeColl, syncStrategy)] = U(d->ceColl.syncStrategy),                            \
+               f[N(CeColl, intraBatchSync)] = d->ceColl.intraBatchSync,                           \
+               f[N(CeColl, batchSize)] = d->ceColl.batchSize,                                     \
+               f[N(CeColl, numBatches)] = d->ceColl.numBatches,                                   \
+               f[N(CeColl, ceSeqNum)] = d->ceColl.ceSeqNum, f[N(CeColl, stream)] = U(d->ceColl.stream));\
+  case NCS_T_CE_SYNC:                                                                             \
+    START_TYPE(CeSync, CE_SYNC, 0, 0, f[N(CeSync, isComplete)] = d->ceCollSync.isComplete,        \
+               f[N(CeSync, nRanks)] = I(d->ceCollSync.nRanks));                                   \
+  case NCS_T_CE_BATCH:                                                                            \
+    START_TYPE(CeBatch, CE_BATCH, 0, 0, f[N(CeBatch, numOps)] = I(d->ceCollBatch.numOps),         \
+               f[N(CeBatch, totalBytes)] = d->ceCollBatch.totalBytes,                             \
+               f[N(CeBatch, useIntraSync)] = d->ceCollBatch.useIntraSync);                        \
+  /* end of CASES_V6 */
+
+#define START_TYPE START_TYPE_FULL
+START_FULL_FN(start_v6_full, ncs_descr_v6_t, NCS_T_CE_BATCH, CASES_V6)
+START_FULL_FN(start_v4_full, ncs_descr_v4_t, NCS_T_NET_PLUGIN, CASES_V4(d, 0, 0, -1)) /* v4 and older do not sample */
+#undef START_TYPE
+#define START_TYPE START_TYPE_FAST
+START_FAST_FN(start_v6, ncs_descr_v6_t, NCS_T_CE_BATCH, start_v6_full, CASES_V6)
+START_FAST_FN(start_v4, ncs_descr_v4_t, NCS_T_NET_PLUGIN, start_v4_full, CASES_V4(d, 0, 0, -1))
+#undef START_TYPE
 
 /* v1 passes enums; record NCCL's own strings so every version reads the same. */
 static const char *const v1_func[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
@@ -589,74 +675,83 @@ static const char *const v1_algo[] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET
 static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
 #define ENUM_STR(tab, v) ((unsigned)(v) < sizeof(tab) / sizeof((tab)[0]) ? (tab)[(v)] : "Unknown")
 
-/* v1 .. v3 descriptors share everything but the Coll/P2p member layouts. */
-#define START_OLD(V, COLL_FILL, P2P_FILL, HAS_KCH)                                                \
-  static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                  \
-    START_BEGIN(d, HAS_KCH ? NCS_T_NET_PLUGIN : NCS_T_PROXY_CTRL, V == 1 ? NCS_SF_ABI_V1 : 0,      \
-                SAMPLE_V4);                                                                       \
-    switch (t) {                                                                                  \
-    case NCS_T_COLL: COLL_FILL; break;                                                            \
-    case NCS_T_P2P: P2P_FILL; break;                                                              \
-    case NCS_T_PROXY_OP:                                                                          \
-      proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer,                   \
-                     d->proxyOp.nSteps, d->proxyOp.chunkSize, d->proxyOp.isSend);                 \
-      break;                                                                                      \
-    case NCS_T_PROXY_STEP: f[N(ProxyStep, step)] = I(d->proxyStep.step); break;                                    \
-    default: old_extra_v##V(t, f, d); break;                                                      \
-    }                                                                                             \
-    finish(s, nf);                                                                                \
-    return NCS_SUCCESS;                                                                           \
-  }
-
-static inline void old_extra_v3(int t, uint64_t *f, ncs_descr_v3_t *d) {
-  if (t == NCS_T_KERNEL_CH) f[N(KernelCh, channelId)] = d->kernelCh.channelId, f[N(KernelCh, pTimer)] = 0;
-  if (t == NCS_T_NET_PLUGIN) net_fields(f, d->netPlugin.id, d->netPlugin.data);
-}
-static inline void old_extra_v2(int t, uint64_t *f, ncs_descr_v2_t *d) { (void)t, (void)f, (void)d; }
-static inline void old_extra_v1(int t, uint64_t *f, ncs_descr_v1_t *d) { (void)t, (void)f, (void)d; }
+/* v1 .. v3 descriptors share everything but the Coll/P2p member layouts; v3 adds KernelCh
+ * (without pTimer) and NetPlugin (CASES_V3). X_ is the START flag of the version. */
+#define CASES_OLD(X_, COLL_FILL, P2P_FILL)                                                        \
+  case NCS_T_GROUP: START_TYPE(Group, GROUP, X_, -1, (void)0);                                    \
+  case NCS_T_COLL: START_TYPE(Coll, COLL, X_, -1, COLL_FILL);                                     \
+  case NCS_T_P2P: START_TYPE(P2p, P2P, X_, -1, P2P_FILL);                                         \
+  case NCS_T_PROXY_OP:                                                                            \
+    START_TYPE(ProxyOp, PROXY_OP, X_ | pxn_flag(d->proxyOp.pid), -1, FILL_PROXY_OP(d));           \
+  case NCS_T_PROXY_STEP: START_TYPE(ProxyStep, PROXY_STEP, X_, -1, FILL_PROXY_STEP(d));           \
+  case NCS_T_PROXY_CTRL: START_TYPE(ProxyCtrl, PROXY_CTRL, X_, -1, (void)0);
+#define CASES_V3                                                                                  \
+  case NCS_T_KERNEL_CH:                                                                           \
+    START_TYPE(KernelCh, KERNEL_CH, 0, -1, f[N(KernelCh, channelId)] = d->kernelCh.channelId,     \
+               f[N(KernelCh, pTimer)] = 0);                                                       \
+  case NCS_T_NET_PLUGIN: START_TYPE(NetPlugin, NET_PLUGIN, 0, -1, FILL_NET(d));
 
 /* v1-v3 Coll: the v4+ fill's fields, then name, commHash and (v1, v2) trafficBytes; FUNC, DTYPE,
  * ALGO and PROTO are the strings (v1 passes enums, mapped by ENUM_STR). */
 #define COLL_OLD_FILL(FUNC, DTYPE, ALGO, PROTO, TRAFFIC, OP, COLLNET, NVLS)                        \
-  (f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(FUNC),                         \
-   f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff),        \
-   f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root),                         \
-   f[N(Coll, datatype)] = U(DTYPE), f[N(Coll, nChannels)] = d->coll.nMaxChannels,                 \
-   f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(ALGO), f[N(Coll, proto)] = U(PROTO), \
-   f[N(Coll, parentGroup)] = 0, f[N(Coll, commHash)] = d->coll.commHash,                          \
-   f[N(Coll, name)] = U(d->coll.name), f[N(Coll, trafficBytes)] = (TRAFFIC),                      \
-   f[N(Coll, op)] = I(OP), f[N(Coll, isCollnet)] = (COLLNET), f[N(Coll, isNvls)] = (NVLS))
+  f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(FUNC),                          \
+  f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff),         \
+  f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root),                          \
+  f[N(Coll, datatype)] = U(DTYPE), f[N(Coll, nChannels)] = d->coll.nMaxChannels,                  \
+  f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(ALGO), f[N(Coll, proto)] = U(PROTO),  \
+  f[N(Coll, parentGroup)] = 0, f[N(Coll, commHash)] = d->coll.commHash,                           \
+  f[N(Coll, name)] = U(d->coll.name), f[N(Coll, trafficBytes)] = (TRAFFIC),                       \
+  f[N(Coll, op)] = I(OP), f[N(Coll, isCollnet)] = (COLLNET), f[N(Coll, isNvls)] = (NVLS)
 #define COLL_STR_FILL(TRAFFIC)                                                                     \
   COLL_OLD_FILL(d->coll.func, d->coll.datatype, d->coll.algo, d->coll.proto, TRAFFIC, -1, 0, 0)
 #define P2P_OLD_FILL(FUNC, DTYPE)                                                                  \
-  (f[N(P2p, func)] = U(FUNC), f[N(P2p, buff)] = U(d->p2p.buff), f[N(P2p, datatype)] = U(DTYPE),   \
-   f[N(P2p, count)] = d->p2p.count, f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = 0,   \
-   f[N(P2p, parentGroup)] = 0, f[N(P2p, commHash)] = d->p2p.commHash, f[N(P2p, name)] = U(d->p2p.name))
+  f[N(P2p, func)] = U(FUNC), f[N(P2p, buff)] = U(d->p2p.buff), f[N(P2p, datatype)] = U(DTYPE),    \
+  f[N(P2p, count)] = d->p2p.count, f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = 0,    \
+  f[N(P2p, parentGroup)] = 0, f[N(P2p, commHash)] = d->p2p.commHash, f[N(P2p, name)] = U(d->p2p.name)
 #define P2P_STR_FILL P2P_OLD_FILL(d->p2p.func, d->p2p.datatype)
 
-START_OLD(3, COLL_STR_FILL(0), P2P_STR_FILL, 1)
-START_OLD(2, COLL_STR_FILL(d->coll.trafficBytes), P2P_STR_FILL, 0)
-START_OLD(1,
-          COLL_OLD_FILL(ENUM_STR(v1_func, d->coll.func), ENUM_STR(v1_dtype, d->coll.datatype),
-                        ENUM_STR(v1_algo, d->coll.algo), ENUM_STR(v1_proto, d->coll.proto),
-                        d->coll.trafficBytes, d->coll.op, d->coll.isCollnet != 0, d->coll.isNvls != 0),
-          P2P_OLD_FILL(ENUM_STR(v1_func, d->p2p.func), ENUM_STR(v1_dtype, d->p2p.datatype)), 0)
+#define CASES_V3_ALL CASES_OLD(0, COLL_STR_FILL(0), P2P_STR_FILL) CASES_V3
+#define CASES_V2_ALL CASES_OLD(0, COLL_STR_FILL(d->coll.trafficBytes), P2P_STR_FILL)
+#define CASES_V1_ALL                                                                              \
+  CASES_OLD(NCS_SF_ABI_V1,                                                                        \
+            COLL_OLD_FILL(ENUM_STR(v1_func, d->coll.func), ENUM_STR(v1_dtype, d->coll.datatype),  \
+                          ENUM_STR(v1_algo, d->coll.algo), ENUM_STR(v1_proto, d->coll.proto),     \
+                          d->coll.trafficBytes, d->coll.op, d->coll.isCollnet != 0,               \
+                          d->coll.isNvls != 0),                                                   \
+            P2P_OLD_FILL(ENUM_STR(v1_func, d->p2p.func), ENUM_STR(v1_dtype, d->p2p.datatype)))
+#define START_TYPE START_TYPE_FULL
+START_FULL_FN(start_v3_full, ncs_descr_v3_t, NCS_T_NET_PLUGIN, CASES_V3_ALL)
+START_FULL_FN(start_v2_full, ncs_descr_v2_t, NCS_T_PROXY_CTRL, CASES_V2_ALL)
+START_FULL_FN(start_v1_full, ncs_descr_v1_t, NCS_T_PROXY_CTRL, CASES_V1_ALL)
+#undef START_TYPE
+#define START_TYPE START_TYPE_FAST
+START_FAST_FN(start_v3, ncs_descr_v3_t, NCS_T_NET_PLUGIN, start_v3_full, CASES_V3_ALL)
+START_FAST_FN(start_v2, ncs_descr_v2_t, NCS_T_PROXY_CTRL, start_v2_full, CASES_V2_ALL)
+START_FAST_FN(start_v1, ncs_descr_v1_t, NCS_T_PROXY_CTRL, start_v1_full, CASES_V1_ALL)
+#undef START_TYPE
 
-/* A handle NCCL gives back is recorded only when it is ours, of this load, and issued: tag and
- * epoch in one compare, the type nibble, and the id inside [id_base, id_counter). */
-static HOT int handle_ok(uint64_t h) {
+/* A handle NCCL gives back is ours, of this load, and issued: tag and epoch in one compare, the
+ * type nibble, and the id inside [id_base, id_counter). (The fast paths check only the first; the
+ * writer checks the rest of what they record.) */
+static int handle_ok(uint64_t h) {
   uint64_t id = h & NCS_ID_MASK;
   return ((uint32_t)(h >> 44) & 0xFF0FFu) == atomic_load_explicit(&ncs_g.hkey, memory_order_relaxed) &&
          ncs_eh_type(h) < NCS_T_COUNT &&
          id - ncs_g.id_base < atomic_load_explicit(&ncs_g.id_counter, memory_order_relaxed) - ncs_g.id_base;
 }
 
-/* STOP/STATE off the fast path: count what was wrong, or write the record after claiming a slot
- * or a block. */
+/* STOP/STATE off the fast path: group sampling's hooks, counting what was wrong, or writing the
+ * record after claiming a slot or a block. */
 static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a1) {
-  if (!is_ready()) return;
-  ncs_slot_t *s = ncs_slot();
   uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (is_hook(h)) { /* an unrecorded event of an unsampled group */
+    if (kind == NCS_REC_STOP && h == (uint64_t)(uintptr_t)&ncs_hook[0]) group_sample_stop();
+    return;
+  }
+  if (!is_ready()) return;
+  if (kind == NCS_REC_STOP && ncs_eh_type(h) == NCS_T_GROUP_API && ncs_eh_is_ours(h)) group_sample_stop();
+  ncs_slot_t *s = ncs_slot();
+  ncs_tls_t *T = &ncs_t;
   _Atomic uint64_t *bad = NULL;
   if (!h)
     bad = s ? &s->null_handle : NULL;
@@ -672,68 +767,57 @@ static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a
   if (bad || !s) {
     if (bad) ncs_count(bad);
     if (bad && ncs_g.cfg.capture) { /* keep the raw call, so a replay makes it too */
-      uint64_t *w = ncs_reserve(s, 5);
+      unsigned bt = ncs_eh_is_ours(h) ? ncs_eh_type(h) : 0;
+      uint64_t *w = ncs_reserve(T, 5);
       if (!w) {
-        ncs_count(&s->drops[ncs_eh_is_ours(h) ? ncs_eh_type(h) : 0]);
+        ncs_count(&s->drops[bt]);
         return;
       }
-      w[0] = NCS_REC_HDR(NCS_REC_BADCALL, ncs_eh_is_ours(h) ? ncs_eh_type(h) : 0, 5,
-                         kind == NCS_REC_STOP ? NCS_BC_STOP : NCS_BC_STATE, state);
       w[1] = now();
       w[2] = h;
       w[3] = a0, w[4] = a1;
-      ncs_commit(s, 5);
+      ncs_publish(T, 5, NCS_REC_HDR(NCS_REC_BADCALL, bt, 5, kind == NCS_REC_STOP ? NCS_BC_STOP : NCS_BC_STATE, state));
     }
     return;
   }
   unsigned t = ncs_eh_type(h);
-  if (kind == NCS_REC_STATE && (unsigned)state >= NCS_NSTATES) ncs_count(&s->unknown_state);
   uint32_t nw = kind == NCS_REC_STOP ? 3 : 5;
-  uint64_t *w = ncs_reserve(s, nw);
+  uint64_t *w = ncs_reserve(T, nw);
   if (!w) {
     ncs_count(&s->drops[t]);
     return;
   }
-  w[0] = NCS_REC_HDR(kind, t, nw, 0, kind == NCS_REC_STATE ? state : 0);
   w[1] = now();
   w[2] = h & NCS_ID_MASK;
   if (nw == 5) w[3] = a0, w[4] = a1;
-  ncs_commit(s, nw);
+  ncs_publish(T, nw, NCS_REC_HDR(kind, t, nw, 0, kind == NCS_REC_STATE ? state : 0));
 }
 
 static ncs_result_t stop_any(void *eh) {
-  ncs_slot_t *s = ncs_tls_slot;
+  ncs_tls_t *T = &ncs_t;
   uint64_t h = (uint64_t)(uintptr_t)eh;
-  if (NCS_UNLIKELY(is_hook(h))) { /* an unrecorded event of an unsampled group */
-    if (h == (uint64_t)(uintptr_t)&ncs_hook[0]) group_sample_stop();
-    return NCS_SUCCESS;
-  }
-  if (ncs_eh_type(h) == NCS_T_GROUP_API && ncs_eh_is_ours(h)) group_sample_stop();
-  if (NCS_LIKELY(s && handle_ok(h) && s->cur && s->pos + 3 <= s->cur->cap)) {
-    uint64_t *w = &s->cur->words[s->pos];
-    w[0] = NCS_REC_HDR(NCS_REC_STOP, ncs_eh_type(h), 3, 0, 0);
-    w[1] = now();
+  if (NCS_LIKELY(hot_handle(h) && 3 <= (size_t)(T->end - T->w))) {
+    uint64_t *w = T->w;
+    w[1] = ncs_tsc();
     w[2] = h & NCS_ID_MASK;
-    ncs_commit(s, 3);
+    ncs_publish(T, 3, NCS_REC_HDR(NCS_REC_STOP, ncs_eh_type(h), 3, 0, 0));
     return NCS_SUCCESS;
   }
   end_slow(eh, NCS_REC_STOP, 0, 0, 0);
   return NCS_SUCCESS;
 }
 
+/* A state value of NCS_NSTATES or more is recorded as it is and counted by the writer. */
 static HOT void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
-  ncs_slot_t *s = ncs_tls_slot;
+  ncs_tls_t *T = &ncs_t;
   uint64_t h = (uint64_t)(uintptr_t)eh;
-  if (NCS_UNLIKELY(is_hook(h))) return; /* an unrecorded event of an unsampled group */
-  if (NCS_LIKELY(s && handle_ok(h) && (unsigned)state < NCS_NSTATES && s->cur &&
-                 s->pos + 5 <= s->cur->cap)) {
-    uint64_t *w = &s->cur->words[s->pos];
-    w[0] = NCS_REC_HDR(NCS_REC_STATE, ncs_eh_type(h), 5, 0, state);
-    w[1] = now();
+  if (NCS_LIKELY(hot_handle(h) && 5 <= (size_t)(T->end - T->w))) {
+    uint64_t *w = T->w;
+    w[1] = ncs_tsc();
     w[2] = h & NCS_ID_MASK;
     w[3] = a0;
     w[4] = a1;
-    ncs_commit(s, 5);
+    ncs_publish(T, 5, NCS_REC_HDR(NCS_REC_STATE, ncs_eh_type(h), 5, 0, state));
     return;
   }
   end_slow(eh, NCS_REC_STATE, state, a0, a1);

@@ -15,7 +15,7 @@
 
 #include "core/ncs.h"
 
-__attribute__((tls_model("initial-exec"))) _Thread_local ncs_slot_t *ncs_tls_slot;
+__attribute__((tls_model("initial-exec"))) _Thread_local ncs_tls_t ncs_t;
 
 #define ID_BLOCK 4096
 
@@ -53,7 +53,6 @@ ncs_block_t *ncs_block_pop(void) {
                                                                    memory_order_relaxed,
                                                                    memory_order_relaxed)) {
       }
-      atomic_store_explicit(&b->committed, 0, memory_order_relaxed);
       atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
       return b;
     }
@@ -112,7 +111,7 @@ void ncs_pool_teardown(void) {
   if (ncs_g.pool) munmap(ncs_g.pool, ncs_g.pool_len);
   ncs_g.slots = NULL;
   ncs_g.pool = NULL;
-  ncs_tls_slot = NULL;
+  memset(&ncs_t, 0, sizeof ncs_t);
 }
 
 void ncs_pool_reset_after_fork(void) {
@@ -121,13 +120,13 @@ void ncs_pool_reset_after_fork(void) {
     memset(&ncs_g.slots[i], 0, sizeof ncs_g.slots[i]);
   }
   pool_init_blocks();
-  ncs_tls_slot = NULL;
+  memset(&ncs_t, 0, sizeof ncs_t);
   if (ncs_g.tls_key_ok) pthread_setspecific(ncs_g.tls_key, NULL);
 }
 
-void ncs_slot_refill_ids(ncs_slot_t *s) {
-  s->next_id = atomic_fetch_add_explicit(&ncs_g.id_counter, ID_BLOCK, memory_order_relaxed);
-  s->id_end = s->next_id + ID_BLOCK;
+void ncs_refill_ids(ncs_tls_t *T) {
+  T->next_id = atomic_fetch_add_explicit(&ncs_g.id_counter, ID_BLOCK, memory_order_relaxed);
+  T->id_end = T->next_id + ID_BLOCK;
 }
 
 ncs_slot_t *ncs_slot_claim(void) {
@@ -140,35 +139,42 @@ ncs_slot_t *ncs_slot_claim(void) {
     if (!atomic_compare_exchange_strong(&s->state, &expect, -1)) continue;
     /* No block yet: the first record takes one (or counts a drop if the pool is empty), so a
      * thread that arrives while the pool is exhausted still has a slot to count on. */
-    s->cur = s->rd = NULL;
-    s->pos = s->rdpos = 0;
+    s->rd = NULL;
+    s->rdpos = 0;
     atomic_store_explicit(&s->first, NULL, memory_order_relaxed);
     s->tid = (pid_t)syscall(SYS_gettid);
     s->thread_index = atomic_fetch_add(&ncs_g.next_thread_index, 1);
     s->announced = 0;
-    ncs_slot_refill_ids(s);
+    memset(&ncs_t, 0, sizeof ncs_t);
+    ncs_refill_ids(&ncs_t);
     /* the rare-path counters are never reset: the writer subtracts a per-segment base */
     atomic_store_explicit(&s->state, NCS_SLOT_ACTIVE, memory_order_release);
-    ncs_tls_slot = s;
+    ncs_t.slot = s;
     if (ncs_g.tls_key_ok) pthread_setspecific(ncs_g.tls_key, s);
     return s;
   }
   return NULL;
 }
 
-uint64_t *ncs_slot_advance(ncs_slot_t *s, uint32_t nwords) {
+/* The thread's block is full (or it has none): take the next one. Its first word is zeroed
+ * before the writer can reach it (through `first` or the full block's `next`, both published
+ * with release), so the writer never mistakes what an earlier use left there for a record. */
+uint64_t *ncs_slot_advance(ncs_tls_t *T, uint32_t nwords) {
+  if (!T->slot) return NULL;
   ncs_block_t *nb = ncs_block_pop();
   if (!nb) return NULL; /* pool exhausted: the caller counts a drop */
-  if (nwords > nb->cap) {
+  if (nwords + 1 > nb->cap) {
     ncs_block_push(nb);
     return NULL;
   }
-  ncs_block_t *old = s->cur;
-  s->cur = nb;
-  s->pos = 0;
+  __atomic_store_n(&nb->words[0], 0, __ATOMIC_RELAXED);
+  ncs_block_t *old = T->blk;
+  T->blk = nb;
+  T->w = nb->words;
+  T->end = nb->words + nb->cap - 1; /* the last word is for a terminator only */
   if (!old) /* the thread's first block */
-    atomic_store_explicit(&s->first, nb, memory_order_release);
+    atomic_store_explicit(&T->slot->first, nb, memory_order_release);
   else /* publishing next tells the writer that old is final */
     atomic_store_explicit(&old->next, nb, memory_order_release);
-  return &nb->words[0];
+  return T->w;
 }

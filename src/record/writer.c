@@ -71,6 +71,7 @@ typedef struct {
   /* counters for this segment */
   uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT], expired[NCS_T_COUNT];
   uint64_t foreign_ctx, null_ctx, completions, revisions, bytes, chunks, write_errors;
+  uint64_t bad_end, stale_end, unknown_state; /* found by the writer in fast-path records (end_ok) */
   uint64_t threads_seen;
   /* producer counters at segment start, subtracted so the footer is per segment */
   uint64_t base_drops[NCS_T_COUNT], base_bad, base_stale, base_null, base_nslot, base_disabled,
@@ -555,20 +556,43 @@ static void decode_ref(uint64_t raw, int pxn, uint8_t *kind, uint64_t *val) {
   }
 }
 
-static void process(const uint64_t *w, uint32_t thread) {
+/* A STOP/STATE from the fast path was checked only for our tag and this segment's epoch: its type
+ * and id must still be ones this load issued (a stale handle of an earlier load can match the
+ * 8-bit epoch). Counted like the slow path's bad and stale handles; capture mode keeps the call
+ * as a BADCALL so that a replay makes it too. */
+static int end_ok(ncs_event_t *e, uint64_t hdr, const uint64_t *w) {
+  uint64_t ctr = atomic_load_explicit(&ncs_g.id_counter, memory_order_relaxed);
+  int bad = e->type >= NCS_T_COUNT, stale = !bad && (e->id < ncs_g.id_base || e->id >= ctr);
+  if (!bad && !stale) return 1;
+  if (bad) W.bad_end++; else W.stale_end++;
+  if (ncs_g.cfg.capture) {
+    e->kind = NCS_REC_BADCALL;
+    e->flags = (hdr & 0xFF) == NCS_REC_STOP ? NCS_BC_STOP : NCS_BC_STATE;
+    e->state = e->flags == NCS_BC_STATE ? (uint32_t)(hdr >> 32) : 0;
+    e->arg0 = e->flags == NCS_BC_STATE ? w[3] : 0;
+    e->arg1 = e->flags == NCS_BC_STATE ? w[4] : 0;
+    e->id = ncs_eh_make(e->type, atomic_load(&ncs_g.epoch), e->id); /* the raw handle */
+    if (bad) e->type = 0;
+    emit(e);
+  }
+  return 0;
+}
+
+static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
   ncs_event_t e;
-  e.kind = (uint8_t)(w[0] & 0xFF);
-  e.type = (uint8_t)((w[0] >> 8) & 0xFF);
+  e.kind = (uint8_t)(hdr & 0xFF);
+  e.type = (uint8_t)((hdr >> 8) & 0xFF);
   e.thread = thread;
   e.ts = to_ns(w[1]);
   e.id = w[2];
+  if ((e.kind == NCS_REC_STOP || e.kind == NCS_REC_STATE) && !end_ok(&e, hdr, w)) return;
   if (e.type >= NCS_T_COUNT) return;
   switch (e.kind) {
   case NCS_REC_START: {
-    uint32_t flags = (uint32_t)(w[0] >> 24) & 0xFF;
+    uint32_t flags = (uint32_t)(hdr >> 24) & 0xFF;
     int pxn = (flags & NCS_SF_PXN) != 0;
     e.flags = flags;
-    e.rank = (int32_t)(uint32_t)(w[0] >> 32);
+    e.rank = (int32_t)(uint32_t)(hdr >> 32);
     decode_ctx(w[3], pxn, &e);
     decode_ref(w[4], pxn, &e.parent_kind, &e.parent);
     const ncs_schema_t *s = &ncs_schema[e.type];
@@ -592,14 +616,15 @@ static void process(const uint64_t *w, uint32_t thread) {
     track_stop(&e);
     break;
   case NCS_REC_BADCALL:
-    e.flags = (uint32_t)(w[0] >> 24) & 0xFF;
-    e.state = (uint32_t)(w[0] >> 32);
+    e.flags = (uint32_t)(hdr >> 24) & 0xFF;
+    e.state = (uint32_t)(hdr >> 32);
     e.arg0 = w[3];
     e.arg1 = w[4];
     emit(&e);
     break;
   case NCS_REC_STATE:
-    e.state = (uint32_t)(w[0] >> 32);
+    e.state = (uint32_t)(hdr >> 32);
+    if (e.state >= NCS_NSTATES) W.unknown_state++;
     e.arg0 = w[3];
     e.arg1 = w[4];
     /* ProxyCtrl's argument is an int in an 8-byte union: drop the undefined upper half */
@@ -627,33 +652,45 @@ static void announce_thread(ncs_slot_t *s) {
   W.threads_seen++;
 }
 
-/* Drain one slot's chain of blocks. Returns records processed. */
+/* Drain one slot's chain of blocks (core/ncs.h: a record is published by its header word, 0 =
+ * nothing more yet; a block's last word is only ever a terminator). Returns records processed. */
 static uint64_t drain_slot(ncs_slot_t *s) {
   uint64_t n = 0;
   if (!s->rd) s->rd = atomic_load_explicit(&s->first, memory_order_acquire);
   if (!s->rd) return 0; /* the thread has not had a block yet */
   for (;;) {
     ncs_block_t *b = s->rd;
-    uint32_t c = atomic_load_explicit(&b->committed, memory_order_acquire);
-    while (s->rdpos < c) {
+    uint32_t lim = b->cap - 1;
+    while (s->rdpos < lim) {
       const uint64_t *w = &b->words[s->rdpos];
-      uint32_t nw = (uint32_t)(w[0] >> 16) & 0xFF;
-      if (nw < 3 || s->rdpos + nw > c) { /* cannot happen with a sane producer; skip block */
-        s->rdpos = c;
+      uint64_t hdr = __atomic_load_n(&w[0], __ATOMIC_ACQUIRE);
+      if (!hdr) break;
+      uint32_t nw = (uint32_t)(hdr >> 16) & 0xFF;
+      if (nw < 3 || s->rdpos + nw > lim) { /* cannot happen with a sane producer; skip block */
+        s->rdpos = lim;
         break;
       }
-      process(w, s->thread_index);
+      process(w, hdr, s->thread_index);
       s->rdpos += nw;
       n++;
     }
     ncs_block_t *nx = atomic_load_explicit(&b->next, memory_order_acquire);
     if (!nx) break;
-    if (atomic_load_explicit(&b->committed, memory_order_acquire) != s->rdpos) continue;
+    /* the producer moved on, after publishing everything it wrote here: read what the loop may
+     * have missed before leaving the block */
+    if (s->rdpos < lim && __atomic_load_n(&b->words[s->rdpos], __ATOMIC_ACQUIRE)) continue;
     s->rd = nx;
     s->rdpos = 0;
     ncs_block_push(b);
   }
   return n;
+}
+
+/* The slot's thread exited and everything it published has been read. */
+static int slot_drained(const ncs_slot_t *s) {
+  const ncs_block_t *b = s->rd;
+  return !b || (!atomic_load_explicit(&b->next, memory_order_acquire) &&
+                (s->rdpos >= b->cap - 1 || !__atomic_load_n(&b->words[s->rdpos], __ATOMIC_ACQUIRE)));
 }
 
 static uint64_t drain_all(void) {
@@ -664,11 +701,9 @@ static uint64_t drain_all(void) {
     if (st != NCS_SLOT_ACTIVE && st != NCS_SLOT_EXITED) continue;
     if (s->announced != s->thread_index + 1) announce_thread(s);
     n += drain_slot(s);
-    if (st == NCS_SLOT_EXITED &&
-        (!s->rd || (!atomic_load_explicit(&s->rd->next, memory_order_acquire) &&
-                    atomic_load_explicit(&s->rd->committed, memory_order_acquire) == s->rdpos))) {
+    if (st == NCS_SLOT_EXITED && slot_drained(s)) {
       if (s->rd) ncs_block_push(s->rd);
-      s->rd = s->cur = NULL;
+      s->rd = NULL;
       s->rdpos = 0;
       atomic_store_explicit(&s->first, NULL, memory_order_relaxed);
       atomic_store_explicit(&s->state, NCS_SLOT_FREE, memory_order_release);
@@ -755,8 +790,8 @@ static void write_counters(uint16_t type) {
     put(&c, NCS_CK_DROPS | t, p.drops[t] - W.base_drops[t]);
     put(&c, NCS_CK_EXPIRED | t, W.expired[t]);
   }
-  put(&c, NCS_CK_BAD_HANDLE, p.bad - W.base_bad);
-  put(&c, NCS_CK_STALE_HANDLE, p.stale - W.base_stale);
+  put(&c, NCS_CK_BAD_HANDLE, p.bad - W.base_bad + W.bad_end);
+  put(&c, NCS_CK_STALE_HANDLE, p.stale - W.base_stale + W.stale_end);
   put(&c, NCS_CK_NULL_HANDLE, p.null - W.base_null);
   put(&c, NCS_CK_FOREIGN_CTX, W.foreign_ctx);
   put(&c, NCS_CK_NULL_CTX, W.null_ctx);
@@ -766,7 +801,7 @@ static void write_counters(uint16_t type) {
   put(&c, NCS_CK_CHUNKS, W.chunks);
   put(&c, NCS_CK_THREADS, W.threads_seen);
   put(&c, NCS_CK_UNKNOWN_TYPE, p.unk_type - W.base_unk_type);
-  put(&c, NCS_CK_UNKNOWN_STATE, p.unk_state - W.base_unk_state);
+  put(&c, NCS_CK_UNKNOWN_STATE, p.unk_state - W.base_unk_state + W.unknown_state);
   put(&c, NCS_CK_POOL_BYTES, ncs_g.pool_len);
   put(&c, NCS_CK_POOL_PEAK, (uint64_t)atomic_load(&ncs_g.blocks_peak) * NCS_BLOCK_BYTES);
   put(&c, NCS_CK_END_NS, ncs_mono_ns());
@@ -904,10 +939,10 @@ static void *writer_main(void *arg) {
     housekeeping(0);
     if (n) {
       idle_us = 500;
-      /* Busy: pause anyway, unless the pool is filling up. Reading a block's `committed` word
-       * pulls its cache line away from the producer, whose next event then pays a coherence
-       * miss (across sockets on a GPU server, about 100 ns). Draining every BUSY_PAUSE_US lets
-       * a producer write thousands of records between two such reads. */
+      /* Busy: pause anyway, unless the pool is filling up. Reading the header word a producer is
+       * about to write pulls its cache line away, and the producer's next record then pays a
+       * coherence miss (across sockets on a GPU server, about 100 ns). Draining every
+       * BUSY_PAUSE_US lets a producer write thousands of records between two such reads. */
       if (atomic_load_explicit(&ncs_g.blocks_in_use, memory_order_relaxed) * 4u < ncs_g.nblocks) {
         struct timespec ts = {0, BUSY_PAUSE_US * 1000L};
         nanosleep(&ts, NULL);
