@@ -56,7 +56,8 @@ for x, y in zip(a, b):
         n += 1
         continue
     # relative times (t=, end=, firstChild=) are unchanged; GPU and segment start times moved by M
-    fields = "gpuStart|gpuStop|pTimer|startRealtime|startMono|end_ns" + ("|arg0" if "STATE KernelCh" in y else "")
+    fields = "gpuStart|gpuStop|pTimer|startRealtime|startMono|end_ns|clockMono|clockCupti|flush_ns" + \
+        ("|arg0" if "STATE KernelCh" in y else "") + ("|start|end" if re.search(r"GPU (KERNEL|SUMMARY)", y) else "")
     g = lambda s: re.sub(r"\b(%s)=(\d+)" % fields, lambda k: "%s=%d" % (k.group(1), int(k.group(2)) - (m if int(k.group(2)) else 0)), s)
     assert x == g(y), (x, y)
 assert n > 0

@@ -14,6 +14,9 @@
  * - --gpu-shift (default: the monotonic shift, as nccl-sim's fake GPU clock follows
  *   CLOCK_MONOTONIC): added to the GPU timestamps: KernelCh pTimer (START field and KernelCh
  *   STATE arg0) and COMPLETE GPU start and stop. Zero times (unknown) stay zero.
+ * GPU chunks (format 1.2): GPU_STATE's time, clock pair and last-flush counter, and each GPU
+ * chunk's two bases move with the monotonic shift, or the realtime shift for CUPTI's times
+ * (CLOCK_REALTIME on Linux).
  * Everything else is copied as is, unknown trailing payload bytes included. A chunk that does not
  * decode is an error (exit 1): the tool is for well-formed files. Used by tests/clocks_check.sh to
  * turn one host's recording into a two-host job with known clock offsets.
@@ -155,6 +158,27 @@ static int rewrite(uint16_t type, cur_t *c, ncs_buf_t *o, const opts_t *op) {
     copy_rest(c, o);
     break;
   case NCS_CHUNK_EVENTS: rewrite_events(c, o, op); break;
+  case NCS_CHUNK_GPU_STATE: {
+    copy1(c, o), copy1(c, o), shifted(c, o, op->mono); /* state flags since */
+    copy_str(c, o), copy_str(c, o), copy1(c, o), copy_str(c, o); /* reason library version holder */
+    shifted(c, o, op->mono), shifted(c, o, op->real), copy1(c, o); /* the clock pair, its width */
+    uint64_t n = get(c);
+    ncs_buf_varint(o, n);
+    for (uint64_t i = 0; i < n && !c->bad; i++) {
+      uint64_t k = get(c);
+      ncs_buf_varint(o, k);
+      if (k == 19) /* NCS_GK_FLUSH_NS */
+        shifted(c, o, op->mono);
+      else
+        copy1(c, o);
+    }
+    copy_rest(c, o);
+    break;
+  }
+  case NCS_CHUNK_GPU: /* records are deltas from the two bases */
+    shifted(c, o, op->mono), shifted(c, o, op->real);
+    copy_rest(c, o);
+    break;
   case NCS_CHUNK_COUNTERS:
   case NCS_CHUNK_FOOTER:
     while (c->p < c->end && !c->bad) {

@@ -36,6 +36,8 @@ typedef struct {
   char name[128];
   uint32_t seg;
   uint64_t seg_start;
+  int64_t cupti_off; /* CUPTI ns - monotonic ns from the latest GPU_STATE clock pair */
+  int have_pair;
 } dump_t;
 
 /* ---------------------------------------------------------------- small formatters */
@@ -178,6 +180,89 @@ static void line_event(dump_t *d, const ncs_event_t *e) {
   fputc('\n', d->o);
 }
 
+/* ---------------------------------------------------------------- GPU lines (trace/gpu.h) */
+
+static void line_gpu_state(dump_t *d, const ncs_gpu_state_t *g) {
+  static const char *const gf[] = {"final", "summary"};
+  if (g->clock_mono_ns && g->clock_cupti_ns) {
+    d->cupti_off = (int64_t)(g->clock_cupti_ns - g->clock_mono_ns);
+    d->have_pair = 1;
+  }
+  put_prefix(d, g->since_ns != 0, g->since_ns);
+  fprintf(d->o, "GPU_STATE state=%s flags=", ncs_gpu_state_name(g->state));
+  put_flags(d->o, g->flags, gf, 2);
+  fputs(" reason=", d->o);
+  ncs_put_str(d->o, g->reason);
+  fputs(" lib=", d->o);
+  ncs_put_str(d->o, g->library);
+  fprintf(d->o, " version=%u holder=", g->api_version);
+  ncs_put_str(d->o, g->holder);
+  fprintf(d->o, " clockMono=%" PRIu64 " clockCupti=%" PRIu64 " clockWidth=%" PRIu64, g->clock_mono_ns,
+          g->clock_cupti_ns, g->clock_width_ns);
+  for (uint32_t i = 0; i < g->ncounters; i++) {
+    const char *n = ncs_gpu_counter_name(g->keys[i]);
+    if (n)
+      fprintf(d->o, " %s=%" PRIu64, n, g->values[i]);
+    else
+      fprintf(d->o, " gpu_0x%x=%" PRIu64, g->keys[i], g->values[i]);
+  }
+  fputc('\n', d->o);
+}
+
+static void line_gpu_kernel(dump_t *d, const ncs_gpu_rec_t *g) {
+  static const char *const kf[] = {"eager", "graph", "badtime", "device", "replayorder", "byindex"};
+  fprintf(d->o, " corr=%" PRIu64 " start=%" PRIu64 " end=%" PRIu64 " dur=%" PRIu64 " device=%u stream=%" PRIu64
+          " name=", g->corr, g->start, g->end, g->end - g->start, g->device, g->stream);
+  if (g->name)
+    ncs_put_str(d->o, g->name);
+  else
+    fprintf(d->o, "-");
+  fprintf(d->o, " graph=%" PRIu64 " node=0x%" PRIx64 " launch=%" PRIu64 " replay=%u flags=", g->graph,
+          g->node, g->launch, g->replay);
+  put_flags(d->o, g->flags, kf, 6);
+}
+
+static void line_gpu(dump_t *d, const ncs_gpu_rec_t *g) {
+  static const char *const lf[] = {"graph", "repeat"};
+  int host = g->kind == NCS_GR_LAUNCH || g->kind == NCS_GR_GLAUNCH || g->kind == NCS_GR_PENDING;
+  /* a kernel's t= is its start mapped to the monotonic clock by the latest clock pair */
+  int kt = (g->kind == NCS_GR_KERNEL || g->kind == NCS_GR_SUMMARY) && d->have_pair && g->start;
+  put_prefix(d, host || kt, host ? g->ts : (uint64_t)((int64_t)g->start - d->cupti_off));
+  fprintf(d->o, "GPU %s", ncs_gpu_rec_name(g->kind));
+  if (host) fprintf(d->o, " thr=%u", g->thread);
+  switch (g->kind) {
+  case NCS_GR_KERNEL: line_gpu_kernel(d, g); break;
+  case NCS_GR_LAUNCH:
+  case NCS_GR_PENDING:
+    fprintf(d->o, " corr=%" PRIu64 " launch=%" PRIu64 " comm=", g->corr, g->launch);
+    if (g->comm)
+      fprintf(d->o, "%u", g->comm - 1);
+    else
+      fputc('-', d->o);
+    fprintf(d->o, " group=%" PRIu64 " stream=0x%" PRIx64, g->group, g->stream);
+    if (g->kind == NCS_GR_PENDING) fprintf(d->o, " graph=%" PRIu64, g->graph);
+    fputs(" flags=", d->o);
+    put_flags(d->o, g->flags, lf, 2);
+    break;
+  case NCS_GR_GNODE:
+    fprintf(d->o, " launch=%" PRIu64 " corr=%" PRIu64 " node=0x%" PRIx64 " graph=%" PRIu64, g->launch,
+            g->corr, g->node, g->graph);
+    break;
+  case NCS_GR_GEXEC: fprintf(d->o, " exec=%" PRIu64 " from=%" PRIu64, g->graph, g->orig); break;
+  case NCS_GR_GCLONE:
+    fprintf(d->o, " node=0x%" PRIx64 " from=0x%" PRIx64 " launch=%" PRIu64, g->node, g->orig, g->launch);
+    break;
+  case NCS_GR_GLAUNCH:
+    fprintf(d->o, " corr=%" PRIu64 " exec=%" PRIu64 " stream=0x%" PRIx64, g->corr, g->graph, g->stream);
+    break;
+  default: /* SUMMARY */
+    fprintf(d->o, " device=%u stream=%" PRIu64 " kernels=%" PRIu64 " busy=%" PRIu64 " start=%" PRIu64
+            " end=%" PRIu64, g->device, g->stream, g->count, g->busy_ns, g->start, g->end);
+    break;
+  }
+  fputc('\n', d->o);
+}
+
 /* ---------------------------------------------------------------- other lines */
 
 static void line_segment(dump_t *d, const ncs_segment_info_t *s) {
@@ -232,6 +317,7 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     const ncs_segment_info_t *s = ncs_reader_segment(r);
     d->seg = s->index;
     d->seg_start = s->start_mono_ns;
+    d->have_pair = 0;
     if (d->filtered) return 0;
     line_segment(d, s);
     return 1;
@@ -253,13 +339,17 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     put_prefix(d, 1, it->ts);
     fprintf(d->o, "COMM_END index=%u\n", it->comm.index);
     break;
+  case NCS_ITEM_GPU_STATE: line_gpu_state(d, &it->gpu_state); break;
+  case NCS_ITEM_GPU: line_gpu(d, &it->gpu); break;
   case NCS_ITEM_THREAD:
     put_prefix(d, 0, 0);
     fprintf(d->o, "THREAD index=%u tid=%" PRIu64 " name=", it->thread_index, it->thread_tid);
     ncs_put_str(d->o, it->thread_name);
     fputc('\n', d->o);
     break;
-  default: line_counters(d, it); break;
+  case NCS_ITEM_COUNTERS:
+  case NCS_ITEM_FOOTER: line_counters(d, it); break;
+  default: return 0; /* items this dump does not print */
   }
   return 1;
 }

@@ -60,6 +60,30 @@ static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const
   return def;
 }
 
+/* GPU truth (docs/gpu-truth.md): CUPTI only when asked for, because CUDA 13.0 lets one CUPTI
+ * client trace a process and the other (PyTorch's profiler, Nsight Systems) then gets nothing.
+ * Asking for it also records KernelLaunch, whose events the kernels are joined to. */
+static void cupti_config(ncs_config_t *c) {
+  const char *v = getenv("NCCLSCOPE_CUPTI");
+  if (v && *v) {
+    if (!strcasecmp(v, "on") || !strcmp(v, "1"))
+      c->cupti = 1;
+    else if (strcasecmp(v, "off") && strcmp(v, "0"))
+      add_error(c, "NCCLSCOPE_CUPTI", v, "expected on or off; CUPTI stays off");
+  }
+  const char *lib = getenv("NCCLSCOPE_CUPTI_LIB");
+  snprintf(c->cupti_lib, sizeof c->cupti_lib, "%s", lib ? lib : "");
+  c->cupti_buffer_bytes = env_size(c, "NCCLSCOPE_CUPTI_BUFFER_SIZE", 16ull << 20, 2ull << 20, 1ull << 30);
+  const char *k = getenv("NCCLSCOPE_CUPTI_KERNELS");
+  if (k && *k) {
+    if (!strcmp(k, "nccl"))
+      c->cupti_summary = 1;
+    else if (strcmp(k, "all"))
+      add_error(c, "NCCLSCOPE_CUPTI_KERNELS", k, "expected all or nccl; recording all");
+  }
+  if (c->cupti) c->events |= NCS_EV_KERNEL_LAUNCH;
+}
+
 void ncs_config_load(ncs_config_t *c) {
   memset(c, 0, sizeof *c);
   const char *dir = getenv("NCCLSCOPE_DIR");
@@ -141,6 +165,7 @@ void ncs_config_load(ncs_config_t *c) {
     else
       add_error(c, "NCCLSCOPE_DUMP_SIGNAL", sig, "expected USR1, USR2, a real-time signal number or none; using USR1");
   }
+  cupti_config(c);
   const char *dis = getenv("NCCLSCOPE_DISABLE");
   c->disabled = dis && *dis && strcmp(dis, "0") != 0;
 }

@@ -63,6 +63,10 @@ typedef struct {
   int dump_signal;       /* NCCLSCOPE_DUMP_SIGNAL: 0 = none */
   uint32_t kernel_sample; /* NCCLSCOPE_SAMPLE (or _KERNEL_SAMPLE): 1 group in N in full (1 = all) */
   uint32_t unsampled_events; /* NCCLSCOPE_UNSAMPLED_EVENTS: what the other groups still record */
+  int cupti;                 /* NCCLSCOPE_CUPTI=on: kernel times from CUPTI (docs/gpu-truth.md) */
+  char cupti_lib[512];       /* NCCLSCOPE_CUPTI_LIB: the libcupti to load ("" search) */
+  uint64_t cupti_buffer_bytes; /* NCCLSCOPE_CUPTI_BUFFER_SIZE: CUPTI's activity buffers */
+  int cupti_summary;         /* NCCLSCOPE_CUPTI_KERNELS=nccl: other kernels summarized per stream */
   char errors[512]; /* configuration problems, logged through NCCL's logger at init */
 } ncs_config_t;
 
@@ -223,11 +227,12 @@ static inline void ncs_set_epoch(uint32_t e) {
   if (atomic_load(&ncs_g.hkey_hot) != ~0u) atomic_store(&ncs_g.hkey_hot, NCS_HKEY(e));
 }
 
-/* Turn the fast paths on (for the START types in `types`) or off: after set-up, at init, and
+/* Turn the fast paths on (for the START types in `types`, except those in `slow`, which always
+ * take the slow path: KernelLaunch while CUPTI is active) or off: after set-up, at init, and
  * when group sampling starts or stops needing the slow path (plugin.c, "Event path"). */
-static inline void ncs_hot_set(int on, uint32_t types) {
-  atomic_store(&ncs_g.hot, on ? types : 0);
-  atomic_store(&ncs_g.cold, on ? ~types & ((1u << NCS_T_COUNT) - 1) : 0);
+static inline void ncs_hot_set(int on, uint32_t types, uint32_t slow) {
+  atomic_store(&ncs_g.hot, on ? types & ~slow : 0);
+  atomic_store(&ncs_g.cold, on ? ~(types | slow) & ((1u << NCS_T_COUNT) - 1) : 0);
   atomic_store(&ncs_g.hkey_hot, on ? atomic_load(&ncs_g.hkey) : ~0u);
 }
 

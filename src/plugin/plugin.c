@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/ncs.h"
+#include "gpu/gpu.h"
 #include "record/flight.h"
 
 ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .hkey_hot = ~0u};
@@ -52,6 +53,7 @@ static void after_fork_child(void) {
   pthread_mutex_init(&ncs_g.lock, NULL);
   ncs_g.pid = getpid();
   if (ncs_g.ready) ncs_pool_reset_after_fork();
+  ncs_gpu_after_fork();
 }
 
 static int setup_locked(void) {
@@ -134,6 +136,7 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;
   }
+  if (!ncs_g.writer_running) ncs_gpu_setup(); /* CUPTI, when asked for: before the segment says so */
   if (!ncs_g.writer_running && ncs_writer_start() != 0) {
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS; /* the writer logged why (e.g. the directory is not writable) */
@@ -188,7 +191,7 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   /* the fast paths read the TSC (NCCLSCOPE_CLOCK=monotonic, or a host without an invariant TSC,
    * takes the slow paths) and are off while group sampling needs the slow path's steps */
   ncs_hot_set(ncs_g.use_tsc && !atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.kernel_sample) <= 1,
-              atomic_load(&ncs_g.enabled));
+              atomic_load(&ncs_g.enabled), atomic_load(&ncs_gpu_on) ? NCS_EV_KERNEL_LAUNCH : 0);
   if (mask) atomic_store_explicit(&ncs_g.mask_ptr, mask, memory_order_release);
   *context = (void *)(uintptr_t)ncs_ch_make(ncs_g.pid, atomic_load(&ncs_g.epoch), idx);
   if (mask) __atomic_store_n(mask, init_mask, __ATOMIC_RELAXED); /* NCCL reads it atomically */
@@ -236,7 +239,7 @@ __attribute__((destructor)) static void ncs_unload(void) {
   if (ncs_g.ready && live == 0) {
     /* dlclose after the last finalize: no NCCL thread will call us again, and our signal
      * handler must not outlive the code it points to */
-    ncs_hot_set(0, 0);
+    ncs_hot_set(0, 0, 0);
     ncs_fl_signal_remove();
     ncs_pool_teardown();
     free(ncs_g.comms);
@@ -634,7 +637,8 @@ static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip
                f[N(P2pApi, stream)] = U(d->p2pApi.stream),                                        \
                f[N(P2pApi, graphCaptured)] = d->p2pApi.graphCaptured);                            \
   case NCS_T_KERNEL_LAUNCH:                                                                       \
-    START_TYPE(KernelLaunch, KERNEL_LAUNCH, 0, 0, f[N(KernelLaunch, stream)] = U(d->kernelLaunch.stream));\
+    START_TYPE(KernelLaunch, KERNEL_LAUNCH, 0, 0, f[N(KernelLaunch, stream)] = U(d->kernelLaunch.stream),\
+               LAUNCH_NOTE(eh, ctx, d->parentObj, d->kernelLaunch.stream));                       \
   case NCS_T_CE_COLL:                                                                             \
     START_TYPE(CeColl, CE_COLL, 0, 0, f[N(CeColl, seqNumber)] = d->ceColl.seqNumber,              \
                f[N(CeColl, func)] = U(d->ceColl.func), f[N(CeColl, sendBuff)] = U(d->ceColl.sendBuff),\
@@ -654,14 +658,23 @@ static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip
                f[N(CeBatch, useIntraSync)] = d->ceCollBatch.useIntraSync);                        \
   /* end of CASES_V6 */
 
+/* KernelLaunch with CUPTI active takes the full path only (ncs_hot_set's `slow`), which notes the
+ * launch for the join (gpu/gpu.h); the fast path has nothing to do for it. */
+#define LAUNCH_NOTE_FAST(eh, ctx, parent, stream) (void)0
+#define LAUNCH_NOTE_FULL(eh, ctx, parent, stream) ncs_gpu_launch_begin(eh, ctx, parent, stream)
+
 #define START_TYPE START_TYPE_FULL
+#define LAUNCH_NOTE LAUNCH_NOTE_FULL
 START_FULL_FN(start_v6_full, ncs_descr_v6_t, NCS_T_CE_BATCH, CASES_V6)
 START_FULL_FN(start_v4_full, ncs_descr_v4_t, NCS_T_NET_PLUGIN, CASES_V4(d, 0, 0, -1)) /* v4 and older do not sample */
 #undef START_TYPE
+#undef LAUNCH_NOTE
 #define START_TYPE START_TYPE_FAST
+#define LAUNCH_NOTE LAUNCH_NOTE_FAST
 START_FAST_FN(start_v6, ncs_descr_v6_t, NCS_T_CE_BATCH, start_v6_full, CASES_V6)
 START_FAST_FN(start_v4, ncs_descr_v4_t, NCS_T_NET_PLUGIN, start_v4_full, CASES_V4(d, 0, 0, -1))
 #undef START_TYPE
+#undef LAUNCH_NOTE
 
 /* v1 passes enums; record NCCL's own strings so every version reads the same. */
 static const char *const v1_func[] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter",
@@ -744,6 +757,11 @@ static int handle_ok(uint64_t h) {
  * record after claiming a slot or a block. */
 static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a1) {
   uint64_t h = (uint64_t)(uintptr_t)eh;
+  if (NCS_UNLIKELY((h >> 56) == NCS_EH_TAG_LAUNCH)) { /* a KernelLaunch while CUPTI is active */
+    if (kind == NCS_REC_STOP) ncs_gpu_launch_end();
+    h = (h & ~(0xFFull << 56)) | (NCS_EH_TAG << 56);
+    eh = (void *)(uintptr_t)h;
+  }
   if (is_hook(h)) { /* an unrecorded event of an unsampled group */
     if (kind == NCS_REC_STOP && h == (uint64_t)(uintptr_t)&ncs_hook[0]) group_sample_stop();
     return;

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "core/ncs.h"
+#include "gpu/gpu.h"
 #include "record/flight.h"
 #include "trace/encode.h"
 
@@ -63,7 +64,8 @@ typedef struct {
   double ns_per_tick;
   /* strings */
   strent_t strs[STR_TABLE];
-  uint32_t nstr;
+  uint32_t nstr;     /* string ids handed out (intern and ncs_writer_string) */
+  uint32_t ninterned; /* entries of strs[] */
   /* tracking */
   trk_t *trk;
   uint32_t trk_cap, trk_n, trk_peak;
@@ -192,6 +194,24 @@ static void emit(const ncs_event_t *e) {
   ncs_enc_event(&W.ev, &W.evc, e);
 }
 
+/* A chunk of another subsystem (GPU truth): the strings it names go first. */
+void ncs_writer_chunk(uint16_t type, const ncs_buf_t *b) {
+  if (W.str.len) {
+    write_chunk(NCS_CHUNK_STRINGS, &W.str);
+    ncs_buf_reset(&W.str);
+  }
+  write_chunk(type, b);
+}
+
+/* A new string id for s (copied now), written with the next chunk; 0 when the segment has used
+ * every id the writer keeps for strings. */
+uint32_t ncs_writer_string(const char *s) {
+  if (W.nstr >= UINT32_MAX - 1 || W.str.len + NCS_STRING_MAX + 16 > W.str.cap) return 0;
+  uint32_t id = ++W.nstr;
+  ncs_enc_string(&W.str, id, s);
+  return id;
+}
+
 static void small_chunk(uint16_t type) {
   write_chunk(type, &W.tmp);
   ncs_buf_reset(&W.tmp);
@@ -206,7 +226,8 @@ static uint32_t intern(const void *p) {
   for (uint32_t n = 0; n < STR_TABLE; n++, i = (i + 1) & (STR_TABLE - 1)) {
     if (W.strs[i].ptr == p) return W.strs[i].id;
     if (!W.strs[i].ptr) {
-      if (W.nstr >= STR_TABLE - 1) break;
+      if (W.ninterned >= STR_TABLE - 1) break;
+      W.ninterned++;
       W.strs[i].ptr = p;
       W.strs[i].id = ++W.nstr;
       /* NCCL's strings (func, datatype, algo, proto) are static: read once, here */
@@ -579,6 +600,10 @@ static int end_ok(ncs_event_t *e, uint64_t hdr, const uint64_t *w) {
 }
 
 static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
+  if ((hdr & 0xFF) == NCS_RAW_GPU) { /* a kernel launch or graph record of GPU truth */
+    ncs_gpu_raw(w, hdr, thread, to_ns(w[1]));
+    return;
+  }
   ncs_event_t e;
   e.kind = (uint8_t)(hdr & 0xFF);
   e.type = (uint8_t)((hdr >> 8) & 0xFF);
@@ -891,6 +916,7 @@ static void segment_begin(void) {
   small_chunk(NCS_CHUNK_SEGMENT);
   ncs_enc_clock(&W.tmp, s.start_mono_ns, s.start_realtime_ns);
   small_chunk(NCS_CHUNK_CLOCK);
+  ncs_gpu_segment_begin(); /* GPU_STATE: whether kernel times come from CUPTI, and why (not) */
 }
 
 static void housekeeping(int final) {
@@ -922,7 +948,10 @@ static void housekeeping(int final) {
     uint64_t treal;
     int why = ncs_fl_poll(trig, sizeof trig, &treal);
     if (why) { /* everything recorded so far goes into the mapping, then it is copied */
+      ncs_gpu_flush(0); /* what CUPTI has completed goes in too */
+      ncs_gpu_collect();
       drain_all();
+      ncs_gpu_cycle(1);
       sweep(0);
       flush_events();
       write_counters(NCS_CHUNK_COUNTERS);
@@ -935,7 +964,9 @@ static void *writer_main(void *arg) {
   (void)arg;
   unsigned idle_us = 500;
   while (!atomic_load_explicit(&ncs_g.writer_stop, memory_order_acquire)) {
+    ncs_gpu_collect(); /* before the drain: the launches of these kernels are in the blocks */
     uint64_t n = drain_all();
+    ncs_gpu_cycle(0);
     housekeeping(0);
     if (n) {
       idle_us = 500;
@@ -953,11 +984,13 @@ static void *writer_main(void *arg) {
     nanosleep(&ts, NULL);
     if (idle_us < 5000) idle_us *= 2;
   }
-  /* final: everything the threads committed before the stop request */
+  /* final: everything the threads committed before the stop request, and what CUPTI has */
+  ncs_gpu_final_flush();
   while (drain_all()) {
   }
   housekeeping(1);
   flush_events();
+  ncs_gpu_segment_end();
   write_counters(NCS_CHUNK_FOOTER);
   return NULL;
 }
@@ -1006,6 +1039,7 @@ void ncs_writer_stop(void) {
   atomic_store_explicit(&ncs_g.writer_stop, 1, memory_order_release);
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
+  ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
   if (W.fd >= 0) close(W.fd);
   W.fd = -1;
   if (W.flight) ncs_fl_close(1); /* the live file says the process ended cleanly */

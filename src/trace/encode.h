@@ -51,4 +51,18 @@ void ncs_enc_events_begin(ncs_buf_t *b, ncs_evchunk_t *c, uint64_t base_ns);
 void ncs_enc_event(ncs_buf_t *b, ncs_evchunk_t *c, const ncs_event_t *e);
 void ncs_enc_events_end(ncs_buf_t *b, ncs_evchunk_t *c);
 
+/* GPU chunks (trace/gpu.h): GPU_STATE, and GPU records. */
+void ncs_gpu_enc_state(ncs_buf_t *b, const ncs_gpu_state_t *s);
+/* GPU chunk: begin writes the bases and a count placeholder, end patches the count. Host times
+ * are delta-encoded from base_mono, kernel starts from base_cupti, correlation ids from 0. */
+typedef struct {
+  size_t count_at;
+  uint32_t count;
+  uint64_t prev_ts, prev_start, prev_corr;
+} ncs_gpu_chunk_t;
+void ncs_gpu_enc_begin(ncs_buf_t *b, ncs_gpu_chunk_t *c, uint64_t base_mono, uint64_t base_cupti);
+void ncs_gpu_enc_rec(ncs_buf_t *b, ncs_gpu_chunk_t *c, const ncs_gpu_rec_t *g);
+void ncs_gpu_enc_end(ncs_buf_t *b, ncs_gpu_chunk_t *c);
+
+
 #endif

@@ -36,7 +36,10 @@ enum {
   NCS_CHUNK_MAX_TYPE = 9,
   /* being added (readers skip chunk types they do not know): */
   NCS_CHUNK_LOSS = 10, /* records the plugin lost, with their time window (reader.h ncs_loss_t) */
-  /* reserved: 11..15 for GPU activity (CUPTI kernels, graph nodes, ranges) */
+  /* GPU activity (format 1.2, trace/gpu.h): CUPTI's state and its kernel and graph records */
+  NCS_CHUNK_GPU_STATE = 11,
+  NCS_CHUNK_GPU = 12,
+  /* reserved: 13..15 for more GPU activity (ranges, metrics) */
 };
 
 /* record kinds inside an EVENTS chunk */

@@ -58,6 +58,7 @@ struct ncs_reader {
   int in_events;
   uint32_t ev_count, ev_done;
   uint64_t prev_ts;
+  uint64_t gpu_prev_start, gpu_prev_corr; /* GPU chunk: kernel start and correlation id bases */
 
   int state;
   int damage;
@@ -86,6 +87,8 @@ static const char *const chunk_names[] = {"chunk",    "SEGMENT", "CLOCK",  "STRI
                                           "COMM_END", "THREAD",  "EVENTS", "COUNTERS", "FOOTER"};
 
 static const char *chunk_name(unsigned t) {
+  if (t == NCS_CHUNK_GPU_STATE) return "GPU_STATE";
+  if (t == NCS_CHUNK_GPU) return "GPU";
   return t <= NCS_CHUNK_MAX_TYPE ? chunk_names[t] : "chunk";
 }
 
@@ -578,6 +581,136 @@ static int next_record(ncs_reader_t *r, ncs_item_t *it) {
   return NCS_ITEM_EVENT;
 }
 
+/* ---------------------------------------------------------------- GPU chunks (trace/gpu.h) */
+
+static int dec_gpu_state(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_gpu_state_t *g = &it->gpu_state;
+  uint32_t n = 0;
+  if (get_u32(r, &g->state, "GPU state") || get_u32(r, &g->flags, "GPU state flags") ||
+      get_u64(r, &g->since_ns, "GPU state time") || get_str(r, &g->reason, "GPU state reason") ||
+      get_str(r, &g->library, "CUPTI library") || get_u32(r, &g->api_version, "CUPTI version") ||
+      get_str(r, &g->holder, "CUPTI holder") || get_u64(r, &g->clock_mono_ns, "GPU clock mono") ||
+      get_u64(r, &g->clock_cupti_ns, "GPU clock CUPTI") ||
+      get_u64(r, &g->clock_width_ns, "GPU clock width") || get_u32(r, &n, "GPU counter count"))
+    return -1;
+  if (g->state >= NCS_GPU_NSTATES) return bad_field(r, "GPU state", "unknown state");
+  if (n > NCS_GPU_MAX_COUNTERS) return bad_field(r, NULL, "more than 64 GPU counters");
+  for (uint32_t i = 0; i < n; i++)
+    if (get_u32(r, &g->keys[i], "GPU counter key") || get_u64(r, &g->values[i], "GPU counter value"))
+      return -1;
+  g->ncounters = n;
+  it->ts = g->since_ns;
+  return NCS_ITEM_GPU_STATE;
+}
+
+static int dec_gpu_header(ncs_reader_t *r) {
+  uint32_t count = 0;
+  if (get_u64(r, &r->prev_ts, "GPU base mono") || get_u64(r, &r->gpu_prev_start, "GPU base CUPTI") ||
+      get_u32(r, &count, "GPU record count"))
+    return -1;
+  r->gpu_prev_corr = 0;
+  r->ev_count = count;
+  r->ev_done = 0;
+  r->in_events = count > 0;
+  return 0;
+}
+
+static int gpu_delta(ncs_reader_t *r, uint64_t *prev, uint64_t *out, const char *what) {
+  uint64_t z = 0;
+  if (get_u64(r, &z, what) != 0) return -1;
+  *prev += (uint64_t)ncs_unzigzag(z); /* wraps like the encoder's subtraction */
+  *out = *prev;
+  return 0;
+}
+
+static int gpu_host_time(ncs_reader_t *r, ncs_gpu_rec_t *g) {
+  return get_u32(r, &g->thread, "GPU record thread") ||
+         gpu_delta(r, &r->prev_ts, &g->ts, "GPU record time");
+}
+
+/* The fields of one record kind; *r->pos is inside the record's length. */
+static int dec_gpu_fields(ncs_reader_t *r, ncs_gpu_rec_t *g) {
+  uint64_t dur = 0;
+  switch (g->kind) {
+  case NCS_GR_KERNEL:
+    if (gpu_delta(r, &r->gpu_prev_corr, &g->corr, "kernel correlation id") ||
+        gpu_delta(r, &r->gpu_prev_start, &g->start, "kernel start") ||
+        get_u64(r, &dur, "kernel duration") || get_u32(r, &g->device, "kernel device") ||
+        get_u64(r, &g->stream, "kernel stream") || get_u64(r, &g->name_id, "kernel name") ||
+        get_u64(r, &g->graph, "kernel graph") || get_u64(r, &g->node, "kernel graph node") ||
+        get_u64(r, &g->launch, "kernel launch") || get_u32(r, &g->replay, "kernel replay"))
+      return -1;
+    g->end = g->start + dur;
+    if (g->name_id) g->name = ncs_reader_string(r, g->name_id);
+    return 0;
+  case NCS_GR_LAUNCH:
+  case NCS_GR_PENDING:
+    if (gpu_host_time(r, g) || get_u64(r, &g->corr, "launch correlation id") ||
+        get_u64(r, &g->launch, "launch event") || get_u32(r, &g->comm, "launch comm") ||
+        get_u64(r, &g->group, "launch group") || get_u64(r, &g->stream, "launch stream"))
+      return -1;
+    return g->kind == NCS_GR_PENDING ? get_u64(r, &g->graph, "pending graph") : 0;
+  case NCS_GR_GNODE:
+    return get_u64(r, &g->launch, "node launch") || get_u64(r, &g->corr, "node correlation id") ||
+                   get_u64(r, &g->node, "graph node") || get_u64(r, &g->graph, "graph")
+               ? -1
+               : 0;
+  case NCS_GR_GEXEC:
+    return get_u64(r, &g->graph, "exec graph") || get_u64(r, &g->orig, "template graph") ? -1 : 0;
+  case NCS_GR_GCLONE:
+    return get_u64(r, &g->node, "exec node") || get_u64(r, &g->orig, "captured node") ||
+                   get_u64(r, &g->launch, "clone launch")
+               ? -1
+               : 0;
+  case NCS_GR_GLAUNCH:
+    return gpu_host_time(r, g) || get_u64(r, &g->corr, "graph launch correlation id") ||
+                   get_u64(r, &g->graph, "graph launch exec") || get_u64(r, &g->stream, "graph launch stream")
+               ? -1
+               : 0;
+  default: /* NCS_GR_SUMMARY */
+    if (get_u32(r, &g->device, "summary device") || get_u64(r, &g->stream, "summary stream") ||
+        get_u64(r, &g->count, "summary count") || get_u64(r, &g->busy_ns, "summary busy") ||
+        gpu_delta(r, &r->gpu_prev_start, &g->start, "summary start") || get_u64(r, &dur, "summary span"))
+      return -1;
+    g->end = g->start + dur;
+    return 0;
+  }
+}
+
+/* One GPU record: u8 kind, varint length, fields. Unknown kinds are skipped, and so are bytes
+ * after the fields this reader knows (a later minor version may append some). Returns the item,
+ * 0 for a skipped record, -1. */
+static int dec_gpu_rec(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_gpu_rec_t *g = &it->gpu;
+  uint64_t len = 0;
+  if (get_u8(r, &g->kind, "GPU record kind") || get_u64(r, &len, "GPU record length")) return -1;
+  if (len > (uint64_t)(r->end - r->pos)) return bad_field(r, "GPU record", "runs past the end of the chunk");
+  const uint8_t *end = r->pos + len, *chunk_end = r->end;
+  int what = 0;
+  if (g->kind >= NCS_GR_KERNEL && g->kind <= NCS_GR_MAX) {
+    r->end = end; /* the record's fields must fit its length */
+    int bad = get_u32(r, &g->flags, "GPU record flags") || dec_gpu_fields(r, g);
+    r->end = chunk_end;
+    if (bad) return -1;
+    what = NCS_ITEM_GPU;
+    it->ts = g->ts;
+  }
+  r->pos = end;
+  return what;
+}
+
+static int next_gpu_record(ncs_reader_t *r, ncs_item_t *it) {
+  if (r->pos >= r->end) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the GPU chunk ends after %u of its %u records", r->ev_done, r->ev_count);
+    return bad_field(r, NULL, msg);
+  }
+  int what = dec_gpu_rec(r, it);
+  if (what < 0) return -1;
+  if (++r->ev_done == r->ev_count) r->in_events = 0;
+  return what;
+}
+
 /* ---------------------------------------------------------------- chunks */
 
 static uint32_t get_le32(const uint8_t *p) {
@@ -645,7 +778,8 @@ static int load_chunk(ncs_reader_t *r) {
   r->pay_off = off + NCS_CHUNK_HEADER_LEN;
   r->pay = r->pos = p;
   r->end = p + len;
-  if (flags && type >= 1 && type <= NCS_CHUNK_MAX_TYPE)
+  if (flags && ((type >= 1 && type <= NCS_CHUNK_MAX_TYPE) || type == NCS_CHUNK_GPU_STATE ||
+                type == NCS_CHUNK_GPU))
     return fail(
         r, NCS_DAMAGE_CORRUPT, off,
         "the %s chunk at offset %llu has flags 0x%x that this reader does not know (written by a "
@@ -657,7 +791,8 @@ static int load_chunk(ncs_reader_t *r) {
 /* Decode the loaded chunk. Returns an NCS_ITEM_* (> 0), 0 when the chunk yields no item (yet),
  * or -1. */
 static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
-  if (r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == 0) return 0; /* unknown: skipped */
+  int gpu = r->ctype == NCS_CHUNK_GPU_STATE || r->ctype == NCS_CHUNK_GPU;
+  if ((r->ctype > NCS_CHUNK_MAX_TYPE && !gpu) || r->ctype == 0) return 0; /* unknown: skipped */
   if (r->ctype != NCS_CHUNK_SEGMENT && !r->have_seg)
     return fail(r, NCS_DAMAGE_CORRUPT, r->chunk_off,
                 "%s chunk at offset %llu comes before any SEGMENT chunk", chunk_name(r->ctype),
@@ -676,6 +811,8 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
   case NCS_CHUNK_THREAD: return dec_thread(r, it);
   case NCS_CHUNK_EVENTS: return dec_events_header(r);
   case NCS_CHUNK_COUNTERS: return dec_counters(r, it, NCS_ITEM_COUNTERS);
+  case NCS_CHUNK_GPU_STATE: return dec_gpu_state(r, it);
+  case NCS_CHUNK_GPU: return dec_gpu_header(r);
   default: /* NCS_CHUNK_FOOTER */ return dec_counters(r, it, NCS_ITEM_FOOTER);
   }
 }
@@ -688,7 +825,7 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   for (;;) {
     int what;
     if (r->in_events) {
-      what = next_record(r, item);
+      what = r->ctype == NCS_CHUNK_GPU ? next_gpu_record(r, item) : next_record(r, item);
     } else {
       int got = load_chunk(r);
       if (got <= 0) {

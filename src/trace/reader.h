@@ -12,6 +12,7 @@
 
 #include "trace/flight.h"
 #include "trace/format.h"
+#include "trace/gpu.h"
 
 typedef struct ncs_reader ncs_reader_t;
 
@@ -90,6 +91,8 @@ enum {
   NCS_ITEM_FOOTER = 8,   /* item->counters: the segment ended cleanly */
   NCS_ITEM_GAP = 9,      /* item->gap: damaged bytes were skipped; reading resumed after them */
   NCS_ITEM_LOSS = 10,    /* item->loss: records the plugin lost (a LOSS chunk) */
+  NCS_ITEM_GPU_STATE = 11, /* item->gpu_state: CUPTI's state, a clock pair, counters (trace/gpu.h) */
+  NCS_ITEM_GPU = 12,       /* item->gpu: one GPU record: a kernel, a launch, graph bookkeeping */
 };
 
 /* What a GAP item says: the reader found damage at `offset` and resynchronized on the next valid
@@ -128,6 +131,8 @@ typedef struct {
   const ncs_counters_t *counters;
   ncs_gap_t gap;   /* NCS_ITEM_GAP */
   ncs_loss_t loss; /* NCS_ITEM_LOSS */
+  ncs_gpu_state_t gpu_state; /* NCS_ITEM_GPU_STATE */
+  ncs_gpu_rec_t gpu;         /* NCS_ITEM_GPU; item->ts is its host time (LAUNCH, GLAUNCH, PENDING) */
 } ncs_item_t;
 
 /* Open a trace file. Returns NULL and fills err on failure (no such file, not a trace, ...). */
