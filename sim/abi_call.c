@@ -572,6 +572,8 @@ int sim_comm_init(void **ctx, uint64_t comm_id, const char *name, int nnodes, in
                        __ATOMIC_RELAXED);
   if (sim_opt.mask_override >= 0)
     __atomic_store_n(&g_mask, (int)sim_opt.mask_override, __ATOMIC_RELAXED);
+  static _Atomic int other_done; /* --cupti-other: once, after the first init */
+  if (sim_opt.cupti_other && !atomic_exchange(&other_done, 1)) sim_gpu_other();
   return 0;
 }
 

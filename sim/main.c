@@ -133,6 +133,12 @@ static void usage(FILE *f) {
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
       "  --slow-link R --slow-link-us U  each network step of global rank R takes U us longer\n"
       "  --gpu-gbps G      a kernel lasts (bus bytes)/G ns, G in GB/s (default: as fast as it runs)\n"
+      "  --cupti LIB       play the CUDA driver under this fake libcupti (tests/fake_cupti.c):\n"
+      "                    kernel launches, graph instantiation and launches, kernel records\n"
+      "  --gpu-truth FILE  with --cupti: append one line per kernel that really ran (or hung)\n"
+      "  --compute N       with --cupti: N compute kernels after every group (captured into the\n"
+      "                    graph of the graph scenario, where they run at every replay)\n"
+      "  --cupti-other     with --cupti: another CUPTI client subscribes after the first init\n"
       "  --couple on|off   ranks wait for each other's data per collective (default: on with\n"
       "                    --fault, else off)\n"
       "  --fault KIND:RANK:SEQ  inject a fault at the SEQ-th (from 0) kernel collective of global\n"
@@ -189,6 +195,7 @@ enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, 
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
+  O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -227,6 +234,10 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"toggle-kch", 1, 0, O_TOGGLE_KCH},
                                           {"capture-at", 1, 0, O_CAPTURE_AT},
                                           {"late-comm", 0, 0, O_LATE_COMM},
+                                          {"cupti", 1, 0, O_CUPTI},
+                                          {"gpu-truth", 1, 0, O_GPU_TRUTH},
+                                          {"compute", 1, 0, O_COMPUTE},
+                                          {"cupti-other", 0, 0, O_CUPTI_OTHER},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -325,6 +336,10 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_TOGGLE_KCH: NUM(1, 1e9, o->toggle_kch); break;
     case O_CAPTURE_AT: NUM(0, 1e9, o->capture_at); break;
     case O_LATE_COMM: o->late_comm = 1; break;
+    case O_CUPTI: o->cupti_path = optarg; break;
+    case O_GPU_TRUTH: o->gpu_truth = optarg; break;
+    case O_COMPUTE: NUM(0, 1000, o->compute); break;
+    case O_CUPTI_OTHER: o->cupti_other = 1; break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;
@@ -365,6 +380,12 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          (unsigned long long)ld(&c->foreign_starts), (unsigned long long)ld(&c->graph_colls),
          (unsigned long long)ld(&c->kch_stuck), (unsigned long long)ld(&c->kch_foreign),
          (unsigned)sim_mask(), seconds);
+  if (o->cupti_path)
+    printf("nccl-sim-gpu: nccl=%llu replays=%llu compute=%llu hung=%llu untraced=%llu other=%d holder=%s\n",
+           (unsigned long long)ld(&c->gpu_nccl), (unsigned long long)ld(&c->gpu_replays),
+           (unsigned long long)ld(&c->gpu_compute), (unsigned long long)ld(&c->gpu_hung),
+           (unsigned long long)ld(&c->gpu_untraced), atomic_load(&c->cupti_other),
+           c->cupti_other_holder[0] ? c->cupti_other_holder : "-");
   printf("nccl-sim-types:");
   for (int t = 0; t < NCS_NTYPES; t++)
     printf(" %s=%llu,%llu,%llu", sim_type_names[t], (unsigned long long)ld(&c->start[t]),
@@ -388,6 +409,7 @@ static int kch_status(int rc) {
 /* ------------------------------------------------------------------ processes */
 static int run_proc(const sim_scenario_t *s, int proc) {
   sim_pxn_child_fds(proc);
+  if (sim_gpu_load() != 0) return 1; /* before the plugin, which finds it loaded */
   int rc = s->run(proc);
   if (atomic_load(&sim_cnt->failed)) rc = 1;
   return rc;
@@ -521,6 +543,7 @@ int main(int argc, char **argv) {
     perror("nccl-sim: mmap");
     return 1;
   }
+  atomic_store(&sim_cnt->cupti_other, -1);
   if (sim_opt.procs > 1 && strcmp(s->name, "pxn") == 0 && sim_pxn_setup(sim_opt.procs) != 0) {
     perror("nccl-sim: pipe");
     return 1;

@@ -63,19 +63,49 @@ typedef struct sim_plan {
   uint64_t gpu_launch;
   uint64_t rng;
   uint64_t dev0[SIM_MAX_CHANNELS]; /* eager: the GPU's work counters before this plan */
+  uint32_t corr;  /* --cupti: the kernel launch's correlation id (0 without) */
+  uint64_t gnode; /* --cupti: the graph node it became when captured */
+  uint64_t launch_mono;
 } sim_plan_t;
 
+#define SIM_GRAPH_COMPUTE 8
 struct sim_graph {
   sim_plan_t *plans;     /* replayed at every launch */
   sim_plan_t *once;      /* plans without proxy ops: ran once at capture (R§7) */
   sim_plan_t *all, *all_last; /* both kinds in capture order: the GPU runs them all */
+  /* --cupti (gpu.c): the capture graph, its instantiation, captured compute kernels */
+  uint32_t fgraph, exec, replays;
+  int device, ncompute;
+  uint64_t compute[SIM_GRAPH_COMPUTE];
 };
+
+/* What a kernel of the plan is, for --cupti (gpu.c): its identity and, for --gpu-truth, the
+ * plan's operations as "func:count:seq" (seq -1 for point-to-point). */
+static void gpu_inst(sim_inst_t *in, const sim_plan_t *p, uint32_t corr, uint32_t exec, uint32_t replay) {
+  if (!sim_gpu_on() || !corr) return;
+  const sim_comm_t *c = p->comm;
+  in->corr = corr;
+  in->kdevice = (uint32_t)sim_global_rank(c, c->rank);
+  in->kstream = sim_gpu_stream(c->stream);
+  in->kgraph = exec, in->kreplay = replay;
+  in->knode = exec ? (uint64_t)exec << 32 | (p->gnode & 0xFFFFFFFFull) : 0;
+  in->kstart = exec ? sim_now_ns() + 600 : p->launch_mono + 600;
+  in->kcomm = c->comm_id, in->krank = c->rank, in->kfunc = p->tasks[0].func;
+  size_t n = 0;
+  for (int i = 0; i < p->ntasks && n + 48 < sizeof in->kops; i++) {
+    const sim_task_t *t = &p->tasks[i];
+    if (t->kind == K_CE) continue;
+    n += (size_t)snprintf(in->kops + n, sizeof in->kops - n, "%s%s:%zu:%lld", n ? "," : "",
+                          sim_func_str[t->func], t->ucount, t->is_p2p ? -1LL : (long long)t->seqno);
+  }
+}
 
 /* ------------------------------------------------------------------ CUDA host-callback queue */
 typedef struct cbq_item {
   struct cbq_item *next;
   sim_plan_t *plan;
   uint64_t dev0[SIM_MAX_CHANNELS]; /* the GPU's work counters before this execution */
+  uint32_t corr, exec, replay;     /* --cupti: the graph launch it belongs to */
 } cbq_item_t;
 
 struct sim_cbq {
@@ -86,7 +116,7 @@ struct sim_cbq {
   pthread_t th;
 };
 
-static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0);
+static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, const cbq_item_t *gl);
 static void plan_free(sim_plan_t *p);
 
 static void *cbq_main(void *arg) {
@@ -100,7 +130,7 @@ static void *cbq_main(void *arg) {
     if (!q->head) q->tail = NULL;
     pthread_mutex_unlock(&q->mu);
     /* a persistent plan is a graph replay; an eager one ran behind it in stream order */
-    host_plan_task(it->plan, it->plan->persistent, it->dev0);
+    host_plan_task(it->plan, it->plan->persistent, it->dev0, it);
     if (!it->plan->persistent) plan_free(it->plan);
     free(it);
     pthread_mutex_lock(&q->mu);
@@ -119,9 +149,11 @@ sim_cbq_t *sim_cbq_create(void) {
   return q;
 }
 
-static void cbq_push(sim_cbq_t *q, sim_plan_t *p, const uint64_t *dev0) {
+static void cbq_push(sim_cbq_t *q, sim_plan_t *p, const uint64_t *dev0, uint32_t corr, uint32_t exec,
+                     uint32_t replay) {
   cbq_item_t *it = sim_xcalloc(1, sizeof *it);
   it->plan = p;
+  it->corr = corr, it->exec = exec, it->replay = replay;
   memcpy(it->dev0, dev0, sizeof it->dev0);
   pthread_mutex_lock(&q->mu);
   if (q->tail)
@@ -531,8 +563,9 @@ static void couple_count_sends(const sim_plan_t *p, sim_inst_t *in, const sim_po
 }
 
 /* dev0: the GPU's work counters before this execution; NULL when no GPU work runs (a plan
- * without proxy ops whose task runs once at capture). */
-static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0) {
+ * without proxy ops whose task runs once at capture). gl: the graph launch of a replay, or the
+ * queue item of an eager plan that waited behind graph work. */
+static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, const cbq_item_t *gl) {
   sim_comm_t *c = p->comm;
   void *group_h = NULL;
   if (dev0) kch_execute(p, dev0, replay);
@@ -545,6 +578,9 @@ static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0) {
   atomic_store(&in->refs, 1);
   /* a replayed kernel starts when the graph runs, not when it was captured */
   in->gpu_launch = replay ? sim_gpu_ns() : p->gpu_launch;
+  if (dev0) /* GPU work runs: a kernel (not at capture time) */
+    gpu_inst(in, p, replay && gl ? gl->corr : p->corr, replay && gl ? gl->exec : 0,
+             replay && gl ? gl->replay : 0);
   const sim_task_t *ct = coupled_task(p);
   if (ct) couple_enter(p, in, ct);
   sim_pop_t *ops = NULL;
@@ -660,6 +696,13 @@ static void launch_plan(sim_plan_t *p, sim_graph_t *capture) {
     sim_ev_start(c->ctx, &launch_h, &d);
   }
   p->gpu_launch = sim_gpu_ns(); /* cuLaunchKernelEx, or a recorded node under capture */
+  p->launch_mono = sim_now_ns();
+  if (capture && sim_gpu_on() && !capture->fgraph) {
+    capture->fgraph = sim_gpu_graph_new();
+    capture->device = sim_global_rank(c, c->rank);
+  }
+  /* --cupti: the driver's launch, inside the KernelLaunch event (R§3.2) */
+  p->corr = sim_gpu_launch(capture ? capture->fgraph : 0, &p->gnode);
   sim_ev_stop(SIM_T_KERNEL_LAUNCH, &launch_h);
   p->has_proxy = plan_has_proxy(p);
   kch_plan_host(p, capture != NULL);
@@ -674,7 +717,7 @@ static void launch_plan(sim_plan_t *p, sim_graph_t *capture) {
       p->next = capture->plans;
       capture->plans = p;
     } else { /* no callback node: the plan task runs once, now (R§7) */
-      host_plan_task(p, 0, NULL);
+      host_plan_task(p, 0, NULL, NULL);
       p->next = capture->once;
       capture->once = p;
     }
@@ -682,10 +725,10 @@ static void launch_plan(sim_plan_t *p, sim_graph_t *capture) {
   }
   kch_issue(p, p->dev0);
   if (c->cbq && p->has_proxy && cbq_busy(c->cbq)) { /* stream order behind graph host work */
-    cbq_push(c->cbq, p, p->dev0);
+    cbq_push(c->cbq, p, p->dev0, 0, 0, 0);
     return;
   }
-  host_plan_task(p, 0, p->dev0);
+  host_plan_task(p, 0, p->dev0, NULL);
   plan_free(p);
 }
 
@@ -824,6 +867,15 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
   t_one_rank = 0;
   free(tasks);
   sim_ev_stop(SIM_T_GROUP_API, &gapi);
+  if (sim_opt.compute > 0 && sim_gpu_on()) { /* the application's own kernels after ncclGroupEnd */
+    int dev = sim_global_rank(calls[0].comm, calls[0].comm->rank);
+    if (capture && capture->fgraph && !capture->ncompute) {
+      capture->ncompute = sim_opt.compute < SIM_GRAPH_COMPUTE ? sim_opt.compute : SIM_GRAPH_COMPUTE;
+      sim_gpu_compute(dev, capture->fgraph, capture->compute, capture->ncompute);
+    } else if (!capture) {
+      sim_gpu_compute(dev, 0, NULL, sim_opt.compute);
+    }
+  }
   if (sim_opt.toggle_kch > 0) { /* --toggle-kch: a naive sampling plugin, at GroupApi stop */
     static _Thread_local uint64_t t_groups;
     sim_mask_kernel_ch(++t_groups % (uint64_t)sim_opt.toggle_kch == 0);
@@ -837,16 +889,34 @@ sim_graph_t *sim_graph_new(void) { return sim_xcalloc(1, sizeof(sim_graph_t)); }
 /* The GPU runs every captured kernel at every replay, those of plans without proxy ops too
  * (their work counters advance); plans with proxy ops also run their host task. */
 void sim_graph_launch(sim_graph_t *g) {
+  /* --cupti: instantiated before the first launch; every kernel of a launch carries its
+   * correlation id and the exec graph's node ids */
+  uint32_t corr = 0, replay = 0;
+  if (g->fgraph) {
+    if (!g->exec) g->exec = sim_gpu_instantiate(g->fgraph);
+    corr = sim_gpu_graph_launch(g->exec, g->all ? g->all->comm->stream : NULL);
+    replay = ++g->replays;
+  }
   for (sim_plan_t *p = g->all; p; p = p->anext) {
     uint64_t dev0[SIM_MAX_CHANNELS];
     kch_issue(p, dev0);
-    if (!p->has_proxy) continue;
+    if (!p->has_proxy) { /* no host work at replay: the kernel just runs */
+      if (corr) {
+        sim_inst_t in;
+        memset(&in, 0, sizeof in);
+        gpu_inst(&in, p, corr, g->exec, replay);
+        sim_sleep_us(5);
+        sim_gpu_kernel_end(&in, 1);
+      }
+      continue;
+    }
     if (!p->comm->cbq) {
       sim_fail("graph replay on a communicator without a callback thread");
       return;
     }
-    cbq_push(p->comm->cbq, p, dev0);
+    cbq_push(p->comm->cbq, p, dev0, corr, g->exec, replay);
   }
+  if (corr) sim_gpu_compute_replay(g->device, g->exec, corr, replay, g->compute, g->ncompute);
 }
 
 void sim_graph_destroy(sim_graph_t *g) {

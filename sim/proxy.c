@@ -30,6 +30,9 @@ enum { PH_FREE = 0, PH_S_GPUWAIT, PH_S_PEERWAIT, PH_S_CTS, PH_S_SEND, PH_NET, PH
 
 void sim_inst_put(sim_inst_t *in) {
   if (!in || atomic_fetch_sub(&in->refs, 1) != 1) return;
+  /* --cupti: the kernel ended when every op of it finished (a KernelCh waiting for its ring slot
+   * does not hold the kernel); a hung or aborted one never does */
+  sim_gpu_kernel_end(in, !in->hang && atomic_load(&in->ops_left) - atomic_load(&in->kch_wait) <= 0);
   if (in->cpl) sim_cpl_leave(in->cpl); /* nothing of this rank touches the instance any more */
   free(in);
 }

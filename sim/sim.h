@@ -94,6 +94,11 @@ typedef struct {
                       sampling plugin */
   int capture_at;  /* graph: the iteration whose group is captured (0) */
   int late_comm;   /* graph: one more communicator per rank, created after the capture */
+  /* GPU truth with a fake CUPTI (gpu.c) */
+  const char *cupti_path; /* --cupti: the fake libcupti to drive */
+  const char *gpu_truth;  /* --gpu-truth: append what really ran here */
+  int compute;            /* --compute N: compute kernels per group (and captured per graph) */
+  int cupti_other;        /* --cupti-other: another CUPTI client subscribes after the first init */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -115,6 +120,11 @@ typedef struct {
                                    work counter: NCCL's proxy waits for them forever */
   _Atomic uint64_t kch_foreign; /* KernelCh started from a ring slot another work item wrote */
   _Atomic uint64_t ops, loads, inits, init_failures, finalizes;
+  /* --cupti: kernel records the fake CUPTI got (NCCL eager, NCCL replays, compute), NCCL kernels
+   * launched that never completed, kernels it did not record (not tracing) */
+  _Atomic uint64_t gpu_nccl, gpu_replays, gpu_compute, gpu_hung, gpu_untraced;
+  _Atomic int cupti_other; /* --cupti-other: CUPTI's answer to the other client (-1 not tried) */
+  char cupti_other_holder[64];
   _Atomic int failed;
   char fail_msg[256];
 } sim_counts_t;
@@ -203,6 +213,11 @@ struct sim_inst {
   int grank, func;        /* what a hang report says about it */
   int64_t opidx;
   uint64_t seqno, comm_id;
+  /* --cupti: the kernel this execution is (gpu.c); corr 0 when none runs (capture time) */
+  uint32_t corr, kdevice, kstream, kgraph, kreplay;
+  uint64_t knode, kstart, kcomm;
+  int krank, kfunc;
+  char kops[256]; /* the plan's operations, for --gpu-truth */
 };
 void sim_inst_put(sim_inst_t *in);
 
@@ -399,6 +414,20 @@ int sim_fault_halted(void);                      /* this thread stopped issuing 
 int sim_fault_aborting(void);                    /* this process aborts its communicators */
 int sim_fault_proc_status(void);                 /* a child's exit status: 0, or 3 when it hung */
 int sim_fault_report(const pid_t *pids, const int *status, int nprocs); /* parent: exit status */
+
+/* ---------------------------------------------------------------- gpu.c (--cupti) */
+int sim_gpu_load(void);
+int sim_gpu_on(void);
+uint32_t sim_gpu_launch(uint32_t graph, uint64_t *node); /* inside KernelLaunch: correlation id */
+uint32_t sim_gpu_graph_new(void);
+uint32_t sim_gpu_instantiate(uint32_t graph);
+uint32_t sim_gpu_graph_launch(uint32_t exec, void *stream);
+uint32_t sim_gpu_stream(const void *stream);
+void sim_gpu_kernel_end(const sim_inst_t *in, int completed);
+void sim_gpu_compute(int device, uint32_t graph, uint64_t *nodes, int n);
+void sim_gpu_compute_replay(int device, uint32_t exec, uint32_t corr, uint32_t replay,
+                            const uint64_t *nodes, int n);
+void sim_gpu_other(void);
 
 /* ---------------------------------------------------------------- scenarios.c / flood.c */
 typedef struct {

@@ -524,7 +524,7 @@ void ncs_gpu_setup(void) {
     set_state(NCS_GPU_OFF, "not asked for (NCCLSCOPE_CUPTI=on turns it on)");
     return;
   }
-  if (G.st.state == NCS_GPU_ACTIVE) return; /* a later communicator of the same segment */
+  if (G.subscribed) return; /* a later communicator of the same segment */
   if (!G.lib) load();
   if (!G.lib) goto out;
   if (pool_setup() != 0) {
@@ -545,12 +545,12 @@ out:
   }
 }
 
+/* The segment is complete (its final GPU_STATE says what CUPTI did in it): CUPTI is free for
+ * other clients until a communicator starts the next segment. */
 void ncs_gpu_release(void) {
   pthread_mutex_lock(&G.api_mu);
-  int was = G.subscribed;
   atomic_store(&ncs_gpu_on, 0);
   if (!G.gone) unsubscribe();
-  if (was && G.st.state == NCS_GPU_ACTIVE) set_state(NCS_GPU_ENDED, "released at the end of the segment");
   pthread_mutex_unlock(&G.api_mu);
 }
 
@@ -613,6 +613,10 @@ int ncs_gpu_flush(int forced) {
   if (usable()) {
     ncs_cupti_result_t r = G.api.ActivityFlushAll(forced ? NCS_CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
     rc = r == NCS_CUPTI_SUCCESS ? 0 : -1;
+    size_t dropped = 0; /* records dropped where no buffer came back to say so */
+    if (G.api.ActivityGetNumDroppedRecords &&
+        G.api.ActivityGetNumDroppedRecords(NULL, 0, &dropped) == NCS_CUPTI_SUCCESS && dropped)
+      add(&G.cupti_dropped, dropped);
     G.flush_fails = rc ? G.flush_fails + 1 : 0;
   }
   pthread_mutex_unlock(&G.api_mu);

@@ -118,8 +118,6 @@ typedef struct {
   uint64_t orig;          /* the graph it was instantiated from (GEXEC), 0 unknown */
   uint32_t nccl;          /* NCCL nodes in it (GCLONE) */
   uint32_t launches;      /* GLAUNCH seen */
-  uint32_t arrival;       /* replays counted from kernel arrival (no GLAUNCH) */
-  uint64_t arrival_corr;
 } gexec_t;
 
 typedef struct { /* a recent graph launch */
@@ -150,7 +148,7 @@ static struct {
   uint64_t last_state_ns, last_flush_ns, last_cupti_flush_ns, last_cupti; /* last_cupti: a CUPTI time */
   uint64_t clock_mono, clock_cupti, clock_width;
   ncs_gpu_cb_counts_t cb0; /* the callbacks' counters when the segment began */
-  uint64_t k[NCS_GK_UNJOINED_GRAPH + 1]; /* this segment's counters, by NCS_GK_* */
+  uint64_t k[NCS_GK_MAX + 1]; /* this segment's counters, by NCS_GK_* */
 } X;
 
 static void count(unsigned key, uint64_t n) { X.k[key] += n; }
@@ -201,7 +199,7 @@ static void write_state(int final) {
   if (ncs_gpu_clock(&X.clock_mono, &X.clock_cupti, &X.clock_width) == 0) X.last_cupti = X.clock_cupti;
   s.clock_mono_ns = X.clock_mono, s.clock_cupti_ns = X.clock_cupti, s.clock_width_ns = X.clock_width;
   if (st.state != NCS_GPU_OFF)
-    for (unsigned key = NCS_GK_RECORDS; key <= NCS_GK_UNJOINED_GRAPH; key++) put_counter(&s, key, X.k[key]);
+    for (unsigned key = NCS_GK_RECORDS; key <= NCS_GK_MAX; key++) put_counter(&s, key, X.k[key]);
   chunk_out(); /* records before the state that counts them */
   ncs_buf_t b;
   if (ncs_buf_init(&b, 4096) != 0) return;
@@ -344,14 +342,16 @@ void ncs_gpu_raw(const uint64_t *w, uint64_t hdr, uint32_t thread, uint64_t ts_n
 
 /* ------------------------------------------------------------------ kernels */
 
-/* The replay index of a graph kernel: which launch of its exec graph it belongs to. */
-static uint32_t replay_of(gexec_t *x, uint64_t corr, uint32_t *flags) {
+/* The replay index of a graph kernel: which launch of its exec graph it belongs to, counted from
+ * the GLAUNCH records. Without one (the graph was launched before CUPTI was set up, or the
+ * callback's record was lost) it is 0 and flagged: CUPTI's correlation ids grow in launch order,
+ * so a reader ranks the kernel's among its graph's (trace/gpujoin.c); kernels arrive out of
+ * launch order, so the writer cannot. */
+static uint32_t replay_of(const gexec_t *x, uint64_t corr, uint32_t *flags) {
   const glaunch_t *l = m_find(&X.gl, corr);
   if (l && l->exec == x->exec) return l->replay;
-  /* no GLAUNCH for it (launched before CUPTI, or its record was lost): count by arrival */
   *flags |= NCS_GKF_REPLAY_ORDER;
-  if (corr != x->arrival_corr) x->arrival++, x->arrival_corr = corr;
-  return x->arrival;
+  return 0;
 }
 
 static void join_graph(ncs_gpu_rec_t *g) {
@@ -362,10 +362,7 @@ static void join_graph(ncs_gpu_rec_t *g) {
     n = m_find(&X.cnode, x->orig << 32 | (g->node & 0xFFFFFFFFull));
     if (n && n->launch) g->flags |= NCS_GKF_BY_INDEX;
   }
-  if (!n || !n->launch) {
-    if (x && x->nccl) count(NCS_GK_UNJOINED_GRAPH, 1);
-    return;
-  }
+  if (!n || !n->launch) return; /* not an NCCL node: the application's own graph kernel */
   g->launch = n->launch;
   g->flags |= NCS_GKF_GRAPH;
   count(NCS_GK_REPLAYED, 1);

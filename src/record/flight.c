@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "core/ncs.h"
+#include "gpu/gpu.h"
 #include "record/flight.h"
 #include "trace/encode.h"
 #include "trace/flight.h"
@@ -85,7 +86,7 @@ static struct {
   uint32_t nrings, nops, rings_max;
   uint64_t unkept;
   /* keyframe encoding */
-  ncs_buf_t kf;
+  ncs_buf_t kf, gkf; /* gkf: the GPU part (gpu/gpu.h, ncs_gpu_keyframe) */
   /* triggers */
   uint64_t last_event, last_poll, fired_at;
   struct timespec trig_mtime;
@@ -396,6 +397,15 @@ static void slot_open(uint64_t now) {
     ncs_chunk_header(hdr, NCS_CHUNK_EVENTS, F.kf.p, (uint32_t)F.kf.len);
     slot_append(hdr, sizeof hdr, F.kf.p, F.kf.len);
   }
+  /* GPU truth: NCCL kernel launches whose kernels CUPTI has not reported, a hang's evidence */
+  size_t room = F.slot_cap / 2 > F.slot->used + NCS_CHUNK_HEADER_LEN
+                    ? F.slot_cap / 2 - F.slot->used - NCS_CHUNK_HEADER_LEN : 0;
+  size_t gl = room ? ncs_gpu_keyframe(&F.gkf, room) : 0;
+  if (gl) {
+    uint8_t hdr[NCS_CHUNK_HEADER_LEN];
+    ncs_chunk_header(hdr, NCS_CHUNK_GPU, F.gkf.p, (uint32_t)gl);
+    slot_append(hdr, sizeof hdr, F.gkf.p, gl);
+  }
   F.slot->kf_len = F.slot->used;
   __atomic_store_n(&F.slot->seq, F.h->next_seq++, __ATOMIC_RELEASE);
 }
@@ -475,7 +485,7 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
   F.nops = nops;
   F.rings_max = max_comms;
   F.rings = calloc(max_comms, sizeof(ring_t));
-  if (!F.rings || ncs_buf_init(&F.kf, F.slot_cap)) goto fail;
+  if (!F.rings || ncs_buf_init(&F.kf, F.slot_cap) || ncs_buf_init(&F.gkf, F.slot_cap / 2)) goto fail;
   for (uint32_t i = 0; i < FL_POOL; i++) F.free_[i] = FL_POOL - 1 - i;
   F.nfree = FL_POOL;
   /* the trigger file as it is now is not a request */
@@ -504,6 +514,7 @@ void ncs_fl_close(int clean) {
     for (uint32_t c = 0; c < F.rings_max; c++) free(F.rings[c].ops);
   free(F.rings);
   ncs_buf_free(&F.kf);
+  ncs_buf_free(&F.gkf);
   F.rings = NULL, F.map = NULL, F.h = NULL, F.fd = -1, F.on = 0;
 }
 

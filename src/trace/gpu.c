@@ -7,8 +7,7 @@
 #include "trace/encode.h"
 
 const char *ncs_gpu_state_name(unsigned s) {
-  static const char *const n[NCS_GPU_NSTATES] = {"off", "active", "busy", "unavailable", "failed",
-                                                 "ended"};
+  static const char *const n[NCS_GPU_NSTATES] = {"off", "active", "busy", "unavailable", "failed"};
   return s < NCS_GPU_NSTATES ? n[s] : "?";
 }
 
@@ -24,7 +23,7 @@ const char *ncs_gpu_counter_name(unsigned key) {
       "bad_time",    "cupti_dropped", "no_buffer",     "bad_buffer",     "other_kind",
       "launches",    "pending",      "untracked",      "host_drops",     "graph_nodes",
       "clones",      "node_set_full", "graph_launches", "flush_errors",  "flush_ns",
-      "summarized",  "map_full",     "names_full",     "unjoined_graph"};
+      "summarized",  "map_full",     "names_full"};
   return key < sizeof n / sizeof n[0] ? n[key] : NULL;
 }
 

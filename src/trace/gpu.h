@@ -20,8 +20,7 @@ enum {
   NCS_GPU_BUSY = 2,        /* another CUPTI subscriber holds CUPTI (holder says who): stepped aside */
   NCS_GPU_UNAVAILABLE = 3, /* no usable libcupti (reason says what was tried) */
   NCS_GPU_FAILED = 4,      /* a CUPTI call failed at setup or while running (reason) */
-  NCS_GPU_ENDED = 5,       /* was active; released at the end of the segment */
-  NCS_GPU_NSTATES = 6
+  NCS_GPU_NSTATES = 5
 };
 
 /* GPU_STATE flags */
@@ -54,7 +53,7 @@ enum {
   NCS_GK_SUMMARIZED = 20,    /* kernels counted only in SUMMARY records */
   NCS_GK_MAP_FULL = 21,      /* graph bookkeeping entries that found their table full */
   NCS_GK_NAMES_FULL = 22,    /* kernel records whose name was not kept (name table full) */
-  NCS_GK_UNJOINED_GRAPH = 23,/* kernels of graphs with NCCL nodes that matched no node */
+  NCS_GK_MAX = 22
 };
 
 /* GPU record kinds. A record is u8 kind, varint length of what follows, then its fields: a
@@ -77,7 +76,8 @@ enum {
   NCS_GKF_GRAPH = 1u << 1,    /* a replay of a captured NCCL kernel: `launch` is the capture's KernelLaunch */
   NCS_GKF_BAD_TIME = 1u << 2, /* CUPTI gave no usable start/end: times unknown (duration 0) */
   NCS_GKF_DEVICE_LAUNCHED = 1u << 3,
-  NCS_GKF_REPLAY_ORDER = 1u << 4, /* replay index from arrival order: no GLAUNCH was seen for it */
+  NCS_GKF_REPLAY_ORDER = 1u << 4, /* no GLAUNCH for it: replay 0; a reader ranks its correlation id
+                                     among its exec graph's (CUPTI's ids grow in launch order) */
   NCS_GKF_BY_INDEX = 1u << 5,     /* graph node matched by its index (no GCLONE was seen) */
 };
 
@@ -125,7 +125,8 @@ typedef struct {
                          GEXEC/GLAUNCH/PENDING graph: exec graph id */
   uint64_t node;      /* KERNEL: graph node id; GNODE: capture node id; GCLONE: exec node id */
   uint64_t orig;      /* GCLONE: the captured node id; GEXEC: the graph it was instantiated from */
-  uint32_t replay;    /* KERNEL: 1-based graph launch index of its exec graph (0 not a replay) */
+  uint32_t replay;    /* KERNEL: 1-based graph launch index of its exec graph (0 not a replay, or
+                         unknown: flag NCS_GKF_REPLAY_ORDER) */
   /* SUMMARY: kernels of `stream` on `device`, `count` of them busy `busy_ns` in [start, end] */
   uint64_t count, busy_ns;
 } ncs_gpu_rec_t;

@@ -1,0 +1,101 @@
+# cupti.cmake - GPU truth without a GPU (docs/gpu-truth.md, docs/testing.md "Fake CUPTI"):
+# tests/fake_cupti.c is a libcupti that nccl-sim drives as the CUDA driver would. The plugin
+# finds it loaded, subscribes, and joins the fake kernels to NCCL's KernelLaunch events; the
+# checks compare the trace with what nccl-sim says really ran (--gpu-truth).
+
+# the fake library, named and versioned as the real one (SONAME libcupti.so.13)
+add_library(fake_cupti SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cupti.c)
+target_include_directories(fake_cupti PRIVATE ${CMAKE_SOURCE_DIR}/src)
+# its entry points are an API defined by name (CUPTI's and fakecupti_*), not by a header here
+target_compile_options(fake_cupti PRIVATE -fvisibility=hidden -Wno-missing-prototypes)
+target_link_libraries(fake_cupti PRIVATE Threads::Threads)
+set_target_properties(fake_cupti PROPERTIES OUTPUT_NAME cupti SUFFIX ".so.13" NO_SONAME ON
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecupti)
+target_link_options(fake_cupti PRIVATE -Wl,-soname,libcupti.so.13)
+
+# the checker: a trace's GPU records against what really ran (also used on real GPUs)
+add_executable(ncs-cupti-check ${CMAKE_CURRENT_LIST_DIR}/cupti_check.c)
+target_link_libraries(ncs-cupti-check PRIVATE ncs_trace)
+set_target_properties(ncs-cupti-check PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR})
+
+# cupti_test(NAME EXPECT SIM-ARGS... [ENV var=value...] [CHECK checker-args...])
+# Runs nccl-sim under the plugin with NCCLSCOPE_CUPTI=on and the fake, then the checker; EXPECT
+# is a regular expression the output must match besides "cupti check: ok".
+function(cupti_test name expect)
+  cmake_parse_arguments(CT "" "" "ENV;CHECK" ${ARGN})
+  string(REPLACE ";" " " CT_ENV "${CT_ENV}")
+  string(REPLACE ";" " " CT_CHECK "${CT_CHECK}")
+  add_test(NAME cupti_${name}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cupti_check.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:fake_cupti>
+                   $<TARGET_FILE:ncs-cupti-check> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/cupti-${name} "${CT_ENV}" "${CT_CHECK}"
+                   ${CT_UNPARSED_ARGUMENTS})
+  set_tests_properties(cupti_${name} PROPERTIES TIMEOUT 180
+                       PASS_REGULAR_EXPRESSION "cupti check: ok.*${expect}"
+                       FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
+endfunction()
+
+# the join: eager kernels by correlation id, compute kernels joined to nothing
+cupti_test(eager "nccl_eager=24 nccl_replays=0 compute=48 .*ops_with_cupti=24/24"
+           --scenario allreduce --ranks 4 --iters 6 --compute 2)
+cupti_test(mixed "nccl_eager=[1-9][0-9]* .*compute=[1-9]"
+           --scenario mixed --ranks 4 --comms 2 --iters 6 --compute 1 --procs 2)
+cupti_test(alltoall "nccl_eager=24 .*ops_with_cupti=144/144"
+           --scenario alltoall --ranks 4 --iters 6)
+cupti_test(grouped "nccl_eager=[1-9]"
+           --scenario grouped --ranks 4 --iters 6 --threads 2)
+# CUDA graphs: captured nodes, their instantiated copies, replays with the captured operations;
+# compute kernels captured in the same graph join nothing; with KernelCh off nothing else fires
+# at replay
+cupti_test(graph "nccl_eager=24 nccl_replays=20 compute=[1-9]"
+           --scenario graph --ranks 4 --iters 6 --replays 5 --compute 1 --procs 2)
+cupti_test(graph_no_kernelch "nccl_replays=20 .*ops_with_kernelch=0"
+           --scenario graph --ranks 4 --iters 6 --replays 5 --compute 1
+           ENV NCCLSCOPE_EVENTS=api,group,coll,p2p,launch)
+cupti_test(graph_single_thread "nccl_replays=16 "
+           --scenario graph --ranks 4 --procs 2 --threads 1 --iters 4 --replays 4)
+# no GRAPHNODE_CLONED: nodes matched by index; no cuGraphLaunch callback: replay index by arrival
+cupti_test(graph_by_index "nccl_replays=12 "
+           --scenario graph --ranks 2 --iters 4 --replays 6 ENV FAKECUPTI=no_clone)
+cupti_test(graph_no_launch_callback "nccl_replays=12 "
+           --scenario graph --ranks 2 --iters 4 --replays 6 ENV FAKECUPTI=no_graph_launch)
+# bad records: zero and reversed times flagged, other kinds skipped, a corrupt buffer counted
+cupti_test(bad_records "bad=[1-9]"
+           --scenario allreduce --ranks 4 --iters 20 --compute 2
+           ENV FAKECUPTI=bad_every=7,other_every=5,corrupt_after=30 CHECK --min-bad 10)
+# lost records are counted: CUPTI drops, and buffers refused when the pool is empty
+cupti_test(dropped "missing=[1-9][0-9]* lost_counted="
+           --scenario allreduce --ranks 4 --iters 20 --compute 2
+           ENV FAKECUPTI=drop_every=9 CHECK --allow-lost)
+cupti_test(no_buffer "state=active"
+           --scenario allreduce --ranks 4 --iters 30 --compute 8
+           ENV FAKECUPTI=buffer_records=1 NCCLSCOPE_CUPTI_BUFFER_SIZE=2M CHECK --allow-lost)
+# hangs: launches that never completed are pending, on every rank that hung (rank 1 skipped the
+# operation: it launched nothing)
+cupti_test(hang "hung=3 pending=3"
+           --scenario allreduce --ranks 4 --iters 8 --fault skip:1:5 --hang-s 1)
+cupti_test(flight_hang "hung=3 pending=3"
+           --scenario allreduce --ranks 4 --iters 300 --compute 2 --fault skip:1:250 --hang-s 1
+           ENV NCCLSCOPE_MODE=flight NCCLSCOPE_FLIGHT_SIZE=1M)
+# the degrade paths: the plugin works as without CUPTI, and the trace says why
+cupti_test(busy "state=busy .*ops_with_kernelch=24"
+           --scenario allreduce --ranks 4 --iters 6
+           ENV FAKECUPTI=holder=CUPTI_for_kineto CHECK --state busy --holder kineto)
+cupti_test(subscribe_refused "state=failed .*ops_with_kernelch=24"
+           --scenario allreduce --ranks 4 --iters 6
+           ENV FAKECUPTI=subscribe_error=15 CHECK --state failed --reason CUPTI_ERROR_NOT_INITIALIZED)
+cupti_test(enable_refused "state=failed"
+           --scenario allreduce --ranks 4 --iters 6
+           ENV FAKECUPTI=enable_error=35 CHECK --state failed --reason cuptiActivityEnable)
+cupti_test(no_library "state=unavailable .*ops_with_kernelch=24"
+           --scenario allreduce --ranks 4 --iters 6 --no-cupti
+           ENV NCCLSCOPE_CUPTI_LIB=/nonexistent/libcupti.so.13 CHECK --state unavailable --reason nonexistent)
+cupti_test(off "state=off .*ops_with_kernelch=24"
+           --scenario allreduce --ranks 4 --iters 6 ENV NCCLSCOPE_CUPTI=off CHECK --state off)
+cupti_test(flush_errors "state=failed"
+           --scenario allreduce --ranks 4 --iters 200 --compute 2
+           ENV FAKECUPTI=flush_error_after=2 NCCLSCOPE_FLUSH_MS=5 CHECK --state failed --reason cuptiActivityFlushAll)
+# a second CUPTI client after ours is refused with our name (what PyTorch's profiler would see)
+cupti_test(other_client "state=active"
+           --scenario allreduce --ranks 2 --iters 4 --cupti-other)

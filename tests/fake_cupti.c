@@ -1,0 +1,437 @@
+/* fake_cupti.c - a fake libcupti for the tests: the subset of CUPTI's C API the plugin calls,
+ * plus a control API through which nccl-sim plays the CUDA driver (docs/testing.md "Fake CUPTI").
+ *
+ * Built as libcupti.so.13 (SONAME libcupti.so.13) in the build tree's fakecupti/ directory.
+ * nccl-sim --cupti PATH loads it before the plugin, so the plugin finds it already loaded, the way
+ * it finds PyTorch's copy in a real process.
+ *
+ * CUPTI side: one subscriber at a time (a second gets CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED
+ * and the holder's name, "CUPTI for <name>"), callbacks per (domain, cbid), activity buffers
+ * requested through the registered callback and handed back when full or flushed, records laid
+ * out like CUpti_ActivityKernel10 (216 bytes, the fields the plugin reads at their real offsets),
+ * timestamps in CLOCK_REALTIME ns like CUPTI's on Linux.
+ *
+ * Driver side (fakecupti_*): a kernel launch fires the driver callback around it and, when its
+ * stream is capturing, GRAPHNODE_CREATED inside it; instantiation fires GRAPHNODE_CLONED for every
+ * node and GRAPHEXEC_CREATED; a graph launch fires the cuGraphLaunch callback. Kernels are reported
+ * with the times nccl-sim gives (CLOCK_MONOTONIC ns, converted here).
+ *
+ * FAKECUPTI (comma-separated) injects what real CUPTI can do to the plugin:
+ *   holder=NAME        another client subscribed first (the plugin must step aside)
+ *   subscribe_error=N  cuptiSubscribe fails with N;  enable_error=N  cuptiActivityEnable fails with N
+ *   flush_error_after=N  cuptiActivityFlushAll fails from its (N+1)-th call on (errors mid-run)
+ *   bad_every=N        every N-th kernel record is bad: zero start, then end < start, by turns
+ *   other_every=N      after every N-th kernel record, a record of another activity kind
+ *   corrupt_after=N    the buffer after the N-th record is cut by an undecodable record (once)
+ *   drop_every=N       every N-th kernel record is dropped and counted as CUPTI drops it
+ *   buffer_records=N   hand a buffer back after N records (default: when full)
+ *   skew_ns=N          CUPTI's clock reads N ns off CLOCK_REALTIME
+ *   no_clone           no GRAPHNODE_CLONED callbacks;  no_graph_launch  no cuGraphLaunch callback
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpu/cupti_decl.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define REC_BYTES 216   /* sizeof(CUpti_ActivityKernel10) */
+#define OTHER_BYTES 64  /* a record of another kind */
+#define OTHER_KIND 5    /* CUPTI_ACTIVITY_KIND_RUNTIME */
+#define BAD_KIND 0x7777 /* no such kind: cuptiActivityGetNextRecord fails on it */
+#define MAX_GRAPHS 4096
+#define MAX_NODES 64
+
+typedef struct {
+  int used;
+  uint32_t nnodes;
+  int kernel[MAX_NODES]; /* node types: 1 kernel */
+} graph_t;
+
+static struct {
+  pthread_mutex_t mu;
+  int subscribed;
+  char holder[64];
+  ncs_cupti_callback_fn cb;
+  void *ud;
+  uint8_t enabled[4][1024]; /* [domain][cbid] */
+  int activity;
+  ncs_cupti_buf_request_fn req;
+  ncs_cupti_buf_complete_fn done;
+  uint8_t *buf;
+  size_t cap, used;
+  uint32_t nrec;
+  uint64_t dropped_pending; /* reported with the next completed buffer */
+  uint32_t next_corr, next_graph;
+  graph_t graphs[MAX_GRAPHS];
+  int64_t rt_minus_mono;
+  uint64_t kernels, flushes;
+  int corrupted;
+  /* FAKECUPTI */
+  int sub_err, enable_err, no_clone, no_glaunch;
+  long flush_ok, bad_every, other_every, corrupt_after, drop_every, buffer_records;
+  int64_t skew;
+} F = {.mu = PTHREAD_MUTEX_INITIALIZER, .next_corr = 1, .next_graph = 1};
+
+static uint64_t clk(clockid_t id) {
+  struct timespec t;
+  clock_gettime(id, &t);
+  return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static long opt(const char *s, const char *key, long def) {
+  size_t n = strlen(key);
+  for (const char *p = s; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, key, n) && (p[n] == '=' || p[n] == ',' || !p[n])) return p[n] == '=' ? strtol(p + n + 1, NULL, 0) : 1;
+  return def;
+}
+
+__attribute__((constructor)) static void fake_init(void) {
+  const char *s = getenv("FAKECUPTI");
+  if (!s) s = "";
+  const char *h = strstr(s, "holder=");
+  if (h) {
+    size_t n = strcspn(h + 7, ",");
+    snprintf(F.holder, sizeof F.holder, "%.*s", (int)n, h + 7);
+  }
+  F.sub_err = (int)opt(s, "subscribe_error", 0), F.enable_err = (int)opt(s, "enable_error", 0);
+  F.flush_ok = opt(s, "flush_error_after", -1), F.bad_every = opt(s, "bad_every", 0);
+  F.other_every = opt(s, "other_every", 0), F.corrupt_after = opt(s, "corrupt_after", 0);
+  F.drop_every = opt(s, "drop_every", 0), F.buffer_records = opt(s, "buffer_records", 0);
+  F.skew = opt(s, "skew_ns", 0), F.no_clone = (int)opt(s, "no_clone", 0);
+  F.no_glaunch = (int)opt(s, "no_graph_launch", 0);
+  F.rt_minus_mono = (int64_t)(clk(CLOCK_REALTIME) - clk(CLOCK_MONOTONIC));
+}
+
+static uint64_t cupti_time(uint64_t mono) { return (uint64_t)((int64_t)mono + F.rt_minus_mono + F.skew); }
+
+/* ------------------------------------------------------------------ CUPTI API */
+
+EXPORT ncs_cupti_result_t cuptiGetVersion(uint32_t *v) {
+  *v = 130001;
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiGetResultString(ncs_cupti_result_t r, const char **s) {
+  switch (r) {
+  case 0: *s = "CUPTI_SUCCESS"; break;
+  case NCS_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED: *s = "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"; break;
+  case NCS_CUPTI_ERROR_NOT_INITIALIZED: *s = "CUPTI_ERROR_NOT_INITIALIZED"; break;
+  default: *s = "CUPTI_ERROR_UNKNOWN (fake)"; break;
+  }
+  return 0;
+}
+
+static ncs_cupti_result_t subscribe(ncs_cupti_subscriber_t *sub, ncs_cupti_callback_fn cb, void *ud,
+                                    const char *name, char *old, size_t oldn) {
+  pthread_mutex_lock(&F.mu);
+  ncs_cupti_result_t r = 0;
+  if (F.sub_err)
+    r = F.sub_err;
+  else if (F.subscribed || F.holder[0]) {
+    r = NCS_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+    if (old && oldn) snprintf(old, oldn, "%s", F.holder);
+  } else {
+    F.subscribed = 1, F.cb = cb, F.ud = ud;
+    snprintf(F.holder, sizeof F.holder, "CUPTI for %s", name ? name : "<not provided>");
+    *sub = (ncs_cupti_subscriber_t)&F;
+  }
+  pthread_mutex_unlock(&F.mu);
+  return r;
+}
+
+EXPORT ncs_cupti_result_t cuptiSubscribe(ncs_cupti_subscriber_t *sub, ncs_cupti_callback_fn cb, void *ud) {
+  return subscribe(sub, cb, ud, NULL, NULL, 0);
+}
+
+EXPORT ncs_cupti_result_t cuptiSubscribe_v2(ncs_cupti_subscriber_t *sub, ncs_cupti_callback_fn cb, void *ud,
+                                            ncs_cupti_subscriber_params_t *p) {
+  if (p && p->structSize < sizeof *p) return NCS_CUPTI_ERROR_INVALID_PARAMETER;
+  return subscribe(sub, cb, ud, p ? p->subscriberName : NULL, p ? p->oldSubscriberName : NULL,
+                   p ? p->oldSubscriberSize : 0);
+}
+
+EXPORT ncs_cupti_result_t cuptiUnsubscribe(ncs_cupti_subscriber_t sub) {
+  pthread_mutex_lock(&F.mu);
+  ncs_cupti_result_t r = sub == (ncs_cupti_subscriber_t)&F && F.subscribed ? 0 : NCS_CUPTI_ERROR_INVALID_PARAMETER;
+  if (!r) {
+    F.subscribed = 0, F.cb = NULL, F.holder[0] = 0;
+    memset(F.enabled, 0, sizeof F.enabled);
+  }
+  pthread_mutex_unlock(&F.mu);
+  return r;
+}
+
+EXPORT ncs_cupti_result_t cuptiEnableCallback(uint32_t en, ncs_cupti_subscriber_t sub, int domain, uint32_t cbid) {
+  if (sub != (ncs_cupti_subscriber_t)&F || domain < 0 || domain > 3 || cbid >= 1024)
+    return NCS_CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&F.mu);
+  F.enabled[domain][cbid] = en != 0;
+  pthread_mutex_unlock(&F.mu);
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiActivityRegisterCallbacks(ncs_cupti_buf_request_fn req, ncs_cupti_buf_complete_fn done) {
+  if (!req || !done) return NCS_CUPTI_ERROR_INVALID_PARAMETER;
+  pthread_mutex_lock(&F.mu);
+  F.req = req, F.done = done;
+  pthread_mutex_unlock(&F.mu);
+  return 0;
+}
+
+static ncs_cupti_result_t set_activity(int kind, int on) {
+  if (on && F.enable_err) return F.enable_err;
+  pthread_mutex_lock(&F.mu);
+  if (kind == NCS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) F.activity = on;
+  pthread_mutex_unlock(&F.mu);
+  return 0;
+}
+EXPORT ncs_cupti_result_t cuptiActivityEnable(int kind) { return set_activity(kind, 1); }
+EXPORT ncs_cupti_result_t cuptiActivityDisable(int kind) { return set_activity(kind, 0); }
+
+static size_t rec_size(const uint8_t *p) {
+  uint32_t kind;
+  memcpy(&kind, p, sizeof kind);
+  return kind == NCS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? REC_BYTES : kind == OTHER_KIND ? OTHER_BYTES : 0;
+}
+
+/* *rec NULL: start at the buffer's first record, else the one after *rec. */
+EXPORT ncs_cupti_result_t cuptiActivityGetNextRecord(uint8_t *buf, size_t valid, void **rec) {
+  size_t off = 0;
+  if (*rec) {
+    off = (size_t)((uint8_t *)*rec - buf);
+    size_t n = off + 4 <= valid ? rec_size((uint8_t *)*rec) : 0;
+    if (!n) return 21; /* CUPTI_ERROR_INVALID_KIND */
+    off += n;
+  }
+  if (off >= valid) return NCS_CUPTI_ERROR_MAX_LIMIT_REACHED;
+  if (off + 4 > valid || !rec_size(buf + off) || off + rec_size(buf + off) > valid) return 21;
+  *rec = buf + off;
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiActivityGetNumDroppedRecords(void *ctx, uint32_t stream, size_t *n) {
+  (void)ctx, (void)stream;
+  pthread_mutex_lock(&F.mu);
+  *n = (size_t)F.dropped_pending;
+  F.dropped_pending = 0;
+  pthread_mutex_unlock(&F.mu);
+  return 0;
+}
+
+/* Hand the current buffer back (the caller holds F.mu; it is released around the callback). */
+static void complete_locked(void) {
+  if (!F.buf) return;
+  uint8_t *b = F.buf;
+  size_t cap = F.cap, used = F.used;
+  F.buf = NULL, F.cap = F.used = 0, F.nrec = 0;
+  ncs_cupti_buf_complete_fn done = F.done;
+  pthread_mutex_unlock(&F.mu);
+  if (done) done(NULL, 0, b, cap, used);
+  pthread_mutex_lock(&F.mu);
+}
+
+EXPORT ncs_cupti_result_t cuptiActivityFlushAll(uint32_t flag) {
+  (void)flag;
+  pthread_mutex_lock(&F.mu);
+  F.flushes++;
+  ncs_cupti_result_t r = F.flush_ok >= 0 && (long)F.flushes > F.flush_ok ? 999 : 0;
+  if (!r) complete_locked();
+  pthread_mutex_unlock(&F.mu);
+  return r;
+}
+
+EXPORT ncs_cupti_result_t cuptiActivityFlushPeriod(uint32_t ms) {
+  (void)ms;
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiGetTimestamp(uint64_t *t) {
+  *t = cupti_time(clk(CLOCK_MONOTONIC));
+  return 0;
+}
+
+/* handles: node = (1 << 62) | (graph << 32) | index, graph and exec = (1 << 61) | id */
+#define NODE_H(g, i) ((void *)(uintptr_t)(1ull << 62 | (uint64_t)(g) << 32 | (i)))
+#define GRAPH_H(g) ((void *)(uintptr_t)(1ull << 61 | (g)))
+EXPORT ncs_cupti_result_t cuptiGetGraphNodeId(void *node, uint64_t *id) {
+  uint64_t v = (uint64_t)(uintptr_t)node;
+  if (!(v >> 62)) return NCS_CUPTI_ERROR_INVALID_PARAMETER;
+  *id = v & ~(1ull << 62);
+  return 0;
+}
+EXPORT ncs_cupti_result_t cuptiGetGraphId(void *graph, uint32_t *id) {
+  uint64_t v = (uint64_t)(uintptr_t)graph;
+  if (!(v >> 61)) return NCS_CUPTI_ERROR_INVALID_PARAMETER;
+  *id = (uint32_t)v;
+  return 0;
+}
+EXPORT ncs_cupti_result_t cuptiGetGraphExecId(void *exec, uint32_t *id) { return cuptiGetGraphId(exec, id); }
+
+/* ------------------------------------------------------------------ the driver (nccl-sim) */
+
+static void fire(int domain, uint32_t cbid, const void *data) {
+  pthread_mutex_lock(&F.mu);
+  ncs_cupti_callback_fn cb = F.subscribed && F.enabled[domain][cbid] ? F.cb : NULL;
+  void *ud = F.ud;
+  pthread_mutex_unlock(&F.mu);
+  if (cb) cb(ud, domain, cbid, data);
+}
+
+static void fire_graph(uint32_t cbid, void *graph, void *orig_graph, void *node, void *orig_node, void *exec) {
+  ncs_cupti_graphdata_t gd = {graph, orig_graph, node, orig_node, NCS_CU_GRAPH_NODE_TYPE_KERNEL, NULL, exec};
+  ncs_cupti_resdata_t rd = {NULL, NULL, &gd};
+  fire(NCS_CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+
+/* A new graph to capture into: its id. */
+EXPORT uint32_t fakecupti_graph_new(void) {
+  pthread_mutex_lock(&F.mu);
+  uint32_t g = F.next_graph < MAX_GRAPHS ? F.next_graph++ : 0;
+  if (g) memset(&F.graphs[g], 0, sizeof F.graphs[g]), F.graphs[g].used = 1;
+  pthread_mutex_unlock(&F.mu);
+  return g;
+}
+
+/* cuLaunchKernelEx on a stream, capturing into `graph` (0: not capturing). Returns the
+ * correlation id; *node the captured node's id (0 when not captured). */
+EXPORT uint32_t fakecupti_launch(int graph, uint64_t *node) {
+  pthread_mutex_lock(&F.mu);
+  uint32_t corr = F.next_corr++;
+  pthread_mutex_unlock(&F.mu);
+  ncs_cupti_cbdata_t cb = {.callbackSite = NCS_CUPTI_API_ENTER, .functionName = "cuLaunchKernelEx",
+                           .correlationId = corr};
+  fire(NCS_CUPTI_CB_DOMAIN_DRIVER_API, NCS_CUPTI_DRIVER_CBID_cuLaunchKernelEx, &cb);
+  if (node) *node = 0;
+  if (graph > 0 && graph < MAX_GRAPHS) {
+    pthread_mutex_lock(&F.mu);
+    graph_t *g = &F.graphs[graph];
+    uint32_t i = g->nnodes < MAX_NODES ? g->nnodes++ : MAX_NODES;
+    if (i < MAX_NODES) g->kernel[i] = 1;
+    pthread_mutex_unlock(&F.mu);
+    if (i < MAX_NODES) {
+      fire_graph(NCS_CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, GRAPH_H(graph), NULL, NODE_H(graph, i), NULL, NULL);
+      if (node) *node = (uint64_t)graph << 32 | i;
+    }
+  }
+  cb.callbackSite = NCS_CUPTI_API_EXIT;
+  fire(NCS_CUPTI_CB_DOMAIN_DRIVER_API, NCS_CUPTI_DRIVER_CBID_cuLaunchKernelEx, &cb);
+  return corr;
+}
+
+/* cudaGraphInstantiate: a clone graph whose id is the exec graph's id. */
+EXPORT uint32_t fakecupti_instantiate(uint32_t graph) {
+  uint32_t exec = fakecupti_graph_new();
+  if (!exec || !graph || graph >= MAX_GRAPHS) return exec;
+  pthread_mutex_lock(&F.mu);
+  F.graphs[exec] = F.graphs[graph];
+  uint32_t n = F.graphs[graph].nnodes;
+  pthread_mutex_unlock(&F.mu);
+  for (uint32_t i = 0; i < n && !F.no_clone; i++)
+    fire_graph(NCS_CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, GRAPH_H(exec), GRAPH_H(graph), NODE_H(exec, i),
+               NODE_H(graph, i), NULL);
+  fire_graph(NCS_CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, GRAPH_H(graph), NULL, NULL, NULL, GRAPH_H(exec));
+  return exec;
+}
+
+/* cuGraphLaunch: the correlation id every kernel of this launch carries. */
+EXPORT uint32_t fakecupti_graph_launch(uint32_t exec, void *stream) {
+  pthread_mutex_lock(&F.mu);
+  uint32_t corr = F.next_corr++;
+  pthread_mutex_unlock(&F.mu);
+  ncs_cu_graph_launch_params_t p = {GRAPH_H(exec), stream};
+  ncs_cupti_cbdata_t cb = {.callbackSite = NCS_CUPTI_API_ENTER, .functionName = "cuGraphLaunch",
+                           .functionParams = &p, .correlationId = corr};
+  if (!F.no_glaunch) fire(NCS_CUPTI_CB_DOMAIN_DRIVER_API, NCS_CUPTI_DRIVER_CBID_cuGraphLaunch, &cb);
+  cb.callbackSite = NCS_CUPTI_API_EXIT;
+  if (!F.no_glaunch) fire(NCS_CUPTI_CB_DOMAIN_DRIVER_API, NCS_CUPTI_DRIVER_CBID_cuGraphLaunch, &cb);
+  return corr;
+}
+
+/* Room for n bytes in the current buffer, asking for one when needed (F.mu held). */
+static uint8_t *room_locked(size_t n) {
+  if (F.buf && (F.used + n > F.cap || (F.buffer_records > 0 && F.nrec >= (uint32_t)F.buffer_records)))
+    complete_locked();
+  if (!F.buf) {
+    ncs_cupti_buf_request_fn req = F.req;
+    uint8_t *b = NULL;
+    size_t cap = 0, maxr = 0;
+    pthread_mutex_unlock(&F.mu);
+    if (req) req(&b, &cap, &maxr);
+    pthread_mutex_lock(&F.mu);
+    if (!b || cap < REC_BYTES || ((uintptr_t)b & 7)) return NULL;
+    if (F.buf) complete_locked(); /* another thread got one meanwhile */
+    F.buf = b, F.cap = cap, F.used = 0, F.nrec = 0;
+  }
+  uint8_t *p = F.buf + F.used;
+  F.used += n;
+  F.nrec++;
+  return p;
+}
+
+/* A kernel ran from start to end (CLOCK_MONOTONIC ns). Returns 1 when a record was queued. */
+EXPORT int fakecupti_kernel(uint32_t corr, uint32_t device, uint32_t stream, const char *name,
+                            uint64_t start, uint64_t end, uint32_t graph, uint64_t node) {
+  pthread_mutex_lock(&F.mu);
+  int ok = 0;
+  if (!F.activity) goto out;
+  uint64_t k = ++F.kernels;
+  if (F.drop_every && k % (uint64_t)F.drop_every == 0) {
+    F.dropped_pending++;
+    goto out;
+  }
+  uint8_t *p = room_locked(REC_BYTES);
+  if (!p) { /* no buffer: CUPTI drops the record and counts it */
+    F.dropped_pending++;
+    goto out;
+  }
+  memset(p, 0, REC_BYTES);
+  ncs_cupti_kernel_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = NCS_CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  r.start = cupti_time(start), r.end = cupti_time(end), r.completed = r.end;
+  r.deviceId = device, r.streamId = stream, r.correlationId = corr, r.name = name;
+  r.graphId = graph, r.graphNodeId = graph ? node : 0;
+  if (F.bad_every && k % (uint64_t)F.bad_every == 0) {
+    if ((k / (uint64_t)F.bad_every) & 1)
+      r.start = 0;
+    else
+      r.end = r.start - 1000;
+  }
+  memcpy(p, &r, sizeof r);
+  ok = 1;
+  if (F.other_every && k % (uint64_t)F.other_every == 0) {
+    uint8_t *o = room_locked(OTHER_BYTES);
+    if (o) {
+      memset(o, 0, OTHER_BYTES);
+      uint32_t kind = OTHER_KIND;
+      memcpy(o, &kind, sizeof kind);
+    }
+  }
+  if (F.corrupt_after && !F.corrupted && k >= (uint64_t)F.corrupt_after) {
+    uint8_t *o = room_locked(OTHER_BYTES); /* the rest of this buffer cannot be decoded */
+    if (o) {
+      uint32_t kind = BAD_KIND;
+      memset(o, 0, OTHER_BYTES);
+      memcpy(o, &kind, sizeof kind);
+      F.corrupted = 1;
+      complete_locked(); /* nothing after it in this buffer: every kernel is still accounted for */
+    }
+  }
+out:
+  pthread_mutex_unlock(&F.mu);
+  return ok;
+}
+
+/* Another CUPTI client (PyTorch's profiler, say) tries to subscribe: CUPTI's answer, and the
+ * holder it names. A successful one unsubscribes at once. */
+EXPORT int fakecupti_subscribe_other(const char *name, char *holder, size_t n) {
+  ncs_cupti_subscriber_t s;
+  ncs_cupti_subscriber_params_t p = {sizeof p, name, holder, n};
+  ncs_cupti_result_t r = cuptiSubscribe_v2(&s, NULL, NULL, &p);
+  if (!r) cuptiUnsubscribe(s);
+  return r;
+}
