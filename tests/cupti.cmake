@@ -99,3 +99,26 @@ cupti_test(flush_errors "state=failed"
 # a second CUPTI client after ours is refused with our name (what PyTorch's profiler would see)
 cupti_test(other_client "state=active"
            --scenario allreduce --ranks 2 --iters 4 --cupti-other)
+
+# the plugin's CUPTI declarations against the real headers, where a CUDA toolkit has them
+find_package(CUDAToolkit QUIET)
+if(CUDAToolkit_FOUND)
+  find_path(NCS_CUPTI_INCLUDE_DIR cupti.h
+            HINTS ${CUDAToolkit_INCLUDE_DIRS} ${CUDAToolkit_LIBRARY_ROOT}/extras/CUPTI/include
+                  ${CUDAToolkit_TARGET_DIR}/extras/CUPTI/include)
+endif()
+if(NCS_CUPTI_INCLUDE_DIR)
+  add_executable(test_cupti_decl ${CMAKE_CURRENT_LIST_DIR}/test_cupti_decl.c)
+  target_include_directories(test_cupti_decl SYSTEM PRIVATE ${NCS_CUPTI_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+  target_include_directories(test_cupti_decl PRIVATE ${CMAKE_SOURCE_DIR}/src)
+  add_test(NAME cupti_declarations COMMAND test_cupti_decl)
+  set_tests_properties(cupti_declarations PROPERTIES PASS_REGULAR_EXPRESSION "cupti declarations: ok")
+else()
+  message(STATUS "ncclscope: CUPTI headers not found; the check of the plugin's CUPTI declarations is skipped")
+endif()
+
+# the GPU chunks through the encoder and the reader, and their damage handling
+add_executable(test_gpu_format ${CMAKE_CURRENT_LIST_DIR}/test_gpu_format.c)
+target_link_libraries(test_gpu_format PRIVATE ncs_trace ncs_tracegen)
+add_test(NAME cupti_format COMMAND test_gpu_format)
+set_tests_properties(cupti_format PROPERTIES PASS_REGULAR_EXPRESSION "gpu format: ok")

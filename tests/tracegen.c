@@ -219,3 +219,45 @@ void tg_sample(tg_t *g, int nseg, int crash, uint64_t pid) {
     if (!(crash && s == nseg - 1)) tg_counters(g, NCS_CHUNK_FOOTER, n);
   }
 }
+
+/* ---- GPU chunks */
+
+void tg_gpu_state(ncs_gpu_state_t *s) {
+  memset(s, 0, sizeof *s);
+  s->state = NCS_GPU_ACTIVE, s->flags = NCS_GSF_FINAL, s->since_ns = 1000000050;
+  s->reason = "", s->library = "/opt/cuda/lib64/libcupti.so.13", s->api_version = 130001;
+  s->holder = "", s->clock_mono_ns = 1000000060, s->clock_cupti_ns = 1700000000000000060ull;
+  s->clock_width_ns = 40;
+  for (unsigned k = NCS_GK_RECORDS; k <= NCS_GK_MAX; k++) s->keys[s->ncounters] = k, s->values[s->ncounters++] = 10 * k;
+}
+
+void tg_gpu_rec(ncs_gpu_rec_t *g, uint8_t kind, uint32_t i) {
+  memset(g, 0, sizeof *g);
+  g->kind = kind;
+  g->flags = kind == NCS_GR_KERNEL ? NCS_GKF_GRAPH : kind == NCS_GR_PENDING ? NCS_GLF_GRAPH : 0;
+  g->ts = 1000000100ull + 7 * i, g->thread = i % 3;
+  g->corr = 50 + i, g->launch = 1000 + i, g->comm = 1 + i % 2, g->group = 900 + i;
+  g->stream = kind == NCS_GR_KERNEL || kind == NCS_GR_SUMMARY ? 16 + i : 0x5a000100ull + i;
+  g->start = 1700000000000001000ull + 1000ull * i, g->end = g->start + 500 + i;
+  g->device = i % 8, g->name_id = kind == NCS_GR_KERNEL ? 1 : 0;
+  g->graph = 3 + i, g->node = (uint64_t)(3 + i) << 32 | i, g->orig = (uint64_t)(1 + i) << 32 | i;
+  g->replay = kind == NCS_GR_KERNEL ? 1 + i : 0;
+  g->count = kind == NCS_GR_SUMMARY ? 40 + i : 0, g->busy_ns = kind == NCS_GR_SUMMARY ? 9000 + i : 0;
+}
+
+void tg_gpu(tg_t *g) {
+  ncs_gpu_state_t s;
+  tg_gpu_state(&s);
+  ncs_gpu_enc_state(&g->pay, &s);
+  tg_chunk(g, NCS_CHUNK_GPU_STATE);
+  ncs_gpu_chunk_t c;
+  ncs_gpu_enc_begin(&g->pay, &c, 1000000100, 1700000000000000900ull);
+  for (uint32_t i = 0; i < 2; i++)
+    for (uint8_t k = NCS_GR_KERNEL; k <= NCS_GR_MAX; k++) {
+      ncs_gpu_rec_t r;
+      tg_gpu_rec(&r, k, i);
+      ncs_gpu_enc_rec(&g->pay, &c, &r);
+    }
+  ncs_gpu_enc_end(&g->pay, &c);
+  tg_chunk(g, NCS_CHUNK_GPU);
+}

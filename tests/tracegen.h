@@ -36,6 +36,12 @@ void tg_segment(tg_t *g, uint32_t epoch, uint64_t pid); /* SEGMENT, CLOCK, STRIN
 uint32_t tg_all_events(tg_t *g, uint64_t base_ns, uint64_t first_id);
 void tg_counters(tg_t *g, uint16_t type, uint32_t nrecs); /* COUNTERS or FOOTER */
 
+/* GPU chunks (format 1.2): a GPU_STATE and a GPU chunk with one record of every kind, their
+ * values from tg_gpu_rec (kind k, index i) and tg_gpu_state. Kernel names use string id 1. */
+void tg_gpu_state(ncs_gpu_state_t *s);
+void tg_gpu_rec(ncs_gpu_rec_t *g, uint8_t kind, uint32_t i);
+void tg_gpu(tg_t *g);
+
 /* A complete file: `nseg` segments; the last one has no footer when `crash`. */
 void tg_sample(tg_t *g, int nseg, int crash, uint64_t pid);
 

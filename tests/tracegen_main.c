@@ -104,6 +104,7 @@ static void c_unknown(tg_t *g) {
   ncs_buf_bytes(&g->pay, "\x01\x02\x03\x04", 4);
   tg_chunk(g, 42);
 }
+static void c_gpu(tg_t *g) { tg_gpu(g); }
 static void c_two_segments(tg_t *g) {
   c_footer(g);
   tg_segment(g, 1, 77);
@@ -200,6 +201,7 @@ static void corpus(const char *root) {
   seed(d, "comm-end", c_comm_end);
   seed(d, "unknown-chunk", c_unknown);
   seed(d, "two-segments", c_two_segments);
+  seed(d, "gpu", c_gpu);
   put_sample(d, "sample-crashed", 1, 1, 88);
   put_flight(d, "flight-exited", 0);
   put_flight(d, "flight-killed", 1);

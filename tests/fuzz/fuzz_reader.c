@@ -35,6 +35,20 @@ static void check_event(const ncs_reader_t *r, const ncs_event_t *e) {
   }
 }
 
+static void check_gpu(const ncs_reader_t *r, const ncs_item_t *it) {
+  if (it->what == NCS_ITEM_GPU_STATE) {
+    const ncs_gpu_state_t *s = &it->gpu_state;
+    CHECK(s->state < NCS_GPU_NSTATES && s->ncounters <= NCS_GPU_MAX_COUNTERS);
+    CHECK(s->reason && s->library && s->holder);
+    CHECK(strlen(s->reason) <= NCS_STRING_MAX && strlen(s->library) <= NCS_STRING_MAX);
+    return;
+  }
+  const ncs_gpu_rec_t *g = &it->gpu;
+  CHECK(g->kind >= NCS_GR_KERNEL && g->kind <= NCS_GR_MAX);
+  CHECK(g->name == NULL || g->name == ncs_reader_string(r, g->name_id));
+  CHECK(g->name == NULL || strlen(g->name) <= NCS_STRING_MAX);
+}
+
 static void check_item(const ncs_reader_t *r, const ncs_item_t *it) {
   const ncs_segment_info_t *s = ncs_reader_segment(r);
   CHECK(s != NULL); /* every item comes after a SEGMENT */
@@ -46,6 +60,8 @@ static void check_item(const ncs_reader_t *r, const ncs_item_t *it) {
   case NCS_ITEM_EVENT: check_event(r, &it->ev); break;
   case NCS_ITEM_COUNTERS:
   case NCS_ITEM_FOOTER: CHECK(it->counters && it->counters->nkeys <= 512); break;
+  case NCS_ITEM_GPU_STATE:
+  case NCS_ITEM_GPU: check_gpu(r, it); break;
   default: CHECK(it->what >= NCS_ITEM_SEGMENT && it->what <= NCS_ITEM_FOOTER);
   }
 }
