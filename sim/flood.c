@@ -124,7 +124,9 @@ static void flood_api_round(producer_t *p, flood_state_t *s) {
   f_start(p, SIM_T_COLL, &coll, &s->coll);
   s->launch.parentObj = g;
   f_start(p, SIM_T_KERNEL_LAUNCH, &l, &s->launch);
+  uint32_t corr = sim_gpu_launch(0, NULL); /* --cupti: cuLaunchKernelEx, inside the event */
   f_stop(p, SIM_T_KERNEL_LAUNCH, &l);
+  if (corr) sim_gpu_flood_kernel(corr);
   f_stop(p, SIM_T_COLL, &coll);
   f_stop(p, SIM_T_GROUP, &grp);
   f_stop(p, SIM_T_GROUP_API, &g);

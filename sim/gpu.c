@@ -172,3 +172,11 @@ void sim_gpu_other(void) {
   for (char *p = sim_cnt->cupti_other_holder; *p; p++)
     if (*p == ' ') *p = '_';
 }
+
+void sim_gpu_flood_kernel(uint32_t corr) {
+  uint64_t t = sim_now_ns();
+  if (!S.kernel(corr, 0, 16, nccl_names[F_ALLREDUCE], t, t + 1000, 0, 0))
+    atomic_fetch_add(&sim_cnt->gpu_untraced, 1);
+  else
+    atomic_fetch_add(&sim_cnt->gpu_nccl, 1);
+}

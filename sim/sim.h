@@ -428,6 +428,7 @@ void sim_gpu_compute(int device, uint32_t graph, uint64_t *nodes, int n);
 void sim_gpu_compute_replay(int device, uint32_t exec, uint32_t corr, uint32_t replay,
                             const uint64_t *nodes, int n);
 void sim_gpu_other(void);
+void sim_gpu_flood_kernel(uint32_t corr); /* flood --cold: the launched kernel ran (no truth line) */
 
 /* ---------------------------------------------------------------- scenarios.c / flood.c */
 typedef struct {

@@ -122,3 +122,13 @@ add_executable(test_gpu_format ${CMAKE_CURRENT_LIST_DIR}/test_gpu_format.c)
 target_link_libraries(test_gpu_format PRIVATE ncs_trace ncs_tracegen)
 add_test(NAME cupti_format COMMAND test_gpu_format)
 set_tests_properties(cupti_format PROPERTIES PASS_REGULAR_EXPRESSION "gpu format: ok")
+
+# what CUPTI on adds to NCCL's thread per kernel launch, in instructions (callgrind); sanitizers
+# add instructions, so only the plain build counts them
+if(NOT NCS_SANITIZE)
+  add_test(NAME cupti_launch_cost
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cupti_launch_cost.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:fake_cupti>
+                   ${CMAKE_CURRENT_BINARY_DIR}/cupti-launch-cost)
+  set_tests_properties(cupti_launch_cost PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "cupti launch cost: ok")
+endif()

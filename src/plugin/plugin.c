@@ -753,14 +753,20 @@ static int handle_ok(uint64_t h) {
          id - ncs_g.id_base < atomic_load_explicit(&ncs_g.id_counter, memory_order_relaxed) - ncs_g.id_base;
 }
 
+static ncs_result_t stop_any(void *eh);
+
 /* STOP/STATE off the fast path: group sampling's hooks, counting what was wrong, or writing the
  * record after claiming a slot or a block. */
 static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a1) {
   uint64_t h = (uint64_t)(uintptr_t)eh;
   if (NCS_UNLIKELY((h >> 56) == NCS_EH_TAG_LAUNCH)) { /* a KernelLaunch while CUPTI is active */
-    if (kind == NCS_REC_STOP) ncs_gpu_launch_end();
     h = (h & ~(0xFFull << 56)) | (NCS_EH_TAG << 56);
     eh = (void *)(uintptr_t)h;
+    if (kind == NCS_REC_STOP) { /* the launch is over; its STOP as any other's */
+      ncs_gpu_launch_end();
+      stop_any(eh);
+      return;
+    }
   }
   if (is_hook(h)) { /* an unrecorded event of an unsampled group */
     if (kind == NCS_REC_STOP && h == (uint64_t)(uintptr_t)&ncs_hook[0]) group_sample_stop();
