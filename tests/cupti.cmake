@@ -132,3 +132,13 @@ if(NOT NCS_SANITIZE)
                    ${CMAKE_CURRENT_BINARY_DIR}/cupti-launch-cost)
   set_tests_properties(cupti_launch_cost PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "cupti launch cost: ok")
 endif()
+
+# ncclscope record --cupti on: the plugin takes CUPTI and the trace says so
+ncs_cli_test(record_cupti_bad 2 "--cupti must be on or off" -- ${NCS_EXE} record --cupti maybe -- true)
+add_test(NAME cupti_record
+         COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/cupti-record' && \
+'$<TARGET_FILE:ncclscope>' record -o '${CMAKE_CURRENT_BINARY_DIR}/cupti-record' --cupti on -- \
+'$<TARGET_FILE:nccl-sim>' --cupti '$<TARGET_FILE:fake_cupti>' --scenario allreduce --ranks 2 --iters 3 >/dev/null && \
+'$<TARGET_FILE:ncclscope>' dump --stats '${CMAKE_CURRENT_BINARY_DIR}/cupti-record'")
+set_tests_properties(cupti_record PROPERTIES PASS_REGULAR_EXPRESSION
+                     "CUPTI: active.*kernels \\(CUPTI\\): 6: 6 NCCL eager.*6 from CUPTI")

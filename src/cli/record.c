@@ -38,6 +38,10 @@ static const char record_help[] =
     "                         only counts of the others; 1: every operation (default: 64 in trace\n"
     "                         mode, 1 in flight mode; NCCLSCOPE_SAMPLE, docs/config.md \"Sampling\").\n"
     "                         -k, --kernel-sample is its earlier name\n"
+    "      --cupti on|off     GPU times of every kernel from CUPTI, joined to NCCL's operations\n"
+    "                         (default off: CUPTI serves one tool per process, and PyTorch's\n"
+    "                         profiler or Nsight Systems would get nothing; NCCLSCOPE_CUPTI,\n"
+    "                         docs/gpu-truth.md)\n"
     "  -h, --help             this help\n"
     "\n"
     "environment: NCCLSCOPE_PLUGIN overrides the plugin path (default: next to ncclscope, else\n"
@@ -228,7 +232,7 @@ int ncs_cmd_record(int argc, char **argv) {
       {"output", required_argument, 0, 'o'}, {"events", required_argument, 0, 'e'},
       {"mode", required_argument, 0, 'm'},   {"buffer-size", required_argument, 0, 'b'},
       {"sample", required_argument, 0, 's'},        {"kernel-sample", required_argument, 0, 'k'},
-      {"help", no_argument, 0, 'h'},
+      {"cupti", required_argument, 0, 'C'},         {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   ncs_record_opts_t o = {.verb = "record"};
   int c;
@@ -243,6 +247,11 @@ int ncs_cmd_record(int argc, char **argv) {
     case 'b': o.buffer_size = optarg; break;
     case 's':
     case 'k': o.kernel_sample = optarg; break;
+    case 'C': /* the plugin reads it; record only checks it */
+      if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+        return ncs_usage_error("record", "--cupti must be on or off, not '%s'", optarg);
+      if (setenv("NCCLSCOPE_CUPTI", optarg, 1) != 0) return NCS_EXIT_FAIL;
+      break;
     case 'h': fputs(record_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("record", c, argv);
     }

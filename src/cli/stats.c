@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "trace/gpujoin.h"
 #include "trace/reader.h"
 
 #define NPLAIN 0x20     /* plain counter keys 0x01..0x1F */
@@ -48,6 +49,15 @@ typedef struct {
   int32_t rank, nranks;
 } pair_t;
 
+/* GPU times of the file's operations, by source (trace/gpujoin.h), and CUPTI's state */
+typedef struct {
+  uint64_t ops[3]; /* by NCS_GJ_* */
+  uint64_t kernels, eager, replays, other, bad, pending, cupti_lost, no_buffer;
+  int have_state;
+  uint32_t state;
+  char reason[160], library[160], holder[80];
+} gpu_t;
+
 typedef struct {
   char host[128], plugin[64];
   uint64_t pid;
@@ -59,10 +69,12 @@ typedef struct {
   comm_t comms[MAX_COMMS];
   uint32_t ncomms, ncomms_all;
   int from_records, snap_used, snap_missing;
+  gpu_t gpu;
 } file_t;
 
 typedef struct {
   counts_t total;
+  gpu_t gpu;
   uint32_t files, segs, crashed, damaged, truncated;
   pair_t *pairs;
   size_t npairs;
@@ -408,6 +420,67 @@ static void put_flight(FILE *o, const ncs_reader_t *r) {
     fprintf(o, "  WARNING: %u damaged ring slots skipped\n", ncs_reader_flight_bad_slots(r));
 }
 
+/* ---------------------------------------------------------------- GPU times */
+
+static uint64_t gpu_counter(const ncs_gpu_state_t *s, unsigned key) {
+  for (uint32_t i = 0; i < s->ncounters; i++)
+    if (s->keys[i] == key) return s->values[i];
+  return 0;
+}
+
+/* The last GPU_STATE of each segment has its totals: add them when the next one starts. */
+static void gpu_state(gpu_t *g, const ncs_gpu_state_t *s, ncs_gpu_state_t *last) {
+  if (last->flags & NCS_GSF_FINAL) {
+    g->cupti_lost += gpu_counter(last, NCS_GK_CUPTI_DROPPED), g->no_buffer += gpu_counter(last, NCS_GK_NO_BUFFER);
+    last->flags = 0;
+  }
+  if (!s) return;
+  *last = *s;
+  g->have_state = 1, g->state = s->state;
+  snprintf(g->reason, sizeof g->reason, "%s", s->reason);
+  snprintf(g->library, sizeof g->library, "%s", s->library);
+  snprintf(g->holder, sizeof g->holder, "%s", s->holder);
+}
+
+static void gpu_collect(gpu_t *g, const ncs_gj_t *j) {
+  for (size_t i = 0; i < ncs_gj_nops(j); i++) {
+    const ncs_gj_op_t *o = ncs_gj_op(j, i);
+    if (o->api || o->nexec) g->ops[o->source < 3 ? o->source : 0]++;
+  }
+  const ncs_gj_summary_t *m = ncs_gj_summary(j);
+  g->kernels = m->kernels, g->eager = m->nccl_eager, g->replays = m->nccl_replays;
+  g->other = m->compute, g->bad = m->bad_time, g->pending = m->pending_end;
+}
+
+static void gpu_add(gpu_t *a, const gpu_t *b) {
+  for (int i = 0; i < 3; i++) a->ops[i] += b->ops[i];
+  a->kernels += b->kernels, a->eager += b->eager, a->replays += b->replays, a->other += b->other;
+  a->bad += b->bad, a->pending += b->pending, a->cupti_lost += b->cupti_lost, a->no_buffer += b->no_buffer;
+}
+
+static void put_gpu(FILE *o, const gpu_t *g, int file) {
+  if (file) {
+    if (!g->have_state)
+      fprintf(o, "  CUPTI: no GPU_STATE (a plugin older than format 1.2): GPU times from KernelCh only\n");
+    else {
+      fprintf(o, "  CUPTI: %s", ncs_gpu_state_name(g->state));
+      if (g->reason[0]) fprintf(o, " (%s)", g->reason);
+      if (g->library[0]) fprintf(o, ", %s", g->library);
+      fputc('\n', o);
+    }
+  }
+  if (g->kernels || g->pending)
+    fprintf(o, "  kernels (CUPTI): %" PRIu64 ": %" PRIu64 " NCCL eager, %" PRIu64 " NCCL graph replays, %" PRIu64
+            " other; %" PRIu64 " without usable times; %" PRIu64 " NCCL launches without a kernel record\n",
+            g->kernels, g->eager, g->replays, g->other, g->bad, g->pending);
+  if (g->cupti_lost || g->no_buffer)
+    fprintf(o, "  WARNING: CUPTI lost %" PRIu64 " kernel records (%" PRIu64 " buffer requests refused): those "
+            "kernels, NCCL's included, have no record; a launch without one cannot be called hung\n",
+            g->cupti_lost, g->no_buffer);
+  fprintf(o, "  GPU times of operations: %" PRIu64 " from CUPTI, %" PRIu64 " from KernelCh, %" PRIu64 " none\n",
+          g->ops[NCS_GJ_CUPTI], g->ops[NCS_GJ_KERNELCH], g->ops[NCS_GJ_NONE]);
+}
+
 /* Read one file into *f and print it. Returns its NCS_DAMAGE_*. */
 static int stats_file(const char *path, file_t *f, FILE *o) {
   char err[512];
@@ -419,11 +492,25 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
     return NCS_DAMAGE_CORRUPT;
   }
   ncs_item_t it;
-  while (ncs_reader_next(r, &it) > 0) item(f, r, &it);
+  ncs_gj_t *gj = ncs_gj_new();
+  ncs_gpu_state_t last;
+  memset(&last, 0, sizeof last);
+  while (ncs_reader_next(r, &it) > 0) {
+    item(f, r, &it);
+    if (it.what == NCS_ITEM_GPU_STATE) gpu_state(&f->gpu, &it.gpu_state, &last);
+    if (gj && ncs_gj_item(gj, r, &it) != 0) ncs_gj_free(gj), gj = NULL;
+  }
+  gpu_state(&f->gpu, NULL, &last);
+  if (gj) {
+    ncs_gj_finish(gj);
+    gpu_collect(&f->gpu, gj);
+    ncs_gj_free(gj);
+  }
   int damage = ncs_reader_damage(r);
   f->cur.cut = damage == NCS_DAMAGE_CORRUPT;
   seg_end(f);
   put_file(o, path, f);
+  if (f->nseg) put_gpu(o, &f->gpu, 1);
   put_flight(o, r);
   if (damage) {
     fprintf(o, "  %s: %s\n", damage == NCS_DAMAGE_CORRUPT ? "DAMAGED" : "truncated",
@@ -450,9 +537,11 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
     for (uint32_t s = 0; s < f->nseg && s < MAX_SEGS; s++) j.crashed += !f->segs[s].footer;
     j.damaged += dmg == NCS_DAMAGE_CORRUPT, j.truncated += dmg == NCS_DAMAGE_TRUNCATED;
     counts_add(&j.total, &f->total);
+    gpu_add(&j.gpu, &f->gpu);
     job_pairs(&j, f);
   }
   put_job(o, &j);
+  put_gpu(o, &j.gpu, 0);
   free(j.pairs);
   free(f);
   ncs_free_paths(list, n);
