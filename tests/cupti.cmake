@@ -142,3 +142,29 @@ add_test(NAME cupti_record
 '$<TARGET_FILE:ncclscope>' dump --stats '${CMAKE_CURRENT_BINARY_DIR}/cupti-record'")
 set_tests_properties(cupti_record PROPERTIES PASS_REGULAR_EXPRESSION
                      "CUPTI: active.*kernels \\(CUPTI\\): 6: 6 NCCL eager.*6 from CUPTI")
+
+# the checker's --counts mode (what scripts/gpu-cupti.sh runs on real GPUs), on a simulated job
+# whose counts are known: 2 ranks x 4 iterations of an eager AllReduce and one compute kernel,
+# and a captured group (AllReduce + AllGather) with one compute kernel replayed 3 times
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cupti-counts.expect
+     "expect name=sim_gemm_128x128_kernel graph=0 count=8 min_ns=20000\n"
+     "expect name=sim_gemm_128x128_kernel graph=1 count=6 replays=3 min_ns=20000\n"
+     "expect nccl=eager count=8 func=AllReduce\n"
+     "expect nccl=graph count=6 replays=3\n")
+file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/cupti-counts-wrong.expect
+     "expect name=sim_gemm_128x128_kernel graph=1 count=6 replays=4\n"
+     "expect nccl=eager count=9 func=AllGather\n")
+foreach(c counts counts-wrong)
+  add_test(NAME cupti_${c}
+           COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/cupti-${c}' && \
+NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR='${CMAKE_CURRENT_BINARY_DIR}/cupti-${c}' '$<TARGET_FILE:nccl-sim>' \
+--plugin '$<TARGET_FILE:nccl-profiler-ncclscope>' --cupti '$<TARGET_FILE:fake_cupti>' --scenario graph \
+--ranks 2 --iters 4 --replays 3 --compute 1 >/dev/null && \
+'$<TARGET_FILE:ncs-cupti-check>' --counts '${CMAKE_CURRENT_BINARY_DIR}/cupti-${c}' \
+'${CMAKE_CURRENT_BINARY_DIR}/cupti-${c}.expect'")
+endforeach()
+set_tests_properties(cupti_counts PROPERTIES PASS_REGULAR_EXPRESSION
+                     "cupti check: ok counts: 28 kernels .*NCCL AllReduce eager 8, NCCL kernels replayed 6")
+# the wrong expectations must fail, each for its own reason
+set_tests_properties(cupti_counts-wrong PROPERTIES PASS_REGULAR_EXPRESSION
+                     "not joined to its AllGather.*3 replays, 4 ran.*NCCL kernels eager: 8 kernels in the trace, 9 ran.*FAILED")

@@ -21,6 +21,14 @@
  * kernel. --allow-lost: kernels missing from the trace are fine when the GPU_STATE counters
  * account for every one of them (CUPTI drops, refused buffers).
  * Prints "cupti check: ok ..." or the first problems and exits 1.
+ *
+ *   ncs-cupti-check --counts DIR EXPECT
+ *
+ * for a real GPU, where correlation ids are CUPTI's: EXPECT (examples/ex_cupti --expect) says how
+ * many kernels of each name ran, eagerly or in graphs (each graph node then once per replay,
+ * replay indices 1..R), how long they took at least, and how many NCCL kernels ran and which
+ * function; the trace must hold exactly those, every NCCL kernel joined to its operation, no
+ * other kernel joined, nothing pending, no record lost, CUPTI active to the end.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -256,7 +264,164 @@ static void check_file(const char *path, const opts_t *op, tally_t *tl) {
   ncs_gj_free(j);
 }
 
+/* ---------------------------------------------------------------- --counts (real GPUs) */
+
+typedef struct {
+  char name[64];  /* kernel name, or "" for an nccl line */
+  int nccl;       /* 1 eager, 2 graph */
+  int graph;      /* graph kernels (1) or eager (0) */
+  long count, replays;
+  uint64_t min_ns;
+  char func[32];
+  long seen;
+} expect_t;
+
+static int is_nccl_name(const char *n) { return !strncmp(n, "ncclDevKernel", 13) || !strncmp(n, "ncclKernel", 10); }
+
+/* replay indices per graph node: each must be 1..R, each once */
+typedef struct {
+  uint32_t seg;
+  uint64_t graph, node;
+  uint32_t replay;
+  int e; /* expectation index */
+} rep_t;
+
+static int rep_cmp(const void *a, const void *b) {
+  const rep_t *x = a, *y = b;
+  if (x->seg != y->seg) return x->seg < y->seg ? -1 : 1;
+  if (x->graph != y->graph) return x->graph < y->graph ? -1 : 1;
+  if (x->node != y->node) return x->node < y->node ? -1 : 1;
+  return x->replay < y->replay ? -1 : x->replay > y->replay;
+}
+
+static int counts_mode(const char *dir, const char *path) {
+  expect_t ex[32];
+  int nex = 0;
+  FILE *f = fopen(path, "r");
+  if (!f) {
+    perror(path);
+    return 2;
+  }
+  char line[512];
+  while (nex < 32 && fgets(line, sizeof line, f)) {
+    if (strncmp(line, "expect ", 7)) continue;
+    expect_t *e = &ex[nex++];
+    memset(e, 0, sizeof *e);
+    const char *v = field(line, "name");
+    if (v) snprintf(e->name, sizeof e->name, "%.*s", (int)strcspn(v, " \n"), v);
+    v = field(line, "nccl");
+    if (v) e->nccl = !strncmp(v, "graph", 5) ? 2 : 1;
+    e->graph = e->nccl ? e->nccl == 2 : (int)num(line, "graph");
+    e->count = (long)num(line, "count"), e->replays = (long)num(line, "replays");
+    e->min_ns = num(line, "min_ns");
+    v = field(line, "func");
+    if (v) snprintf(e->func, sizeof e->func, "%.*s", (int)strcspn(v, " \n"), v);
+  }
+  fclose(f);
+  char **paths, err[256];
+  size_t n;
+  if (ncs_list_traces(dir, &paths, &n, err, sizeof err) != 0 || !n) {
+    fprintf(stderr, "ncs-cupti-check: %s: %s\n", dir, n ? err : "no traces");
+    return 2;
+  }
+  rep_t *reps = NULL;
+  size_t nreps = 0, capreps = 0;
+  uint64_t kernels = 0, other = 0;
+  for (size_t p = 0; p < n; p++) {
+    ncs_reader_t *r = ncs_reader_open(paths[p], err, sizeof err);
+    if (!r) {
+      FAIL("%s: %s", paths[p], err);
+      continue;
+    }
+    ncs_gj_t *j = ncs_gj_new();
+    ncs_item_t it;
+    ncs_gpu_state_t last;
+    memset(&last, 0, sizeof last);
+    while (ncs_reader_next(r, &it) > 0) {
+      if (it.what == NCS_ITEM_GPU_STATE) last = it.gpu_state;
+      ncs_gj_item(j, r, &it);
+    }
+    if (ncs_reader_damage(r)) FAIL("%s: %s", paths[p], ncs_reader_error(r));
+    ncs_reader_close(r);
+    ncs_gj_finish(j);
+    if (last.state != NCS_GPU_ACTIVE || !(last.flags & NCS_GSF_FINAL))
+      FAIL("%s: CUPTI %s at the end (%s)", paths[p], ncs_gpu_state_name(last.state), last.reason);
+    if (counter(&last, NCS_GK_CUPTI_DROPPED) || counter(&last, NCS_GK_NO_BUFFER))
+      FAIL("%s: CUPTI lost records (%" PRIu64 " dropped, %" PRIu64 " buffers refused)", paths[p],
+           counter(&last, NCS_GK_CUPTI_DROPPED), counter(&last, NCS_GK_NO_BUFFER));
+    const ncs_gj_summary_t *sm = ncs_gj_summary(j);
+    if (sm->pending_end) FAIL("%s: %" PRIu64 " launches without a kernel record", paths[p], sm->pending_end);
+    if (sm->bad_time) FAIL("%s: %" PRIu64 " kernels without usable times", paths[p], sm->bad_time);
+    for (size_t i = 0; i < ncs_gj_nkernels(j); i++) {
+      const ncs_gj_kernel_t *k = ncs_gj_kernel(j, i);
+      int nccl = is_nccl_name(k->name), graph = k->k.graph != 0;
+      kernels++;
+      int e = -1;
+      for (int x = 0; x < nex && e < 0; x++)
+        if (ex[x].graph == graph && (nccl ? ex[x].nccl : !strcmp(ex[x].name, k->name))) e = x;
+      if (e < 0) {
+        other++; /* NCCL's or the runtime's own kernels, not this program's */
+        if (!nccl && k->k.launch) FAIL("kernel %s (corr %" PRIu64 ") joined to launch %" PRIu64, k->name, k->k.corr, k->k.launch);
+        continue;
+      }
+      ex[e].seen++;
+      uint64_t dur = k->k.end - k->k.start;
+      if (ex[e].min_ns && dur < ex[e].min_ns)
+        FAIL("kernel %s corr %" PRIu64 " lasted %" PRIu64 " ns, it spins %" PRIu64, k->name, k->k.corr, dur, ex[e].min_ns);
+      if (!nccl && k->k.launch) FAIL("kernel %s joined to launch %" PRIu64, k->name, k->k.launch);
+      if (nccl) {
+        int ok = k->k.launch && (k->k.flags & (graph ? NCS_GKF_GRAPH : NCS_GKF_EAGER));
+        for (uint32_t o = 0; ok && ex[e].func[0] && o < k->nops; o++)
+          ok = !strcmp(ncs_gj_op(j, k->ops[o])->func, ex[e].func);
+        if (!ok || !k->nops)
+          FAIL("NCCL kernel %s corr %" PRIu64 " not joined to its %s (launch %" PRIu64 ", %u operations)", k->name,
+               k->k.corr, ex[e].func, k->k.launch, k->nops);
+      }
+      if (graph) {
+        if (nreps == capreps) {
+          capreps = capreps ? 2 * capreps : 256;
+          reps = realloc(reps, capreps * sizeof *reps);
+          if (!reps) abort();
+        }
+        reps[nreps++] = (rep_t){k->segment, k->k.graph, k->k.node, k->k.replay, e};
+      }
+    }
+    ncs_gj_free(j);
+  }
+  ncs_free_paths(paths, n);
+  qsort(reps, nreps, sizeof *reps, rep_cmp);
+  for (size_t i = 0; i < nreps;) { /* one graph node: replays 1..R */
+    size_t k = i;
+    uint32_t want = 1;
+    for (; k < nreps && reps[k].seg == reps[i].seg && reps[k].graph == reps[i].graph && reps[k].node == reps[i].node; k++, want++)
+      if (reps[k].replay != want) {
+        FAIL("graph %" PRIu64 " node 0x%" PRIx64 ": replay %u where %u was due", reps[i].graph, reps[i].node, reps[k].replay, want);
+        break;
+      }
+    if ((long)(want - 1) != ex[reps[i].e].replays && k == i + (want - 1))
+      FAIL("graph %" PRIu64 " node 0x%" PRIx64 ": %u replays, %ld ran", reps[i].graph, reps[i].node, want - 1, ex[reps[i].e].replays);
+    while (k < nreps && reps[k].seg == reps[i].seg && reps[k].graph == reps[i].graph && reps[k].node == reps[i].node) k++;
+    i = k;
+  }
+  free(reps);
+  for (int x = 0; x < nex; x++)
+    if (ex[x].seen != ex[x].count)
+      FAIL("%s %s: %ld kernels in the trace, %ld ran", ex[x].nccl ? "NCCL kernels" : ex[x].name,
+           ex[x].graph ? "in graphs" : "eager", ex[x].seen, ex[x].count);
+  if (fails) {
+    fprintf(stderr, "cupti check: FAILED (%d problems)\n", fails);
+    return 1;
+  }
+  printf("cupti check: ok counts: %" PRIu64 " kernels (%" PRIu64 " not the program's)", kernels, other);
+  for (int x = 0; x < nex; x++)
+    printf(", %s%s%s %s %ld", ex[x].nccl ? "NCCL " : ex[x].name, ex[x].nccl ? ex[x].func : "",
+           ex[x].nccl && !ex[x].func[0] ? "kernels" : "", ex[x].graph ? "replayed" : "eager", ex[x].seen);
+  printf("\n");
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc == 4 && !strcmp(argv[1], "--counts")) return counts_mode(argv[2], argv[3]);
   if (argc < 3) {
     fprintf(stderr, "usage: ncs-cupti-check DIR TRUTH [--state S] [--reason T] [--holder T] "
                     "[--tolerance-us U] [--min-bad N] [--allow-lost]\n");
