@@ -14,8 +14,8 @@
 static const char dump_help[] =
     "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
     "\n"
-    "Print one line per event (and per segment, clock, communicator, thread, counter snapshot and\n"
-    "footer) of the *.nstrace files in DIR, with every field.\n"
+    "Print one line per event (and per segment, clock, communicator, thread, counter snapshot,\n"
+    "footer, and CUPTI state and kernel record) of the *.nstrace files in DIR, with every field.\n"
     "\n"
     "options:\n"
     "  --stats        per file and job-wide counts per event type, drops, handles, completions\n"
