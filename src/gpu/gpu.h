@@ -85,6 +85,7 @@ NCS_HIDDEN void ncs_gpu_cb_counts(ncs_gpu_cb_counts_t *c);
 
 /* ---- gpu_writer.c: the writer thread's half */
 NCS_HIDDEN void ncs_gpu_segment_begin(void);
+NCS_HIDDEN void ncs_gpu_segment_free(void); /* after the writer stopped: its tables */
 NCS_HIDDEN void ncs_gpu_collect(void); /* before the writer drains the blocks: take the buffers */
 NCS_HIDDEN void ncs_gpu_final_flush(void); /* last: stop CUPTI collecting, flush it, take the buffers */
 NCS_HIDDEN void ncs_gpu_raw(const uint64_t *w, uint64_t hdr, uint32_t thread, uint64_t ts_ns);

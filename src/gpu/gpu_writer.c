@@ -141,7 +141,7 @@ static struct {
   map_t pend, cnode, enode, gexec, names, sums, gl;
   uint64_t gl_fifo[GL_KEEP]; /* the GL_KEEP latest graph launches, oldest evicted first */
   uint32_t gl_pos;
-  ncs_buf_t buf, kf;
+  ncs_buf_t buf;
   ncs_gpu_chunk_t c;
   int open, ok; /* ok: the tables exist */
   int taken[MAX_TAKE], ntaken;
@@ -452,23 +452,27 @@ static void decode(int i) {
 
 /* ------------------------------------------------------------------ the writer's calls */
 
+void ncs_gpu_segment_free(void) {
+  map_t *m[] = {&X.pend, &X.cnode, &X.enode, &X.gexec, &X.names, &X.sums, &X.gl};
+  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
+    free(m[i]->e);
+    memset(m[i], 0, sizeof *m[i]);
+  }
+  ncs_buf_free(&X.buf);
+  X.ok = 0;
+}
+
 void ncs_gpu_segment_begin(void) {
   memset(X.k, 0, sizeof X.k);
   X.open = 0, X.ntaken = 0;
   X.clock_mono = X.clock_cupti = X.clock_width = X.last_cupti = 0;
   ncs_gpu_cb_counts(&X.cb0);
-  if (!X.buf.p && ncs_buf_init(&X.buf, GBUF_BYTES) != 0) X.buf.p = NULL;
-  if (!X.kf.p && ncs_buf_init(&X.kf, 256u << 10) != 0) X.kf.p = NULL;
-  ncs_buf_reset(&X.buf);
-  if (ncs_g.cfg.cupti && !X.ok)
-    X.ok = !m_init(&X.pend, sizeof(pend_t), PEND_CAP) && !m_init(&X.cnode, sizeof(node_t), CNODE_CAP) &&
-           !m_init(&X.enode, sizeof(node_t), ENODE_CAP) && !m_init(&X.gexec, sizeof(gexec_t), GEXEC_CAP) &&
-           !m_init(&X.names, sizeof(name_t), NAME_CAP) && !m_init(&X.sums, sizeof(sum_t), SUM_CAP) &&
-           !m_init(&X.gl, sizeof(glaunch_t), 2 * GL_KEEP) && X.buf.p;
-  /* ids, names and graphs are per segment */
-  m_clear(&X.pend), m_clear(&X.cnode), m_clear(&X.enode), m_clear(&X.gexec), m_clear(&X.names);
-  m_clear(&X.sums), m_clear(&X.gl);
-  memset(X.gl_fifo, 0, sizeof X.gl_fifo);
+  if (ncs_g.cfg.cupti) /* the tables live for the segment (ncs_gpu_segment_free) */
+    X.ok = !ncs_buf_init(&X.buf, GBUF_BYTES) && !m_init(&X.pend, sizeof(pend_t), PEND_CAP) &&
+           !m_init(&X.cnode, sizeof(node_t), CNODE_CAP) && !m_init(&X.enode, sizeof(node_t), ENODE_CAP) &&
+           !m_init(&X.gexec, sizeof(gexec_t), GEXEC_CAP) && !m_init(&X.names, sizeof(name_t), NAME_CAP) &&
+           !m_init(&X.sums, sizeof(sum_t), SUM_CAP) && !m_init(&X.gl, sizeof(glaunch_t), 2 * GL_KEEP);
+  memset(X.gl_fifo, 0, sizeof X.gl_fifo); /* ids, names and graphs are per segment */
   X.gl_pos = 0;
   X.last_flush_ns = X.last_cupti_flush_ns = ncs_mono_ns();
   write_state(0);

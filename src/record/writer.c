@@ -1040,6 +1040,7 @@ void ncs_writer_stop(void) {
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
   ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
+  ncs_gpu_segment_free();
   if (W.fd >= 0) close(W.fd);
   W.fd = -1;
   if (W.flight) ncs_fl_close(1); /* the live file says the process ended cleanly */
