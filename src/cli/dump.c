@@ -266,19 +266,21 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
 
 /* ---------------------------------------------------------------- files */
 
-/* Dump one file. Returns its NCS_DAMAGE_* (corrupt also when it cannot be opened). */
+/* Dump one file. Returns its NCS_DAMAGE_*, or -1 when it cannot be opened. */
 static int dump_file(dump_t *d, const char *path) {
   char err[512];
   ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
   if (!r) {
     ncs_warn("%s: %s", path, err);
-    return NCS_DAMAGE_CORRUPT;
+    return -1;
   }
   ncs_short_name(path, d->name, sizeof d->name);
   d->seg = 0;
   d->seg_start = 0;
   ncs_item_t it;
-  while (d->lines < d->limit && ncs_reader_next(r, &it) > 0) d->lines += line_item(d, r, &it);
+  /* a failed output (a full disk) stops the dump: the rest would be lost as well */
+  while (d->lines < d->limit && !ferror(d->o) && ncs_reader_next(r, &it) > 0)
+    d->lines += line_item(d, r, &it);
   int damage = ncs_reader_damage(r);
   if (damage) ncs_warn("%s: %s", path, ncs_reader_error(r));
   ncs_reader_close(r);
@@ -291,12 +293,16 @@ static int dump_paths(dump_t *d, char **paths, int npaths) {
   int rc = ncs_gather_traces(paths, npaths, &list, &n);
   if (rc) return rc;
   int worst = NCS_DAMAGE_NONE;
-  for (size_t k = 0; k < n && d->lines < d->limit; k++) {
+  size_t tried = 0, opened = 0;
+  for (size_t k = 0; k < n && d->lines < d->limit && !ferror(d->o); k++, tried++) {
     int dmg = dump_file(d, list[k]);
+    if (dmg < 0) dmg = NCS_DAMAGE_CORRUPT; /* unreadable: what it holds is lost */
+    else opened++;
     if (dmg > worst) worst = dmg;
   }
   ncs_free_paths(list, n);
-  return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  if (tried && !opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all */
+  return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_DAMAGED : NCS_EXIT_OK; /* stdout: main.c */
 }
 
 int ncs_cmd_dump(int argc, char **argv) {

@@ -59,6 +59,7 @@ typedef struct {
   comm_t comms[MAX_COMMS];
   uint32_t ncomms, ncomms_all;
   int from_records, snap_used, snap_missing;
+  int opened; /* the reader could open it */
 } file_t;
 
 typedef struct {
@@ -418,6 +419,7 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
     fprintf(o, "== %s\n  unreadable: %s\n", path, err);
     return NCS_DAMAGE_CORRUPT;
   }
+  f->opened = 1;
   ncs_item_t it;
   while (ncs_reader_next(r, &it) > 0) item(f, r, &it);
   int damage = ncs_reader_damage(r);
@@ -441,11 +443,13 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   file_t *f = rc ? NULL : malloc(sizeof *f);
   if (!f) {
     ncs_free_paths(list, n);
-    return rc ? rc : NCS_EXIT_FAIL;
+    return rc ? rc : NCS_EXIT_ERROR;
   }
   job_t j = {0};
+  size_t opened = 0;
   for (size_t i = 0; i < n; i++) {
     int dmg = stats_file(list[i], f, o);
+    opened += f->opened;
     j.files++, j.segs += f->nseg;
     for (uint32_t s = 0; s < f->nseg && s < MAX_SEGS; s++) j.crashed += !f->segs[s].footer;
     j.damaged += dmg == NCS_DAMAGE_CORRUPT, j.truncated += dmg == NCS_DAMAGE_TRUNCATED;
@@ -456,7 +460,8 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   free(j.pairs);
   free(f);
   ncs_free_paths(list, n);
-  return j.damaged ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  if (!opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all */
+  return j.damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
 }
 
 int ncs_stats_path(const char *path, FILE *o) {
