@@ -227,6 +227,16 @@ static uint64_t mono_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+static const char *sig_name(int sig) {
+  switch (sig) {
+  case SIGINT: return "SIGINT";
+  case SIGTERM: return "SIGTERM";
+  case SIGHUP: return "SIGHUP";
+  case SIGQUIT: return "SIGQUIT";
+  default: return "a signal";
+  }
+}
+
 /* "1234, 1240, 1241" (at most 10, then "..."); the count */
 static int pid_list(char *buf, size_t len) {
   static pid_t pids[MAX_JOB_PIDS];
@@ -310,7 +320,7 @@ static void check_grace(job_t *j, uint64_t now) {
   int n = pid_list(pids, sizeof pids);
   ncs_warn("%s: %d process%s of the job did not end within %u s of %s (pid%s %s): killed "
            "(SIGKILL); their trace files may be incomplete",
-           j->verb, n < 0 ? 0 : n, n == 1 ? "" : "es", j->grace_s, strsignal(j->term_sig),
+           j->verb, n < 0 ? 0 : n, n == 1 ? "" : "es", j->grace_s, sig_name(j->term_sig),
            n == 1 ? "" : "s", n < 0 ? "unknown" : pids);
   forward(j, SIGKILL);
 }
