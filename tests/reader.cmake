@@ -162,11 +162,6 @@ ncs_cli_test(record_killed 143 "" -- ${CMAKE_COMMAND} -E env NCCLSCOPE_PLUGIN=${
 ncs_cli_test(record_forwards_sigterm 0 "trace written to .*rec-out-t" "rc=143"
   -- ${CMAKE_COMMAND} -E env NCCLSCOPE_PLUGIN=${NCS_TESTS_DIR}/cli_check.sh sh -c
      "'${NCS_EXE}' record -o '${NCS_REC}-t' -- sleep 20 & p=$! && sleep 1 && kill -TERM $p && wait $p || echo rc=$?")
-# TSan intercepts signals and holds back the blocked SIGTERM that record waits for with
-# sigwaitinfo, so this test only runs where signals are delivered as the kernel does.
-if(NCS_SANITIZE MATCHES "thread")
-  set_tests_properties(cli_record_forwards_sigterm PROPERTIES DISABLED TRUE)
-endif()
 ncs_cli_test(record_exec_fails 127 "cannot run /nonexistent/cmd" -- ${CMAKE_COMMAND} -E env
   NCCLSCOPE_PLUGIN=${NCS_TESTS_DIR}/cli_check.sh ${NCS_EXE} record -o ${NCS_REC}-x -- /nonexistent/cmd)
 ncs_cli_test(record_no_plugin 6 "NCCLSCOPE_PLUGIN=/nonexistent/plugin.so" -- ${CMAKE_COMMAND} -E env

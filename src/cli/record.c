@@ -262,9 +262,15 @@ static void forward(job_t *j, int sig) {
       if (catches(pids[i], sig)) kill(pids[i], sig);
     return;
   }
-  kill(-j->pgid, sig);
+  /* the group's id is the command's pid: once the command is reaped and the group empty, that
+   * number may belong to someone else, so the group is signalled only while it is known to exist */
+  int group = !j->done || n < 0;
   for (int i = 0; i < n; i++)
-    if (getpgid(pids[i]) != j->pgid) kill(pids[i], sig);
+    if (getpgid(pids[i]) == j->pgid)
+      group = 1;
+    else
+      kill(pids[i], sig);
+  if (group) kill(-j->pgid, sig);
 }
 
 /* The terminal record runs in the foreground of, or -1: the job gets it while it runs, so that

@@ -13,7 +13,8 @@
 /* ---------------------------------------------------------------- signal cleanup */
 
 /* Named temporary files that exist right now. A signal that would kill the process removes them
- * first; the handler only calls unlink, signal and raise (async-signal-safe). */
+ * first; the handler only calls unlink, signal and raise (async-signal-safe). A slot is 0 free,
+ * 2 claimed by a thread that is filling it in, 1 a file to remove. */
 #define NSLOTS 8
 static char g_tmp[NSLOTS][PATH_MAX];
 static _Atomic int g_used[NSLOTS];
@@ -21,7 +22,7 @@ static const int g_fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
 static void on_fatal(int sig) {
   for (int i = 0; i < NSLOTS; i++)
-    if (atomic_load(&g_used[i])) unlink(g_tmp[i]);
+    if (atomic_load(&g_used[i]) == 1) unlink(g_tmp[i]);
   signal(sig, SIG_DFL);
   raise(sig); /* delivered when the handler returns: the process ends as it would have */
 }
@@ -59,13 +60,19 @@ static int make_named(char *templ, int *slot) {
   sigset_t old;
   block_fatal(&old);
   int fd = -1, s = -1;
-  for (int i = 0; i < NSLOTS && s < 0; i++)
-    if (!atomic_load(&g_used[i])) s = i;
+  for (int i = 0; i < NSLOTS && s < 0; i++) { /* threads may claim slots at once */
+    int z = 0;
+    if (atomic_compare_exchange_strong(&g_used[i], &z, 2)) s = i;
+  }
   if (s < 0) {
     errno = EMFILE;
   } else if ((fd = mkostemp(templ, O_CLOEXEC)) >= 0) {
     snprintf(g_tmp[s], sizeof g_tmp[s], "%s", templ);
     atomic_store(&g_used[s], 1);
+  } else {
+    int e = errno;
+    atomic_store(&g_used[s], 0);
+    errno = e;
   }
   int e = errno;
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -84,9 +91,9 @@ static void forget_named(int *slot) {
 /* Linking an O_TMPFILE file goes through /proc/self/fd (linkat with AT_EMPTY_PATH needs a
  * capability). Without /proc, named temporary files are used. */
 static int proc_ok(void) {
-  static int ok = -1;
-  if (ok < 0) ok = access("/proc/self/fd", X_OK) == 0;
-  return ok;
+  static _Atomic int ok = -1; /* scratch files are made by several threads */
+  if (atomic_load(&ok) < 0) atomic_store(&ok, access("/proc/self/fd", X_OK) == 0);
+  return atomic_load(&ok);
 }
 
 static int anon_tmp(const char *dir) {
