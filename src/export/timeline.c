@@ -17,8 +17,9 @@
  * packets and every file is its own packet sequence with its own uuid range, so each file's part
  * is written to an anonymous temporary file next to the output and appended to the output in
  * file order: the output is the same for any number of threads. The output itself is written as
- * every output of ncclscope is (src/util/outfile.h): under its final name only once complete. Memory in pass 2 is bounded by what
- * is open at once per worker (events, lanes, pending counter changes), plus the index above.
+ * every output of ncclscope is (src/util/outfile.h): under its final name only once complete.
+ * Memory in pass 2 is bounded by what is open at once per worker (events, lanes, pending counter
+ * changes), plus the index above.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -18,7 +18,7 @@
 #define NSLOTS 8
 static char g_tmp[NSLOTS][PATH_MAX];
 static _Atomic int g_used[NSLOTS];
-static const int g_fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+static const int g_fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT};
 
 static void on_fatal(int sig) {
   for (int i = 0; i < NSLOTS; i++)

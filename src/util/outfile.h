@@ -5,8 +5,8 @@
  * name only once every byte was written, flushed and synced, so a killed or failed writer never
  * leaves a partial file under the final name. The temporary file is anonymous (O_TMPFILE) where
  * the file system allows it, so that even SIGKILL leaves nothing behind; else it is a hidden
- * ".NAME.tmp-XXXXXX" beside the output, removed on failure and on SIGINT, SIGTERM, SIGHUP and
- * SIGQUIT.
+ * ".NAME.tmp-XXXXXX" beside the output, removed on failure and on SIGINT, SIGTERM, SIGHUP,
+ * SIGQUIT and SIGABRT.
  *
  * The rules, the same for every verb:
  *   - an existing regular file is replaced only with force (it keeps its permission bits);
