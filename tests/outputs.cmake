@@ -3,8 +3,8 @@
 # tests/CMakeLists.txt. Each case of tests/outputs_check.sh runs in its own directory.
 set(NCS_OUT_CHECK sh ${CMAKE_CURRENT_SOURCE_DIR}/outputs_check.sh $<TARGET_FILE:ncclscope>
     $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncs-pftrace-lint>)
-foreach(c full special inputs overwrite killed stdout record-tree record-wait record-exec events
-          couple)
+foreach(c full special inputs overwrite killed stdout record-tree record-wait record-usr1
+          record-exec events couple)
   add_test(NAME outputs_${c} COMMAND ${NCS_OUT_CHECK} ${CMAKE_CURRENT_BINARY_DIR}/outputs/${c} ${c})
   set_tests_properties(outputs_${c} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)
 endforeach()

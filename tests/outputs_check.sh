@@ -16,6 +16,8 @@
 #               no trace file grows after record returned
 #   record-wait record waits for a process the command left behind; after --grace it kills
 #               processes that ignore SIGTERM (also outside the job's process group) and says so
+#   record-usr1 SIGUSR1 to record reaches the processes that handle it (flight dumps of both
+#               nccl-sim processes) and not the shell that launched them, which it would kill
 #   record-exec a command that cannot be run: 127 / 126, a clear message, no "trace written",
 #               no directory left behind
 #   events      an event list that selects nothing is refused by the CLI and logged (default
@@ -292,6 +294,33 @@ record-wait)
   for p in $(cat "$W/escaped" "$W/leader"); do
     alive "$p" && fail "process $p is still alive after record returned"
   done
+  ;;
+record-usr1)
+  NCCLSCOPE_PLUGIN="$PLUGIN" "$NCS" record -o "$W/r" --mode flight -- sh -c \
+    "'$SIM' --plugin '$PLUGIN' --scenario mixed --ranks 2 --procs 2 --iters 100000000 >/dev/null" \
+    2>"$W/err" &
+  rp=$!
+  i=0
+  while [ "$(find "$W/r" -maxdepth 1 -name '*.nsflight' 2>/dev/null | wc -l)" -lt 2 ]; do
+    i=$((i + 1))
+    [ $i -lt 600 ] || { kill -KILL $rp; fail "the flight recorders did not start within 60 s"; }
+    sleep 0.1
+  done
+  launcher=$(pgrep -P $rp)
+  [ -n "$launcher" ] || fail "no command under record"
+  sleep 0.5 # the handler is installed with the first communicator, just before the file
+  kill -USR1 $rp
+  i=0
+  while [ "$(find "$W/r/dumps" -name '*.nsflight' 2>/dev/null | wc -l)" -lt 2 ]; do
+    i=$((i + 1))
+    [ $i -lt 300 ] || { kill -TERM $rp; fail "SIGUSR1 gave $(ls "$W/r/dumps" 2>/dev/null | wc -l) dumps, want 2"; }
+    sleep 0.1
+  done
+  alive "$launcher" || fail "SIGUSR1 killed the launching shell"
+  alive $rp || fail "record ended on SIGUSR1"
+  kill -TERM $rp
+  wait $rp
+  [ "$(ls "$W/r/dumps" | wc -l)" = 2 ] || fail "$(ls "$W/r/dumps" | wc -l) dumps after one SIGUSR1, want 2"
   ;;
 record-exec)
   expect 127 "record: cannot run /nonexistent/cmd: No such file or directory" \
