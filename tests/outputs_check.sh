@@ -163,9 +163,12 @@ overwrite)
     valid $f "$o"
     [ "$(stat -c %a "$o")" = 640 ] || fail "$f: permission bits not kept: $(stat -c %a "$o")"
   done
-  # a new file is created with the usual permissions (not mkstemp's 0600)
-  (umask 022 && "$NCS" export -q "$W/t" -o "$W/new.pftrace") || fail "new output"
-  [ "$(stat -c %a "$W/new.pftrace")" = 644 ] || fail "new output mode $(stat -c %a "$W/new.pftrace")"
+  # a new file is created with the usual permissions (not mkstemp's 0600), anonymous temporary
+  # file or named one (SQLite)
+  for f in perfetto sqlite; do
+    (umask 027 && "$NCS" export -q -f $f "$W/t" -o "$W/new.$f") || fail "new $f output"
+    [ "$(stat -c %a "$W/new.$f")" = 640 ] || fail "new $f output: mode $(stat -c %a "$W/new.$f")"
+  done
   # demo: its timeline DIR.pftrace follows the same rule
   expect 0 "timeline written to" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
   expect 5 "exists [(]use --force to replace it[)]" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1

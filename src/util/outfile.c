@@ -174,8 +174,10 @@ static void reset(ncs_out_t *o, const char *path) {
 }
 
 static const char *kind_name(mode_t m) {
-  return S_ISDIR(m) ? "a directory" : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket"
-                                                                                   : "not a regular file";
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISSOCK(m)) return "a socket";
+  return "not a regular file";
 }
 
 static void tmp_dir(char *out, size_t len) {
@@ -232,11 +234,12 @@ static int open_regular(ncs_out_t *o, const struct stat *old, const ncs_out_opts
     snprintf(err, errlen, "cannot write %s: %s", o->path, strerror(errno));
     return -1;
   }
-  /* like any new file (mkostemp made it 0600), or as the file it replaces */
-  mode_t um = umask(0);
-  umask(um);
-  if (fchmod(o->fd, old ? old->st_mode & 0777 : 0666 & ~um) != 0) {
-    /* the permissions are a courtesy: the output itself is fine */
+  /* as the file it replaces, or like any new file: O_TMPFILE applied the umask to 0666 already,
+   * mkostemp made it 0600. (Reading the umask sets it for a moment: outputs are opened before
+   * any thread of the verb starts.) The permissions are a courtesy: a failure is not an error. */
+  mode_t um = 0;
+  if (!old && o->tmp[0]) umask(um = umask(0));
+  if ((old || o->tmp[0]) && fchmod(o->fd, old ? old->st_mode & 0777 : 0666 & ~um) != 0) {
   }
   return 0;
 }
@@ -283,7 +286,7 @@ int ncs_out_open(ncs_out_t *o, const char *path, const ncs_out_opts_t *opt, char
     free(rd);
   }
   if (!real || strlen(real) >= sizeof o->target) {
-    snprintf(err, errlen, "cannot write %s: %s", path, real ? strerror(ENAMETOOLONG) : strerror(errno));
+    snprintf(err, errlen, "cannot write %s: %s", path, strerror(real ? ENAMETOOLONG : errno));
     free(real);
     return -1;
   }
