@@ -266,14 +266,15 @@ def loss_flight_kill9():
     p = start_sim(["--scenario", "flood", "--duration", "60", "--threads", "2"], env)
     seen = [0]
 
-    def dropping():
-        if glob.glob(os.path.join(T, "*.nsflight")):
-            n, line = job_drops(stats(T)[1])
-            seen[0] = n or 0
-        return seen[0] > 0
+    def dropping():  # the live file's drops grew between two reads: an overload in progress
+        if not glob.glob(os.path.join(T, "*.nsflight")):
+            return False
+        n = job_drops(stats(T)[1])[0] or 0
+        grew = seen[0] > 0 and n > seen[0]
+        seen[0] = n
+        return grew
 
     ok = wait_for(dropping, 40)
-    time.sleep(0.3)
     p.send_signal(signal.SIGKILL)
     p.communicate()
     if not check(ok, "no drop seen in the live file within 40 s"):
@@ -290,7 +291,12 @@ def loss_flight_kill9():
     check(pool == n, "LOSS records hold %d drops, dump --stats %r" % (pool, line))
     hb = re.search(r"heartbeat mono ([0-9.]+) s", text)
     if check(hb and tr.loss, "no heartbeat or no LOSS record"):
-        check_windows(tr, "pool-full", int(float(hb.group(1)) * 1e9) + 1000000)
+        beat = int(float(hb.group(1)) * 1e9)
+        ws = check_windows(tr, "pool-full", beat + 1000000)
+        # the open window reached the header in the writer's last cycle, not only once closed
+        # (every second): records were dropped until the kill
+        check(ws and beat - ws[-1]["to"] < 300000000,
+              "the newest loss window ends %.3f s before the heartbeat" % ((beat - ws[-1]["to"]) / 1e9))
 
 
 def loss_flight_clean():
