@@ -169,12 +169,12 @@ static void seg_end(file_t *f) {
     c.plain[NCS_CK_WRITE_LOST] = c.lost[NCS_LOSS_WRITE];
     if (s->snapshot) {
       /* what records cannot tell: drops and ignored handles */
-      for (unsigned t = 0; t < NCS_T_COUNT; t++)
+      for (unsigned t = 0; t < NCS_T_COUNT && !f->loss_exact; t++)
         if (f->snap.drops[t] > c.drops[t]) c.drops[t] = f->snap.drops[t];
       for (unsigned k = NCS_CK_BAD_HANDLE; k <= NCS_CK_NULL_HANDLE; k++)
         c.plain[k] = f->snap.plain[k];
       static const unsigned lower_bounds[] = {NCS_CK_NO_THREAD_SLOT, NCS_CK_WRITE_LOST};
-      for (unsigned i = 0; i < 2; i++) {
+      for (unsigned i = 0; i < 2 && !f->loss_exact; i++) {
         unsigned k = lower_bounds[i];
         if (f->snap.plain[k] > c.plain[k]) c.plain[k] = f->snap.plain[k];
       }

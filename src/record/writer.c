@@ -107,6 +107,7 @@ typedef struct {
   uint64_t good_end;
   int torn;      /* a failed write left bytes after good_end that could not be cut off yet */
   int io_failed; /* in an outage: chunks are tried again from io_retry_ns on */
+  int ending;    /* the final drain: every chunk is tried, whatever the back-off says */
   int io_err;    /* the outage's first error */
   uint64_t io_fail_ns, io_retry_ns, io_backoff_ns, io_lost_chunks, io_lost_records;
   uint32_t io_outages;
@@ -351,7 +352,7 @@ static void io_recovered(uint64_t now) {
 /* Append one chunk to the trace file. 0 when written or kept in the backlog, -1 when lost. */
 static int file_put(uint16_t type, const uint8_t *hdr, const void *p, size_t len) {
   uint64_t now = ncs_mono_ns();
-  int e = W.io_failed && now < W.io_retry_ns ? -1 : backlog_flush(); /* -1: not tried */
+  int e = W.io_failed && !W.ending && now < W.io_retry_ns ? -1 : backlog_flush(); /* -1: not tried */
   if (!e) {
     struct iovec iov[2] = {{(void *)hdr, NCS_CHUNK_HEADER_LEN}, {(void *)p, len}};
     e = io_put(iov, 2, NCS_CHUNK_HEADER_LEN + len);
@@ -1216,17 +1217,27 @@ static void *writer_main(void *arg) {
     nanosleep(&ts, NULL);
     if (idle_us < 5000) idle_us *= 2;
   }
-  /* final: everything the threads committed before the stop request */
+  /* final: everything the threads committed before the stop request; through a write outage,
+   * each of the last chunks gets a try (a few calls at most: then it is over) */
+  W.ending = 1;
   while (drain_all()) {
   }
   if (W.flight) ncs_fl_ending();
   housekeeping(1);
   flush_events();
-  W.io_retry_ns = 0; /* a write outage: one last try for what is left, the footer included */
   loss_cycle(1);
   write_counters(NCS_CHUNK_FOOTER);
   io_end();
   return NULL;
+}
+
+static void writer_free(void) {
+  free(W.trk);
+  W.trk = NULL;
+  ncs_buf_free(&W.ev);
+  ncs_buf_free(&W.str);
+  ncs_buf_free(&W.tmp);
+  ncs_buf_free(&W.backlog);
 }
 
 int ncs_writer_start(void) {
@@ -1235,11 +1246,7 @@ int ncs_writer_start(void) {
     if (atomic_fetch_add(&ncs_g.seg, 1) > 0) ncs_set_epoch((atomic_load(&ncs_g.epoch) + 1) & 0xFF);
     atomic_store(&ncs_g.ncomms, 0);
   }
-  free(W.trk);
-  ncs_buf_free(&W.ev);
-  ncs_buf_free(&W.str);
-  ncs_buf_free(&W.tmp);
-  ncs_buf_free(&W.backlog);
+  writer_free();
   memset(&W, 0, sizeof W);
   W.fd = -1;
   W.trk_cap = ncs_g.cfg.track_max;
@@ -1248,6 +1255,7 @@ int ncs_writer_start(void) {
       ncs_buf_init(&W.tmp, 64 * 1024) || ncs_buf_init(&W.backlog, BACKLOG_BYTES) ||
       open_file() != 0) {
     if (!W.trk) ncs_log(NCS_LOG_WARN, "out of memory starting the writer; profiling disabled");
+    writer_free(); /* no writer_stop will come for a writer that did not start */
     return -1;
   }
   W.expect_children = ncs_g.cfg.events & (NCS_EV_KERNEL_CH | NCS_EV_PROXY_OP);
@@ -1264,6 +1272,7 @@ int ncs_writer_start(void) {
     W.fd = -1;
     if (W.flight) ncs_fl_close(0);
     W.flight = 0;
+    writer_free();
     return -1;
   }
   ncs_g.writer_running = 1;
@@ -1283,10 +1292,5 @@ void ncs_writer_stop(void) {
   W.fd = -1;
   if (W.flight) ncs_fl_close(1); /* the live file says the process ended cleanly */
   W.flight = 0;
-  free(W.trk);
-  W.trk = NULL;
-  ncs_buf_free(&W.ev);
-  ncs_buf_free(&W.str);
-  ncs_buf_free(&W.tmp);
-  ncs_buf_free(&W.backlog);
+  writer_free();
 }
