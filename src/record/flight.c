@@ -585,9 +585,11 @@ void ncs_fl_loss(const ncs_loss_t *l, int closed) {
   if (!F.on || l->reason < 1 || l->reason > NCS_LOSS_MAX) return;
   ncs_flight_hdr_t *h = F.h;
   uint32_t r = l->reason - 1;
-  /* odd while changing: a reader of a file whose process died here knows it */
+  /* Odd while changing: a reader of a file whose process died here knows it. The reader is a
+   * later process, after this one died: what matters is only that the compiler keeps the stores
+   * in program order, which a signal fence ensures (a process is killed between instructions). */
   __atomic_store_n(&h->loss_gen, h->loss_gen + 1, __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
   ncs_flight_loss_t *w = F.loss_open[r] ? &h->loss[F.loss_open[r] - 1] : loss_entry();
   if (w) {
     w->reason = l->reason, w->open = !closed;
@@ -596,7 +598,8 @@ void ncs_fl_loss(const ncs_loss_t *l, int closed) {
     if (!w->seq) w->seq = h->loss_next_seq++;
     F.loss_open[r] = closed ? 0 : (uint32_t)(w - h->loss) + 1;
   }
-  __atomic_store_n(&h->loss_gen, h->loss_gen + 1, __ATOMIC_RELEASE);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&h->loss_gen, h->loss_gen + 1, __ATOMIC_RELAXED);
 }
 
 /* ------------------------------------------------------------------ dumps */

@@ -68,6 +68,7 @@ typedef struct {
 /* one reason's loss accounting */
 typedef struct {
   uint64_t prev[NCS_T_COUNT]; /* its counters at the last reading (drops, no slot) */
+  uint64_t base[NCS_T_COUNT]; /* ... at the start of the segment */
   ncs_loss_t w;               /* the open window; w.records == 0: none */
   uint64_t last_ns;           /* when it last grew */
   int dirty;                  /* grew since the flight header last saw it */
@@ -115,7 +116,7 @@ typedef struct {
   uint32_t backlog_chunks, backlog_hdr;
   int fl_lost_logged;
   /* producer counters at segment start, subtracted so the footer is per segment */
-  uint64_t base_drops[NCS_T_COUNT], base_bad, base_stale, base_null, base_nslot, base_disabled,
+  uint64_t base_bad, base_stale, base_null, base_disabled,
       base_unk_type, base_unk_state, base_groups, base_groups_unsampled;
 } writer_t;
 
@@ -211,6 +212,8 @@ static void loss_base(void) {
   loss_counters(pool, noslot);
   memcpy(W.loss[NCS_LOSS_DROPS - 1].prev, pool, sizeof pool);
   memcpy(W.loss[NCS_LOSS_NO_SLOT - 1].prev, noslot, sizeof noslot);
+  memcpy(W.loss[NCS_LOSS_DROPS - 1].base, pool, sizeof pool);
+  memcpy(W.loss[NCS_LOSS_NO_SLOT - 1].base, noslot, sizeof noslot);
 }
 
 static void small_chunk(uint16_t type);
@@ -981,15 +984,13 @@ static void publish_comms(int ends) {
 /* ------------------------------------------------------------------ counters */
 
 typedef struct {
-  uint64_t drops[NCS_T_COUNT], bad, stale, null, nslot, disabled, unk_type, unk_state, groups,
-      groups_unsampled;
+  uint64_t bad, stale, null, disabled, unk_type, unk_state, groups, groups_unsampled;
 } prod_t;
 
 static void producer_counters(prod_t *p) {
   memset(p, 0, sizeof *p);
   for (uint32_t i = 0; i < ncs_g.nslots; i++) {
     ncs_slot_t *s = &ncs_g.slots[i];
-    for (unsigned t = 0; t < NCS_T_COUNT; t++) p->drops[t] += atomic_load_explicit(&s->drops[t], memory_order_relaxed);
     p->bad += atomic_load_explicit(&s->bad_handle, memory_order_relaxed);
     p->stale += atomic_load_explicit(&s->stale_handle, memory_order_relaxed);
     p->null += atomic_load_explicit(&s->null_handle, memory_order_relaxed);
@@ -999,14 +1000,12 @@ static void producer_counters(prod_t *p) {
     p->groups += atomic_load_explicit(&s->groups, memory_order_relaxed);
     p->groups_unsampled += atomic_load_explicit(&s->groups_unsampled, memory_order_relaxed);
   }
-  p->nslot = atomic_load(&ncs_g.no_slot_drops);
 }
 
 static void counters_base(void) {
   prod_t p;
   producer_counters(&p);
-  memcpy(W.base_drops, p.drops, sizeof W.base_drops);
-  W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null, W.base_nslot = p.nslot;
+  W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null;
   W.base_disabled = p.disabled, W.base_unk_type = p.unk_type, W.base_unk_state = p.unk_state;
   W.base_groups = p.groups, W.base_groups_unsampled = p.groups_unsampled;
 }
@@ -1019,12 +1018,17 @@ static void write_counters(uint16_t type) {
   static ncs_counters_t c;
   prod_t p;
   producer_counters(&p);
+  /* drops from the loss windows' last reading (this cycle's): the LOSS records and the counters
+   * agree exactly, whatever producers drop in between */
+  const loss_w_t *drops = &W.loss[NCS_LOSS_DROPS - 1], *noslot = &W.loss[NCS_LOSS_NO_SLOT - 1];
+  uint64_t nslot = 0;
   c.nkeys = 0;
   for (unsigned t = 0; t < NCS_T_COUNT; t++) {
     put(&c, NCS_CK_STARTS | t, W.starts[t]);
     put(&c, NCS_CK_STOPS | t, W.stops[t]);
     put(&c, NCS_CK_STATES | t, W.states[t]);
-    put(&c, NCS_CK_DROPS | t, p.drops[t] - W.base_drops[t]); /* pool full; no slot: below */
+    put(&c, NCS_CK_DROPS | t, drops->prev[t] - drops->base[t]); /* pool full; no slot: below */
+    nslot += noslot->prev[t] - noslot->base[t];
     put(&c, NCS_CK_EXPIRED | t, W.expired[t]);
   }
   put(&c, NCS_CK_BAD_HANDLE, p.bad - W.base_bad + W.bad_end);
@@ -1032,7 +1036,7 @@ static void write_counters(uint16_t type) {
   put(&c, NCS_CK_NULL_HANDLE, p.null - W.base_null);
   put(&c, NCS_CK_FOREIGN_CTX, W.foreign_ctx);
   put(&c, NCS_CK_NULL_CTX, W.null_ctx);
-  put(&c, NCS_CK_NO_THREAD_SLOT, p.nslot - W.base_nslot); /* by type: the LOSS records */
+  put(&c, NCS_CK_NO_THREAD_SLOT, nslot); /* by type: the LOSS records */
   put(&c, NCS_CK_COMPLETIONS, W.completions);
   put(&c, NCS_CK_REVISIONS, W.revisions);
   put(&c, NCS_CK_CHUNKS, W.chunks);
