@@ -92,7 +92,7 @@ static void counts_add(counts_t *a, const counts_t *b) {
   a->drops_atleast += b->drops_atleast, a->drops_unknown += b->drops_unknown;
 }
 
-/* what records cannot tell (the items of the loss records aside) */
+/* a LOSS record: its records by reason, and the pool-full ones by type */
 static void count_loss(counts_t *c, const ncs_loss_t *l) {
   c->loss_windows++;
   c->lost[l->reason <= NCS_LOSS_MAX ? l->reason : 0] += l->records;
@@ -480,7 +480,7 @@ static void put_flight(FILE *o, const ncs_reader_t *r) {
     fprintf(o, "%u operations without a completion at the end\n", fi->open_ops);
   else
     fprintf(o, "%u operations open\n", fi->open_ops);
-  if (!fi->has_loss)
+  if (!fi->has_loss && fi->state != NCS_FS_EXITED) /* an exited file holds its footer */
     fprintf(o, "  loss records: none kept (a flight file of an older ncclscope): drops after the "
                "last counter snapshot unknown\n");
   if (fi->loss_torn)

@@ -447,8 +447,8 @@ int ncs_fl_chunk(uint16_t type, const uint8_t *hdr, const void *payload, size_t 
 /* ------------------------------------------------------------------ file */
 
 /* Why ncs_fl_open failed: what it was doing, on which file, and the error's own text. */
-static int open_failed(char *err, size_t errlen, const char *what, int e) {
-  snprintf(err, errlen, "%s %s: %s", what, F.path[0] ? F.path : F.dir, strerror(e));
+static int open_failed(char *err, size_t errlen, const char *what, const char *file, int e) {
+  snprintf(err, errlen, "%s %s: %s", what, file, strerror(e));
   return -1;
 }
 
@@ -467,11 +467,11 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
                    : snprintf(F.path, sizeof F.path, "%s/%s-%d.%d%s", dir, host, (int)ncs_g.pid, k,
                               NCS_FLIGHT_SUFFIX);
     if (n < 0 || (size_t)n >= sizeof F.path || (size_t)n >= pathlen)
-      return open_failed(err, errlen, "cannot name a file in", ENAMETOOLONG);
+      return open_failed(err, errlen, "cannot name a file in", F.dir, ENAMETOOLONG);
     F.fd = open(F.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (F.fd < 0 && errno != EEXIST) return open_failed(err, errlen, "cannot create", errno);
+    if (F.fd < 0 && errno != EEXIST) return open_failed(err, errlen, "cannot create", F.path, errno);
   }
-  if (F.fd < 0) return open_failed(err, errlen, "1000 flight files of this process exist in", EEXIST);
+  if (F.fd < 0) return open_failed(err, errlen, "1000 flight files of this process in", F.dir, EEXIST);
   snprintf(path, pathlen, "%s", F.path);
   uint32_t nslots = (uint32_t)(ring_bytes / FL_SLOT_BYTES);
   if (nslots < 4) nslots = 4;
@@ -487,7 +487,7 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
     if (F.map == MAP_FAILED) F.map = NULL, e = errno, what = "cannot map";
   }
   if (e) {
-    open_failed(err, errlen, what, e);
+    open_failed(err, errlen, what, F.path, e);
     goto fail;
   }
   F.h = (ncs_flight_hdr_t *)F.map;
@@ -511,7 +511,7 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
   F.rings_max = max_comms;
   F.rings = calloc(max_comms, sizeof(ring_t));
   if (!F.rings || ncs_buf_init(&F.kf, F.slot_cap)) {
-    open_failed(err, errlen, "no memory for the flight recorder of", ENOMEM);
+    open_failed(err, errlen, "no memory for the flight recorder of", F.path, ENOMEM);
     goto fail;
   }
   for (uint32_t i = 0; i < FL_POOL; i++) F.free_[i] = FL_POOL - 1 - i;
