@@ -103,6 +103,7 @@ typedef struct {
   /* loss windows by reason - 1; loss_read_ns: when the last reading of the counters began */
   loss_w_t loss[NCS_LOSS_MAX];
   uint64_t loss_read_ns;
+  uint32_t slots_used; /* slots [0, slots_used) have been claimed at least once */
   /* file I/O (trace mode). good_end: the file's size after its last whole chunk. An outage
    * begins with a failed write and ends with the next one that works. */
   uint64_t good_end;
@@ -196,12 +197,20 @@ static void loss_rise(unsigned reason, const uint64_t *cur, uint64_t from, uint6
 }
 
 /* The producers' loss counters: records dropped because the pool was full, and because the
- * thread had no slot. Relaxed loads of counters only the rare paths write. */
+ * thread had no slot. Relaxed loads of counters only the rare paths write. A slot never claimed
+ * holds no count, so only slots up to the highest one seen in use are read (a slot freed again
+ * keeps its counts; drain_all sees every slot in use before it frees it). */
 static void loss_counters(uint64_t *pool, uint64_t *noslot) {
   memset(pool, 0, sizeof(uint64_t) * NCS_T_COUNT);
-  for (uint32_t i = 0; i < ncs_g.nslots; i++)
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) {
+    ncs_slot_t *s = &ncs_g.slots[i];
+    if (i >= W.slots_used) {
+      if (atomic_load_explicit(&s->state, memory_order_acquire) == NCS_SLOT_FREE) continue;
+      W.slots_used = i + 1;
+    }
     for (unsigned t = 0; t < NCS_T_COUNT; t++)
-      pool[t] += atomic_load_explicit(&ncs_g.slots[i].drops[t], memory_order_relaxed);
+      pool[t] += atomic_load_explicit(&s->drops[t], memory_order_relaxed);
+  }
   for (unsigned t = 0; t < NCS_T_COUNT; t++)
     noslot[t] = atomic_load_explicit(&ncs_g.no_slot_by_type[t], memory_order_relaxed);
 }
@@ -941,6 +950,7 @@ static uint64_t drain_all(void) {
     ncs_slot_t *s = &ncs_g.slots[i];
     int st = atomic_load_explicit(&s->state, memory_order_acquire);
     if (st != NCS_SLOT_ACTIVE && st != NCS_SLOT_EXITED) continue;
+    if (i >= W.slots_used) W.slots_used = i + 1; /* seen before it can be freed: loss_counters */
     if (s->announced != s->thread_index + 1) announce_thread(s);
     n += drain_slot(s);
     if (st == NCS_SLOT_EXITED && slot_drained(s)) {
