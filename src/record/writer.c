@@ -1276,8 +1276,8 @@ int ncs_writer_start(void) {
   for (uint32_t i = 0; i < ncs_g.nslots; i++) ncs_g.slots[i].announced = 0;
   clock_setup();
   counters_base();
-  loss_base();
   segment_begin();
+  loss_base(); /* after the segment's start time: a loss window never begins before it */
   W.last_clock_ns = W.last_flush_ns = W.last_counters_ns = W.last_sweep_ns = ncs_mono_ns();
   atomic_store(&ncs_g.writer_stop, 0);
   if (pthread_create(&ncs_g.writer, NULL, writer_main, NULL) != 0) {
