@@ -91,10 +91,7 @@ static struct {
   struct timespec trig_mtime;
   int trig_seen;
   uint32_t dumps;
-  /* the end of the segment: operations the writer had to close without a completion */
-  int ending;
-  uint32_t open_at_end;
-  uint64_t end_expired; /* the operation the flush expired last */
+  uint32_t open_at_end; /* operations the writer had to close without a completion at the end */
   /* loss windows: the header entry of each reason's open window, index + 1 */
   uint32_t loss_open[NCS_LOSS_MAX];
 } F;
@@ -259,19 +256,6 @@ static void drop(href_t *h) {
   if (!k->comm) pool_put(k);
 }
 
-/* The final flush closes what is still open: an operation it expires, or completes forced (with
- * children still open), was open at the end. The flush writes the two for one operation back
- * to back, so it is counted once. */
-static void note_end(const ncs_event_t *e) {
-  if (e->type != NCS_T_COLL && e->type != NCS_T_P2P) return;
-  if (e->kind == NCS_REC_EXPIRED) {
-    F.open_at_end++;
-    F.end_expired = e->id;
-  } else if (e->kind == NCS_REC_COMPLETE && (e->cflags & NCS_CF_FORCED) && e->id != F.end_expired) {
-    F.open_at_end++;
-  }
-}
-
 void ncs_fl_note(const ncs_event_t *e) {
   if (!F.on) return;
   if (e->type != NCS_T_PROXY_CTRL && e->kind <= NCS_REC_STATE && e->ts > F.last_event)
@@ -280,7 +264,6 @@ void ncs_fl_note(const ncs_event_t *e) {
     note_start(e);
     return;
   }
-  if (F.ending) note_end(e);
   href_t *h = h_find(e->id);
   if (!h) return;
   kept_t *k = h->k;
@@ -528,13 +511,13 @@ fail:
   return -1;
 }
 
-void ncs_fl_ending(void) { F.ending = 1; }
+void ncs_fl_open_at_end(uint32_t n) { F.open_at_end = n; }
 
 void ncs_fl_close(int clean) {
   if (F.h && clean) {
     /* Open at the end: what the writer's final flush had to close without a completion (it
-     * expired them, or completed them forced), and anything it could not close. The count of
-     * the last poll, taken while operations were running, would not say it. */
+     * expired them, or completed them forced). The count of the last poll, taken while
+     * operations were running, would not say it. */
     F.h->open_ops = F.open_at_end;
     F.h->stalled_since_mono = 0;
     F.h->last_event_mono = F.last_event;

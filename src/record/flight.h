@@ -13,8 +13,8 @@ NCS_HIDDEN int ncs_fl_open(const char *dir, const char *host, uint64_t ring_byte
                            uint32_t max_comms, char *path, size_t pathlen, char *err,
                            size_t errlen);
 NCS_HIDDEN void ncs_fl_close(int clean);
-/* the writer's final flush begins: what it closes without a completion was open at the end */
-NCS_HIDDEN void ncs_fl_ending(void);
+/* operations the writer's final flush closed without a completion: the live file's open count */
+NCS_HIDDEN void ncs_fl_open_at_end(uint32_t n);
 /* a loss window into the header (docs/flight.md): called every cycle while it grows, and once
  * closed; kill -9 loses none of what was passed */
 NCS_HIDDEN void ncs_fl_loss(const ncs_loss_t *l, int closed);

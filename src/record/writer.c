@@ -675,6 +675,14 @@ static void complete_from_group(trk_t *e) {
 static void sweep(int flush) {
   uint64_t now = ncs_mono_ns();
   uint64_t expire = (uint64_t)ncs_g.cfg.expire_ms * 1000000ull;
+  if (flush && W.flight) { /* what is closed below without a completion was open at the end */
+    uint32_t open = 0;
+    for (uint32_t i = 0; i < W.trk_cap; i++) {
+      const trk_t *e = &W.trk[i];
+      open += e->id && !e->agg && is_parent(e->type) && e->seen_start && (!e->stopped || e->n_open);
+    }
+    ncs_fl_open_at_end(open);
+  }
   if (flush) /* parents with children first, so their Groups are known to childless members */
     for (uint32_t i = 0; i < W.trk_cap; i++) {
       trk_t *e = &W.trk[i];
@@ -1236,7 +1244,6 @@ static void *writer_main(void *arg) {
   W.ending = 1;
   while (drain_all()) {
   }
-  if (W.flight) ncs_fl_ending();
   housekeeping(1);
   flush_events();
   loss_cycle(1);
