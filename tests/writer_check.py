@@ -35,6 +35,7 @@ import time
 
 SIM, PLUGIN, NCS, FAULTINJ, WORK, CASE = sys.argv[1:7]
 T = os.path.join(WORK, "t")
+FAULT_LOG = os.path.join(WORK, "fault.log")  # one line per failure libncs-faultinj.so injected
 fails = []
 
 KINDS = ("START", "STOP", "STATE", "COMPLETE", "EXPIRED")
@@ -65,7 +66,7 @@ def env_for(fault=None, **extra):
         env["LD_PRELOAD"] = FAULTINJ
         # a sanitized nccl-sim wants its runtime first; the interposer must come before it
         env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":verify_asan_link_order=0").lstrip(":")
-        env["NCS_FAULT_LOG"] = os.path.join(WORK, "fault.log")
+        env["NCS_FAULT_LOG"] = FAULT_LOG
         env.update(fault)
     env.update(extra)
     return env
@@ -211,6 +212,14 @@ def check_warn_once(err, pattern, what):
         # NCCL_DEBUG=WARN prints level 2 (WARN) in the INIT subsystem (NCCL_DEBUG_SUBSYS default)
         check(level == 2 and flags & 1, "%s logged at level %d flags 0x%x: %s" % (what, level, flags, text))
     return lines
+
+
+def faults():
+    try:
+        with open(FAULT_LOG) as f:
+            return f.read().splitlines()
+    except OSError:
+        return []
 
 
 def wait_for(cond, timeout):
@@ -394,8 +403,7 @@ def io_enospc():
     env = env_for({"NCS_FAULT_DIR": T, "NCS_FAULT_AFTER_BYTES": "300000", "NCS_FAULT_UNTIL": clear},
                   NCCLSCOPE_EVENTS="all")
     p = start_sim(FLOOD + ["--duration", "4"], env)
-    log = os.path.join(WORK, "fault.log")
-    hit = wait_for(lambda: os.path.exists(log) and os.path.getsize(log) > 0, 60)
+    hit = wait_for(lambda: len(faults()) > 0, 60)
     time.sleep(0.5)
     open(clear, "w").close()
     out, err = p.communicate(timeout=150)
@@ -413,8 +421,7 @@ def io_eio():
                    "NCS_FAULT_COUNT": "4"}, NCCLSCOPE_EVENTS="all")
     rc, out, err = run_sim(FLOOD + ["--duration", "3"], env)
     check(rc == 0, "nccl-sim exited %d" % rc)
-    n = len(open(os.path.join(WORK, "fault.log")).readlines()) if os.path.exists(os.path.join(WORK, "fault.log")) else 0
-    check(n == 4, "%d failures injected, want 4" % n)
+    check(len(faults()) == 4, "%d failures injected, want 4: %s" % (len(faults()), faults()))
     check_warn_once(err, r"writing .* failed: Input/output error", "first error")
     io_check_file(Trace(trace_file()), err, True)
 
@@ -448,8 +455,7 @@ def io_torn():
     env = env_for({"NCS_FAULT_DIR": T, "NCS_FAULT_AFTER_BYTES": "300000", "NCS_FAULT_UNTIL": clear,
                    "NCS_FAULT_CALLS": "write,ftruncate"}, NCCLSCOPE_EVENTS="all")
     p = start_sim(FLOOD + ["--duration", "4"], env)
-    log = os.path.join(WORK, "fault.log")
-    hit = wait_for(lambda: os.path.exists(log) and "ftruncate" in open(log).read(), 60)
+    hit = wait_for(lambda: any(f.startswith("ftruncate ") for f in faults()), 60)
     time.sleep(0.5)
     open(clear, "w").close()
     out, err = p.communicate(timeout=150)
@@ -487,8 +493,8 @@ def flight_dump():
     check(ok and p.returncode == 0, "nccl-sim exited %d" % p.returncode)
     check_warn_once(err, r"flight recorder: writing \S+/dumps/\S+\.nsflight failed: No space left on "
                          r"device; no dump taken", "dump failure")
-    check(not os.listdir(os.path.join(T, "dumps")) if os.path.isdir(os.path.join(T, "dumps")) else True,
-          "files left in dumps/: %s" % (os.listdir(os.path.join(T, "dumps")),))
+    left = glob.glob(os.path.join(T, "dumps", "*"))
+    check(not left, "files left in dumps/: %s" % left)
     rc, text = stats(T)
     check(rc == 0 and "flight recorder: exited" in text, "the live file: %s" % text[:800])
 
