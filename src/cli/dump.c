@@ -14,11 +14,12 @@
 static const char dump_help[] =
     "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
     "\n"
-    "Print one line per event (and per segment, clock, communicator, thread, counter snapshot and\n"
-    "footer) of the *.nstrace files in DIR, with every field.\n"
+    "Print one line per event (and per segment, clock, communicator, thread, counter snapshot,\n"
+    "footer and loss record) of the *.nstrace files in DIR, with every field.\n"
     "\n"
     "options:\n"
-    "  --stats        per file and job-wide counts per event type, drops, handles, completions\n"
+    "  --stats        per file and job-wide counts per event type, drops and losses, handles,\n"
+    "                 completions\n"
     "  --type LIST    only events of these types (e.g. coll,p2p or proxy); hides other lines\n"
     "  --limit N      stop after N lines\n"
     "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
@@ -226,6 +227,25 @@ static void line_counters(dump_t *d, const ncs_item_t *it) {
   fputc('\n', d->o);
 }
 
+/* LOSS reason=pool-full records=N from=T to=T types=Coll:3,ProxyStep:12 */
+static void line_loss(dump_t *d, const ncs_loss_t *l) {
+  put_prefix(d, 1, l->from_ns);
+  fprintf(d->o, "LOSS reason=%s", ncs_loss_reason_name(l->reason));
+  if (l->reason == 0 || l->reason > NCS_LOSS_MAX) fprintf(d->o, "(%u)", l->reason);
+  fprintf(d->o, " records=%" PRIu64, l->records);
+  put_host_time(d, "from", l->from_ns);
+  put_host_time(d, "to", l->to_ns);
+  fputs(" types=", d->o);
+  uint64_t known = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    if (!l->by_type[t]) continue;
+    fprintf(d->o, "%s%s:%" PRIu64, known ? "," : "", ncs_schema[t].name, l->by_type[t]);
+    known += l->by_type[t];
+  }
+  if (known < l->records) fprintf(d->o, "%s?:%" PRIu64, known ? "," : "", l->records - known);
+  fputc('\n', d->o);
+}
+
 /* One line for an item; returns 1 when a line was printed. */
 static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
   if (it->what == NCS_ITEM_SEGMENT) {
@@ -259,7 +279,10 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     ncs_put_str(d->o, it->thread_name);
     fputc('\n', d->o);
     break;
-  default: line_counters(d, it); break;
+  case NCS_ITEM_LOSS: line_loss(d, &it->loss); break;
+  case NCS_ITEM_COUNTERS:
+  case NCS_ITEM_FOOTER: line_counters(d, it); break;
+  default: return 0; /* an item this version does not print */
   }
   return 1;
 }
