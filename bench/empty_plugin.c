@@ -1,8 +1,9 @@
 /* empty_plugin.c - a profiler plugin that does nothing, the baseline of the benchmarks.
  *
  * It exports ncclProfiler_v6 .. v1, asks NCCL for a set of events, hands out one constant
- * non-NULL handle (so stops and states are called too) and returns at once from everything
- * else. Any cost measured with it is the cost of the calls themselves plus the work NCCL does
+ * non-NULL handle for the events it asked for (so their stops and states are called too) and a
+ * NULL handle for the others (ancestors NCCL starts anyway, as ncclscope does for events it does
+ * not record), and returns at once from everything else. Any cost measured with it is the cost of the calls themselves plus the work NCCL does
  * for the events it was asked for (KernelCh, for instance, adds a profiler proxy operation per
  * work item): the floor under any plugin that enables the same events.
  *
@@ -36,7 +37,7 @@ static int gapi_token; /* the handle of GroupApi events: its stop switches the s
 /* Several threads may create communicators at once: the configuration is read once
  * (pthread_once), and what sample() reads on NCCL's threads is stored atomically. */
 static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
-static uint32_t cfg_events;   /* NCS_EMPTY_EVENTS */
+static uint32_t cfg_events;   /* NCS_EMPTY_EVENTS (read atomically on NCCL's threads) */
 static uint32_t cfg_sample;   /* NCS_EMPTY_KERNEL_SAMPLE */
 static int *mask_ptr;         /* NCCL's activation mask int, for KernelCh sampling */
 static uint32_t mask_set;     /* what init stored there */
@@ -64,7 +65,7 @@ static void config(void) {
     fprintf(stderr, "ncclscope-empty: bad NCS_EMPTY_UNSAMPLED_EVENTS '%s'; every event but kernel\n", u);
     cfg_unsampled = NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH;
   }
-  cfg_events = m;
+  __atomic_store_n(&cfg_events, m, __ATOMIC_RELAXED);
   cfg_sample = n > 1 ? (uint32_t)n : 1;
 }
 
@@ -162,12 +163,16 @@ static ncs_result_t init_v1(void **ctx, int *mask) {
   return NCS_SUCCESS;
 }
 
+/* the handle of an event of type bit `type`: the token when it was asked for, else NULL */
+static inline void *handle_of(uint64_t type) {
+  return (uint32_t)type & __atomic_load_n(&cfg_events, __ATOMIC_RELAXED) ? (void *)&token : NULL;
+}
+
 /* v4 and older: nothing to do (no sampling there) */
 #define START_FN(V)                                                                               \
   static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                   \
     (void)ctx;                                                                                    \
-    (void)d;                                                                                      \
-    *eh = &token;                                                                                 \
+    *eh = d ? handle_of(d->type) : NULL;                                                          \
     return NCS_SUCCESS;                                                                           \
   }
 /* v5+: GroupApi starts and stops drive group sampling */
@@ -177,7 +182,12 @@ static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
     if (d->type == NCS_EV_GROUP_API && d->groupApi.graphCaptured) group_captured();
     sample(d->type);
   }
-  *eh = d && d->type == NCS_EV_GROUP_API ? &gapi_token : &token;
+  /* GroupApi's stop switches the sampled mask: its handle is non-NULL while sampling is set up,
+   * as ncclscope's hook handle is */
+  if (d && d->type == NCS_EV_GROUP_API && __atomic_load_n(&group_sampling, __ATOMIC_RELAXED))
+    *eh = &gapi_token;
+  else
+    *eh = d ? handle_of(d->type) : NULL;
   return NCS_SUCCESS;
 }
 START_FN(4)

@@ -4,7 +4,7 @@
 set -euo pipefail
 want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev)
 if [ "${1:-build}" = test ]; then
-  want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind)
+  want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind procps)
 fi
 missing=()
 for p in "${want[@]}"; do

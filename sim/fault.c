@@ -16,6 +16,13 @@
  * SendPeerWait until CTS[next] > step; a KernelCh stops only when entered == out == nranks. The
  * slots of a communicator form a ring of CPL_NINST; a rank that gets that far ahead waits.
  *
+ * A dead peer. Coupled ranks cannot go on without every peer, as NCCL ranks cannot (NCCL's
+ * sockets report the closed connection and the job aborts). A process that dies from a signal
+ * other than its own kill fault (an outside SIGKILL) is seen by the parent, which peeks at its
+ * children without reaping them; a dead parent is seen by its children (their parent changes).
+ * Either way every process of the job ends within about 20 ms, with status 6 and one line on
+ * stderr, instead of waiting out the coupling timeouts.
+ *
  * Faults (docs/nccl-sim.md "Faults"): skip, stall, mismatch, mismatch-dtype and kill at the SEQ-th
  * counted collective of a rank. Hung ranks give up after --hang-s and abort; what happened to each
  * rank goes into a second shared table that the parent turns into one line on stderr.
@@ -47,7 +54,14 @@ struct sim_cpl {
   /* followed by _Atomic int marks[2][g_ranks][g_lanes] */
 };
 
+/* shared: a process of the job died (sim_cpl_watch) */
+typedef struct {
+  _Atomic int dead;     /* 1 + the process index, 0 none */
+  _Atomic int pid, sig;
+} cpl_dead_t;
+
 static struct {
+  cpl_dead_t *dead;
   _Atomic uint64_t *keys; /* comm id (0 -> 1) per communicator slot, 0 free */
   char *slots;            /* CPL_NCOMMS x CPL_NINST slots of 'stride' bytes */
   size_t stride;
@@ -69,15 +83,16 @@ int sim_couple_setup(void) {
   g_cpl.lanes = 2 * sim_opt.channels;
   size_t marks = 2 * (size_t)g_cpl.ranks * (size_t)g_cpl.lanes * sizeof(_Atomic int);
   g_cpl.stride = (sizeof(sim_cpl_t) + marks + 63) & ~(size_t)63;
-  size_t keys = (CPL_NCOMMS * sizeof(_Atomic uint64_t) + 63) & ~(size_t)63;
-  size_t len = keys + (size_t)CPL_NCOMMS * CPL_NINST * g_cpl.stride;
+  size_t head = 64, keys = (CPL_NCOMMS * sizeof(_Atomic uint64_t) + 63) & ~(size_t)63;
+  size_t len = head + keys + (size_t)CPL_NCOMMS * CPL_NINST * g_cpl.stride;
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) {
     perror("nccl-sim: mmap (coupling)");
     return -1;
   }
-  g_cpl.keys = m;
-  g_cpl.slots = (char *)m + keys;
+  g_cpl.dead = m;
+  g_cpl.keys = (_Atomic uint64_t *)((char *)m + head);
+  g_cpl.slots = (char *)m + head + keys;
   for (int c = 0; c < CPL_NCOMMS; c++)
     for (int pos = 0; pos < CPL_NINST; pos++) { /* as if instance pos - NINST had been released */
       sim_cpl_t *s = slot_at(c, pos);
@@ -525,4 +540,110 @@ int sim_fault_report(const pid_t *pids, const int *status, int nprocs) {
   free(sel);
   free(done);
   return rc;
+}
+
+/* ------------------------------------------------------------------ a dead peer */
+static struct {
+  pid_t parent;      /* a child: the parent it was forked by */
+  const pid_t *kids; /* the parent: its children, processes first.. */
+  int nkids, first, runs_ranks;
+  _Atomic int reaping; /* the parent's main thread waits for its children itself */
+  _Atomic int reported;
+} g_watch;
+
+/* The first death is the one reported. */
+static void mark_dead(int p, pid_t pid, int sig) {
+  static _Atomic int claimed; /* in this process; processes race only through dead below */
+  int z = 0;
+  if (!g_cpl.dead || atomic_load(&g_cpl.dead->dead) || !atomic_compare_exchange_strong(&claimed, &z, 1))
+    return;
+  atomic_store(&g_cpl.dead->pid, (int)pid);
+  atomic_store(&g_cpl.dead->sig, sig);
+  atomic_store(&g_cpl.dead->dead, 1 + p);
+}
+
+/* a death by a signal other than the process's own kill fault */
+static int unexpected(int p, int sig) {
+  for (int r = 0; g_fs && r < sim_opt.ranks; r++)
+    if (proc_of(r) == p && g_fs->r[r].state == SIM_RS_KILLED && sig == SIGKILL) return 0;
+  return 1;
+}
+
+void sim_cpl_reaped(int p, pid_t pid, int status) {
+  if (WIFSIGNALED(status) && unexpected(p, WTERMSIG(status))) mark_dead(p, pid, WTERMSIG(status));
+}
+
+/* 1 while child pid exists and has not ended (peeked at: it is left to be reaped) */
+static int running(pid_t pid, siginfo_t *si) {
+  memset(si, 0, sizeof *si);
+  return waitid(P_PID, (id_t)pid, si, WEXITED | WNOHANG | WNOWAIT) == 0 && si->si_pid == 0;
+}
+
+/* The parent that also runs ranks: once the others are gone (at most 5 s, then SIGKILL), say
+ * why and end. */
+static void parent_ends(void) {
+  siginfo_t si;
+  for (int t = 0; t < 500; t++) {
+    int left = 0;
+    for (int i = 0; i < g_watch.nkids; i++) left += running(g_watch.kids[i], &si);
+    if (!left) break;
+    sim_sleep_us(10000);
+  }
+  for (int i = 0; i < g_watch.nkids; i++)
+    if (running(g_watch.kids[i], &si)) kill(g_watch.kids[i], SIGKILL);
+  sim_cpl_dead_report();
+  fflush(stdout);
+  _exit(SIM_EXIT_PEER_DIED);
+}
+
+static void *watch_main(void *arg) {
+  (void)arg;
+  for (;;) {
+    sim_sleep_us(10000);
+    if (g_watch.parent && getppid() != g_watch.parent) { /* the parent died: its pid is gone */
+      fprintf(stderr, "nccl-sim[%d]: the parent process (pid %d) died; coupled ranks cannot go "
+              "on without it: exiting\n", (int)getpid(), (int)g_watch.parent);
+      _exit(SIM_EXIT_PEER_DIED);
+    }
+    siginfo_t si;
+    for (int i = 0; i < g_watch.nkids; i++)
+      if (!running(g_watch.kids[i], &si) && si.si_pid == g_watch.kids[i] &&
+          (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED) &&
+          unexpected(g_watch.first + i, si.si_status))
+        mark_dead(g_watch.first + i, g_watch.kids[i], si.si_status);
+    if (!atomic_load(&g_cpl.dead->dead)) continue;
+    if (g_watch.parent) _exit(SIM_EXIT_PEER_DIED); /* a child: the parent says why */
+    if (g_watch.runs_ranks && !atomic_load(&g_watch.reaping)) parent_ends();
+    return NULL; /* the parent's main thread reaps and reports (sim_cpl_dead_report) */
+  }
+}
+
+void sim_cpl_watch(const pid_t *kids, int nkids, int first, int runs_ranks) {
+  if (!g_cpl.dead || sim_opt.procs < 2) return;
+  g_watch.parent = kids ? 0 : getppid();
+  g_watch.kids = kids, g_watch.nkids = nkids, g_watch.first = first;
+  g_watch.runs_ranks = runs_ranks;
+  pthread_t t;
+  if (pthread_create(&t, NULL, watch_main, NULL) == 0) pthread_detach(t);
+}
+
+void sim_cpl_reaping(void) { atomic_store(&g_watch.reaping, 1); }
+
+int sim_cpl_dead_report(void) {
+  int d = g_cpl.dead ? atomic_load(&g_cpl.dead->dead) : 0;
+  if (!d) return 0;
+  if (atomic_exchange(&g_watch.reported, 1)) return 1; /* said once */
+  char ranks[64];
+  int lo = -1, hi = -1;
+  for (int r = 0; r < sim_opt.ranks; r++)
+    if (proc_of(r) == d - 1) hi = r, lo = lo < 0 ? r : lo;
+  if (lo == hi)
+    snprintf(ranks, sizeof ranks, "rank %d", lo);
+  else
+    snprintf(ranks, sizeof ranks, "ranks %d-%d", lo, hi);
+  fprintf(stderr, "nccl-sim: process %d (pid %d, %s) was killed by signal %d; coupled ranks "
+          "cannot go on without it: every process stopped (exit %d)\n", d - 1,
+          atomic_load(&g_cpl.dead->pid), ranks, atomic_load(&g_cpl.dead->sig),
+          SIM_EXIT_PEER_DIED);
+  return 1;
 }

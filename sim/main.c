@@ -421,6 +421,7 @@ static int wait_children(const pid_t *pids, int n) {
     int st;
     while (waitpid(pids[i], &st, 0) < 0 && errno == EINTR) {
     }
+    sim_cpl_reaped(i + 1, pids[i], st); /* coupled peers stop at once (fault.c) */
     if (WIFSIGNALED(st)) {
       fprintf(stderr, "nccl-sim: process %d (pid %d) killed by signal %d\n", i + 1, (int)pids[i],
               WTERMSIG(st));
@@ -499,6 +500,7 @@ static int fork_procs(const sim_scenario_t *s, int first, int fault, pid_t *pids
       return -1;
     }
     if (pid == 0) {
+      sim_cpl_watch(NULL, 0, 0, 0);
       int rc = run_proc(s, p);
       fflush(stdout);
       fflush(stderr);
@@ -516,9 +518,13 @@ static int supervise(const sim_scenario_t *s, uint64_t t0) {
   pid_t pids[16];
   int status[16], n = fork_procs(s, 0, 1, pids);
   if (n < 0) return 1;
-  for (int i = 0; i < n; i++)
+  sim_cpl_watch(pids, n, 0, 0);
+  for (int i = 0; i < n; i++) {
     while (waitpid(pids[i], &status[i], 0) < 0 && errno == EINTR) {
     }
+    sim_cpl_reaped(i, pids[i], status[i]);
+  }
+  if (sim_cpl_dead_report()) return SIM_EXIT_PEER_DIED;
   print_summary(&sim_opt, (double)(sim_now_ns() - t0) * 1e-9);
   int rc = sim_fault_report(pids, status, n);
   if (atomic_load(&sim_cnt->failed)) {
@@ -556,8 +562,11 @@ int main(int argc, char **argv) {
   pid_t pids[16];
   int nkids = fork_procs(s, 1, 0, pids);
   if (nkids < 0) return 1;
+  sim_cpl_watch(pids, nkids, 1, 1);
   int rc = run_proc(s, 0);
+  sim_cpl_reaping();
   if (wait_children(pids, nkids)) rc = 1;
+  if (sim_cpl_dead_report()) return SIM_EXIT_PEER_DIED;
   print_summary(&sim_opt, (double)(sim_now_ns() - t0) * 1e-9);
   if (atomic_load(&sim_cnt->failed)) {
     fprintf(stderr, "nccl-sim: FAILED: %s\n", sim_cnt->fail_msg);

@@ -397,6 +397,15 @@ int sim_cpl_lanes(void);
 /* The coupling key of a new communicator: its id and how often this rank created that id before
  * (reload cycles create the same communicators again; every rank agrees on the count). */
 uint64_t sim_cpl_key(uint64_t comm_id, int grank);
+/* A dead peer (a process killed from outside, not by its kill fault) ends every process of the
+ * job at once with SIM_EXIT_PEER_DIED. Each process starts a watcher after fork: a child with
+ * kids NULL (it watches its parent), the parent with its children (processes first, first + 1,
+ * ...); runs_ranks: the parent also runs ranks, so it ends itself once the others are gone. */
+enum { SIM_EXIT_PEER_DIED = 6 };
+void sim_cpl_watch(const pid_t *kids, int nkids, int first, int runs_ranks);
+void sim_cpl_reaping(void);    /* the parent's main thread now waits for its children */
+void sim_cpl_reaped(int proc, pid_t pid, int status); /* the parent reaped a child */
+int sim_cpl_dead_report(void); /* the parent: 1 after saying which process died, else 0 */
 
 /* Faults. Ranks are global ranks. */
 int sim_fault_parse(const char *arg);            /* appends to sim_opt.faults; -1: message given */

@@ -6,7 +6,7 @@
 #   sim-KIND-MODE   nccl-sim --fault KIND with the plugin: 4 ranks in 4 processes; MODE flight
 #                   (NCCLSCOPE_WATCHDOG_S=1: the watchdog makes every process dump) or trace;
 #                   KIND healthy: no fault; neverstop: that scenario, healthy (no false hang)
-#   usage           exit statuses for bad command lines and unreadable input
+#   usage           exit statuses for bad command lines (2) and unreadable input (3)
 #   incidents       two incidents of dumps: the first by default, --latest, --incident N
 set -u
 NS=$1 GEN=$2 SIM=$3 PLUGIN=$4 W=$5 CASE=$6
@@ -144,10 +144,10 @@ usage)
   "$NS" diagnose >"$W/out.txt" 2>&1
   expect_rc $? 2
   "$NS" diagnose "$W/none" >"$W/out.txt" 2>&1
-  expect_rc $? 2
+  expect_rc $? 3
   mkdir -p "$W/empty"
   "$NS" diagnose "$W/empty" >"$W/out.txt" 2>&1
-  expect_rc $? 2
+  expect_rc $? 3
   grep -q "no recordings" "$W/out.txt" || fail "empty dir message"
   "$NS" diagnose --bogus "$W/empty" >"$W/out.txt" 2>&1
   expect_rc $? 2
@@ -160,11 +160,11 @@ usage)
   grep -q -- "--latest" "$W/out.txt" || fail "help"
   "$GEN" "$W/rec" healthy trace || fail "generator"
   "$NS" diagnose --incident 2 "$W/rec" >"$W/out.txt" 2>&1
-  expect_rc $? 2
+  expect_rc $? 3
   grep -q "no incident 2" "$W/out.txt" || fail "no incident message"
   printf 'NCSTRACE garbage' >"$W/rec/zz-bad.nstrace"
   "$NS" diagnose "$W/rec" >"$W/out.txt" 2>&1
-  expect_rc $? 2
+  expect_rc $? 3
   ;;
 incidents)
   # incident 1: the gen skip case; incident 2, a minute later: the same dumps without rank 2's
@@ -197,7 +197,7 @@ src=sorted(p['source'] for p in r['processes']); assert src==['dump','dump','dum
   diag "$W/rec" --incident 2
   py "assert r['incident']['index']==2" "--incident 2"
   "$NS" diagnose --incident 3 "$W/rec" >"$W/out.txt" 2>&1
-  expect_rc $? 2
+  expect_rc $? 3
   grep -q "no incident 3: .* holds 2 incidents" "$W/out.txt" || fail "incident 3 message"
   ;;
 *)

@@ -98,21 +98,21 @@ ncs_export_cli(bad_jobs 2 "--jobs needs a number from 1 to 64" -- ${NCS_X_EXE} e
 ncs_export_cli(bad_events 2 "unknown event type 'colll'" -- ${NCS_X_EXE} export -e colll x)
 ncs_export_cli(two_inputs 2 "several inputs: name the output with -o FILE"
                -- ${NCS_X_EXE} export /a /b)
-ncs_export_cli(missing_dir 2 "cannot open /nonexistent" -- ${NCS_X_EXE} export /nonexistent)
-ncs_export_cli(bad_output 1 "cannot write /nonexistent/x.pftrace"
+ncs_export_cli(missing_dir 3 "cannot open /nonexistent" -- ${NCS_X_EXE} export /nonexistent)
+ncs_export_cli(bad_output 5 "cannot write /nonexistent/x.pftrace"
                -- ${NCS_X_EXE} export ${NCS_X_FIX}/valid -o /nonexistent/x.pftrace)
-ncs_export_cli(damaged 1 "warning: .*node1-400.nstrace: checksum mismatch" "wrote .*damaged.pftrace"
-               -- ${NCS_X_EXE} export ${NCS_X_FIX}/damaged -o ${NCS_X_WORK}-damaged.pftrace)
+ncs_export_cli(damaged 4 "warning: .*node1-400.nstrace: checksum mismatch" "wrote .*damaged.pftrace"
+               -- ${NCS_X_EXE} export --force ${NCS_X_FIX}/damaged -o ${NCS_X_WORK}-damaged.pftrace)
 ncs_export_cli(summary 0 "wrote .*valid.pftrace [(][0-9.]+ MB, Perfetto protobuf[)]: 2 processes"
                "records from 2 files" "open it at https://ui.perfetto.dev"
-               -- ${NCS_X_EXE} export ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-valid.pftrace)
-ncs_export_cli(quiet 0 "!wrote" -- ${NCS_X_EXE} export -q ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-q.json -f chrome)
-ncs_export_cli(only_coll 0 "[0-9]+ slices" -- ${NCS_X_EXE} export -e coll ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-coll.pftrace)
+               -- ${NCS_X_EXE} export --force ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-valid.pftrace)
+ncs_export_cli(quiet 0 "!wrote" -- ${NCS_X_EXE} export -q --force ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-q.json -f chrome)
+ncs_export_cli(only_coll 0 "[0-9]+ slices" -- ${NCS_X_EXE} export --force -e coll ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-coll.pftrace)
 set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary export_cli_quiet
                      export_cli_only_coll PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
          COMMAND ${NCS_X_CLI} 0 "timeline written to .*export-demo[.]pftrace"
                  "open it at https://ui.perfetto.dev" -- sh -c
-                 "rm -rf '${NCS_X_WORK}-demo' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
+                 "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
 --ranks 2 --iters 5 && '${NCS_X_LINT}' '${NCS_X_WORK}-demo.pftrace'")

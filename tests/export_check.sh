@@ -33,7 +33,7 @@ if [ "$mode" = files ]; then
     o="$work/f$n.pftrace"
     "$ncs" export -q "$d" -o "$o"
     rc=$?
-    [ $rc = 0 ] || [ $rc = 1 ] || fail "export of $d: exit status $rc"
+    [ $rc = 0 ] || [ $rc = 4 ] || fail "export of $d: exit status $rc"
     "$lint" "$o" || fail "ncs-pftrace-lint: $d"
     if command -v protoc >/dev/null 2>&1; then
       protoc -I"$(dirname "$proto")" --decode=perfetto.protos.Trace "$proto" <"$o" >"$o.txt" ||

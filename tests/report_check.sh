@@ -85,7 +85,7 @@ PY
 usage)
   set +e
   "$NCS" report >/dev/null 2>&1; [ $? -eq 2 ] || fail "no dir: want 2"
-  "$NCS" report "$W/none" >/dev/null 2>&1; [ $? -eq 2 ] || fail "no traces: want 2"
+  "$NCS" report "$W/none" >/dev/null 2>&1; [ $? -eq 3 ] || fail "no traces: want 3"
   "$NCS" report --help | grep -q -- --json || fail "help"
   ;;
 *) echo "unknown case $CASE"; exit 2 ;;

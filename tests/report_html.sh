@@ -94,13 +94,13 @@ errors)
   set +e
   "$NCS" report --html "$W/no/such/dir/r.html" "$W/t" >"$W/out" 2>"$W/report.err"
   rc=$?
-  [ $rc -eq 2 ] || fail "no such directory: exit $rc, want 2"
-  grep -q "cannot write --html file '$W/no/such/dir/r.html': No such file" "$W/report.err" || fail "message"
+  [ $rc -eq 5 ] || fail "no such directory: exit $rc, want 5"
+  grep -q "cannot write $W/no/such/dir/r.html: No such file" "$W/report.err" || fail "message"
   [ -s "$W/out" ] && fail "report printed although the page could not be written"
   if [ -w /dev/full ]; then
     "$NCS" report --html /dev/full "$W/t" >"$W/out" 2>"$W/report.err"
     rc=$?
-    [ $rc -eq 2 ] || fail "/dev/full: exit $rc, want 2"
+    [ $rc -eq 5 ] || fail "/dev/full: exit $rc, want 5"
     grep -q "No space left on device" "$W/report.err" || fail "/dev/full message"
     [ -c /dev/full ] || fail "/dev/full is gone"
   fi
@@ -134,8 +134,8 @@ fixtures)
   grep -q 'no collective matched across ranks' "$W/escape.html" || fail "empty heatmap not said"
   "$NCS" report --html "$W/damaged.html" "$FIX/damaged" >/dev/null 2>"$W/report.err"
   rc=$?
-  [ $rc -eq 1 ] || fail "damaged fixture: exit $rc, want 1"
-  grep -q 'Sanitizer\|runtime error' "$W/report.err" && fail "sanitizer report (exit 1 is also ASan's)"
+  [ $rc -eq 4 ] || fail "damaged fixture: exit $rc, want 4"
+  grep -q 'Sanitizer\|runtime error' "$W/report.err" && fail "sanitizer report"
   grep -q 'trace files are damaged' "$W/damaged.html" || fail "damaged finding missing"
   ;;
 *) echo "unknown case $CASE"; exit 2 ;;

@@ -290,6 +290,7 @@ static void evmap_clear(evmap_t *m) {
 typedef struct {
   uint64_t start[NT], stop[NT], state[NT], expired[NT], drops[NT], states_by_value[32];
   uint64_t ctr[0x20];
+  uint64_t lost[NCS_LOSS_MAX + 1][NT]; /* LOSS records by reason and type */
   uint64_t files, segments, footers, comms, bad_abi;
   uint64_t pxn_ops, forced, completes_checked, graph_colls, cross_ctx, ncclint8_bad;
   uint64_t seq_groups;
@@ -574,6 +575,13 @@ static void read_file(const char *path, totals_t *T, int abi) {
       if ((int)it.comm.abi_version != abi) T->bad_abi++;
       break;
     case NCS_ITEM_EVENT: on_event(&m, T, &it.ev); break;
+    case NCS_ITEM_LOSS:
+      CHECK(it.loss.reason >= 1 && it.loss.reason <= NCS_LOSS_MAX && it.loss.from_ns <= it.loss.to_ns,
+            "LOSS record: reason %u, window %llu..%llu", it.loss.reason,
+            (unsigned long long)it.loss.from_ns, (unsigned long long)it.loss.to_ns);
+      for (int t = 0; t < NT && it.loss.reason <= NCS_LOSS_MAX; t++)
+        T->lost[it.loss.reason][t] += it.loss.by_type[t];
+      break;
     case NCS_ITEM_FOOTER:
       T->footers++;
       on_counters(T, it.counters);
@@ -590,6 +598,18 @@ static void read_file(const char *path, totals_t *T, int abi) {
 /* ------------------------------------------------------------------ whole-run checks */
 static void check_counts(const summary_t *s, const totals_t *T) {
   uint64_t lost = T->ctr[NCS_CK_NO_THREAD_SLOT], dropped = lost, called = 0, recorded = 0;
+  uint64_t noslot = 0;
+  for (int t = 0; t < NT; t++) {
+    /* every drop the footer counts is in a LOSS record of its type, and no LOSS record more */
+    CHECK(T->lost[NCS_LOSS_DROPS][t] == T->drops[t], "%s: footer drops %llu, LOSS records %llu",
+          ncs_type_name((unsigned)t), (unsigned long long)T->drops[t],
+          (unsigned long long)T->lost[NCS_LOSS_DROPS][t]);
+    CHECK(T->lost[NCS_LOSS_WRITE][t] == 0, "%s: %llu records not written",
+          ncs_type_name((unsigned)t), (unsigned long long)T->lost[NCS_LOSS_WRITE][t]);
+    noslot += T->lost[NCS_LOSS_NO_SLOT][t];
+  }
+  CHECK(noslot == lost, "footer no-slot drops %llu, LOSS records %llu", (unsigned long long)lost,
+        (unsigned long long)noslot);
   for (int t = 0; t < NT; t++) {
     dropped += T->drops[t];
     uint64_t c = s->start[t] + s->stop[t] + s->state[t], r = T->start[t] + T->stop[t] + T->state[t];

@@ -169,19 +169,19 @@ errors)
     grep -Eq -- "$pat" "$W/err" || { cat "$W/err"; fail "stderr does not match '$pat': $*"; }
   }
   leftovers() { find "$1" -maxdepth 1 -name '.*.tmp-*' | grep . && fail "a temporary file is left in $1"; }
-  expect 1 "cannot write $W/nodir/x.sqlite: No such file or directory" \
+  expect 5 "cannot write $W/nodir/x.sqlite: No such file or directory" \
     "$NCS" export -f sqlite "$W/t" -o "$W/nodir/x.sqlite"
   [ ! -e "$W/nodir" ] || fail "created $W/nodir"
   mkdir "$W/adir"
-  expect 1 "cannot write $W/adir: it is a directory" "$NCS" export -f sqlite --force "$W/t" -o "$W/adir"
+  expect 5 "$W/adir is a directory: refused" "$NCS" export -f sqlite --force "$W/t" -o "$W/adir"
   # the file size limit is hit while writing: the export fails cleanly and removes its file
   mkdir "$W/small"
-  expect 1 "cannot write $W/small/x.sqlite" sh -c "ulimit -f 512 && exec '$NCS' export -f sqlite '$W/t' -o '$W/small/x.sqlite'"
+  expect 5 "cannot write $W/small/x.sqlite" sh -c "ulimit -f 512 && exec '$NCS' export -f sqlite '$W/t' -o '$W/small/x.sqlite'"
   [ ! -e "$W/small/x.sqlite" ] || fail "a partial output is left after a write error"
   leftovers "$W/small"
   # an existing output is kept without --force, replaced with it
   echo "precious" >"$W/exists.sqlite"
-  expect 1 "exists [(]use --force to replace it[)]" "$NCS" export -f sqlite "$W/t" -o "$W/exists.sqlite"
+  expect 5 "exists [(]use --force to replace it[)]" "$NCS" export -f sqlite "$W/t" -o "$W/exists.sqlite"
   [ "$(cat "$W/exists.sqlite")" = precious ] || fail "the existing output was changed"
   expect 0 "wrote $W/exists.sqlite" "$NCS" export -f sqlite --force "$W/t" -o "$W/exists.sqlite"
   DB=$W/exists.sqlite
@@ -190,11 +190,14 @@ errors)
   # the default output name: DIR.sqlite
   expect 0 "wrote $W/t.sqlite" "$NCS" export -f sqlite "$W/t"
   [ -s "$W/t.sqlite" ] || fail "no $W/t.sqlite"
+  # '-': the finished database goes to standard output
+  "$NCS" export -q -f sqlite "$W/t" -o - >"$W/stdout.sqlite" || fail "-o -: status $?"
+  DB=$W/stdout.sqlite
+  [ "$(q 'PRAGMA integrity_check')" = ok ] || fail "the database written to standard output"
   # usage errors
-  expect 2 "--format sqlite writes a file" "$NCS" export -f sqlite "$W/t" -o -
   expect 2 "--format sqlite takes one trace directory" "$NCS" export -f sqlite "$W/t" "$W/t" -o "$W/two.sqlite"
   mkdir "$W/empty"
-  expect 2 "no trace files" "$NCS" export -f sqlite "$W/empty" -o "$W/none.sqlite"
+  expect 3 "no trace files" "$NCS" export -f sqlite "$W/empty" -o "$W/none.sqlite"
   [ ! -e "$W/none.sqlite" ] || fail "an output for no traces"
   leftovers "$W"
   echo "PASS: sqlite errors"
@@ -240,7 +243,7 @@ fixtures)
     DB=$W/f$n.sqlite
     "$NCS" export -q -f sqlite "$d" -o "$DB"
     rc=$?
-    [ $rc = 0 ] || [ $rc = 1 ] || fail "export of $d: status $rc"
+    [ $rc = 0 ] || [ $rc = 4 ] || fail "export of $d: status $rc"
     [ "$(q 'PRAGMA integrity_check')" = ok ] || fail "integrity_check: $d"
     [ "$(q 'SELECT COUNT(*) FROM processes')" -gt 0 ] || fail "no processes: $d"
     echo "ok: $d (status $rc, $(q 'SELECT COUNT(*) FROM instances') instances)"

@@ -833,6 +833,179 @@ static void test_list_traces(void **state) {
   assert_contains(err, "cannot open");
 }
 
+/* ---------------------------------------------------------------- loss records */
+
+/* the items of a buffer, LOSS ones into l[] */
+static int read_losses(const void *p, size_t len, ncs_loss_t *l, int max, drain_t *d) {
+  char err[256];
+  ncs_reader_t *r = ncs_reader_open_mem(p, len, err, sizeof err);
+  assert_non_null(r);
+  int n = 0;
+  ncs_item_t it;
+  memset(d, 0, sizeof *d);
+  while ((d->rc = ncs_reader_next(r, &it)) > 0) {
+    d->what[d->n++] = it.what;
+    if (it.what == NCS_ITEM_LOSS && n < max) l[n++] = it.loss;
+  }
+  snprintf(d->err, sizeof d->err, "%s", ncs_reader_error(r));
+  ncs_reader_close(r);
+  return n;
+}
+
+static void test_loss_records(void **state) {
+  (void)state;
+  tg_t g;
+  drain_t d;
+  ncs_loss_t got[4];
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  ncs_loss_t a = {.reason = NCS_LOSS_DROPS, .from_ns = 100, .to_ns = 250, .records = 12};
+  a.by_type[NCS_T_COLL] = 2, a.by_type[NCS_T_PROXY_STEP] = 10;
+  ncs_enc_loss(&g.pay, &a);
+  tg_chunk(&g, NCS_CHUNK_LOSS);
+  ncs_loss_t b = {.reason = NCS_LOSS_WRITE, .from_ns = 300, .to_ns = 300, .records = 1};
+  b.by_type[NCS_T_CE_BATCH] = 1;
+  ncs_enc_loss(&g.pay, &b);
+  tg_chunk(&g, NCS_CHUNK_LOSS);
+  /* a newer writer: a reason and a type this reader does not know, and bytes after the fields */
+  ncs_buf_varint(&g.pay, 9), ncs_buf_varint(&g.pay, 5), ncs_buf_varint(&g.pay, 6);
+  ncs_buf_varint(&g.pay, 8), ncs_buf_varint(&g.pay, 2);
+  ncs_buf_varint(&g.pay, NCS_T_COUNT + 3), ncs_buf_varint(&g.pay, 5);
+  ncs_buf_varint(&g.pay, NCS_T_GROUP), ncs_buf_varint(&g.pay, 3);
+  ncs_buf_bytes(&g.pay, "\x01\x02", 2);
+  tg_chunk(&g, NCS_CHUNK_LOSS);
+  assert_int_equal(read_losses(g.file.p, g.file.len, got, 4, &d), 3);
+  assert_int_equal(d.rc, 0);
+  assert_memory_equal(&got[0], &a, sizeof a);
+  assert_memory_equal(&got[1], &b, sizeof b);
+  assert_int_equal(got[2].reason, 9);
+  assert_int_equal(got[2].records, 8);
+  assert_int_equal(got[2].by_type[NCS_T_GROUP], 3);
+  uint64_t known = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) known += got[2].by_type[t];
+  assert_int_equal(known, 3); /* the unknown type's 5 count in records only */
+  assert_string_equal(ncs_loss_reason_name(NCS_LOSS_NO_SLOT), "no-slot");
+  assert_string_equal(ncs_loss_reason_name(9), "?");
+  tg_free(&g);
+  /* what cannot be true is damage */
+  static const struct {
+    uint64_t v[7];
+    int n;
+    const char *err;
+  } bad[] = {
+      {{0, 1, 2, 0, 0}, 5, "reason 0"},
+      {{1, 5, 4, 0, 0}, 5, "ends before it starts"},
+      {{1, 1, 2, 3, 2, NCS_T_COLL, 2}, 7, "field runs past"},
+      {{1, 1, 2, 3, 2, NCS_T_COLL, 4}, 7, "exceed the total"},
+      {{1, 1, 2}, 3, "lost records"},
+  };
+  for (unsigned i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    tg_init(&g);
+    tg_header(&g);
+    tg_segment(&g, 0, 1);
+    for (int k = 0; k < bad[i].n; k++) ncs_buf_varint(&g.pay, bad[i].v[k]);
+    if (i == 2) ncs_buf_varint(&g.pay, 1); /* a second pair whose count is missing */
+    tg_chunk(&g, NCS_CHUNK_LOSS);
+    assert_int_equal(read_losses(g.file.p, g.file.len, got, 4, &d), 0);
+    assert_int_equal(d.rc, -1);
+    assert_contains(d.err, bad[i].err);
+    assert_contains(d.err, "LOSS chunk");
+    tg_free(&g);
+  }
+}
+
+/* A flight image whose meta region is a segment and whose header keeps loss windows. */
+static uint8_t *flight_image(const ncs_flight_hdr_t *lh, size_t *len) {
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment(&g, 0, 1);
+  enum { META = 8192, SLOT = 1024, NSLOTS = 2 };
+  *len = NCS_FLIGHT_HDR_LEN + META + SLOT * NSLOTS;
+  uint8_t *img = calloc(1, *len);
+  ncs_flight_hdr_t h = *lh;
+  memcpy(h.magic, NCS_FLIGHT_MAGIC, 8);
+  h.version = NCS_FLIGHT_VERSION, h.hdr_len = NCS_FLIGHT_HDR_LEN, h.file_len = *len;
+  h.meta_off = NCS_FLIGHT_HDR_LEN, h.meta_cap = META, h.meta_len = g.file.len;
+  h.ring_off = NCS_FLIGHT_HDR_LEN + META, h.slot_bytes = SLOT, h.nslots = NSLOTS;
+  assert_true(g.file.len <= META);
+  memcpy(img + h.meta_off, g.file.p, g.file.len);
+  memcpy(img, &h, sizeof h);
+  tg_free(&g);
+  return img;
+}
+
+static void test_flight_loss_windows(void **state) {
+  (void)state;
+  ncs_flight_hdr_t h;
+  memset(&h, 0, sizeof h);
+  h.features = NCS_FLF_LOSS;
+  h.loss_earlier[NCS_LOSS_DROPS - 1] = (ncs_flight_loss_t){.seq = 2, .reason = NCS_LOSS_DROPS,
+                                                           .from_mono = 10, .to_mono = 40};
+  h.loss_earlier[NCS_LOSS_DROPS - 1].by_type[NCS_T_COLL] = 100;
+  h.loss[7] = (ncs_flight_loss_t){.seq = 9, .reason = NCS_LOSS_DROPS, .open = 1, .from_mono = 90,
+                                  .to_mono = 95};
+  h.loss[7].by_type[NCS_T_PROXY_STEP] = 4, h.loss[7].by_type[NCS_T_KERNEL_CH] = 1;
+  h.loss[1] = (ncs_flight_loss_t){.seq = 5, .reason = NCS_LOSS_NO_SLOT, .from_mono = 50, .to_mono = 60};
+  h.loss[1].by_type[NCS_T_GROUP] = 7;
+  h.loss[3] = (ncs_flight_loss_t){.seq = 6, .reason = 7, .from_mono = 1, .to_mono = 2}; /* damage */
+  h.loss[3].by_type[0] = 1;
+  h.loss[4] = (ncs_flight_loss_t){.seq = 7, .reason = 1, .from_mono = 9, .to_mono = 2}; /* damage */
+  h.loss[4].by_type[0] = 1;
+  h.loss[5] = (ncs_flight_loss_t){.seq = 8, .reason = 1, .from_mono = 3, .to_mono = 4}; /* empty */
+  size_t len;
+  uint8_t *img = flight_image(&h, &len);
+  char err[256];
+  ncs_reader_t *r = ncs_reader_open_mem(img, len, err, sizeof err);
+  assert_non_null(r);
+  const ncs_flight_info_t *fi = ncs_reader_flight(r);
+  assert_non_null(fi);
+  assert_int_equal(fi->has_loss, 1);
+  assert_int_equal(fi->nloss, 3);
+  assert_int_equal(fi->loss_bad, 2);
+  assert_int_equal(fi->loss_torn, 0);
+  /* LOSS items right after the SEGMENT: the earlier window, then the kept ones by seq */
+  ncs_item_t it;
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_SEGMENT);
+  uint64_t want_from[] = {10, 50, 90}, want_records[] = {100, 7, 5};
+  uint32_t want_reason[] = {NCS_LOSS_DROPS, NCS_LOSS_NO_SLOT, NCS_LOSS_DROPS};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(ncs_reader_next(r, &it), 1);
+    assert_int_equal(it.what, NCS_ITEM_LOSS);
+    assert_int_equal(it.loss.reason, want_reason[i]);
+    assert_int_equal(it.loss.from_ns, want_from[i]);
+    assert_int_equal(it.loss.records, want_records[i]);
+    assert_int_equal(it.ts, want_from[i]);
+  }
+  assert_int_equal(it.loss.by_type[NCS_T_PROXY_STEP], 4);
+  int rc, more = 0;
+  while ((rc = ncs_reader_next(r, &it)) > 0) more += it.what == NCS_ITEM_LOSS;
+  assert_int_equal(rc, 0);
+  assert_int_equal(more, 0); /* handed out once */
+  ncs_reader_close(r);
+  free(img);
+  /* killed while changing them */
+  h.loss_gen = 3;
+  img = flight_image(&h, &len);
+  r = ncs_reader_open_mem(img, len, err, sizeof err);
+  assert_int_equal(ncs_reader_flight(r)->loss_torn, 1);
+  ncs_reader_close(r);
+  free(img);
+  /* an older file: no loss windows, whatever the bytes say */
+  h.features = 0;
+  img = flight_image(&h, &len);
+  r = ncs_reader_open_mem(img, len, err, sizeof err);
+  fi = ncs_reader_flight(r);
+  assert_int_equal(fi->has_loss, 0);
+  assert_int_equal(fi->nloss, 0);
+  while ((rc = ncs_reader_next(r, &it)) > 0) assert_int_not_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(rc, 0);
+  ncs_reader_close(r);
+  free(img);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
@@ -853,6 +1026,8 @@ int main(void) {
       cmocka_unit_test(test_chunk_rules),
       cmocka_unit_test(test_multi_segment),
       cmocka_unit_test(test_list_traces),
+      cmocka_unit_test(test_loss_records),
+      cmocka_unit_test(test_flight_loss_windows),
   };
   return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }

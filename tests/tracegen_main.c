@@ -104,6 +104,12 @@ static void c_unknown(tg_t *g) {
   ncs_buf_bytes(&g->pay, "\x01\x02\x03\x04", 4);
   tg_chunk(g, 42);
 }
+static void c_loss(tg_t *g) {
+  ncs_loss_t l = {.reason = NCS_LOSS_DROPS, .from_ns = 1000000100, .to_ns = 1000000900, .records = 7};
+  l.by_type[NCS_T_COLL] = 2, l.by_type[NCS_T_PROXY_STEP] = 5;
+  ncs_enc_loss(&g->pay, &l);
+  tg_chunk(g, NCS_CHUNK_LOSS);
+}
 static void c_gpu(tg_t *g) { tg_gpu(g); }
 static void c_two_segments(tg_t *g) {
   c_footer(g);
@@ -147,6 +153,17 @@ static void put_flight(const char *dir, const char *name, int crash) {
   h.meta_off = NCS_FLIGHT_HDR_LEN, h.meta_cap = META;
   h.ring_off = NCS_FLIGHT_HDR_LEN + META, h.slot_bytes = SLOT, h.nslots = NSLOTS;
   h.state = crash ? NCS_FS_RUNNING : NCS_FS_EXITED, h.pid = 500;
+  /* loss windows: one folded earlier, two kept (the newer one still open when killed) */
+  h.features = NCS_FLF_LOSS, h.loss_next_seq = 4;
+  h.loss_earlier[0] = (ncs_flight_loss_t){.seq = 1, .reason = NCS_LOSS_DROPS, .from_mono = 1000000000,
+                                          .to_mono = 1000000050};
+  h.loss_earlier[0].by_type[NCS_T_PROXY_STEP] = 40;
+  h.loss[5] = (ncs_flight_loss_t){.seq = 3, .reason = NCS_LOSS_DROPS, .open = (uint32_t)crash,
+                                  .from_mono = 1000000300, .to_mono = 1000000400};
+  h.loss[5].by_type[NCS_T_COLL] = 1;
+  h.loss[2] = (ncs_flight_loss_t){.seq = 2, .reason = NCS_LOSS_NO_SLOT, .from_mono = 1000000100,
+                                  .to_mono = 1000000200};
+  h.loss[2].by_type[NCS_T_KERNEL_CH] = 3;
   snprintf(h.host, sizeof h.host, "node1");
   memcpy(img + h.meta_off, g.file.p, NCS_FILE_HEADER_LEN);
   h.meta_len = NCS_FILE_HEADER_LEN;
@@ -201,6 +218,7 @@ static void corpus(const char *root) {
   seed(d, "comm-end", c_comm_end);
   seed(d, "unknown-chunk", c_unknown);
   seed(d, "two-segments", c_two_segments);
+  seed(d, "loss", c_loss);
   seed(d, "gpu", c_gpu);
   put_sample(d, "sample-crashed", 1, 1, 88);
   put_flight(d, "flight-exited", 0);

@@ -10,11 +10,18 @@
 #include <stdint.h>
 #include <stdio.h>
 
-/* exit statuses shared by every verb */
+/* Exit statuses: one table for every verb (docs/cli.md, "Exit status"). The same condition
+ * gives the same status in every verb. When a verb stops early, the condition that stopped it
+ * decides (USAGE, NO_INPUT, OUTPUT, ERROR); otherwise OUTPUT (standard output failed at the end)
+ * wins over FOUND, FOUND over DAMAGED. record and demo return the command's own status. */
 enum {
   NCS_EXIT_OK = 0,
-  NCS_EXIT_FAIL = 1,  /* damaged input, or ncclscope itself failed */
-  NCS_EXIT_USAGE = 2, /* bad command line, or no traces found */
+  NCS_EXIT_FOUND = 1,    /* diagnose found a problem (a hang, a desync, a dead process) */
+  NCS_EXIT_USAGE = 2,    /* bad command line */
+  NCS_EXIT_NO_INPUT = 3, /* no trace files, or nothing in them could be read */
+  NCS_EXIT_DAMAGED = 4,  /* an input is damaged: the result covers what could be read */
+  NCS_EXIT_OUTPUT = 5,   /* an output could not be written, or was refused */
+  NCS_EXIT_ERROR = 6,    /* ncclscope failed: out of memory, plugin not found, no directory */
 };
 
 /* verbs */
@@ -40,8 +47,13 @@ typedef struct {
   const char *kernel_sample; /* --sample: NULL keeps NCCLSCOPE_SAMPLE (else the plugin's default) */
   const char *plugin;      /* NULL: found by ncs_find_plugin */
   char *const *cmd;        /* NULL-terminated */
-  char *dir_used;          /* out: the absolute trace directory */
+  unsigned grace_s;        /* after a termination signal, seconds until the job is killed
+                              (0: 10) */
+  char *dir_used;          /* out: the absolute trace directory ("" if removed again) */
   size_t dir_used_len;
+  int dir_created;         /* out: record created the directory */
+  int not_run;             /* out: the command could not be started (status 126/127) */
+  int incomplete;          /* out: processes of the job had to be killed */
 } ncs_record_opts_t;
 int ncs_record_run(ncs_record_opts_t *o);
 
@@ -61,12 +73,13 @@ int ncs_find_plugin(char *out, size_t len);
 int ncs_parse_size(const char *s, uint64_t *v);
 /* a decimal count in [lo, hi]; 0 or -1 */
 int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
-/* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0 */
+/* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0. A list
+ * that selects no event type ("-1", "none") is an error too. */
 int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask);
 /* write a string so that one line stays one line: bare when safe, else quoted with escapes */
 /* The trace files (*.nstrace, *.nsflight) of all paths, in order, warning about a path without
- * any. 0, or an exit status after printing why (none at all: NCS_EXIT_USAGE). Free the list
- * with ncs_free_paths. */
+ * any. 0, or an exit status after printing why (a path that cannot be read, or no trace file
+ * at all: NCS_EXIT_NO_INPUT). Free the list with ncs_free_paths. */
 int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout);
 void ncs_put_str(FILE *o, const char *s);
 /* s as a JSON string, quotes included (NULL as ""); control characters escaped */

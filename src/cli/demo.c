@@ -26,12 +26,14 @@ static const char demo_help[] =
     "  -p, --procs P        processes the ranks run in (default: one per rank, like a real job)\n"
     "  -s, --scenario NAME  nccl-sim scenario (default mixed)\n"
     "  -e, --events LIST    event types to record (default: all)\n"
+    "      --force          replace an existing timeline DIR.pftrace (refused otherwise)\n"
     "  -h, --help           this help\n"
     "\n"
     "environment: NCCLSCOPE_SIM overrides the nccl-sim path, NCCLSCOPE_PLUGIN the plugin's.\n";
 
 typedef struct {
   const char *out, *ranks, *iters, *procs, *scenario, *events;
+  int force;
 } demo_opts_t;
 
 static int parse(int argc, char **argv, demo_opts_t *d) {
@@ -39,7 +41,8 @@ static int parse(int argc, char **argv, demo_opts_t *d) {
       {"output", required_argument, 0, 'o'}, {"ranks", required_argument, 0, 'r'},
       {"iters", required_argument, 0, 'i'},  {"scenario", required_argument, 0, 's'},
       {"events", required_argument, 0, 'e'}, {"procs", required_argument, 0, 'p'},
-      {"help", no_argument, 0, 'h'},         {0, 0, 0, 0}};
+      {"force", no_argument, 0, 'F'},        {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   int c;
   uint64_t v;
   optind = 0;
@@ -49,6 +52,7 @@ static int parse(int argc, char **argv, demo_opts_t *d) {
     case 'o': d->out = optarg; break;
     case 's': d->scenario = optarg; break;
     case 'e': d->events = optarg; break;
+    case 'F': d->force = 1; break;
     case 'r':
       if (ncs_parse_count(optarg, 1, 1024, &v) != 0) /* nccl-sim's limits */
         return ncs_usage_error("demo", "--ranks needs a number from 1 to 1024, not '%s'", optarg);
@@ -82,7 +86,7 @@ int ncs_cmd_demo(int argc, char **argv) {
   char sim[PATH_MAX], plugin[PATH_MAX], dir[PATH_MAX] = "";
   if (ncs_find_tool("NCCLSCOPE_SIM", "nccl-sim", sim_rel, sim, sizeof sim) != 0 ||
       ncs_find_plugin(plugin, sizeof plugin) != 0)
-    return NCS_EXIT_FAIL;
+    return NCS_EXIT_ERROR;
   char *cmd[] = {sim,
                  "--plugin",
                  plugin,
@@ -113,7 +117,7 @@ int ncs_cmd_demo(int argc, char **argv) {
   rc = ncs_record_run(&o);
   if (rc == NCS_EXIT_USAGE && !dir[0]) return rc;
   if (rc != 0) ncs_warn("nccl-sim exited with status %d", rc);
-  if (!dir[0]) return rc ? rc : NCS_EXIT_FAIL;
+  if (!dir[0]) return rc ? rc : NCS_EXIT_ERROR;
   fprintf(stderr, "ncclscope demo: summary ('ncclscope dump --stats %s'):\n", dir);
   fflush(stderr);
   int st = ncs_stats_path(dir, stdout);
@@ -123,14 +127,15 @@ int ncs_cmd_demo(int argc, char **argv) {
   char pf[PATH_MAX + 16];
   snprintf(pf, sizeof pf, "%s.pftrace", dir);
   char *in[] = {dir};
-  ncs_export_opts_t eo = {.format = NCS_EXPORT_PERFETTO, .out = pf, .progress = 1,
-                          .prog = "ncclscope demo"};
+  ncs_export_opts_t eo = {.format = NCS_EXPORT_PERFETTO, .out = pf, .force = d.force,
+                          .progress = 1, .prog = "ncclscope demo"};
   ncs_export_stats_t es;
-  char err[512] = "";
+  char err[2 * PATH_MAX] = "";
   int erc = ncs_export(in, 1, &eo, &es, err, sizeof err);
-  if (erc < 0 || erc == 2)
-    ncs_warn("no timeline written: %s", err);
-  else
+  if (erc < 0 || erc == 2) {
+    ncs_error("no timeline written: %s", err);
+    if (!st) st = erc == -2 ? NCS_EXIT_OUTPUT : erc == 2 ? NCS_EXIT_NO_INPUT : NCS_EXIT_ERROR;
+  } else
     fprintf(stderr,
             "ncclscope demo: timeline written to %s (%.1f MB: %llu slices, %llu flows)\n"
             "ncclscope demo: open it at https://ui.perfetto.dev (Open trace file, then pick %s)\n",

@@ -1,7 +1,8 @@
 /* diagnose.c - `ncclscope diagnose DIR [--json] [--incident N|--latest]`: hang and desync
  * verdicts with evidence over the recordings (traces, flight files and dumps) of every rank of a
  * job. The analysis is src/analyze/diagnose.c; docs/diagnose.md describes the verdicts and the
- * --json schema. Exit status: 0 nothing wrong, 1 a problem found, 2 usage or unreadable input.
+ * --json schema. Exit status (docs/cli.md): 0 nothing wrong, 1 a problem found, 2 usage, 3 no
+ * readable recording, 4 nothing found but a recording is damaged.
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,6 +13,7 @@
 #include "analyze/diagnose.h"
 #include "cli/cli.h"
 #include "trace/flight.h"
+#include "trace/reader.h"
 
 /* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -35,8 +37,9 @@ static const char diagnose_help[] =
     "  --latest        diagnose the last incident\n"
     "  -h, --help      this help\n"
     "\n"
-    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found, 2 usage error or\n"
-    "unreadable input.\n";
+    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found, 2 usage error,\n"
+    "3 no readable recording (or no such incident), 4 nothing found but a recording is damaged\n"
+    "(the verdict covers what could be read), 5 the output cannot be written.\n";
 
 
 static void utc(char *out, size_t n, int64_t real) {
@@ -381,13 +384,17 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   char err[600];
   if (ncs_diagnose(argv[optind], &o, &d, err, sizeof err) != 0) {
     ncs_error("diagnose: %s", err);
-    return NCS_EXIT_USAGE;
+    return NCS_EXIT_NO_INPUT;
   }
   if (json)
     print_json(stdout, d);
   else
     print_text(stdout, d);
-  int rc = d->problem ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  /* a problem found is the answer; without one, damage means the "nothing found" covers only
+   * what could be read, which is not a clean bill */
+  int damaged = 0;
+  for (uint32_t i = 0; i < d->nprocs; i++) damaged |= d->procs[i].damage == NCS_DAMAGE_CORRUPT;
+  int rc = d->problem ? NCS_EXIT_FOUND : damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_dg_free(d);
   return rc;
 }

@@ -15,10 +15,12 @@ static const char dump_help[] =
     "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
     "\n"
     "Print one line per event (and per segment, clock, communicator, thread, counter snapshot,\n"
-    "footer, and CUPTI state and kernel record) of the *.nstrace files in DIR, with every field.\n"
+    "footer, loss record, and CUPTI state and kernel record) of the *.nstrace files in DIR, with\n"
+    "every field.\n"
     "\n"
     "options:\n"
-    "  --stats        per file and job-wide counts per event type, drops, handles, completions\n"
+    "  --stats        per file and job-wide counts per event type, drops and losses, handles,\n"
+    "                 completions\n"
     "  --type LIST    only events of these types (e.g. coll,p2p or proxy); hides other lines\n"
     "  --limit N      stop after N lines\n"
     "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
@@ -311,6 +313,25 @@ static void line_counters(dump_t *d, const ncs_item_t *it) {
   fputc('\n', d->o);
 }
 
+/* LOSS reason=pool-full records=N from=T to=T types=Coll:3,ProxyStep:12 */
+static void line_loss(dump_t *d, const ncs_loss_t *l) {
+  put_prefix(d, 1, l->from_ns);
+  fprintf(d->o, "LOSS reason=%s", ncs_loss_reason_name(l->reason));
+  if (l->reason == 0 || l->reason > NCS_LOSS_MAX) fprintf(d->o, "(%u)", l->reason);
+  fprintf(d->o, " records=%" PRIu64, l->records);
+  put_host_time(d, "from", l->from_ns);
+  put_host_time(d, "to", l->to_ns);
+  fputs(" types=", d->o);
+  uint64_t known = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    if (!l->by_type[t]) continue;
+    fprintf(d->o, "%s%s:%" PRIu64, known ? "," : "", ncs_schema[t].name, l->by_type[t]);
+    known += l->by_type[t];
+  }
+  if (known < l->records) fprintf(d->o, "%s?:%" PRIu64, known ? "," : "", l->records - known);
+  fputc('\n', d->o);
+}
+
 /* One line for an item; returns 1 when a line was printed. */
 static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
   if (it->what == NCS_ITEM_SEGMENT) {
@@ -347,28 +368,31 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     ncs_put_str(d->o, it->thread_name);
     fputc('\n', d->o);
     break;
+  case NCS_ITEM_LOSS: line_loss(d, &it->loss); break;
   case NCS_ITEM_COUNTERS:
   case NCS_ITEM_FOOTER: line_counters(d, it); break;
-  default: return 0; /* items this dump does not print */
+  default: return 0; /* an item this version does not print */
   }
   return 1;
 }
 
 /* ---------------------------------------------------------------- files */
 
-/* Dump one file. Returns its NCS_DAMAGE_* (corrupt also when it cannot be opened). */
+/* Dump one file. Returns its NCS_DAMAGE_*, or -1 when it cannot be opened. */
 static int dump_file(dump_t *d, const char *path) {
   char err[512];
   ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
   if (!r) {
     ncs_warn("%s: %s", path, err);
-    return NCS_DAMAGE_CORRUPT;
+    return -1;
   }
   ncs_short_name(path, d->name, sizeof d->name);
   d->seg = 0;
   d->seg_start = 0;
   ncs_item_t it;
-  while (d->lines < d->limit && ncs_reader_next(r, &it) > 0) d->lines += line_item(d, r, &it);
+  /* a failed output (a full disk) stops the dump: the rest would be lost as well */
+  while (d->lines < d->limit && !ferror(d->o) && ncs_reader_next(r, &it) > 0)
+    d->lines += line_item(d, r, &it);
   int damage = ncs_reader_damage(r);
   if (damage) ncs_warn("%s: %s", path, ncs_reader_error(r));
   ncs_reader_close(r);
@@ -381,12 +405,16 @@ static int dump_paths(dump_t *d, char **paths, int npaths) {
   int rc = ncs_gather_traces(paths, npaths, &list, &n);
   if (rc) return rc;
   int worst = NCS_DAMAGE_NONE;
-  for (size_t k = 0; k < n && d->lines < d->limit; k++) {
+  size_t tried = 0, opened = 0;
+  for (size_t k = 0; k < n && d->lines < d->limit && !ferror(d->o); k++, tried++) {
     int dmg = dump_file(d, list[k]);
+    if (dmg < 0) dmg = NCS_DAMAGE_CORRUPT; /* unreadable: what it holds is lost */
+    else opened++;
     if (dmg > worst) worst = dmg;
   }
   ncs_free_paths(list, n);
-  return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  if (tried && !opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all */
+  return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_DAMAGED : NCS_EXIT_OK; /* stdout: main.c */
 }
 
 int ncs_cmd_dump(int argc, char **argv) {

@@ -24,16 +24,27 @@ static const char export_help[] =
     "                       or sqlite: a database of the job's collectives, operations, kernel\n"
     "                       channels and proxy operations and steps (docs/sqlite.md); one DIR\n"
     "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace, DIR.json or\n"
-    "                       DIR.sqlite)\n"
+    "                       DIR.sqlite); written under its name only once complete\n"
     "  -e, --events LIST    only these event types (names as for record --events; default all)\n"
     "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
-    "      --force          sqlite: replace an existing output (it is refused otherwise)\n"
+    "      --force          replace an existing output file (it is refused otherwise)\n"
     "  -h, --help           this help\n"
     "\n"
-    "exit status: 0 ok (a truncated last chunk is only a warning), 1 an input file is damaged\n"
-    "in the middle (what could be read is exported) or the output cannot be written, 2 usage\n"
-    "error or no traces found\n";
+    "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces\n"
+    "found, 4 an input file is damaged in the middle (what could be read is exported), 5 the\n"
+    "output was refused or cannot be written, 6 out of memory (docs/cli.md)\n";
+
+/* ncs_export's and ncs_export_sqlite's results as exit statuses */
+static int export_status(int rc) {
+  switch (rc) {
+  case 0: return NCS_EXIT_OK;
+  case 1: return NCS_EXIT_DAMAGED;
+  case 2: return NCS_EXIT_NO_INPUT;
+  case -2: return NCS_EXIT_OUTPUT;
+  default: return NCS_EXIT_ERROR;
+  }
+}
 
 /* DIR -> DIR.pftrace, FILE.nstrace -> FILE.pftrace */
 static int default_output(const char *in, const char *ext, char *out, size_t len) {
@@ -55,16 +66,14 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
       return ncs_usage_error("export", "path too long: %s", in);
     out_opt = out;
   }
-  if (!strcmp(out_opt, "-"))
-    return ncs_usage_error("export", "--format sqlite writes a file: name it with -o FILE");
   ncs_sqlite_opts_t so = {.out = out_opt, .force = force, .types = types, .progress = !quiet,
                           .prog = "ncclscope export"};
   ncs_sqlite_stats_t st;
-  char err[1024] = "";
+  char err[2 * PATH_MAX] = "";
   int rc = ncs_export_sqlite(in, &so, &st, err, sizeof err);
   if (rc == 2 || rc < 0) {
     ncs_error("%s", err);
-    return rc == 2 ? NCS_EXIT_USAGE : NCS_EXIT_FAIL;
+    return export_status(rc);
   }
   if (!quiet) {
     fprintf(stderr,
@@ -89,7 +98,7 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
     fprintf(stderr, "ncclscope export: query it with: sqlite3 %s (schema: docs/sqlite.md)\n",
             so.out);
   }
-  return rc == 1 ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  return export_status(rc);
 }
 
 int ncs_cmd_export(int argc, char **argv) {
@@ -151,15 +160,12 @@ int ncs_cmd_export(int argc, char **argv) {
   }
   o.progress = !quiet;
   ncs_export_stats_t st;
-  char err[512] = "";
+  char err[2 * PATH_MAX] = "";
+  o.force = force;
   int rc = ncs_export(argv + optind, (size_t)(argc - optind), &o, &st, err, sizeof err);
-  if (rc == 2) {
+  if (rc == 2 || rc < 0) {
     ncs_error("%s", err);
-    return NCS_EXIT_USAGE;
-  }
-  if (rc < 0) {
-    ncs_error("%s", err);
-    return NCS_EXIT_FAIL;
+    return export_status(rc);
   }
   if (!quiet) {
     double mb = (double)st.bytes_out / 1e6;
@@ -196,5 +202,5 @@ int ncs_cmd_export(int argc, char **argv) {
     if (o.format == NCS_EXPORT_PERFETTO && strcmp(o.out, "-"))
       fprintf(stderr, "ncclscope export: open it at https://ui.perfetto.dev (Open trace file)\n");
   }
-  return rc == 1 ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  return export_status(rc);
 }

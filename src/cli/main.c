@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "trace/format.h"
+#include "util/outfile.h"
 
 #ifndef NCS_VERSION
 #define NCS_VERSION "unknown"
@@ -42,7 +43,17 @@ static void usage(FILE *o) {
   fprintf(o, "\nRun '%s VERB --help' for a verb's options. Docs: docs/cli.md\n", ncs_prog);
 }
 
-int main(int argc, char **argv) {
+/* Every verb's standard output is checked at the end: a full disk or a closed descriptor is an
+ * output failure (status 5), never a silent success. */
+static int finish(int rc) {
+  char err[256];
+  if (ncs_out_close_stdout(err, sizeof err) == 0) return rc;
+  ncs_error("%s", err);
+  return rc == NCS_EXIT_USAGE || rc == NCS_EXIT_NO_INPUT || rc == NCS_EXIT_ERROR ? rc
+                                                                              : NCS_EXIT_OUTPUT;
+}
+
+static int run(int argc, char **argv) {
   if (argc < 2) {
     usage(stderr);
     return NCS_EXIT_USAGE;
@@ -65,3 +76,5 @@ int main(int argc, char **argv) {
              verbs[i].name);
   return ncs_usage_error(NULL, "unknown verb '%s' (verbs: %s)", v, names);
 }
+
+int main(int argc, char **argv) { return finish(run(argc, argv)); }

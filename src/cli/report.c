@@ -9,14 +9,15 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
 #include "cli/cli.h"
 #include "export/html_report.h"
+#include "util/outfile.h"
 
 static const char report_help[] =
     "usage: ncclscope report [--json] [--top N] [--html FILE] [--timing] DIR|FILE\n"
@@ -31,10 +32,11 @@ static const char report_help[] =
     "  --html FILE   also write one self-contained page with charts (busbw vs size, per-rank\n"
     "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
     "                stdout. The text (or --json) report is still printed.\n"
+    "  --force       replace an existing --html FILE (it is refused otherwise)\n"
     "  -h, --help    this help\n"
     "\n"
-    "exit status: 0 ok, 1 a trace file is damaged (analysed up to the damage), 2 usage error,\n"
-    "no traces found, or the --html file cannot be written\n";
+    "exit status: 0 ok, 2 usage error, 3 no traces found, 4 a trace file is damaged (analysed\n"
+    "up to the damage), 5 the output cannot be written (docs/cli.md)\n";
 
 
 static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
@@ -244,27 +246,29 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   }
 }
 
-/* the --html page to `path` ("-": stdout); 0, or -1 with a message. A partial regular file is
- * removed; anything else (/dev/stdout, a pipe) is left alone. */
-static int write_html(const char *path, const ncs_analysis_t *a, const ncs_findings_t *f) {
-  int to_stdout = !strcmp(path, "-");
-  FILE *o = to_stdout ? stdout : fopen(path, "w");
-  if (!o) {
-    ncs_error("report: cannot write --html file '%s': %s", path, strerror(errno));
+/* the --html page to `path` ("-": stdout), written as every output is (src/util/outfile.h):
+ * a partial page never takes the name. 0, or -1 after saying why. */
+static int write_html(const char *path, int force, char *in, const ncs_analysis_t *a,
+                      const ncs_findings_t *f) {
+  ncs_out_opts_t oo = {.force = force, .inputs = &in, .ninputs = 1};
+  ncs_out_t out;
+  char err[PATH_MAX + 256];
+  if (ncs_out_open(&out, path, &oo, err, sizeof err) != 0) {
+    ncs_error("report: --html: %s", err);
     return -1;
   }
-  struct stat st;
-  int regular = !to_stdout && fstat(fileno(o), &st) == 0 && S_ISREG(st.st_mode);
-  errno = 0;
-  int bad = ncs_report_html(o, a, f) != 0, e = errno;
-  if (!bad && fflush(o) != 0) bad = 1, e = errno;
-  if (!to_stdout && fclose(o) != 0 && !bad) bad = 1, e = errno;
-  if (bad) {
-    ncs_error("report: cannot write --html file '%s': %s", path, e ? strerror(e) : "write error");
-    if (regular) remove(path);
+  FILE *o = ncs_out_file(&out);
+  if (!o || ncs_report_html(o, a, f) != 0) {
+    snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(o ? errno : ENOMEM));
+    ncs_out_abort(&out);
+    ncs_error("report: --html: %s", err);
     return -1;
   }
-  if (!to_stdout) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
+  if (ncs_out_commit(&out, err, sizeof err) != 0) {
+    ncs_error("report: --html: %s", err);
+    return -1;
+  }
+  if (strcmp(path, "-")) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
   return 0;
 }
 
@@ -272,10 +276,11 @@ int ncs_cmd_report(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, 0, 'j'},
                                        {"top", required_argument, 0, 't'},
                                        {"html", required_argument, 0, 'H'},
+                                       {"force", no_argument, 0, 'F'},
                                        {"timing", no_argument, 0, 'T'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int c, json = 0, timing = 0;
+  int c, json = 0, timing = 0, force = 0;
   const char *html = NULL;
   uint64_t top = 5;
   optind = 0;
@@ -284,6 +289,7 @@ int ncs_cmd_report(int argc, char **argv) {
     switch (c) {
     case 'j': json = 1; break;
     case 'T': timing = 1; break;
+    case 'F': force = 1; break;
     case 't':
       if (ncs_parse_count(optarg, 1, 100000, &top) != 0)
         return ncs_usage_error("report", "--top needs a number from 1 to 100000, not '%s'", optarg);
@@ -304,7 +310,7 @@ int ncs_cmd_report(int argc, char **argv) {
   ncs_analysis_t *a = ncs_analyze_path(argv[optind], err, sizeof err);
   if (!a) {
     ncs_error("report: %s", err);
-    return NCS_EXIT_USAGE;
+    return NCS_EXIT_NO_INPUT;
   }
   if (timing) {
     fprintf(stderr, "ncclscope report: %u passes:", a->passes);
@@ -313,10 +319,10 @@ int ncs_cmd_report(int argc, char **argv) {
   }
   ncs_findings_t f;
   ncs_findings_build(&f, a, (uint32_t)top);
-  int rc = a->damaged_files ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   /* the page first: when it cannot be written, say so and print nothing else */
-  if (html && write_html(html, a, &f) != 0)
-    rc = NCS_EXIT_USAGE;
+  if (html && write_html(html, force, argv[optind], a, &f) != 0)
+    rc = NCS_EXIT_OUTPUT;
   else if (json)
     print_json(stdout, a, &f, (uint32_t)top);
   else if (!html_stdout)

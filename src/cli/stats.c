@@ -4,7 +4,9 @@
  * communicators, counts per event type and the totals of drops, bad handles and completions.
  * Then the same counts for the whole job. A segment with a footer uses the footer's counters
  * (they count calls, including records that were dropped); a segment without one (crash, kill)
- * counts its records and takes drops and handle counts from its last counter snapshot.
+ * counts its records and takes drops and handle counts from its loss records and last counter
+ * snapshot: exact for a flight file, whose header keeps every loss record, a lower bound
+ * otherwise, and "unknown" when there is neither.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -25,6 +27,11 @@ typedef struct {
   uint64_t drops[NCS_T_COUNT], expired[NCS_T_COUNT];
   uint64_t plain[NPLAIN];
   uint64_t cflags[6]; /* COMPLETE records per flag bit (always from records) */
+  /* LOSS records (always from records): windows, records per reason ([0]: a reason this version
+   * does not know), and the ones dropped because the pool was full, per type */
+  uint64_t loss_windows, lost[NCS_LOSS_MAX + 1], loss_drops[NCS_T_COUNT];
+  /* segments whose drops are a lower bound (no footer), or not known at all */
+  uint32_t drops_atleast, drops_unknown;
 } counts_t;
 
 typedef struct {
@@ -69,6 +76,8 @@ typedef struct {
   comm_t comms[MAX_COMMS];
   uint32_t ncomms, ncomms_all;
   int from_records, snap_used, snap_missing;
+  int opened; /* the reader could open it */
+  int loss_exact; /* a flight file whose header keeps every loss: its LOSS records are complete */
   gpu_t gpu;
 } file_t;
 
@@ -90,6 +99,18 @@ static void counts_add(counts_t *a, const counts_t *b) {
   }
   for (unsigned k = 0; k < NPLAIN; k++) a->plain[k] += b->plain[k];
   for (unsigned k = 0; k < 6; k++) a->cflags[k] += b->cflags[k];
+  a->loss_windows += b->loss_windows;
+  for (unsigned r = 0; r <= NCS_LOSS_MAX; r++) a->lost[r] += b->lost[r];
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) a->loss_drops[t] += b->loss_drops[t];
+  a->drops_atleast += b->drops_atleast, a->drops_unknown += b->drops_unknown;
+}
+
+/* a LOSS record: its records by reason, and the pool-full ones by type */
+static void count_loss(counts_t *c, const ncs_loss_t *l) {
+  c->loss_windows++;
+  c->lost[l->reason <= NCS_LOSS_MAX ? l->reason : 0] += l->records;
+  if (l->reason == NCS_LOSS_DROPS)
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) c->loss_drops[t] += l->by_type[t];
 }
 
 static void counts_from_chunk(counts_t *c, const ncs_counters_t *k) {
@@ -146,20 +167,40 @@ static void seg_end(file_t *f) {
   counts_t c;
   if (s->footer) {
     c = f->foot;
-    memcpy(c.cflags, f->rec.cflags, sizeof c.cflags); /* per-flag counts only exist in records */
+    /* per-flag counts and loss records only exist as records */
+    memcpy(c.cflags, f->rec.cflags, sizeof c.cflags);
+    c.loss_windows = f->rec.loss_windows;
+    memcpy(c.lost, f->rec.lost, sizeof c.lost);
+    memcpy(c.loss_drops, f->rec.loss_drops, sizeof c.loss_drops);
   } else {
     c = f->rec;
     f->from_records = 1;
+    /* drops: a flight header's loss records hold every one (up to its heartbeat); otherwise the
+     * last counter snapshot and the loss records are both lower bounds */
+    memcpy(c.drops, c.loss_drops, sizeof c.drops);
+    c.plain[NCS_CK_NO_THREAD_SLOT] = c.lost[NCS_LOSS_NO_SLOT];
+    c.plain[NCS_CK_WRITE_LOST] = c.lost[NCS_LOSS_WRITE];
     if (s->snapshot) {
       /* what records cannot tell: drops and ignored handles */
-      memcpy(c.drops, f->snap.drops, sizeof c.drops);
+      for (unsigned t = 0; t < NCS_T_COUNT && !f->loss_exact; t++)
+        if (f->snap.drops[t] > c.drops[t]) c.drops[t] = f->snap.drops[t];
       for (unsigned k = NCS_CK_BAD_HANDLE; k <= NCS_CK_NULL_HANDLE; k++)
         c.plain[k] = f->snap.plain[k];
-      c.plain[NCS_CK_NO_THREAD_SLOT] = f->snap.plain[NCS_CK_NO_THREAD_SLOT];
+      static const unsigned lower_bounds[] = {NCS_CK_NO_THREAD_SLOT, NCS_CK_WRITE_LOST};
+      for (unsigned i = 0; i < 2 && !f->loss_exact; i++) {
+        unsigned k = lower_bounds[i];
+        if (f->snap.plain[k] > c.plain[k]) c.plain[k] = f->snap.plain[k];
+      }
       c.plain[NCS_CK_WRITE_ERRORS] = f->snap.plain[NCS_CK_WRITE_ERRORS];
       f->snap_used = 1;
     } else {
       f->snap_missing = 1;
+    }
+    if (!f->loss_exact) {
+      if (s->snapshot || c.loss_windows)
+        c.drops_atleast = 1;
+      else
+        c.drops_unknown = 1;
     }
   }
   counts_add(&f->total, &c);
@@ -229,6 +270,7 @@ static void item(file_t *f, ncs_reader_t *r, const ncs_item_t *it) {
     counts_from_chunk(&f->snap, it->counters);
     s->snapshot = 1;
     break;
+  case NCS_ITEM_LOSS: count_loss(&f->rec, &it->loss); break;
   case NCS_ITEM_FOOTER:
     counts_from_chunk(&f->foot, it->counters);
     if (f->foot.plain[NCS_CK_END_NS] > s->last_ts) s->last_ts = f->foot.plain[NCS_CK_END_NS];
@@ -254,17 +296,47 @@ static void put_table(FILE *o, const counts_t *c, const char *indent) {
   if (!any) fprintf(o, "%s(no events)\n", indent);
 }
 
+/* Drops: exact, a lower bound, or unknown, never a 0 that means "unknown". */
+static void put_drops(FILE *o, const counts_t *c, const char *indent) {
+  const uint64_t *p = c->plain;
+  uint64_t d = total_drops(c);
+  if (c->drops_unknown && !d && !c->drops_atleast) {
+    fprintf(o, "%sdrops unknown (%u segment%s without a footer, counter snapshot or loss record)\n",
+            indent, c->drops_unknown, c->drops_unknown == 1 ? "" : "s");
+  } else {
+    fprintf(o, "%sdrops %s%" PRIu64 " (buffer pool full %" PRIu64 ", no thread slot %" PRIu64 ")",
+            indent, c->drops_unknown || c->drops_atleast ? "at least " : "", d,
+            d - p[NCS_CK_NO_THREAD_SLOT], p[NCS_CK_NO_THREAD_SLOT]);
+    if (c->drops_unknown)
+      fprintf(o, "; unknown for %u segment%s without a footer, counter snapshot or loss record",
+              c->drops_unknown, c->drops_unknown == 1 ? "" : "s");
+    else if (c->drops_atleast)
+      fprintf(o, "; %u segment%s without a footer", c->drops_atleast,
+              c->drops_atleast == 1 ? "" : "s");
+    fputc('\n', o);
+  }
+  if (c->loss_windows) {
+    fprintf(o,
+            "%sloss records: %" PRIu64 ", %" PRIu64 " records lost (buffer pool full %" PRIu64
+            ", no thread slot %" PRIu64 ", not written %" PRIu64,
+            indent, c->loss_windows,
+            c->lost[0] + c->lost[NCS_LOSS_DROPS] + c->lost[NCS_LOSS_NO_SLOT] + c->lost[NCS_LOSS_WRITE],
+            c->lost[NCS_LOSS_DROPS], c->lost[NCS_LOSS_NO_SLOT], c->lost[NCS_LOSS_WRITE]);
+    if (c->lost[0]) fprintf(o, ", other %" PRIu64, c->lost[0]);
+    fputs(")\n", o);
+  }
+}
+
 static void put_totals(FILE *o, const counts_t *c, const char *indent) {
   const uint64_t *p = c->plain;
+  put_drops(o, c, indent);
   fprintf(o,
-          "%sdrops %" PRIu64 " (buffer pool full %" PRIu64 ", no thread slot %" PRIu64 ")\n"
           "%shandles: bad %" PRIu64 ", stale %" PRIu64 ", NULL %" PRIu64
           "; contexts: foreign %" PRIu64 ", NULL %" PRIu64 "\n"
           "%scompletions %" PRIu64 " (kernel %" PRIu64 ", proxy %" PRIu64 ", revised %" PRIu64
           ", forced %" PRIu64 ", no children %" PRIu64 ", from group %" PRIu64
           "), threads %" PRIu64 "\n",
-          indent, total_drops(c), total_drops(c) - p[NCS_CK_NO_THREAD_SLOT],
-          p[NCS_CK_NO_THREAD_SLOT], indent, p[NCS_CK_BAD_HANDLE], p[NCS_CK_STALE_HANDLE],
+          indent, p[NCS_CK_BAD_HANDLE], p[NCS_CK_STALE_HANDLE],
           p[NCS_CK_NULL_HANDLE], p[NCS_CK_FOREIGN_CTX], p[NCS_CK_NULL_CTX], indent,
           p[NCS_CK_COMPLETIONS], c->cflags[0], c->cflags[1], c->cflags[2], c->cflags[3],
           c->cflags[4], c->cflags[5], p[NCS_CK_THREADS]);
@@ -278,9 +350,10 @@ static void put_totals(FILE *o, const counts_t *c, const char *indent) {
                " unsampled (NCCLSCOPE_SAMPLE)\n",
             indent, p[NCS_CK_GROUPS], p[NCS_CK_GROUPS] - p[NCS_CK_GROUPS_UNSAMPLED],
             p[NCS_CK_GROUPS_UNSAMPLED]);
-  if (p[NCS_CK_WRITE_ERRORS])
-    fprintf(o, "%sWARNING: %" PRIu64 " chunks could not be written (disk full?)\n", indent,
-            p[NCS_CK_WRITE_ERRORS]);
+  if (p[NCS_CK_WRITE_ERRORS] || p[NCS_CK_WRITE_LOST])
+    fprintf(o, "%sWARNING: %" PRIu64 " chunks with %" PRIu64
+               " event records could not be written (disk full?)\n",
+            indent, p[NCS_CK_WRITE_ERRORS], p[NCS_CK_WRITE_LOST]);
 }
 
 static void put_utc(FILE *o, uint64_t ns) {
@@ -345,10 +418,13 @@ static void put_file(FILE *o, const char *path, const file_t *f) {
   put_segments(o, f);
   put_comms(o, f);
   if (f->from_records)
-    fprintf(o, "  counts computed from the records (no footer)%s\n",
-            f->snap_missing ? "; no counter snapshot: drops and handle counts unknown"
-            : f->snap_used  ? "; drops and handles from the last counter snapshot"
-                            : "");
+    fprintf(o, "  counts computed from the records (no footer)%s%s\n",
+            f->loss_exact ? "; drops from the flight header's loss records (complete up to its "
+                            "heartbeat)"
+            : f->snap_used ? "; drops and handles from the last counter snapshot and the loss "
+                             "records"
+                           : "",
+            f->snap_missing ? "; no counter snapshot: handle counts unknown" : "");
   put_table(o, &f->total, "  ");
   put_totals(o, &f->total, "  ");
 }
@@ -411,8 +487,20 @@ static void put_flight(FILE *o, const ncs_reader_t *r) {
   fprintf(o, ", %u of %u slots of %u KiB kept (%" PRIu64 " reused), window from mono %.3f s",
           fi->slots_used, fi->nslots, fi->slot_bytes >> 10, fi->slots_recycled,
           (double)fi->window_mono / 1e9);
-  fprintf(o, ", heartbeat mono %.3f s, last event %.3f s, %u operations open\n",
-          (double)fi->heartbeat_mono / 1e9, (double)fi->last_event_mono / 1e9, fi->open_ops);
+  fprintf(o, ", heartbeat mono %.3f s, last event %.3f s, ", (double)fi->heartbeat_mono / 1e9,
+          (double)fi->last_event_mono / 1e9);
+  if (fi->state == NCS_FS_EXITED)
+    fprintf(o, "%u operations without a completion at the end\n", fi->open_ops);
+  else
+    fprintf(o, "%u operations open\n", fi->open_ops);
+  if (!fi->has_loss && fi->state != NCS_FS_EXITED) /* an exited file holds its footer */
+    fprintf(o, "  loss records: none kept (a flight file of an older ncclscope): drops after the "
+               "last counter snapshot unknown\n");
+  if (fi->loss_torn)
+    fprintf(o, "  WARNING: the process died while updating its loss records: they may miss the "
+               "losses of its last cycle\n");
+  if (fi->loss_bad)
+    fprintf(o, "  WARNING: %u damaged loss records skipped\n", fi->loss_bad);
   if (fi->keyframe_trunc)
     fprintf(o, "  WARNING: %" PRIu64 " keyframes were cut short (too many open events)\n",
             fi->keyframe_trunc);
@@ -491,6 +579,7 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
     fprintf(o, "== %s\n  unreadable: %s\n", path, err);
     return NCS_DAMAGE_CORRUPT;
   }
+  f->opened = 1;
   ncs_item_t it;
   ncs_gj_t *gj = ncs_gj_new();
   ncs_gpu_state_t last;
@@ -506,6 +595,8 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
     gpu_collect(&f->gpu, gj);
     ncs_gj_free(gj);
   }
+  const ncs_flight_info_t *fi = ncs_reader_flight(r);
+  f->loss_exact = fi && fi->has_loss;
   int damage = ncs_reader_damage(r);
   f->cur.cut = damage == NCS_DAMAGE_CORRUPT;
   seg_end(f);
@@ -528,11 +619,13 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   file_t *f = rc ? NULL : malloc(sizeof *f);
   if (!f) {
     ncs_free_paths(list, n);
-    return rc ? rc : NCS_EXIT_FAIL;
+    return rc ? rc : NCS_EXIT_ERROR;
   }
   job_t j = {0};
+  size_t opened = 0;
   for (size_t i = 0; i < n; i++) {
     int dmg = stats_file(list[i], f, o);
+    opened += f->opened;
     j.files++, j.segs += f->nseg;
     for (uint32_t s = 0; s < f->nseg && s < MAX_SEGS; s++) j.crashed += !f->segs[s].footer;
     j.damaged += dmg == NCS_DAMAGE_CORRUPT, j.truncated += dmg == NCS_DAMAGE_TRUNCATED;
@@ -545,7 +638,8 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   free(j.pairs);
   free(f);
   ncs_free_paths(list, n);
-  return j.damaged ? NCS_EXIT_FAIL : NCS_EXIT_OK;
+  if (!opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all */
+  return j.damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
 }
 
 int ncs_stats_path(const char *path, FILE *o) {

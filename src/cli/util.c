@@ -137,10 +137,23 @@ int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v) {
   return 0;
 }
 
+/* A list that selects nothing records (or shows) nothing: an error, never a silent empty run.
+ * A list of removals only ("-1", "-coll") starts from nothing, which is most likely not meant. */
+static int empty_events(const char *verb, const char *opt, const char *list) {
+  const char *p = list + strspn(list, ", |+");
+  if (*p == '-' || *p == '^')
+    ncs_usage_error(verb, "%s '%s' selects no event type: a list starts empty and '%c' removes "
+                    "from it (did you mean 'default,%s' or 'all,%s'?)", opt, list, *p, p, p);
+  else
+    ncs_usage_error(verb, "%s '%s' selects no event type", opt, list);
+  return -1;
+}
+
 int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask) {
   const char *bad = NULL;
   size_t badlen = 0;
-  if (ncs_parse_event_list(list, mask, &bad, &badlen) == 0) return 0;
+  if (ncs_parse_event_list(list, mask, &bad, &badlen) == 0)
+    return *mask ? 0 : empty_events(verb, opt, list);
   if (badlen == 0) {
     ncs_usage_error(verb, "%s: empty event list", opt);
     return -1;
@@ -208,7 +221,7 @@ void ncs_counter_name(uint32_t key, char *out, size_t len) {
       "null_ctx",  "no_thread_slot", "completions",   "revisions",     "bytes",
       "chunks",    "threads",        "unknown_type",  "unknown_state", "pool_bytes",
       "pool_peak", "end_ns",         "tracked_peak",  "write_errors",  "disabled_type",
-      "groups",    "groups_unsampled"};
+      "groups",    "groups_unsampled", "write_lost"};
   unsigned g = key >> 8, t = key & 0xFF;
   if (g >= 1 && g <= 5 && t < NCS_T_COUNT)
     snprintf(out, len, "%s.%s", groups[g], ncs_schema[t].name);
@@ -241,7 +254,7 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
       ncs_error("%s", err);
       ncs_free_paths(*out, *nout);
       *out = NULL, *nout = 0;
-      return NCS_EXIT_USAGE;
+      return NCS_EXIT_NO_INPUT;
     }
     if (!n) ncs_warn("no *.nstrace or *.nsflight files in %s", paths[i]);
     char **all = realloc(*out, (*nout + n + 1) * sizeof *all);
@@ -249,7 +262,7 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
       ncs_free_paths(list, n);
       ncs_free_paths(*out, *nout);
       *out = NULL, *nout = 0;
-      return NCS_EXIT_FAIL;
+      return NCS_EXIT_ERROR;
     }
     if (n) memcpy(all + *nout, list, n * sizeof *list);
     *out = all, *nout += n;
@@ -259,7 +272,7 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
     ncs_error("no trace files found");
     ncs_free_paths(*out, 0);
     *out = NULL;
-    return NCS_EXIT_USAGE;
+    return NCS_EXIT_NO_INPUT;
   }
   return 0;
 }

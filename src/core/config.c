@@ -49,15 +49,24 @@ static uint64_t env_size(ncs_config_t *c, const char *var, uint64_t def, uint64_
 }
 
 /* An event list variable (NCCLSCOPE_EVENTS' syntax): its mask, or def (with an error) when it
- * names something unknown, or def when unset. */
-static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const char *bad_msg) {
+ * names something unknown, or def when unset. A list that selects nothing ("-1", "none") is an
+ * error too where it would silently record nothing (need_some), with the default used. */
+static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const char *bad_msg,
+                           int need_some) {
   const char *s = getenv(var), *bad;
   size_t badlen;
   uint32_t m;
   if (!s || !*s) return def;
-  if (ncs_parse_event_list(s, &m, &bad, &badlen) == 0) return m;
-  add_error(c, var, s, bad_msg);
-  return def;
+  if (ncs_parse_event_list(s, &m, &bad, &badlen) != 0) {
+    add_error(c, var, s, bad_msg);
+    return def;
+  }
+  if (!m && need_some) {
+    add_error(c, var, s, "selects no event type (a list starts empty: '-X' alone removes from "
+              "nothing); using the default");
+    return def;
+  }
+  return m;
 }
 
 /* GPU truth (docs/gpu-truth.md): CUPTI only when asked for, because CUDA 13.0 lets one CUPTI
@@ -93,7 +102,7 @@ void ncs_config_load(ncs_config_t *c) {
   size_t badlen;
   uint32_t def;
   if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &def, &bad, &badlen) != 0) def = 0x7FFF;
-  c->events = env_events(c, "NCCLSCOPE_EVENTS", def, "unknown event name; using the default");
+  c->events = env_events(c, "NCCLSCOPE_EVENTS", def, "unknown event name; using the default", 1);
 
   c->pool_bytes = env_size(c, "NCCLSCOPE_BUFFER_SIZE", 32ull << 20, 1ull << 20, 16ull << 30);
   c->max_threads = (uint32_t)env_size(c, "NCCLSCOPE_MAX_THREADS", 256, 4, 65536);
@@ -147,7 +156,7 @@ void ncs_config_load(ncs_config_t *c) {
                                         1, 1, 1u << 20);
   if (c->capture) c->kernel_sample = 1;
   c->unsampled_events = env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS", NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH,
-                                   "unknown event name; recording every event but kernel");
+                                   "unknown event name; recording every event but kernel", 0);
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {

@@ -14,7 +14,8 @@ enum { NCS_EXPORT_PERFETTO = 1, NCS_EXPORT_CHROME = 2 };
 
 typedef struct {
   int format;          /* NCS_EXPORT_* */
-  const char *out;     /* output path; "-" is stdout */
+  const char *out;     /* output path; "-" is stdout (written as src/util/outfile.h says) */
+  int force;           /* replace an existing output file */
   uint32_t types;      /* event types to export (bit per NCS_T_*); 0 means all */
   int progress;        /* print progress lines to stderr for long exports */
   int jobs;            /* threads; 0: one per core (the output is the same for any number) */
@@ -37,7 +38,8 @@ typedef struct {
 
 /* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something
  * was exported but an input file is damaged in the middle, 2 when there are no traces, -1 on
- * failure (err says why: cannot write the output, out of memory). */
+ * failure (err says why: out of memory), -2 when the output was refused or could not be written
+ * (err says why; nothing was left under its name). */
 int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
                ncs_export_stats_t *st, char *err, size_t errlen);
 

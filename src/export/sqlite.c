@@ -13,7 +13,8 @@
  *    ANALYZE, and the rename of the temporary file over the output.
  *
  * Everything is written in one transaction per file through prepared statements, with the
- * journal off: the database is a fresh temporary file that is deleted on any failure.
+ * journal off: the database is a fresh temporary file (src/util/outfile.h: a named one beside
+ * the output, since SQLite opens files by name) that is deleted on any failure.
  */
 #include "export/sqlite.h"
 
@@ -21,7 +22,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -34,6 +34,7 @@
 #include "analyze/analyze.h"
 #include "export/hmap.h"
 #include "trace/reader.h"
+#include "util/outfile.h"
 
 const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
@@ -317,7 +318,7 @@ typedef struct {
   sqlite3 *db;
   sqlite3_stmt *ins[NCS_SQ_NTABLES];
   sqlite3_stmt *upd_stop, *upd_complete, *upd_expired, *upd_segment;
-  int failed;
+  int failed, oom;
   char msg[512];
   uint64_t next_row[NCS_SQ_NTABLES];
   /* analysis lookups */
@@ -379,7 +380,10 @@ static void db_fail(sq_t *q, const char *what) {
   failf(q, "cannot write %s: %s (%s)", q->o.out, db_err(q, sqlite3_errmsg(q->db), b, sizeof b),
         what);
 }
-static void oom(sq_t *q) { failf(q, "out of memory"); }
+static void oom(sq_t *q) {
+  failf(q, "out of memory");
+  q->oom = 1;
+}
 
 static int exec(sq_t *q, const char *sql) {
   if (q->failed) return -1;
@@ -1138,69 +1142,6 @@ static void meta(sq_t *q, const char *path) {
   insert(q, NCS_SQ_META);
 }
 
-/* ================================================================ output file */
-
-static char tmp_path[PATH_MAX + 64]; /* the temporary database, removed by on_signal */
-static void on_signal(int sig) {
-  if (tmp_path[0]) unlink(tmp_path);
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-static const int caught[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT, SIGXFSZ};
-
-/* the temporary file next to the output: "DIR/.NAME.tmp-XXXXXX" */
-static int make_temp(const char *out, char *err, size_t errlen) {
-  const char *slash = strrchr(out, '/');
-  const char *base = slash ? slash + 1 : out;
-  int dirlen = slash ? (int)(slash - out) : 1;
-  const char *dir = slash ? out : ".";
-  if (slash == out) dirlen = 0; /* "/name": the root */
-  if (!*base) {
-    snprintf(err, errlen, "cannot write %s: not a file name", out);
-    return -1;
-  }
-  if ((size_t)snprintf(tmp_path, sizeof tmp_path, "%.*s/.%s.tmp-XXXXXX", dirlen, dir, base) >=
-      sizeof tmp_path) {
-    tmp_path[0] = 0;
-    snprintf(err, errlen, "cannot write %s: path too long", out);
-    return -1;
-  }
-  int fd = mkostemp(tmp_path, O_CLOEXEC);
-  if (fd < 0) {
-    tmp_path[0] = 0;
-    snprintf(err, errlen, "cannot write %s: %s", out, strerror(errno));
-    return -1;
-  }
-  mode_t um = umask(0);
-  umask(um);
-  if (fchmod(fd, 0666 & ~um) != 0) { /* mkostemp made it 0600; like any new file is better */
-  }
-  close(fd);
-  return 0;
-}
-
-/* move the finished database to the output; without force, never over an existing file */
-static int place_output(const ncs_sqlite_opts_t *o, char *err, size_t errlen) {
-  if (o->force) {
-    if (rename(tmp_path, o->out) == 0) return 0;
-  } else {
-    if (renameat2(AT_FDCWD, tmp_path, AT_FDCWD, o->out, RENAME_NOREPLACE) == 0) return 0;
-    if (errno == EINVAL || errno == ENOSYS) { /* a file system without RENAME_NOREPLACE */
-      if (link(tmp_path, o->out) == 0) {
-        unlink(tmp_path);
-        return 0;
-      }
-    }
-    if (errno == EEXIST) {
-      snprintf(err, errlen, "%s exists (created while exporting; use --force to replace it)",
-               o->out);
-      return -1;
-    }
-  }
-  snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
-  return -1;
-}
-
 static void sq_free(sq_t *q) {
   for (int t = 0; t < NCS_SQ_NTABLES; t++) sqlite3_finalize(q->ins[t]);
   sqlite3_finalize(q->upd_stop), sqlite3_finalize(q->upd_complete);
@@ -1243,18 +1184,6 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
                       char *err, size_t errlen) {
   memset(st, 0, sizeof *st);
   struct stat sb;
-  if (!o->out || !*o->out || !strcmp(o->out, "-")) {
-    snprintf(err, errlen, "the SQLite output must be a file (-o FILE)");
-    return 2;
-  }
-  if (stat(o->out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-    snprintf(err, errlen, "cannot write %s: it is a directory", o->out);
-    return -1;
-  }
-  if (!o->force && lstat(o->out, &sb) == 0) {
-    snprintf(err, errlen, "%s exists (use --force to replace it)", o->out);
-    return -1;
-  }
   sq_t *q = calloc(1, sizeof *q);
   if (!q) {
     snprintf(err, errlen, "out of memory");
@@ -1263,19 +1192,17 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
   q->o = *o, q->st = st, q->t0 = now_ns();
   if (!q->o.types) q->o.types = (1u << NCS_T_COUNT) - 1;
   if (!q->o.prog) q->o.prog = "ncclscope export";
-  int rc = 0;
-  if (make_temp(o->out, err, errlen) != 0) {
-    free(q);
-    return -1;
+  int rc = 0, opened = 0;
+  /* the database is built in a temporary file that takes the output's name at the end; a
+   * signal removes it, and a file size limit is a write error (EFBIG) */
+  char *in = (char *)path;
+  ncs_out_opts_t oo = {.force = o->force, .by_name = 1, .inputs = &in, .ninputs = 1};
+  ncs_out_t of;
+  if (ncs_out_open(&of, o->out, &oo, err, errlen) != 0) {
+    rc = -2;
+    goto out;
   }
-  /* a signal removes the temporary file; a file size limit becomes a write error (EFBIG) */
-  struct sigaction sa, old[sizeof caught / sizeof caught[0]];
-  memset(&sa, 0, sizeof sa);
-  sigemptyset(&sa.sa_mask);
-  for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) {
-    sa.sa_handler = caught[i] == SIGXFSZ ? SIG_IGN : on_signal;
-    sigaction(caught[i], &sa, &old[i]);
-  }
+  opened = 1;
   const ncs_analyze_opts_t ao = {.retain = 1}; /* every operation and instance: rows */
   q->a = ncs_analyze_path_opts(path, &ao, err, errlen);
   if (!q->a) {
@@ -1291,7 +1218,7 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
   /* one thread uses this connection: no per-call locks, no allocation statistics (the latter
    * is process-wide and only possible before SQLite initialises; harmless when too late) */
   sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
-  if (sqlite3_open_v2(tmp_path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
+  if (sqlite3_open_v2(of.tmp, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL) !=
       SQLITE_OK) {
     failf(q, "cannot write %s: %s", o->out, q->db ? sqlite3_errmsg(q->db) : "out of memory");
     goto fail;
@@ -1319,23 +1246,22 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
     goto fail;
   }
   q->db = NULL;
-  if (place_output(o, err, errlen) != 0) {
-    rc = -1;
+  if (fstat(of.fd, &sb) == 0) st->bytes_out = (uint64_t)sb.st_size;
+  opened = 0;
+  if (ncs_out_commit(&of, err, errlen) != 0) {
+    rc = -2;
     goto out;
   }
-  tmp_path[0] = 0; /* it is the output now */
-  if (stat(o->out, &sb) == 0) st->bytes_out = (uint64_t)sb.st_size;
   progress(q, NULL, 1);
   rc = st->damaged ? 1 : 0;
   goto out;
 fail:
   snprintf(err, errlen, "%s", q->msg[0] ? q->msg : "failed");
-  rc = -1;
+  /* out of memory is ncclscope's failure; anything else here is the database's file */
+  rc = q->oom || (q->db && sqlite3_errcode(q->db) == SQLITE_NOMEM) ? -1 : -2;
 out:
   sq_free(q); /* closes the database before its file is removed */
-  if (tmp_path[0]) unlink(tmp_path);
-  tmp_path[0] = 0;
-  for (size_t i = 0; i < sizeof caught / sizeof caught[0]; i++) sigaction(caught[i], &old[i], NULL);
+  if (opened) ncs_out_abort(&of);
   st->seconds = (double)(now_ns() - q->t0) * 1e-9;
   free(q);
   return rc;

@@ -8,7 +8,8 @@
  * Memory: the analysis (about 170 bytes per Coll/P2p of the job) plus the events open at once.
  *
  * The database is written to a temporary file next to the output and renamed over it at the
- * end, so a failed or interrupted export never leaves a partial output.
+ * end, so a failed or interrupted export never leaves a partial output (src/util/outfile.h;
+ * a FIFO, a character device or "-" gets the finished database copied into it).
  */
 #ifndef NCS_EXPORT_SQLITE_H
 #define NCS_EXPORT_SQLITE_H
@@ -39,7 +40,7 @@ enum {
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];
 
 typedef struct {
-  const char *out;  /* the database file (a path; not "-") */
+  const char *out;  /* the database file; "-" is standard output */
   int force;        /* replace an existing file; without it an existing output is an error */
   uint32_t types;   /* event types whose rows are written (bit per NCS_T_*; 0: all). Coll and
                        P2p fill instances, KernelCh kernel_channels, ProxyOp proxy_ops, ProxyStep
@@ -59,8 +60,8 @@ typedef struct {
 
 /* Export the traces of `path` (a directory or one file). Returns 0 on success, 1 when the
  * database was written but an input file is damaged in the middle, 2 when there are no traces
- * (err says why), -1 on failure (err says why: the output exists, cannot be written, ...); on
- * failure nothing is left at o->out. */
+ * (err says why), -1 on failure (out of memory), -2 when the output was refused or could not be
+ * written (it exists, it is an input, a full disk, ...); on failure nothing is left at o->out. */
 int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_stats_t *st,
                       char *err, size_t errlen);
 

@@ -10,5 +10,5 @@ int ncs_export_sqlite(const char *in, const ncs_sqlite_opts_t *o, ncs_sqlite_sta
   snprintf(err, errlen,
            "this ncclscope was built without SQLite: install libsqlite3-dev (Debian) and build "
            "again for --format sqlite");
-  return 2;
+  return -1;
 }

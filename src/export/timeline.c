@@ -15,9 +15,11 @@
  *
  * Both passes run on several threads, one file at a time each. A .pftrace is a concatenation of
  * packets and every file is its own packet sequence with its own uuid range, so each file's part
- * is written to an unlinked temporary file next to the output and appended to the output in file
- * order: the output is the same for any number of threads. Memory in pass 2 is bounded by what
- * is open at once per worker (events, lanes, pending counter changes), plus the index above.
+ * is written to an anonymous temporary file next to the output and appended to the output in
+ * file order: the output is the same for any number of threads. The output itself is written as
+ * every output of ncclscope is (src/util/outfile.h): under its final name only once complete.
+ * Memory in pass 2 is bounded by what is open at once per worker (events, lanes, pending counter
+ * changes), plus the index above.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +38,7 @@
 #include "export/hmap.h"
 #include "export/sink.h"
 #include "trace/reader.h"
+#include "util/outfile.h"
 
 const char *const tl_cat_names[TC_COUNT] = {
     "api", "group", "coll", "p2p", "ce", "kernel", "proxyop", "proxystep", "proxyctrl", "net",
@@ -1737,15 +1740,6 @@ static void fail(ex_t *x, const char *fmt, ...) {
   pthread_mutex_unlock(&x->mu);
 }
 
-/* a temporary file, already unlinked, in the output's directory */
-static int temp_fd(ex_t *x) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/.ncclscope-export-XXXXXX", x->tmp_dir);
-  int fd = mkostemp(path, O_CLOEXEC);
-  if (fd >= 0) unlink(path);
-  return fd;
-}
-
 static void *emit_worker(void *arg) {
   wk_t *w = arg;
   ex_t *x = w->x;
@@ -1759,7 +1753,7 @@ static void *emit_worker(void *arg) {
     pthread_mutex_unlock(&x->mu);
     if (fi >= x->nfiles || atomic_load(&x->failed) || atomic_load(&x->oom)) break;
     file_t *f = &x->files[fi];
-    int fd = temp_fd(x);
+    int fd = ncs_out_scratch(x->tmp_dir);
     if (fd < 0) {
       fail(x, "cannot create a temporary file in %s: %s", x->tmp_dir, strerror(errno));
       break;
@@ -1937,12 +1931,22 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   x->t0_ns = now_ns();
   arg_names(x);
   (void)ncs_crc32c(0, "", 0); /* build the CRC table before the threads share it */
-  int rc = 0, fd = -1;
+  int rc = 0, fd = -1, opened = 0;
   tl_sink_t *ms = NULL;
   wk_t *w0 = &ws[0];
+  ncs_out_t of;
   for (unsigned i = 0; i < MAX_WORKERS; i++) ws[i].x = x;
   rc = list_files(x, paths, npaths, err, errlen);
   if (rc) goto out;
+  /* the output first: a refused one (it exists, it is an input) costs no reading */
+  ncs_out_opts_t oo = {.force = o->force, .inputs = paths, .ninputs = npaths};
+  if (ncs_out_open(&of, o->out, &oo, err, errlen) != 0) {
+    rc = -2;
+    goto out;
+  }
+  opened = 1;
+  fd = of.fd;
+  x->tmp_dir = of.dir;
   for (uint32_t i = 0; i < x->nfiles; i++) st->bytes_in += x->files[i].size;
   st->files = x->nfiles;
   x->nworkers = workers_for(x);
@@ -1959,27 +1963,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   fold_instances(x);
   if (make_procs(x) != 0) goto oom;
   clocks(x, st);
-  /* the output, and the job tracks into it */
-  if (!strcmp(o->out, "-")) {
-    fd = 1;
-    const char *t = getenv("TMPDIR");
-    x->tmp_dir = t && *t ? t : "/tmp";
-  } else {
-    fd = open(o->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
-      rc = -1;
-      goto out;
-    }
-    static char dir[4096];
-    snprintf(dir, sizeof dir, "%s", o->out);
-    char *slash = strrchr(dir, '/');
-    if (slash)
-      slash == dir ? (void)(slash[1] = 0) : (void)(*slash = 0);
-    else
-      snprintf(dir, sizeof dir, ".");
-    x->tmp_dir = dir;
-  }
+  /* the job tracks into the output */
   ms = x->main_sink = new_sink(x, fd, 1);
   if (!ms) goto oom;
   atomic_store(&x->writing, 1);
@@ -2041,15 +2025,15 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
     if (all) {
       atomic_store(&x->failed, 0);
     } else if (!atomic_load(&x->oom) && strcmp(x->fail_msg, "stopped")) {
-      snprintf(err, errlen, "%s", x->fail_msg);
-      rc = -1;
+      snprintf(err, errlen, "%s", x->fail_msg); /* writing the output or a fragment failed */
+      rc = -2;
       goto out;
     }
   }
   if (atomic_load(&x->oom)) goto oom;
   if (ms->finish(ms) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
-    rc = -1;
+    rc = -2;
     goto out;
   }
   for (unsigned i = 0; i < MAX_WORKERS; i++) add_stats(st, &ws[i].st);
@@ -2071,10 +2055,8 @@ out:
     wk_free(&ws[i]);
   }
   if (ms) ms->destroy(ms);
-  if (fd > 1 && close(fd) != 0 && rc == 0) {
-    snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
-    rc = -1;
-  }
+  if (opened && rc >= 0 && ncs_out_commit(&of, err, errlen) != 0) rc = -2;
+  if (opened && rc < 0) ncs_out_abort(&of);
   st->seconds = (double)(now_ns() - x->t0_ns) * 1e-9;
   ex_free(x);
   free(x);

@@ -95,7 +95,7 @@ NCS_HIDDEN void ncs_gpu_segment_end(void);    /* before the FOOTER */
 NCS_HIDDEN size_t ncs_gpu_keyframe(ncs_buf_t *b, size_t limit);
 
 /* ---- writer.c: what gpu_writer.c writes through */
-NCS_HIDDEN void ncs_writer_chunk(uint16_t type, const ncs_buf_t *b); /* strings first */
+NCS_HIDDEN int ncs_writer_chunk(uint16_t type, const ncs_buf_t *b); /* strings first; -1 lost */
 NCS_HIDDEN uint32_t ncs_writer_string(const char *s);                /* a new string id, 0 when full */
 
 #endif

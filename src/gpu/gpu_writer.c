@@ -160,7 +160,7 @@ static size_t flush_limit(void) { return ncs_g.cfg.flight ? FLUSH_FLIGHT : FLUSH
 static void chunk_out(void) {
   if (!X.open) return;
   ncs_gpu_enc_end(&X.buf, &X.c);
-  if (X.c.count) ncs_writer_chunk(NCS_CHUNK_GPU, &X.buf);
+  if (X.c.count && ncs_writer_chunk(NCS_CHUNK_GPU, &X.buf) != 0) count(NCS_GK_WRITE_LOST, X.c.count);
   ncs_buf_reset(&X.buf);
   X.open = 0;
   X.last_flush_ns = ncs_mono_ns();

@@ -92,6 +92,9 @@ static struct {
   struct timespec trig_mtime;
   int trig_seen;
   uint32_t dumps;
+  uint32_t open_at_end; /* operations the writer had to close without a completion at the end */
+  /* loss windows: the header entry of each reason's open window, index + 1 */
+  uint32_t loss_open[NCS_LOSS_MAX];
 } F;
 
 /* ------------------------------------------------------------------ signal */
@@ -436,8 +439,14 @@ int ncs_fl_chunk(uint16_t type, const uint8_t *hdr, const void *payload, size_t 
 
 /* ------------------------------------------------------------------ file */
 
+/* Why ncs_fl_open failed: what it was doing, on which file, and the error's own text. */
+static int open_failed(char *err, size_t errlen, const char *what, const char *file, int e) {
+  snprintf(err, errlen, "%s %s: %s", what, file, strerror(e));
+  return -1;
+}
+
 int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t nops,
-                uint32_t max_comms, char *path, size_t pathlen) {
+                uint32_t max_comms, char *path, size_t pathlen, char *err, size_t errlen) {
   memset(&F, 0, sizeof F);
   F.fd = -1;
   snprintf(F.dir, sizeof F.dir, "%s", dir);
@@ -450,21 +459,28 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
                               NCS_FLIGHT_SUFFIX)
                    : snprintf(F.path, sizeof F.path, "%s/%s-%d.%d%s", dir, host, (int)ncs_g.pid, k,
                               NCS_FLIGHT_SUFFIX);
-    if (n < 0 || (size_t)n >= sizeof F.path || (size_t)n >= pathlen) return -1;
+    if (n < 0 || (size_t)n >= sizeof F.path || (size_t)n >= pathlen)
+      return open_failed(err, errlen, "cannot name a file in", F.dir, ENAMETOOLONG);
     F.fd = open(F.path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (F.fd < 0 && errno != EEXIST) return -1;
+    if (F.fd < 0 && errno != EEXIST) return open_failed(err, errlen, "cannot create", F.path, errno);
   }
-  if (F.fd < 0) return -1;
+  if (F.fd < 0) return open_failed(err, errlen, "1000 flight files of this process in", F.dir, EEXIST);
   snprintf(path, pathlen, "%s", F.path);
   uint32_t nslots = (uint32_t)(ring_bytes / FL_SLOT_BYTES);
   if (nslots < 4) nslots = 4;
   F.len = NCS_FLIGHT_HDR_LEN + FL_META_BYTES + (size_t)nslots * FL_SLOT_BYTES;
-  if (ftruncate(F.fd, (off_t)F.len) != 0) goto fail;
-  /* reserve the blocks now, so a full disk shows here rather than as SIGBUS later */
-  if (posix_fallocate(F.fd, 0, (off_t)F.len) != 0) goto fail;
-  F.map = mmap(NULL, F.len, PROT_READ | PROT_WRITE, MAP_SHARED, F.fd, 0);
-  if (F.map == MAP_FAILED) {
-    F.map = NULL;
+  int e = 0;
+  const char *what = "cannot size";
+  if (ftruncate(F.fd, (off_t)F.len) != 0) e = errno;
+  /* reserve the blocks now, so a full disk shows here rather than as SIGBUS later;
+   * posix_fallocate returns its error instead of setting errno */
+  if (!e && (e = posix_fallocate(F.fd, 0, (off_t)F.len)) != 0) what = "cannot reserve the disk space of";
+  if (!e) {
+    F.map = mmap(NULL, F.len, PROT_READ | PROT_WRITE, MAP_SHARED, F.fd, 0);
+    if (F.map == MAP_FAILED) F.map = NULL, e = errno, what = "cannot map";
+  }
+  if (e) {
+    open_failed(err, errlen, what, F.path, e);
     goto fail;
   }
   F.h = (ncs_flight_hdr_t *)F.map;
@@ -478,6 +494,8 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
   F.h->state = NCS_FS_RUNNING;
   F.h->pid = (uint64_t)ncs_g.pid;
   F.h->watchdog_ns = (uint64_t)ncs_g.cfg.watchdog_s * 1000000000ull;
+  F.h->features = NCS_FLF_LOSS;
+  F.h->loss_next_seq = 1;
   snprintf(F.h->host, sizeof F.h->host, "%s", host);
   ncs_file_header(F.map + F.h->meta_off);
   F.h->meta_len = NCS_FILE_HEADER_LEN;
@@ -485,7 +503,10 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
   F.nops = nops;
   F.rings_max = max_comms;
   F.rings = calloc(max_comms, sizeof(ring_t));
-  if (!F.rings || ncs_buf_init(&F.kf, F.slot_cap) || ncs_buf_init(&F.gkf, F.slot_cap / 2)) goto fail;
+  if (!F.rings || ncs_buf_init(&F.kf, F.slot_cap) || ncs_buf_init(&F.gkf, F.slot_cap / 2)) {
+    open_failed(err, errlen, "no memory for the flight recorder of", F.path, ENOMEM);
+    goto fail;
+  }
   for (uint32_t i = 0; i < FL_POOL; i++) F.free_[i] = FL_POOL - 1 - i;
   F.nfree = FL_POOL;
   /* the trigger file as it is now is not a request */
@@ -500,8 +521,16 @@ fail:
   return -1;
 }
 
+void ncs_fl_open_at_end(uint32_t n) { F.open_at_end = n; }
+
 void ncs_fl_close(int clean) {
   if (F.h && clean) {
+    /* Open at the end: what the writer's final flush had to close without a completion (it
+     * expired them, or completed them forced). The count of the last poll, taken while
+     * operations were running, would not say it. */
+    F.h->open_ops = F.open_at_end;
+    F.h->stalled_since_mono = 0;
+    F.h->last_event_mono = F.last_event;
     F.h->state = NCS_FS_EXITED;
     F.h->heartbeat_mono = ncs_mono_ns(), F.h->heartbeat_real = ncs_realtime_ns();
   }
@@ -519,6 +548,53 @@ void ncs_fl_close(int clean) {
 }
 
 int ncs_fl_active(void) { return F.on; }
+
+/* ------------------------------------------------------------------ loss windows */
+
+/* A header entry for a new window: an unused one, else the oldest closed one, whose records move
+ * into its reason's earlier window first (so every lost record stays in exactly one window). */
+static ncs_flight_loss_t *loss_entry(void) {
+  ncs_flight_hdr_t *h = F.h;
+  ncs_flight_loss_t *pick = NULL;
+  for (unsigned i = 0; i < NCS_FLIGHT_LOSS_WINDOWS; i++) {
+    ncs_flight_loss_t *w = &h->loss[i];
+    if (!w->seq) return w;
+    if (!w->open && (!pick || w->seq < pick->seq)) pick = w;
+  }
+  if (!pick) return NULL; /* cannot happen: at most one window per reason is open */
+  ncs_flight_loss_t *e = &h->loss_earlier[pick->reason - 1];
+  if (!e->seq) {
+    *e = *pick;
+  } else {
+    if (pick->from_mono < e->from_mono) e->from_mono = pick->from_mono;
+    if (pick->to_mono > e->to_mono) e->to_mono = pick->to_mono;
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) e->by_type[t] += pick->by_type[t];
+  }
+  e->open = 0;
+  memset(pick, 0, sizeof *pick);
+  return pick;
+}
+
+void ncs_fl_loss(const ncs_loss_t *l, int closed) {
+  if (!F.on || l->reason < 1 || l->reason > NCS_LOSS_MAX) return;
+  ncs_flight_hdr_t *h = F.h;
+  uint32_t r = l->reason - 1;
+  /* Odd while changing: a reader of a file whose process died here knows it. The reader is a
+   * later process, after this one died: what matters is only that the compiler keeps the stores
+   * in program order, which a signal fence ensures (a process is killed between instructions). */
+  __atomic_store_n(&h->loss_gen, h->loss_gen + 1, __ATOMIC_RELAXED);
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  ncs_flight_loss_t *w = F.loss_open[r] ? &h->loss[F.loss_open[r] - 1] : loss_entry();
+  if (w) {
+    w->reason = l->reason, w->open = !closed;
+    w->from_mono = l->from_ns, w->to_mono = l->to_ns;
+    memcpy(w->by_type, l->by_type, sizeof w->by_type);
+    if (!w->seq) w->seq = h->loss_next_seq++;
+    F.loss_open[r] = closed ? 0 : (uint32_t)(w - h->loss) + 1;
+  }
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  __atomic_store_n(&h->loss_gen, h->loss_gen + 1, __ATOMIC_RELAXED);
+}
 
 /* ------------------------------------------------------------------ dumps */
 
@@ -577,17 +653,22 @@ int ncs_fl_dump(int reason, const char *trigger, uint64_t trigger_real) {
   uint8_t page[NCS_FLIGHT_HDR_LEN];
   memset(page, 0, sizeof page);
   memcpy(page, &h, sizeof h);
-  int ok = write(fd, page, sizeof page) == (ssize_t)sizeof page;
-  size_t off = NCS_FLIGHT_HDR_LEN;
-  while (ok && off < F.len) {
-    ssize_t k = write(fd, F.map + off, F.len - off);
+  /* the error that stopped it, whichever call it came from (a later call may reset errno) */
+  int e = 0;
+  size_t off = 0;
+  while (!e && off < F.len) {
+    const uint8_t *src = off < NCS_FLIGHT_HDR_LEN ? page + off : F.map + off;
+    size_t n = off < NCS_FLIGHT_HDR_LEN ? NCS_FLIGHT_HDR_LEN - off : F.len - off;
+    ssize_t k = write(fd, src, n);
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) ok = 0;
+    if (k < 0) e = errno;
+    else if (k == 0) e = EIO;
     else off += (size_t)k;
   }
-  if (close(fd) != 0) ok = 0;
-  if (!ok || rename(tmp, path) != 0) {
-    ncs_log(NCS_LOG_WARN, "flight recorder: writing %s failed: %s", path, strerror(errno));
+  if (close(fd) != 0 && !e) e = errno;
+  if (!e && rename(tmp, path) != 0) e = errno;
+  if (e) {
+    ncs_log(NCS_LOG_WARN, "flight recorder: writing %s failed: %s; no dump taken", path, strerror(e));
     unlink(tmp);
     return -1;
   }

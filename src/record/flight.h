@@ -8,9 +8,16 @@
 
 #include "trace/reader.h"
 
+/* -1 with err saying what failed, on which file, and why */
 NCS_HIDDEN int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t nops,
-                           uint32_t max_comms, char *path, size_t pathlen);
+                           uint32_t max_comms, char *path, size_t pathlen, char *err,
+                           size_t errlen);
 NCS_HIDDEN void ncs_fl_close(int clean);
+/* operations the writer's final flush closed without a completion: the live file's open count */
+NCS_HIDDEN void ncs_fl_open_at_end(uint32_t n);
+/* a loss window into the header (docs/flight.md): called every cycle while it grows, and once
+ * closed; kill -9 loses none of what was passed */
+NCS_HIDDEN void ncs_fl_loss(const ncs_loss_t *l, int closed);
 NCS_HIDDEN int ncs_fl_active(void);
 /* store one chunk (header + payload) in the meta region or the ring; -1 when it does not fit */
 NCS_HIDDEN int ncs_fl_chunk(uint16_t type, const uint8_t *hdr, const void *payload, size_t len);

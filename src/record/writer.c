@@ -4,6 +4,12 @@
  * (docs/trace-format.md), derives collective completions from children, and appends checksummed
  * chunks to <dir>/<host>-<pid>.nstrace. All file I/O, string reading and hashing happen here,
  * off NCCL's threads.
+ *
+ * Nothing is lost without a record of it. The producers' drop counters are read every cycle and
+ * every rise becomes part of a loss window, written as a LOSS chunk (in flight mode, kept in the
+ * flight file's header). A chunk that cannot be written is cut off again, so the file always
+ * ends with a whole chunk; its records go into a loss window, the chunks needed to read later
+ * ones wait in a backlog, and writing is tried again with a back-off.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,6 +36,15 @@
 #define SWEEP_NS 50000000ull
 #define CLOCK_NS 1000000000ull
 #define COUNTERS_NS 5000000000ull
+/* A loss window closes (and is written) after LOSS_QUIET_NS without new losses, or once it spans
+ * LOSS_SPAN_NS: a steady overload writes one LOSS chunk per second and reason, not one per cycle */
+#define LOSS_QUIET_NS 100000000ull
+#define LOSS_SPAN_NS 1000000000ull
+/* after a failed write: the next try waits this long, doubling up to the maximum */
+#define IO_BACKOFF_MIN_NS 50000000ull
+#define IO_BACKOFF_MAX_NS 5000000000ull
+#define BACKLOG_BYTES (4u << 20) /* chunks kept through a write outage (strings, comms, ...) */
+#define IO_LOG_MAX 8             /* outages logged one by one; the rest only in the total */
 #ifndef BUSY_PAUSE_US
 #define BUSY_PAUSE_US 1000 /* the writer's pause between drains when events keep coming */
 #endif
@@ -50,6 +65,15 @@ typedef struct {
   const void *ptr;
   uint32_t id;
 } strent_t;
+
+/* one reason's loss accounting */
+typedef struct {
+  uint64_t prev[NCS_T_COUNT]; /* its counters at the last reading (drops, no slot) */
+  uint64_t base[NCS_T_COUNT]; /* ... at the start of the segment */
+  ncs_loss_t w;               /* the open window; w.records == 0: none */
+  uint64_t last_ns;           /* when it last grew */
+  int dirty;                  /* grew since the flight header last saw it */
+} loss_w_t;
 
 typedef struct {
   int fd;
@@ -74,9 +98,28 @@ typedef struct {
   uint64_t starts[NCS_T_COUNT], stops[NCS_T_COUNT], states[NCS_T_COUNT], expired[NCS_T_COUNT];
   uint64_t foreign_ctx, null_ctx, completions, revisions, bytes, chunks, write_errors;
   uint64_t bad_end, stale_end, unknown_state; /* found by the writer in fast-path records (end_ok) */
+  uint64_t write_lost; /* records in chunks that could not be written */
   uint64_t threads_seen;
+  /* the EVENTS chunk being built: records per type and their time span (what a lost one loses) */
+  uint64_t evs_n[NCS_T_COUNT], evs_from, evs_to;
+  /* loss windows by reason - 1; loss_read_ns: when the last reading of the counters began */
+  loss_w_t loss[NCS_LOSS_MAX];
+  uint64_t loss_read_ns;
+  uint32_t slots_used; /* slots [0, slots_used) have been claimed at least once */
+  /* file I/O (trace mode). good_end: the file's size after its last whole chunk. An outage
+   * begins with a failed write and ends with the next one that works. */
+  uint64_t good_end;
+  int torn;      /* a failed write left bytes after good_end that could not be cut off yet */
+  int io_failed; /* in an outage: chunks are tried again from io_retry_ns on */
+  int ending;    /* the final drain: every chunk is tried, whatever the back-off says */
+  int io_err;    /* the outage's first error */
+  uint64_t io_fail_ns, io_retry_ns, io_backoff_ns, io_lost_chunks, io_lost_records;
+  uint32_t io_outages;
+  ncs_buf_t backlog; /* whole chunks (and a file header) to write before anything else */
+  uint32_t backlog_chunks, backlog_hdr;
+  int fl_lost_logged;
   /* producer counters at segment start, subtracted so the footer is per segment */
-  uint64_t base_drops[NCS_T_COUNT], base_bad, base_stale, base_null, base_nslot, base_disabled,
+  uint64_t base_bad, base_stale, base_null, base_disabled,
       base_unk_type, base_unk_state, base_groups, base_groups_unsampled;
 } writer_t;
 
@@ -125,46 +168,247 @@ static inline uint64_t to_ns(uint64_t stamp) {
   return (uint64_t)((int64_t)W.anchor_ns + (int64_t)d);
 }
 
+/* ------------------------------------------------------------------ loss windows */
+
+/* n[t] records of type t were lost in [from, to]; `now` is when the writer learned of it. */
+static void loss_add(unsigned reason, const uint64_t *n, uint64_t from, uint64_t to, uint64_t now) {
+  loss_w_t *l = &W.loss[reason - 1];
+  ncs_loss_t *w = &l->w;
+  if (!w->records) {
+    w->reason = reason, w->from_ns = from, w->to_ns = to;
+  } else {
+    if (from < w->from_ns) w->from_ns = from;
+    if (to > w->to_ns) w->to_ns = to;
+  }
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) w->by_type[t] += n[t], w->records += n[t];
+  l->last_ns = now;
+  l->dirty = 1;
+}
+
+/* The counters of one reason were read as cur[] between from and to: what rose since the last
+ * reading was lost after the last reading began and before this one ended. */
+static void loss_rise(unsigned reason, const uint64_t *cur, uint64_t from, uint64_t to) {
+  loss_w_t *l = &W.loss[reason - 1];
+  uint64_t d[NCS_T_COUNT], n = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    d[t] = cur[t] > l->prev[t] ? cur[t] - l->prev[t] : 0;
+    l->prev[t] = cur[t];
+    n += d[t];
+  }
+  if (n) loss_add(reason, d, from, to, to);
+}
+
+/* The producers' loss counters: records dropped because the pool was full, and because the
+ * thread had no slot. Relaxed loads of counters only the rare paths write. A slot never claimed
+ * holds no count, so only slots up to the highest one seen in use are read (a slot freed again
+ * keeps its counts; drain_all sees every slot in use before it frees it). */
+static void loss_counters(uint64_t *pool, uint64_t *noslot) {
+  memset(pool, 0, sizeof(uint64_t) * NCS_T_COUNT);
+  for (uint32_t i = 0; i < ncs_g.nslots; i++) {
+    ncs_slot_t *s = &ncs_g.slots[i];
+    if (i >= W.slots_used) {
+      if (atomic_load_explicit(&s->state, memory_order_acquire) == NCS_SLOT_FREE) continue;
+      W.slots_used = i + 1;
+    }
+    for (unsigned t = 0; t < NCS_T_COUNT; t++)
+      pool[t] += atomic_load_explicit(&s->drops[t], memory_order_relaxed);
+  }
+  for (unsigned t = 0; t < NCS_T_COUNT; t++)
+    noslot[t] = atomic_load_explicit(&ncs_g.no_slot_by_type[t], memory_order_relaxed);
+}
+
+static void loss_base(void) {
+  uint64_t pool[NCS_T_COUNT], noslot[NCS_T_COUNT];
+  W.loss_read_ns = ncs_mono_ns();
+  loss_counters(pool, noslot);
+  memcpy(W.loss[NCS_LOSS_DROPS - 1].prev, pool, sizeof pool);
+  memcpy(W.loss[NCS_LOSS_NO_SLOT - 1].prev, noslot, sizeof noslot);
+  memcpy(W.loss[NCS_LOSS_DROPS - 1].base, pool, sizeof pool);
+  memcpy(W.loss[NCS_LOSS_NO_SLOT - 1].base, noslot, sizeof noslot);
+}
+
+static void small_chunk(uint16_t type);
+
+static void loss_close(unsigned reason) {
+  loss_w_t *l = &W.loss[reason - 1];
+  if (W.flight) {
+    ncs_fl_loss(&l->w, 1);
+  } else {
+    ncs_enc_loss(&W.tmp, &l->w);
+    small_chunk(NCS_CHUNK_LOSS); /* kept through a write outage like the metadata */
+  }
+  memset(&l->w, 0, sizeof l->w);
+  l->dirty = 0;
+}
+
+/* Every writer cycle: read the counters, grow the windows, close the ones that are due. During a
+ * write outage no window closes (their LOSS chunks could not be written either): they grow until
+ * writing works again, which keeps them true and the backlog small. In flight mode the open
+ * windows go to the file's header every cycle, where a kill -9 cannot take them. */
+static void loss_cycle(int final) {
+  uint64_t pool[NCS_T_COUNT], noslot[NCS_T_COUNT];
+  uint64_t t0 = ncs_mono_ns();
+  loss_counters(pool, noslot);
+  uint64_t t1 = ncs_mono_ns();
+  loss_rise(NCS_LOSS_DROPS, pool, W.loss_read_ns, t1);
+  loss_rise(NCS_LOSS_NO_SLOT, noslot, W.loss_read_ns, t1);
+  W.loss_read_ns = t0;
+  for (unsigned r = 1; r <= NCS_LOSS_MAX; r++) {
+    loss_w_t *l = &W.loss[r - 1];
+    if (!l->w.records) continue;
+    int due = final || (!W.io_failed && (t1 - l->last_ns >= LOSS_QUIET_NS ||
+                                         l->w.to_ns - l->w.from_ns >= LOSS_SPAN_NS));
+    if (due) {
+      loss_close(r);
+    } else if (W.flight && l->dirty) {
+      ncs_fl_loss(&l->w, 0);
+      l->dirty = 0;
+    }
+  }
+}
+
 /* ------------------------------------------------------------------ output */
 
-static void write_chunk(uint16_t type, const ncs_buf_t *b) {
-  if (W.fd < 0 && !W.flight) return;
+/* Chunks that later chunks cannot be read without, or that say what was lost: through a write
+ * outage they wait in the backlog; the others (events, clock pairs, snapshots) are lost. */
+static int must_keep(uint16_t type) {
+  return type == NCS_CHUNK_SEGMENT || type == NCS_CHUNK_STRINGS || type == NCS_CHUNK_COMM ||
+         type == NCS_CHUNK_COMM_END || type == NCS_CHUNK_THREAD || type == NCS_CHUNK_LOSS ||
+         type == NCS_CHUNK_FOOTER || type == NCS_CHUNK_GPU_STATE;
+}
+
+/* A chunk did not reach the file: count it, and for events, which records and when. */
+static void chunk_lost(uint16_t type) {
+  W.write_errors++;
+  W.io_lost_chunks++;
+  if (type != NCS_CHUNK_EVENTS) return;
+  uint64_t n = 0, now = ncs_mono_ns();
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) n += W.evs_n[t];
+  if (!n) return;
+  W.write_lost += n;
+  W.io_lost_records += n;
+  loss_add(NCS_LOSS_WRITE, W.evs_n, W.evs_from ? W.evs_from : now, W.evs_to ? W.evs_to : now, now);
+}
+
+/* Write iov whole: 0, or the errno of the call that failed. A short write (a disk that fills up
+ * writes what fits first) is continued; the next call then reports the error. */
+static int write_all(struct iovec *iov, int n) {
+  while (n > 0) {
+    ssize_t k = writev(W.fd, iov, n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return errno ? errno : EIO;
+    if (k == 0) return EIO;
+    size_t d = (size_t)k;
+    while (n > 0 && d >= iov->iov_len) d -= iov->iov_len, iov++, n--;
+    if (n > 0) iov->iov_base = (char *)iov->iov_base + d, iov->iov_len -= d;
+  }
+  return 0;
+}
+
+/* Append whole chunks (len bytes). After a failure the file is cut back to its last whole chunk,
+ * so nothing is ever appended after a torn one; if even that fails, nothing is appended until
+ * it works. */
+static int io_put(struct iovec *iov, int n, size_t len) {
+  if (W.torn) {
+    if (ftruncate(W.fd, (off_t)W.good_end) != 0) return errno ? errno : EIO;
+    W.torn = 0;
+  }
+  int e = write_all(iov, n);
+  if (!e) {
+    W.good_end += len;
+    return 0;
+  }
+  if (ftruncate(W.fd, (off_t)W.good_end) != 0) W.torn = 1;
+  return e;
+}
+
+static int backlog_flush(void) {
+  if (!W.backlog.len) return 0;
+  struct iovec iov = {W.backlog.p, W.backlog.len};
+  int e = io_put(&iov, 1, W.backlog.len);
+  if (e) return e;
+  W.bytes += W.backlog.len - W.backlog_hdr;
+  W.chunks += W.backlog_chunks;
+  ncs_buf_reset(&W.backlog);
+  W.backlog_chunks = W.backlog_hdr = 0;
+  return 0;
+}
+
+static void io_fail(int e, uint16_t type, size_t len, uint64_t now) {
+  if (!W.io_failed) {
+    W.io_failed = 1, W.io_err = e, W.io_fail_ns = now, W.io_backoff_ns = IO_BACKOFF_MIN_NS;
+    W.io_lost_chunks = W.io_lost_records = 0;
+    if (++W.io_outages <= IO_LOG_MAX)
+      ncs_log(NCS_LOG_WARN,
+              "writing %s failed: %s (%s chunk, %zu bytes); %s; events are lost until writing "
+              "works again (tried again after %.2f s, then every %.0f s at most), and a LOSS record "
+              "will say which and when",
+              W.path, strerror(e), ncs_chunk_name(type), len + NCS_CHUNK_HEADER_LEN,
+              W.torn ? "the torn chunk could not be cut off yet: nothing is appended after it"
+                     : "the file was cut back to its last complete chunk",
+              IO_BACKOFF_MIN_NS / 1e9, IO_BACKOFF_MAX_NS / 1e9);
+  } else if (W.io_backoff_ns < IO_BACKOFF_MAX_NS) {
+    W.io_backoff_ns = W.io_backoff_ns * 2 < IO_BACKOFF_MAX_NS ? W.io_backoff_ns * 2 : IO_BACKOFF_MAX_NS;
+  }
+  W.io_retry_ns = now + W.io_backoff_ns;
+}
+
+static void io_recovered(uint64_t now) {
+  W.io_failed = 0;
+  if (W.io_outages <= IO_LOG_MAX)
+    ncs_log(NCS_LOG_WARN,
+            "writing %s works again after %.1f s (%s): %llu chunks with %llu event records could "
+            "not be written; a LOSS record in the trace says which and when",
+            W.path, (double)(now - W.io_fail_ns) / 1e9, strerror(W.io_err),
+            (unsigned long long)W.io_lost_chunks, (unsigned long long)W.io_lost_records);
+}
+
+/* Append one chunk to the trace file. 0 when written or kept in the backlog, -1 when lost. */
+static int file_put(uint16_t type, const uint8_t *hdr, const void *p, size_t len) {
+  uint64_t now = ncs_mono_ns();
+  int e = W.io_failed && !W.ending && now < W.io_retry_ns ? -1 : backlog_flush(); /* -1: not tried */
+  if (!e) {
+    struct iovec iov[2] = {{(void *)hdr, NCS_CHUNK_HEADER_LEN}, {(void *)p, len}};
+    e = io_put(iov, 2, NCS_CHUNK_HEADER_LEN + len);
+    if (!e) {
+      W.bytes += NCS_CHUNK_HEADER_LEN + len;
+      W.chunks++;
+      if (W.io_failed) io_recovered(now);
+      return 0;
+    }
+  }
+  if (e > 0) io_fail(e, type, len, now);
+  if (must_keep(type) && W.backlog.len + NCS_CHUNK_HEADER_LEN + len <= W.backlog.cap) {
+    ncs_buf_bytes(&W.backlog, hdr, NCS_CHUNK_HEADER_LEN);
+    ncs_buf_bytes(&W.backlog, p, len);
+    W.backlog_chunks++;
+    return 0;
+  }
+  chunk_lost(type);
+  return -1;
+}
+
+static int write_chunk(uint16_t type, const ncs_buf_t *b) {
+  if (W.fd < 0 && !W.flight) return -1;
   if (b->overflow) {
-    W.write_errors++;
-    return;
+    chunk_lost(type);
+    return -1;
   }
   uint8_t hdr[NCS_CHUNK_HEADER_LEN];
   ncs_chunk_header(hdr, type, b->p, (uint32_t)b->len);
-  if (W.flight) {
-    if (ncs_fl_chunk(type, hdr, b->p, b->len) != 0) {
-      W.write_errors++;
-      return;
-    }
-    W.bytes += sizeof hdr + b->len;
-    W.chunks++;
-    return;
+  if (!W.flight) return file_put(type, hdr, b->p, b->len);
+  if (ncs_fl_chunk(type, hdr, b->p, b->len) != 0) {
+    if (!W.fl_lost_logged++)
+      ncs_log(NCS_LOG_WARN,
+              "flight recorder: a %s chunk of %zu bytes did not fit in %s (its region is full); "
+              "what it held is lost (counted)",
+              ncs_chunk_name(type), b->len + sizeof hdr, W.path);
+    chunk_lost(type);
+    return -1;
   }
-  struct iovec iov[2] = {{hdr, sizeof hdr}, {b->p, b->len}};
-  size_t want = sizeof hdr + b->len, done = 0;
-  while (done < want) {
-    ssize_t n = writev(W.fd, iov, 2);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      W.write_errors++;
-      return;
-    }
-    done += (size_t)n;
-    /* short write (rare): advance the iovecs */
-    size_t k = (size_t)n;
-    for (int i = 0; i < 2; i++) {
-      size_t m = k < iov[i].iov_len ? k : iov[i].iov_len;
-      iov[i].iov_base = (char *)iov[i].iov_base + m;
-      iov[i].iov_len -= m;
-      k -= m;
-    }
-  }
-  W.bytes += want;
+  W.bytes += sizeof hdr + b->len;
   W.chunks++;
+  return 0;
 }
 
 static void publish_comms(int ends);
@@ -178,6 +422,8 @@ static void flush_events(void) {
   ncs_enc_events_end(&W.ev, &W.evc);
   if (W.evc.count) write_chunk(NCS_CHUNK_EVENTS, &W.ev);
   ncs_buf_reset(&W.ev);
+  memset(W.evs_n, 0, sizeof W.evs_n);
+  W.evs_from = W.evs_to = 0;
   W.ev_open = 0;
   W.last_flush_ns = ncs_mono_ns();
 }
@@ -192,15 +438,21 @@ static void emit(const ncs_event_t *e) {
     W.ev_open = 1;
   }
   ncs_enc_event(&W.ev, &W.evc, e);
+  /* what the chunk holds, should it be lost (derived records carry their end time, if any) */
+  uint64_t ts = e->ts ? e->ts : e->end_ns;
+  W.evs_n[e->type]++;
+  if (ts && (!W.evs_from || ts < W.evs_from)) W.evs_from = ts;
+  if (ts > W.evs_to) W.evs_to = ts;
 }
 
-/* A chunk of another subsystem (GPU truth): the strings it names go first. */
-void ncs_writer_chunk(uint16_t type, const ncs_buf_t *b) {
+/* A chunk of another subsystem (GPU truth): the strings it names go first. 0, or -1 when it
+ * was lost (counted in write errors; the caller says what it held). */
+int ncs_writer_chunk(uint16_t type, const ncs_buf_t *b) {
   if (W.str.len) {
     write_chunk(NCS_CHUNK_STRINGS, &W.str);
     ncs_buf_reset(&W.str);
   }
-  write_chunk(type, b);
+  return write_chunk(type, b);
 }
 
 /* A new string id for s (copied now), written with the next chunk; 0 when the segment has used
@@ -445,6 +697,14 @@ static void complete_from_group(trk_t *e) {
 static void sweep(int flush) {
   uint64_t now = ncs_mono_ns();
   uint64_t expire = (uint64_t)ncs_g.cfg.expire_ms * 1000000ull;
+  if (flush && W.flight) { /* what is closed below without a completion was open at the end */
+    uint32_t open = 0;
+    for (uint32_t i = 0; i < W.trk_cap; i++) {
+      const trk_t *e = &W.trk[i];
+      open += e->id && !e->agg && is_parent(e->type) && e->seen_start && (!e->stopped || e->n_open);
+    }
+    ncs_fl_open_at_end(open);
+  }
   if (flush) /* parents with children first, so their Groups are known to childless members */
     for (uint32_t i = 0; i < W.trk_cap; i++) {
       trk_t *e = &W.trk[i];
@@ -724,6 +984,7 @@ static uint64_t drain_all(void) {
     ncs_slot_t *s = &ncs_g.slots[i];
     int st = atomic_load_explicit(&s->state, memory_order_acquire);
     if (st != NCS_SLOT_ACTIVE && st != NCS_SLOT_EXITED) continue;
+    if (i >= W.slots_used) W.slots_used = i + 1; /* seen before it can be freed: loss_counters */
     if (s->announced != s->thread_index + 1) announce_thread(s);
     n += drain_slot(s);
     if (st == NCS_SLOT_EXITED && slot_drained(s)) {
@@ -767,15 +1028,13 @@ static void publish_comms(int ends) {
 /* ------------------------------------------------------------------ counters */
 
 typedef struct {
-  uint64_t drops[NCS_T_COUNT], bad, stale, null, nslot, nslot_t[NCS_T_COUNT], disabled, unk_type,
-      unk_state, groups, groups_unsampled;
+  uint64_t bad, stale, null, disabled, unk_type, unk_state, groups, groups_unsampled;
 } prod_t;
 
 static void producer_counters(prod_t *p) {
   memset(p, 0, sizeof *p);
   for (uint32_t i = 0; i < ncs_g.nslots; i++) {
     ncs_slot_t *s = &ncs_g.slots[i];
-    for (unsigned t = 0; t < NCS_T_COUNT; t++) p->drops[t] += atomic_load_explicit(&s->drops[t], memory_order_relaxed);
     p->bad += atomic_load_explicit(&s->bad_handle, memory_order_relaxed);
     p->stale += atomic_load_explicit(&s->stale_handle, memory_order_relaxed);
     p->null += atomic_load_explicit(&s->null_handle, memory_order_relaxed);
@@ -785,15 +1044,12 @@ static void producer_counters(prod_t *p) {
     p->groups += atomic_load_explicit(&s->groups, memory_order_relaxed);
     p->groups_unsampled += atomic_load_explicit(&s->groups_unsampled, memory_order_relaxed);
   }
-  p->nslot = atomic_load(&ncs_g.no_slot_drops);
-  for (unsigned t = 0; t < NCS_T_COUNT; t++) p->drops[t] += atomic_load(&ncs_g.no_slot_by_type[t]);
 }
 
 static void counters_base(void) {
   prod_t p;
   producer_counters(&p);
-  memcpy(W.base_drops, p.drops, sizeof W.base_drops);
-  W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null, W.base_nslot = p.nslot;
+  W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null;
   W.base_disabled = p.disabled, W.base_unk_type = p.unk_type, W.base_unk_state = p.unk_state;
   W.base_groups = p.groups, W.base_groups_unsampled = p.groups_unsampled;
 }
@@ -806,13 +1062,17 @@ static void write_counters(uint16_t type) {
   static ncs_counters_t c;
   prod_t p;
   producer_counters(&p);
+  /* drops from the loss windows' last reading (this cycle's): the LOSS records and the counters
+   * agree exactly, whatever producers drop in between */
+  const loss_w_t *drops = &W.loss[NCS_LOSS_DROPS - 1], *noslot = &W.loss[NCS_LOSS_NO_SLOT - 1];
+  uint64_t nslot = 0;
   c.nkeys = 0;
   for (unsigned t = 0; t < NCS_T_COUNT; t++) {
     put(&c, NCS_CK_STARTS | t, W.starts[t]);
     put(&c, NCS_CK_STOPS | t, W.stops[t]);
     put(&c, NCS_CK_STATES | t, W.states[t]);
-    /* drops without a slot are counted under their type and, separately, in total */
-    put(&c, NCS_CK_DROPS | t, p.drops[t] - W.base_drops[t]);
+    put(&c, NCS_CK_DROPS | t, drops->prev[t] - drops->base[t]); /* pool full; no slot: below */
+    nslot += noslot->prev[t] - noslot->base[t];
     put(&c, NCS_CK_EXPIRED | t, W.expired[t]);
   }
   put(&c, NCS_CK_BAD_HANDLE, p.bad - W.base_bad + W.bad_end);
@@ -820,7 +1080,7 @@ static void write_counters(uint16_t type) {
   put(&c, NCS_CK_NULL_HANDLE, p.null - W.base_null);
   put(&c, NCS_CK_FOREIGN_CTX, W.foreign_ctx);
   put(&c, NCS_CK_NULL_CTX, W.null_ctx);
-  put(&c, NCS_CK_NO_THREAD_SLOT, 0); /* already inside the per-type drops above */
+  put(&c, NCS_CK_NO_THREAD_SLOT, nslot); /* by type: the LOSS records */
   put(&c, NCS_CK_COMPLETIONS, W.completions);
   put(&c, NCS_CK_REVISIONS, W.revisions);
   put(&c, NCS_CK_CHUNKS, W.chunks);
@@ -835,6 +1095,7 @@ static void write_counters(uint16_t type) {
   put(&c, NCS_CK_DISABLED_TYPE, p.disabled - W.base_disabled);
   put(&c, NCS_CK_GROUPS, p.groups - W.base_groups);
   put(&c, NCS_CK_GROUPS_UNSAMPLED, p.groups_unsampled - W.base_groups_unsampled);
+  put(&c, NCS_CK_WRITE_LOST, W.write_lost);
   put(&c, NCS_CK_BYTES, W.bytes); /* last: includes everything before this chunk */
   ncs_enc_counters(&W.tmp, &c);
   small_chunk(type);
@@ -861,10 +1122,10 @@ static int open_file(void) {
   gethostname(host, sizeof host - 1);
   host[strcspn(host, "/")] = 0;
   if (ncs_g.cfg.flight) {
+    char why[1500];
     if (ncs_fl_open(dir, host, ncs_g.cfg.flight_bytes, ncs_g.cfg.flight_ops, ncs_g.cfg.max_comms,
-                    W.path, sizeof W.path) != 0) {
-      ncs_log(NCS_LOG_WARN, "cannot create the flight recorder file in %s: %s; profiling disabled",
-              dir, strerror(errno));
+                    W.path, sizeof W.path, why, sizeof why) != 0) {
+      ncs_log(NCS_LOG_WARN, "flight recorder: %s; profiling disabled", why);
       return -1;
     }
     W.flight = 1;
@@ -882,10 +1143,20 @@ static int open_file(void) {
     return -1;
   }
   struct stat st;
-  if (fstat(W.fd, &st) == 0 && st.st_size == 0) {
+  if (fstat(W.fd, &st) != 0) {
+    ncs_log(NCS_LOG_WARN, "cannot stat %s: %s; profiling disabled", W.path, strerror(errno));
+    close(W.fd);
+    W.fd = -1;
+    return -1;
+  }
+  /* appends go after what an earlier load of the plugin in this process wrote; a new file gets
+   * its header with the first chunk (through the backlog, so a full disk is handled alike) */
+  W.good_end = (uint64_t)st.st_size;
+  if (st.st_size == 0) {
     uint8_t h[NCS_FILE_HEADER_LEN];
     ncs_file_header(h);
-    if (write(W.fd, h, sizeof h) != (ssize_t)sizeof h) W.write_errors++;
+    ncs_buf_bytes(&W.backlog, h, sizeof h);
+    W.backlog_hdr = sizeof h;
   }
   return 0;
 }
@@ -922,6 +1193,7 @@ static void segment_begin(void) {
 static void housekeeping(int final) {
   uint64_t now = ncs_mono_ns();
   clock_refresh();
+  loss_cycle(0);
   publish_comms(1);
   if (final || now - W.last_sweep_ns > SWEEP_NS) sweep(final);
   if (final || now - W.last_flush_ns >= (uint64_t)ncs_g.cfg.flush_ms * 1000000ull) flush_events();
@@ -960,6 +1232,21 @@ static void housekeeping(int final) {
   }
 }
 
+/* The end of a segment: a write outage that never ended is told once more, with its toll. */
+static void io_end(void) {
+  if (W.fd < 0 || !(W.io_failed || W.backlog.len || W.torn)) return;
+  if (W.torn && ftruncate(W.fd, (off_t)W.good_end) == 0) W.torn = 0;
+  ncs_log(NCS_LOG_WARN,
+          "writing %s failed until the end (%s, for %.1f s): %llu chunks with %llu event records "
+          "could not be written%s; the file ends with its last complete chunk%s",
+          W.path, strerror(W.io_err), (double)(ncs_mono_ns() - W.io_fail_ns) / 1e9,
+          (unsigned long long)(W.io_lost_chunks + W.backlog_chunks),
+          (unsigned long long)W.io_lost_records,
+          W.backlog_chunks ? ", nor the end of the segment (its loss records and footer)" : "",
+          W.torn ? ", followed by a torn one that could not be cut off" : "");
+  W.write_errors += W.backlog_chunks;
+}
+
 static void *writer_main(void *arg) {
   (void)arg;
   unsigned idle_us = 500;
@@ -984,15 +1271,30 @@ static void *writer_main(void *arg) {
     nanosleep(&ts, NULL);
     if (idle_us < 5000) idle_us *= 2;
   }
-  /* final: everything the threads committed before the stop request, and what CUPTI has */
+  /* final: everything the threads committed before the stop request, and what CUPTI has;
+   * through a write outage, each of the last chunks gets a try (a few calls at most: then it is
+   * over) */
+  W.ending = 1;
   ncs_gpu_final_flush();
   while (drain_all()) {
   }
   housekeeping(1);
   flush_events();
   ncs_gpu_segment_end();
+  loss_cycle(1);
   write_counters(NCS_CHUNK_FOOTER);
+  io_end();
   return NULL;
+}
+
+static void writer_free(void) {
+  free(W.trk);
+  W.trk = NULL;
+  ncs_buf_free(&W.ev);
+  ncs_buf_free(&W.str);
+  ncs_buf_free(&W.tmp);
+  ncs_buf_free(&W.backlog);
+  ncs_gpu_segment_free();
 }
 
 int ncs_writer_start(void) {
@@ -1001,17 +1303,16 @@ int ncs_writer_start(void) {
     if (atomic_fetch_add(&ncs_g.seg, 1) > 0) ncs_set_epoch((atomic_load(&ncs_g.epoch) + 1) & 0xFF);
     atomic_store(&ncs_g.ncomms, 0);
   }
-  free(W.trk);
-  ncs_buf_free(&W.ev);
-  ncs_buf_free(&W.str);
-  ncs_buf_free(&W.tmp);
+  writer_free();
   memset(&W, 0, sizeof W);
   W.fd = -1;
   W.trk_cap = ncs_g.cfg.track_max;
   W.trk = calloc(W.trk_cap, sizeof(trk_t));
   if (!W.trk || ncs_buf_init(&W.ev, EV_BUF_BYTES) || ncs_buf_init(&W.str, STR_BUF_BYTES) ||
-      ncs_buf_init(&W.tmp, 64 * 1024) || open_file() != 0) {
+      ncs_buf_init(&W.tmp, 64 * 1024) || ncs_buf_init(&W.backlog, BACKLOG_BYTES) ||
+      open_file() != 0) {
     if (!W.trk) ncs_log(NCS_LOG_WARN, "out of memory starting the writer; profiling disabled");
+    writer_free(); /* no writer_stop will come for a writer that did not start */
     return -1;
   }
   W.expect_children = ncs_g.cfg.events & (NCS_EV_KERNEL_CH | NCS_EV_PROXY_OP);
@@ -1019,6 +1320,7 @@ int ncs_writer_start(void) {
   clock_setup();
   counters_base();
   segment_begin();
+  loss_base(); /* after the segment's start time: a loss window never begins before it */
   W.last_clock_ns = W.last_flush_ns = W.last_counters_ns = W.last_sweep_ns = ncs_mono_ns();
   atomic_store(&ncs_g.writer_stop, 0);
   if (pthread_create(&ncs_g.writer, NULL, writer_main, NULL) != 0) {
@@ -1027,6 +1329,7 @@ int ncs_writer_start(void) {
     W.fd = -1;
     if (W.flight) ncs_fl_close(0);
     W.flight = 0;
+    writer_free();
     return -1;
   }
   ncs_g.writer_running = 1;
@@ -1040,14 +1343,12 @@ void ncs_writer_stop(void) {
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
   ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
-  ncs_gpu_segment_free();
-  if (W.fd >= 0) close(W.fd);
+  /* close reports what the filesystem could not keep (NFS, a disk that failed late) */
+  if (W.fd >= 0 && close(W.fd) != 0)
+    ncs_log(NCS_LOG_WARN, "closing %s failed: %s; the end of the trace may be lost", W.path,
+            strerror(errno));
   W.fd = -1;
   if (W.flight) ncs_fl_close(1); /* the live file says the process ended cleanly */
   W.flight = 0;
-  free(W.trk);
-  W.trk = NULL;
-  ncs_buf_free(&W.ev);
-  ncs_buf_free(&W.str);
-  ncs_buf_free(&W.tmp);
+  writer_free();
 }

@@ -118,6 +118,21 @@ void ncs_enc_counters(ncs_buf_t *b, const ncs_counters_t *c) {
   }
 }
 
+void ncs_enc_loss(ncs_buf_t *b, const ncs_loss_t *l) {
+  uint32_t n = 0;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) n += l->by_type[t] != 0;
+  ncs_buf_varint(b, l->reason);
+  ncs_buf_varint(b, l->from_ns);
+  ncs_buf_varint(b, l->to_ns);
+  ncs_buf_varint(b, l->records);
+  ncs_buf_varint(b, n);
+  for (unsigned t = 0; t < NCS_T_COUNT; t++)
+    if (l->by_type[t]) {
+      ncs_buf_varint(b, t);
+      ncs_buf_varint(b, l->by_type[t]);
+    }
+}
+
 void ncs_enc_events_begin(ncs_buf_t *b, ncs_evchunk_t *c, uint64_t base_ns) {
   ncs_buf_varint(b, base_ns);
   /* count as a 5-byte padded varint so it can be patched in place */

@@ -40,6 +40,8 @@ void ncs_enc_comm(ncs_buf_t *b, const ncs_comm_info_t *c);
 void ncs_enc_comm_end(ncs_buf_t *b, uint32_t index, uint64_t ns);
 void ncs_enc_thread(ncs_buf_t *b, uint32_t index, uint64_t tid, const char *name);
 void ncs_enc_counters(ncs_buf_t *b, const ncs_counters_t *c);
+/* LOSS: the per-type counts that are not 0 are written; `records` as given */
+void ncs_enc_loss(ncs_buf_t *b, const ncs_loss_t *l);
 /* EVENTS: begin writes the base and count placeholders; the count is patched by end. */
 typedef struct {
   size_t count_at; /* offset of the fixed-width count */

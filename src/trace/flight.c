@@ -48,6 +48,42 @@ static size_t framed(const uint8_t *p, size_t n) {
   return off;
 }
 
+/* One header window into an ncs_loss_t: 1, 0 when it holds nothing, -1 when it cannot be true
+ * (damage). */
+static int loss_window(const ncs_flight_loss_t *w, ncs_loss_t *l) {
+  if (w->reason < 1 || w->reason > NCS_LOSS_MAX || w->from_mono > w->to_mono) return -1;
+  memset(l, 0, sizeof *l);
+  l->reason = w->reason, l->from_ns = w->from_mono, l->to_ns = w->to_mono;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    if (w->by_type[t] > UINT64_MAX - l->records) return -1;
+    l->records += w->by_type[t];
+    l->by_type[t] = w->by_type[t];
+  }
+  return l->records > 0;
+}
+
+static int by_loss_seq(const void *a, const void *b) {
+  const ncs_flight_loss_t *x = a, *y = b;
+  return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* The header's loss windows: the folded earlier ones first, then the kept ones by seq. */
+static void loss_windows(const ncs_flight_hdr_t *h, ncs_flight_info_t *info) {
+  if (!(h->features & NCS_FLF_LOSS)) return;
+  info->has_loss = 1;
+  info->loss_torn = h->loss_gen & 1;
+  ncs_flight_loss_t w[NCS_FLIGHT_LOSS_WINDOWS];
+  memcpy(w, h->loss, sizeof w);
+  qsort(w, NCS_FLIGHT_LOSS_WINDOWS, sizeof w[0], by_loss_seq);
+  for (unsigned i = 0; i < NCS_LOSS_MAX + NCS_FLIGHT_LOSS_WINDOWS; i++) {
+    const ncs_flight_loss_t *x = i < NCS_LOSS_MAX ? &h->loss_earlier[i] : &w[i - NCS_LOSS_MAX];
+    if (!x->seq) continue;
+    int ok = loss_window(x, &info->loss[info->nloss]);
+    if (ok > 0) info->nloss++;
+    if (ok < 0) info->loss_bad++;
+  }
+}
+
 static void cpy(char *dst, const char *src, size_t n) {
   memcpy(dst, src, n);
   dst[n - 1] = 0;
@@ -88,6 +124,7 @@ int ncs_flight_linearize(const uint8_t *data, size_t len, uint8_t **out, size_t 
   info->nslots = h.nslots, info->slot_bytes = h.slot_bytes;
   cpy(info->trigger, h.trigger, sizeof info->trigger);
   cpy(info->host, h.host, sizeof info->host);
+  loss_windows(&h, info);
 
   slot_ref_t *refs = malloc(sizeof *refs * h.nslots);
   if (!refs) {

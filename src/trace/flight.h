@@ -23,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace/format.h"
+
 #define NCS_FLIGHT_SUFFIX ".nsflight"
 #define NCS_FLIGHT_MAGIC "NCSFLT1"  /* 8 bytes with the NUL */
 #define NCS_FLIGHT_VERSION 1
@@ -39,6 +41,23 @@ enum {
   NCS_DR_REQUEST = 3,  /* the trigger file <dir>/ncclscope.dump changed */
   NCS_DR_EXIT = 4,     /* the last communicator was finalized, or the process exited */
 };
+
+/* header features (ncs_flight_hdr_t.features) */
+enum {
+  NCS_FLF_LOSS = 1u << 0, /* the header keeps the loss windows (older files: drops unknown) */
+};
+
+#define NCS_FLIGHT_LOSS_WINDOWS 16 /* the latest loss windows kept in the header */
+
+/* One loss window in the header: what a LOSS chunk says (format.h ncs_loss_t), kept in place so
+ * that a kill -9 cannot lose it. The total is the sum of by_type. */
+typedef struct {
+  uint64_t seq;    /* 0: unused; windows are opened in seq order */
+  uint32_t reason; /* NCS_LOSS_* */
+  uint32_t open;   /* 1: still growing when the header was last written */
+  uint64_t from_mono, to_mono;
+  uint64_t by_type[NCS_T_COUNT];
+} ncs_flight_loss_t;
 
 /* The header page. All fields little-endian; the writer updates them in place. */
 typedef struct {
@@ -64,6 +83,15 @@ typedef struct {
   uint64_t slots_recycled;
   char trigger[128];         /* "watchdog host-pid ..." or the request file's first line */
   char host[128];
+  /* Loss accounting (features & NCS_FLF_LOSS), updated every writer cycle: every record the
+   * plugin lost is in exactly one window, so the drop counters are the windows' sums. A window
+   * pushed out of loss[] is folded into its reason's `earlier` window. loss_gen is odd while the
+   * writer changes them (a process killed then leaves them off by one cycle's losses). */
+  uint32_t features;
+  uint32_t loss_gen;
+  uint64_t loss_next_seq;
+  ncs_flight_loss_t loss_earlier[NCS_LOSS_MAX]; /* [reason - 1]; seq 0: none */
+  ncs_flight_loss_t loss[NCS_FLIGHT_LOSS_WINDOWS];
 } ncs_flight_hdr_t;
 
 typedef struct {
@@ -87,6 +115,13 @@ typedef struct {
   uint32_t slots_used, nslots, slot_bytes;
   uint64_t window_mono; /* first_mono of the oldest retained slot */
   char trigger[128], host[128];
+  /* loss accounting: has_loss 0 for a file written before it existed (drops unknown unless the
+   * ring holds the footer). The windows, earliest first, are also the file's LOSS items. */
+  int has_loss;
+  int loss_torn;      /* the writer was changing them when the header was last written */
+  uint32_t nloss;     /* windows in loss[] */
+  uint32_t loss_bad;  /* windows skipped as impossible (damage) */
+  ncs_loss_t loss[NCS_LOSS_MAX + NCS_FLIGHT_LOSS_WINDOWS];
 } ncs_flight_info_t;
 
 /* Is this a flight file (by its first bytes)? */

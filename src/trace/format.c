@@ -26,6 +26,18 @@ const char *const ncs_state_names[31] = {
 
 const char *ncs_type_name(unsigned t) { return t < NCS_T_COUNT ? ncs_schema[t].name : "?"; }
 
+const char *ncs_chunk_name(unsigned t) {
+  static const char *const n[] = {"chunk",    "SEGMENT", "CLOCK",  "STRINGS",  "COMM", "COMM_END",
+                                  "THREAD",   "EVENTS",  "COUNTERS", "FOOTER", "LOSS", "GPU_STATE",
+                                  "GPU"};
+  return t <= NCS_CHUNK_MAX_TYPE ? n[t] : "chunk";
+}
+
+const char *ncs_loss_reason_name(unsigned r) {
+  static const char *const n[] = {"?", "pool-full", "no-slot", "write-error"};
+  return r <= NCS_LOSS_MAX ? n[r] : "?";
+}
+
 const char *ncs_state_name(unsigned s) {
   return s < sizeof ncs_state_names / sizeof ncs_state_names[0] ? ncs_state_names[s] : "?";
 }

@@ -33,14 +33,14 @@ enum {
   NCS_CHUNK_EVENTS = 7,   /* a batch of event records */
   NCS_CHUNK_COUNTERS = 8, /* periodic counter snapshot */
   NCS_CHUNK_FOOTER = 9,   /* final counters: the segment ended cleanly */
-  NCS_CHUNK_MAX_TYPE = 9,
-  /* being added (readers skip chunk types they do not know): */
-  NCS_CHUNK_LOSS = 10, /* records the plugin lost, with their time window (reader.h ncs_loss_t) */
+  NCS_CHUNK_LOSS = 10,    /* records the plugin lost: why, how many of which types, when */
   /* GPU activity (format 1.2, trace/gpu.h): CUPTI's state and its kernel and graph records */
   NCS_CHUNK_GPU_STATE = 11,
   NCS_CHUNK_GPU = 12,
+  NCS_CHUNK_MAX_TYPE = 12,
   /* reserved: 13..15 for more GPU activity (ranges, metrics) */
 };
+
 
 /* record kinds inside an EVENTS chunk */
 enum {
@@ -72,6 +72,24 @@ enum {
   NCS_T_CE_BATCH = 14,
   NCS_T_COUNT = 15
 };
+
+/* Why records were lost (a LOSS chunk's reason, docs/trace-format.md) */
+enum {
+  NCS_LOSS_DROPS = 1,   /* the buffer pool was full: records dropped on NCCL's thread */
+  NCS_LOSS_NO_SLOT = 2, /* more producer threads than NCCLSCOPE_MAX_THREADS */
+  NCS_LOSS_WRITE = 3,   /* a chunk could not be written (disk full, I/O error): its records */
+  NCS_LOSS_MAX = 3,
+};
+
+/* A LOSS chunk decoded (the reader's NCS_ITEM_LOSS): in [from_ns, to_ns] (CLOCK_MONOTONIC ns of
+ * the process) `records` records were lost for `reason`, by_type[t] of them of event type t.
+ * Records of types this reader does not know count in `records` only. */
+typedef struct {
+  uint32_t reason; /* NCS_LOSS_* */
+  uint64_t from_ns, to_ns;
+  uint64_t records;
+  uint64_t by_type[NCS_T_COUNT];
+} ncs_loss_t;
 
 /* context encoding of a START record */
 enum {
@@ -239,6 +257,7 @@ enum {
   NCS_CK_DISABLED_TYPE = 0x13,   /* starts of types outside NCCLSCOPE_EVENTS (handle NULL) */
   NCS_CK_GROUPS = 0x14,          /* group sampling (v5+): groups started */
   NCS_CK_GROUPS_UNSAMPLED = 0x15, /* ... of which unsampled (only NCCLSCOPE_UNSAMPLED_EVENTS) */
+  NCS_CK_WRITE_LOST = 0x16,      /* records in chunks that could not be written (LOSS write) */
 };
 
 /* CRC-32C (Castagnoli), reflected, init ~0, final xor ~0. crc of "123456789" = 0xE3069283 */
@@ -269,6 +288,8 @@ static inline int ncs_kernel_sampled(uint32_t g, uint32_t n) {
   return g == 0 || n <= 1 || (uint32_t)((z ^ (z >> 31)) >> 32) % n == 0;
 }
 const char *ncs_type_name(unsigned t); /* "Coll"; "?" when out of range */
+const char *ncs_loss_reason_name(unsigned r); /* "pool-full", "no-slot", "write-error"; "?" */
+const char *ncs_chunk_name(unsigned t);       /* "EVENTS"; "chunk" when unknown */
 const char *ncs_state_name(unsigned s);
 
 #endif

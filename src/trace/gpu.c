@@ -23,7 +23,7 @@ const char *ncs_gpu_counter_name(unsigned key) {
       "bad_time",    "cupti_dropped", "no_buffer",     "bad_buffer",     "other_kind",
       "launches",    "pending",      "untracked",      "host_drops",     "graph_nodes",
       "clones",      "node_set_full", "graph_launches", "flush_errors",  "flush_ns",
-      "summarized",  "map_full",     "names_full"};
+      "summarized",  "map_full",     "names_full",     "write_lost"};
   return key < sizeof n / sizeof n[0] ? n[key] : NULL;
 }
 

@@ -53,7 +53,8 @@ enum {
   NCS_GK_SUMMARIZED = 20,    /* kernels counted only in SUMMARY records */
   NCS_GK_MAP_FULL = 21,      /* graph bookkeeping entries that found their table full */
   NCS_GK_NAMES_FULL = 22,    /* kernel records whose name was not kept (name table full) */
-  NCS_GK_MAX = 22
+  NCS_GK_WRITE_LOST = 23,    /* GPU records in chunks that could not be written (disk full, ...) */
+  NCS_GK_MAX = 23
 };
 
 /* GPU record kinds. A record is u8 kind, varint length of what follows, then its fields: a

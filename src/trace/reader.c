@@ -81,16 +81,10 @@ struct ncs_reader {
   int is_flight;
   ncs_flight_info_t flight;
   uint32_t flight_bad_slots;
+  uint32_t loss_next; /* the header's loss windows handed out as LOSS items so far */
 };
 
-static const char *const chunk_names[] = {"chunk",    "SEGMENT", "CLOCK",  "STRINGS",  "COMM",
-                                          "COMM_END", "THREAD",  "EVENTS", "COUNTERS", "FOOTER"};
-
-static const char *chunk_name(unsigned t) {
-  if (t == NCS_CHUNK_GPU_STATE) return "GPU_STATE";
-  if (t == NCS_CHUNK_GPU) return "GPU";
-  return t <= NCS_CHUNK_MAX_TYPE ? chunk_names[t] : "chunk";
-}
+static const char *chunk_name(unsigned t) { return ncs_chunk_name(t); }
 
 /* ---------------------------------------------------------------- errors */
 
@@ -439,6 +433,30 @@ static int dec_counters(ncs_reader_t *r, ncs_item_t *it, int what) {
   return what;
 }
 
+/* LOSS: reason, window, total, then (type, count) pairs. A reason or type this reader does not
+ * know (a newer writer) is passed on or left to `records`; what cannot be true is an error. */
+static int dec_loss(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_loss_t *l = &it->loss;
+  uint32_t n = 0;
+  if (get_u32(r, &l->reason, "loss reason") || get_u64(r, &l->from_ns, "loss from") ||
+      get_u64(r, &l->to_ns, "loss to") || get_u64(r, &l->records, "lost records") ||
+      get_u32(r, &n, "loss type count"))
+    return -1;
+  if (l->reason == 0) return bad_field(r, "loss reason", "reason 0");
+  if (l->from_ns > l->to_ns) return bad_field(r, "loss window", "the window ends before it starts");
+  uint64_t sum = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t t = 0;
+    uint64_t c = 0;
+    if (get_u32(r, &t, "loss type") || get_u64(r, &c, "lost records of a type")) return -1;
+    if (c > l->records - sum) return bad_field(r, "loss types", "per-type counts exceed the total");
+    sum += c;
+    if (t < NCS_T_COUNT) l->by_type[t] += c;
+  }
+  it->ts = l->from_ns;
+  return NCS_ITEM_LOSS;
+}
+
 static int dec_events_header(ncs_reader_t *r) {
   uint32_t count = 0;
   if (get_u64(r, &r->prev_ts, "base time") || get_u32(r, &count, "record count")) return -1;
@@ -778,8 +796,7 @@ static int load_chunk(ncs_reader_t *r) {
   r->pay_off = off + NCS_CHUNK_HEADER_LEN;
   r->pay = r->pos = p;
   r->end = p + len;
-  if (flags && ((type >= 1 && type <= NCS_CHUNK_MAX_TYPE) || type == NCS_CHUNK_GPU_STATE ||
-                type == NCS_CHUNK_GPU))
+  if (flags && type >= 1 && type <= NCS_CHUNK_MAX_TYPE)
     return fail(
         r, NCS_DAMAGE_CORRUPT, off,
         "the %s chunk at offset %llu has flags 0x%x that this reader does not know (written by a "
@@ -791,8 +808,7 @@ static int load_chunk(ncs_reader_t *r) {
 /* Decode the loaded chunk. Returns an NCS_ITEM_* (> 0), 0 when the chunk yields no item (yet),
  * or -1. */
 static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
-  int gpu = r->ctype == NCS_CHUNK_GPU_STATE || r->ctype == NCS_CHUNK_GPU;
-  if ((r->ctype > NCS_CHUNK_MAX_TYPE && !gpu) || r->ctype == 0) return 0; /* unknown: skipped */
+  if (r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == 0) return 0; /* unknown: skipped */
   if (r->ctype != NCS_CHUNK_SEGMENT && !r->have_seg)
     return fail(r, NCS_DAMAGE_CORRUPT, r->chunk_off,
                 "%s chunk at offset %llu comes before any SEGMENT chunk", chunk_name(r->ctype),
@@ -811,6 +827,7 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
   case NCS_CHUNK_THREAD: return dec_thread(r, it);
   case NCS_CHUNK_EVENTS: return dec_events_header(r);
   case NCS_CHUNK_COUNTERS: return dec_counters(r, it, NCS_ITEM_COUNTERS);
+  case NCS_CHUNK_LOSS: return dec_loss(r, it);
   case NCS_CHUNK_GPU_STATE: return dec_gpu_state(r, it);
   case NCS_CHUNK_GPU: return dec_gpu_header(r);
   default: /* NCS_CHUNK_FOOTER */ return dec_counters(r, it, NCS_ITEM_FOOTER);
@@ -822,6 +839,14 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   if (r->state == RS_FAILED) return -1;
   if (r->state == RS_DONE) return 0;
   memset(item, 0, sizeof *item);
+  if (r->is_flight && r->have_seg && r->loss_next < r->flight.nloss) {
+    /* a flight file's loss windows live in its header (kill -9 cannot lose them): they come
+     * as LOSS items right after its SEGMENT */
+    item->loss = r->flight.loss[r->loss_next++];
+    item->ts = item->loss.from_ns;
+    item->what = NCS_ITEM_LOSS;
+    return 1;
+  }
   for (;;) {
     int what;
     if (r->in_events) {

@@ -103,21 +103,7 @@ typedef struct {
   const char *why;        /* what was wrong at `offset` (valid until the next ncs_reader_next) */
 } ncs_gap_t;
 
-/* Why records were lost (a LOSS chunk's reason, docs/trace-format.md) */
-enum {
-  NCS_LOSS_DROPS = 1,   /* the buffer pool was full: records dropped on NCCL's thread */
-  NCS_LOSS_NO_SLOT = 2, /* more producer threads than NCCLSCOPE_MAX_THREADS */
-  NCS_LOSS_WRITE = 3,   /* a chunk could not be written (disk full, I/O error): its records */
-};
-
-/* What a LOSS item says: in [from_ns, to_ns] (CLOCK_MONOTONIC ns of the process) `records`
- * records were lost for `reason`, by_type[t] of them of event type t (0 when not known per type). */
-typedef struct {
-  uint32_t reason; /* NCS_LOSS_* */
-  uint64_t from_ns, to_ns;
-  uint64_t records;
-  uint64_t by_type[NCS_T_COUNT];
-} ncs_loss_t;
+/* A LOSS item's payload, ncs_loss_t, and its reasons NCS_LOSS_* are in format.h. */
 
 typedef struct {
   int what;

@@ -60,6 +60,15 @@ static void check_item(const ncs_reader_t *r, const ncs_item_t *it) {
   case NCS_ITEM_EVENT: check_event(r, &it->ev); break;
   case NCS_ITEM_COUNTERS:
   case NCS_ITEM_FOOTER: CHECK(it->counters && it->counters->nkeys <= 512); break;
+  case NCS_ITEM_LOSS: {
+    uint64_t sum = 0;
+    CHECK(it->loss.reason != 0 && it->loss.from_ns <= it->loss.to_ns);
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+      CHECK(it->loss.by_type[t] <= it->loss.records - sum); /* the types add up to at most the total */
+      sum += it->loss.by_type[t];
+    }
+    break;
+  }
   case NCS_ITEM_GPU_STATE:
   case NCS_ITEM_GPU: check_gpu(r, it); break;
   default: CHECK(it->what >= NCS_ITEM_SEGMENT && it->what <= NCS_ITEM_FOOTER);
