@@ -93,8 +93,10 @@ cupti_test(no_library "state=unavailable .*ops_with_kernelch=24"
            ENV NCCLSCOPE_CUPTI_LIB=/nonexistent/libcupti.so.13 CHECK --state unavailable --reason nonexistent)
 cupti_test(off "state=off .*ops_with_kernelch=24"
            --scenario allreduce --ranks 4 --iters 6 ENV NCCLSCOPE_CUPTI=off CHECK --state off)
-cupti_test(flush_errors "state=failed"
-           --scenario allreduce --ranks 4 --iters 200 --compute 2
+# (rank 0 sleeps 200 us before each of its 400 operations: the run lasts at least 80 ms, 16
+# flush periods, whatever the machine's pace)
+cupti_test(flush_errors "state=failed nccl_eager=[1-9]"
+           --scenario allreduce --ranks 4 --iters 400 --compute 2 --slow-rank 0 --slow-us 200
            ENV FAKECUPTI=flush_error_after=2 NCCLSCOPE_FLUSH_MS=5 CHECK --state failed --reason cuptiActivityFlushAll)
 # a second CUPTI client after ours is refused with our name (what PyTorch's profiler would see)
 cupti_test(other_client "state=active"

@@ -29,7 +29,13 @@ static int read_all(tg_t *g, ncs_item_t *items, int max, int *n, char *err, size
   ncs_item_t it;
   while ((rc = ncs_reader_next(r, &it)) > 0)
     if ((it.what == NCS_ITEM_GPU || it.what == NCS_ITEM_GPU_STATE) && *n < max) {
-      if (it.what == NCS_ITEM_GPU && it.gpu.name) it.gpu.name = strdup(it.gpu.name); /* outlives r */
+      /* the reader's strings die with it */
+      if (it.what == NCS_ITEM_GPU && it.gpu.name) it.gpu.name = strdup(it.gpu.name);
+      if (it.what == NCS_ITEM_GPU_STATE) {
+        it.gpu_state.reason = strdup(it.gpu_state.reason);
+        it.gpu_state.library = strdup(it.gpu_state.library);
+        it.gpu_state.holder = strdup(it.gpu_state.holder);
+      }
       items[(*n)++] = it;
     }
   snprintf(err, errlen, "%s", ncs_reader_error(r));
@@ -90,6 +96,7 @@ static void round_trip(void) {
          "GPU_STATE");
   for (uint32_t i = 0; i < s.ncounters && i < d->ncounters; i++)
     EXPECT(d->keys[i] == s.keys[i] && d->values[i] == s.values[i], "counter %u", i);
+  free((void *)d->reason), free((void *)d->library), free((void *)d->holder);
   int k = 1;
   for (uint32_t i = 0; i < 2; i++)
     for (uint8_t kind = NCS_GR_KERNEL; kind <= NCS_GR_MAX && k < n; kind++, k++) {

@@ -504,7 +504,7 @@ int ncs_cmd_record(int argc, char **argv) {
     case 'C': /* the plugin reads it; record only checks it */
       if (strcmp(optarg, "on") && strcmp(optarg, "off"))
         return ncs_usage_error("record", "--cupti must be on or off, not '%s'", optarg);
-      if (setenv("NCCLSCOPE_CUPTI", optarg, 1) != 0) return NCS_EXIT_FAIL;
+      if (setenv("NCCLSCOPE_CUPTI", optarg, 1) != 0) return NCS_EXIT_ERROR;
       break;
     case 'h': fputs(record_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("record", c, argv);
