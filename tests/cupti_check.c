@@ -203,6 +203,9 @@ static void check_file(const char *path, const opts_t *op, tally_t *tl) {
   if (!active && strcmp(op->state, "failed") && sm->kernels)
     FAIL("%s: %" PRIu64 " kernels recorded in state %s", path, sm->kernels, op->state);
   tl->lost_counted += counter(&last, NCS_GK_CUPTI_DROPPED);
+  /* CUPTI not ours: the plugin made no CUPTI call, so none can have failed */
+  if (strcmp(op->state, "active") && strcmp(op->state, "failed") && counter(&last, NCS_GK_FLUSH_ERRORS))
+    FAIL("%s: %" PRIu64 " CUPTI flushes failed in state %s", path, counter(&last, NCS_GK_FLUSH_ERRORS), op->state);
   /* every kernel of the trace ran, and is joined as it should be */
   for (size_t i = 0; i < ncs_gj_nkernels(j); i++) {
     const ncs_gj_kernel_t *k = ncs_gj_kernel(j, i);

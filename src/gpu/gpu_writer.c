@@ -491,7 +491,7 @@ void ncs_gpu_cycle(int final) {
   if (!X.ok) return;
   decode_taken();
   uint64_t now = ncs_mono_ns(), fl = (uint64_t)ncs_g.cfg.flush_ms * 1000000ull;
-  if (!final && now - X.last_cupti_flush_ns >= fl) {
+  if (!final && atomic_load_explicit(&ncs_gpu_on, memory_order_relaxed) && now - X.last_cupti_flush_ns >= fl) {
     /* completed buffers reach the list now; the next cycle takes them */
     if (ncs_gpu_flush(0) == 0)
       X.k[NCS_GK_FLUSH_NS] = now;
