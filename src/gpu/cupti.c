@@ -57,7 +57,7 @@ static struct {
   /* captured NCCL graph nodes: insert-only set of CUPTI node ids (0 = empty) */
   _Atomic uint64_t nodes[NODE_SET];
   /* counters of the callbacks */
-  _Atomic uint64_t no_buffer, cupti_dropped, host_drops, launches, node_set_full, graph_nodes, clones;
+  _Atomic uint64_t no_buffer, cupti_dropped, host_drops, launches, node_set_full;
 } G = {.api_mu = PTHREAD_MUTEX_INITIALIZER};
 
 static void add(_Atomic uint64_t *c, uint64_t n) { atomic_fetch_add_explicit(c, n, memory_order_relaxed); }
@@ -241,7 +241,6 @@ static void on_graph(uint32_t cbid, const ncs_cupti_graphdata_t *gd) {
     if (G.api.GetGraphNodeId(gd->node, &node) != NCS_CUPTI_SUCCESS) return;
     if (G.api.GetGraphId(gd->graph, &gid) != NCS_CUPTI_SUCCESS) gid = (uint32_t)(node >> 32);
     node_set_add(node);
-    add(&G.graph_nodes, 1);
     uint64_t v[4] = {L->launch, L->corr, node, gid};
     raw_put(NCS_RG_GNODE, 6, v);
     return;
@@ -250,7 +249,6 @@ static void on_graph(uint32_t cbid, const ncs_cupti_graphdata_t *gd) {
     if (G.api.GetGraphNodeId(gd->originalNode, &orig) != NCS_CUPTI_SUCCESS || !node_set_has(orig))
       return;
     if (G.api.GetGraphNodeId(gd->node, &node) != NCS_CUPTI_SUCCESS) return;
-    add(&G.clones, 1);
     raw_put(NCS_RG_GCLONE, 4, (uint64_t[2]){node, orig});
     return;
   case NCS_CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED:
@@ -587,8 +585,7 @@ void ncs_gpu_status(ncs_gpu_status_t *s) {
 void ncs_gpu_cb_counts(ncs_gpu_cb_counts_t *c) {
   c->no_buffer = atomic_load(&G.no_buffer), c->cupti_dropped = atomic_load(&G.cupti_dropped);
   c->host_drops = atomic_load(&G.host_drops), c->launches = atomic_load(&G.launches);
-  c->node_set_full = atomic_load(&G.node_set_full), c->graph_nodes = atomic_load(&G.graph_nodes);
-  c->clones = atomic_load(&G.clones);
+  c->node_set_full = atomic_load(&G.node_set_full);
 }
 
 static int usable(void) { return G.subscribed && !G.gone; }

@@ -79,7 +79,7 @@ NCS_HIDDEN void ncs_gpu_stop_collecting(void); /* final: no more records after t
 NCS_HIDDEN void ncs_gpu_fail(const char *why); /* a persistent error while running */
 /* counters kept by the callbacks (app and CUPTI threads) */
 typedef struct {
-  uint64_t no_buffer, cupti_dropped, host_drops, launches, node_set_full, graph_nodes, clones;
+  uint64_t no_buffer, cupti_dropped, host_drops, launches, node_set_full;
 } ncs_gpu_cb_counts_t;
 NCS_HIDDEN void ncs_gpu_cb_counts(ncs_gpu_cb_counts_t *c);
 
