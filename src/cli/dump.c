@@ -261,6 +261,14 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     line_event(d, &it->ev);
     return 1;
   }
+  if (it->what == NCS_ITEM_GAP) { /* shown even with --type: records of any type may be lost */
+    put_prefix(d, 0, 0);
+    fprintf(d->o, "GAP offset=%" PRIu64 " bytes=%" PRIu64 " chunks=%u why=", it->gap.offset,
+            it->gap.bytes, it->gap.chunks);
+    ncs_put_str(d->o, it->gap.why);
+    fputc('\n', d->o);
+    return 1;
+  }
   if (d->filtered) return 0;
   switch (it->what) {
   case NCS_ITEM_CLOCK:
