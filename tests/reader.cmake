@@ -28,6 +28,11 @@ else()
   message(WARNING "cmocka not found (apt-get install libcmocka-dev pkg-config): reader unit tests skipped")
 endif()
 
+# damaged copies of traces: the CLI tests below and scripts/hostile.sh
+add_executable(ncs-damage ${NCS_TESTS_DIR}/damage.c)
+target_include_directories(ncs-damage PRIVATE ${NCS_SRC_DIR})
+target_link_libraries(ncs-damage PRIVATE ncs_format)
+
 # ---- the fuzz target, replayed over the corpus in every build
 add_executable(fuzz_replay ${NCS_TESTS_DIR}/fuzz/replay_main.c ${NCS_TESTS_DIR}/fuzz/fuzz_reader.c)
 target_link_libraries(fuzz_replay PRIVATE ncs_trace)
@@ -176,4 +181,24 @@ ncs_cli_test(demo_bad_ranks 2 "--ranks needs a number" -- ${NCS_EXE} demo --rank
 if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
   ncs_cli_test(demo_sim 0 "trace written to .*demo-sim [(]2 files[)]" "== job: 2 files, 2 segments [(]0 without footer[)], 0 damaged"
     -- ${NCS_EXE} demo -o ${NCS_GEN_DIR}/demo-sim --ranks 2 --iters 5)
+endif()
+
+# ---- damage and hostile inputs as users see them, on a trace nccl-sim recorded with the plugin
+# (tests/damage_check.sh): a torn chunk and a flipped bit in the middle are read past, a cut tail
+# stays a truncation, a FIFO does not block, a 100 GB sparse file is classified at once,
+# permission denied is not damage, a header-only file is no host, one file twice is read once.
+if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
+  set(NCS_DMG_SIM ${NCS_GEN_DIR}/damage-sim)
+  add_test(NAME damage_sim_trace
+           COMMAND sh -c "rm -rf '${NCS_DMG_SIM}' && NCCLSCOPE_DIR='${NCS_DMG_SIM}' \
+'$<TARGET_FILE:nccl-sim>' --plugin '$<TARGET_FILE:nccl-profiler-ncclscope>' --scenario mixed \
+--ranks 4 --iters 1500 >/dev/null")
+  set_tests_properties(damage_sim_trace PROPERTIES FIXTURES_SETUP ncs_damage_sim)
+  foreach(c torn flip cut fifo sparse perm header twice)
+    add_test(NAME damage_${c}
+             COMMAND sh ${NCS_TESTS_DIR}/damage_check.sh ${c} $<TARGET_FILE:ncclscope>
+                     $<TARGET_FILE:ncs-damage> ${NCS_DMG_SIM} ${NCS_GEN_DIR}/damage)
+    set_tests_properties(damage_${c} PROPERTIES FIXTURES_REQUIRED ncs_damage_sim
+                         SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
 endif()
