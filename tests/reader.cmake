@@ -188,7 +188,7 @@ endif()
 # stays a truncation, a FIFO does not block, a 100 GB sparse file is classified at once,
 # permission denied is not damage, a header-only file is no host, one file twice is read once.
 if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
-  set(NCS_DMG_SIM ${NCS_GEN_DIR}/damage-sim)
+  set(NCS_DMG_SIM ${CMAKE_CURRENT_BINARY_DIR}/damage-gen/sim)
   add_test(NAME damage_sim_trace
            COMMAND sh -c "rm -rf '${NCS_DMG_SIM}' && NCCLSCOPE_DIR='${NCS_DMG_SIM}' \
 '$<TARGET_FILE:nccl-sim>' --plugin '$<TARGET_FILE:nccl-profiler-ncclscope>' --scenario mixed \
@@ -197,7 +197,7 @@ if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
   foreach(c torn flip cut fifo sparse perm header twice)
     add_test(NAME damage_${c}
              COMMAND sh ${NCS_TESTS_DIR}/damage_check.sh ${c} $<TARGET_FILE:ncclscope>
-                     $<TARGET_FILE:ncs-damage> ${NCS_DMG_SIM} ${NCS_GEN_DIR}/damage)
+                     $<TARGET_FILE:ncs-damage> ${NCS_DMG_SIM} ${CMAKE_CURRENT_BINARY_DIR}/damage-gen)
     set_tests_properties(damage_${c} PROPERTIES FIXTURES_REQUIRED ncs_damage_sim
                          SKIP_RETURN_CODE 77 TIMEOUT 300)
   endforeach()

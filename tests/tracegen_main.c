@@ -2,7 +2,8 @@
  * seed corpus.
  *
  *   ncs-tracegen fixtures DIR   valid/, crashed/, damaged/, escape/ and empty/ trace dirs
- *   ncs-tracegen corpus DIR     small files of every chunk and record type (seed corpus)
+ *   ncs-tracegen corpus DIR     small files of every chunk and record type, and damaged ones
+ *                               that exercise resynchronization (seed corpus)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -199,6 +200,63 @@ static void put_flight(const char *dir, const char *name, int crash) {
   tg_free(&g);
 }
 
+/* Damage in the middle of a two-segment sample, for the reader's resynchronization: each seed
+ * has valid chunks after the damage. */
+static size_t nth_chunk(const tg_t *g, int k) {
+  size_t off = NCS_FILE_HEADER_LEN;
+  for (int i = 0; i < k; i++) {
+    uint32_t n;
+    memcpy(&n, g->file.p + off + 8, 4);
+    off += NCS_CHUNK_HEADER_LEN + n;
+  }
+  return off;
+}
+
+static void damaged_seeds(const char *d) {
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 2, 1, 99);
+  size_t len = g.file.len, ev = nth_chunk(&g, 7), next = nth_chunk(&g, 8);
+  uint8_t *b = malloc(2 * len);
+  /* torn: the first EVENTS chunk cut to a third, the chunks after it appended whole */
+  size_t keep = (next - ev) / 3;
+  memcpy(b, g.file.p, ev + keep);
+  memcpy(b + ev + keep, g.file.p + next, len - next);
+  put(d, "torn-chunk", b, len - (next - ev - keep));
+  /* one flipped bit inside it */
+  memcpy(b, g.file.p, len);
+  b[ev + NCS_CHUNK_HEADER_LEN + 5] ^= 0x10;
+  put(d, "flipped-bit", b, len);
+  /* its length field too large, valid chunks after it */
+  memcpy(b, g.file.p, len);
+  b[ev + 10] = 0x40;
+  put(d, "bad-length", b, len);
+  /* zeros over the end of one chunk and the header of the next (a dead disk block), and over
+   * the second segment's SEGMENT and CLOCK chunks (a recovered segment) */
+  memcpy(b, g.file.p, len);
+  memset(b + next - 7, 0, 7 + NCS_CHUNK_HEADER_LEN);
+  size_t seg2 = nth_chunk(&g, 12), strings2 = nth_chunk(&g, 14);
+  memset(b + seg2, 0, strings2 - seg2);
+  put(d, "zeroed-resync", b, len);
+  /* the first EVENTS chunk written twice */
+  memcpy(b, g.file.p, next);
+  memcpy(b + next, g.file.p + ev, next - ev);
+  memcpy(b + next + (next - ev), g.file.p + next, len - next);
+  put(d, "duplicate-chunk", b, len + (next - ev));
+  /* 1 KiB of zeros (what a hole reads as) between the two segments */
+  memcpy(b, g.file.p, seg2);
+  memset(b + seg2, 0, 1024);
+  memcpy(b + seg2 + 1024, g.file.p + seg2, len - seg2);
+  put(d, "hole", b, len + 1024);
+  /* the STRINGS chunk lost: records name strings never defined */
+  size_t st = nth_chunk(&g, 2), st_end = nth_chunk(&g, 3);
+  memcpy(b, g.file.p, st);
+  memcpy(b + st, g.file.p + st_end, len - st_end);
+  put(d, "lost-strings", b, len - (st_end - st));
+  free(b);
+  tg_free(&g);
+}
+
 static void corpus(const char *root) {
   char d[512];
   mkdirs(root, NULL, d, sizeof d);
@@ -221,6 +279,7 @@ static void corpus(const char *root) {
   put_sample(d, "sample-crashed", 1, 1, 88);
   put_flight(d, "flight-exited", 0);
   put_flight(d, "flight-killed", 1);
+  damaged_seeds(d);
 }
 
 int main(int argc, char **argv) {

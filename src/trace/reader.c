@@ -104,6 +104,7 @@ struct ncs_reader {
   int seg_gap;        /* a gap since it began: later chunks may belong to a segment we lost */
   int seg_footer;     /* its FOOTER was read */
   char over_why[160]; /* why the next chunk cannot belong to the current segment, "" if it can */
+  char evidence[160]; /* why the chunk just loaded starts a recovered segment, "" if it does not */
   uint32_t nseg;
   ncs_segment_info_t seg;
   arena_block_t *arena;
@@ -161,6 +162,8 @@ static void compose(ncs_reader_t *r) {
     PUT("%s%u damaged ring slot%s of the flight file left out", n ? "; " : "", d->bad_slots,
         d->bad_slots == 1 ? "" : "s");
   if (d->tail != NCS_TAIL_CLEAN) PUT("%s%s", n ? "; then " : "", r->tail_msg);
+  if (r->is_flight && (d->gaps || d->lost_refs || d->lost_segments || d->tail != NCS_TAIL_CLEAN))
+    PUT(" (offsets in the flight file's linearized ring, docs/trace-format.md)");
 #undef PUT
 }
 
@@ -889,6 +892,7 @@ static int recover_segment(ncs_reader_t *r, const char *why) {
     note_off(r, r->chunk_off);
   }
   r->dmg.lost_segments++;
+  r->evidence[0] = 0; /* why may be r->evidence: used above */
   segment_reset(r);
   ncs_segment_info_t *s = &r->seg;
   memset(s, 0, sizeof *s);
@@ -915,6 +919,7 @@ static int recover_segment(ncs_reader_t *r, const char *why) {
  * one: "" when there is none. The writer never defines a communicator index twice or changes a
  * string in one segment. */
 static const char *later_segment(ncs_reader_t *r, char *buf, size_t len) {
+  if (r->ctype == NCS_CHUNK_SEGMENT || r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE) return "";
   if (!r->have_seg) return r->over_why[0] ? r->over_why : "comes before any SEGMENT chunk";
   if (r->over_why[0]) return r->over_why;
   if (!r->seg_gap) return "";
@@ -952,11 +957,7 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
              chunk_name(r->ctype), (unsigned long long)r->chunk_off, r->cflags);
     return -1;
   }
-  if (r->ctype != NCS_CHUNK_SEGMENT && !r->redo) {
-    char buf[96];
-    const char *why = later_segment(r, buf, sizeof buf);
-    if (why[0]) return recover_segment(r, why);
-  }
+  if (r->evidence[0]) return recover_segment(r, r->evidence);
   r->redo = 0;
   switch (r->ctype) {
   case NCS_CHUNK_SEGMENT: return dec_segment(r);
@@ -1059,11 +1060,13 @@ static int skip_bad_chunk(ncs_reader_t *r, ncs_item_t *it, uint64_t off) {
 /* A second copy of a chunk this segment already read (a write that was replayed): 1 when the
  * loaded chunk is one, with *first the offset of the original. Only a byte-for-byte match is. */
 static int is_copy(ncs_reader_t *r, uint64_t *first) {
-  if (r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == NCS_CHUNK_THREAD) return 0;
+  /* a thread is announced again in each segment, and a string defined again changes nothing */
+  if (r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == NCS_CHUNK_THREAD ||
+      r->ctype == NCS_CHUNK_STRINGS)
+    return 0;
   size_t len = (size_t)(r->end - r->pay);
   uint64_t key = fingerprint(r->ctype, (uint32_t)len, get_le32(r->pay - 4)), at = 0;
-  /* threads are announced again in each segment; a segment's own chunk is compared with the
-   * previous SEGMENT chunk, since its fingerprints die with it */
+  /* a SEGMENT chunk is compared with the previous one: the fingerprints die with a segment */
   int found = r->ctype == NCS_CHUNK_SEGMENT ? r->seg_key == key && (at = r->seg_key_off, 1)
                                             : map_get(r, &r->seen, key, &at);
   if (r->ctype == NCS_CHUNK_SEGMENT) r->seg_key = key, r->seg_key_off = r->chunk_off;
@@ -1092,12 +1095,16 @@ static int load_chunk(ncs_reader_t *r, ncs_item_t *it) {
   if (ok < 0) return -1;
   if (!ok) return skip_bad_chunk(r, it, off) < 0 ? -1 : 2;
   r->next_off = r->pay_off + (uint64_t)(r->end - r->pay);
+  /* Evidence of a lost segment start comes first: a new segment's chunk may equal one of the
+   * old segment's, and is no copy. */
+  char buf[sizeof r->evidence];
+  snprintf(r->evidence, sizeof r->evidence, "%s", later_segment(r, buf, sizeof buf));
   uint64_t first;
-  if (is_copy(r, &first)) {
+  if (!r->evidence[0] && is_copy(r, &first)) {
     char why[200];
     snprintf(why, sizeof why,
-             "the %s chunk at offset %llu is a second copy of the one at offset %llu (%zu bytes): "
-             "skipped, nothing lost",
+             "the %s chunk at offset %llu is a second copy of the one at offset %llu (%zu bytes, "
+             "nothing lost)",
              chunk_name(r->ctype), (unsigned long long)off, (unsigned long long)first,
              (size_t)(r->end - r->pay));
     gap_item(r, it, off, r->next_off - off, 1, why, 0);
