@@ -139,7 +139,7 @@ static void c_expired(tg_t *g) { events_of_kind(g, NCS_REC_EXPIRED); }
 /* A small flight file (trace/flight.h) made of a sample trace's chunks: the meta chunks in the
  * meta region, the others spread over 1 KiB ring slots whose seq order differs from their
  * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. */
-static void put_flight(const char *dir, const char *name, int crash) {
+static void put_flight(const char *dir, const char *name, int crash, int damage) {
   tg_t g;
   tg_init(&g);
   tg_sample(&g, 1, crash, 500);
@@ -195,6 +195,9 @@ static void put_flight(const char *dir, const char *name, int crash) {
   }
   h.next_seq = seq;
   memcpy(img, &h, sizeof h);
+  /* damage: a flipped byte in the first chunk of the oldest slot (position 3), which is read
+   * whole: the reader skips that chunk and reads the slots after it */
+  if (damage) img[h.ring_off + 3 * (size_t)SLOT + NCS_FLIGHT_SLOT_HDR + NCS_CHUNK_HEADER_LEN + 1] ^= 0x20;
   put(dir, name, img, len);
   free(img);
   tg_free(&g);
@@ -277,8 +280,9 @@ static void corpus(const char *root) {
   seed(d, "two-segments", c_two_segments);
   seed(d, "loss", c_loss);
   put_sample(d, "sample-crashed", 1, 1, 88);
-  put_flight(d, "flight-exited", 0);
-  put_flight(d, "flight-killed", 1);
+  put_flight(d, "flight-exited", 0, 0);
+  put_flight(d, "flight-killed", 1, 0);
+  put_flight(d, "flight-damaged-slot", 0, 1);
   damaged_seeds(d);
 }
 
