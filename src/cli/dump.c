@@ -25,8 +25,9 @@ static const char dump_help[] =
     "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
     "  -h, --help     this help\n"
     "\n"
-    "exit status: 0 ok (a truncated last chunk is only a warning), 1 a file is damaged in the\n"
-    "middle, 2 usage error or no traces found\n";
+    "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces or\n"
+    "none readable, 4 a file is damaged in the middle (its other chunks are printed) or cannot\n"
+    "be read, 5 the output cannot be written (docs/cli.md)\n";
 
 typedef struct {
   FILE *o;
