@@ -72,19 +72,9 @@ static size_t chunks(const bytes_t *b, size_t *off, size_t max) {
 
 static uint64_t num(const char *s) { return strtoull(s, NULL, 0); }
 
-int main(int argc, char **argv) {
-  bytes_t in;
-  if (argc < 3) return die("usage: ncs-damage IN list | IN OUT OP ARGS... (see tests/damage.c)");
-  if (load(argv[1], &in) != 0) return die("cannot read the input");
-  enum { MAXC = 1 << 20 };
-  size_t *off = malloc((MAXC + 1) * sizeof *off), n = chunks(&in, off, MAXC);
-  if (!strcmp(argv[2], "list")) {
-    for (size_t k = 0; k < n; k++)
-      printf("%zu %zu %u %u\n", k, off[k], (unsigned)(in.p[off[k] + 4] | in.p[off[k] + 5] << 8),
-             le32(in.p + off[k] + 8));
-    return 0;
-  }
-  if (argc < 4) return die("missing operation");
+/* The operation argv[3] on `in` (chunks at off[0..n]), written to argv[2]. */
+static int damage(const bytes_t *inp, const size_t *off, size_t n, int argc, char **argv) {
+  const bytes_t in = *inp;
   const char *out = argv[2], *op = argv[3];
   uint64_t a = argc > 4 ? num(argv[4]) : 0, c = argc > 5 ? num(argv[5]) : 0;
   size_t len = in.len;
@@ -92,8 +82,10 @@ int main(int argc, char **argv) {
   memcpy(o, in.p, len);
   int chunk_op = !strcmp(op, "tear") || !strcmp(op, "dup") || !strcmp(op, "swap") ||
                  !strcmp(op, "len");
-  if (chunk_op && (a >= n || (!strcmp(op, "swap") && a + 1 >= n)))
+  if (chunk_op && (a >= n || (!strcmp(op, "swap") && a + 1 >= n))) {
+    free(o);
     return die("no such chunk");
+  }
   size_t k = (size_t)a, at = chunk_op ? off[k] : 0, clen = chunk_op ? off[k + 1] - off[k] : 0;
   if (!strcmp(op, "cut")) {
     len = a < len ? (size_t)a : len;
@@ -125,9 +117,28 @@ int main(int argc, char **argv) {
       o[i] = (uint8_t)x;
     }
   } else {
+    free(o);
     return die("unknown operation");
   }
-  if (save(out, o, len) != 0) return die("cannot write the output");
-  free(o), free(off), free(in.p);
-  return 0;
+  int rc = save(out, o, len) != 0 ? die("cannot write the output") : 0;
+  free(o);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  bytes_t in;
+  if (argc < 3) return die("usage: ncs-damage IN list | IN OUT OP ARGS... (see tests/damage.c)");
+  if (load(argv[1], &in) != 0) return die("cannot read the input");
+  enum { MAXC = 1 << 20 };
+  size_t *off = malloc((MAXC + 1) * sizeof *off), n = chunks(&in, off, MAXC);
+  if (!strcmp(argv[2], "list")) {
+    for (size_t k = 0; k < n; k++)
+      printf("%zu %zu %u %u\n", k, off[k], (unsigned)(in.p[off[k] + 4] | in.p[off[k] + 5] << 8),
+             le32(in.p + off[k] + 8));
+    free(off), free(in.p);
+    return 0;
+  }
+  int rc = argc < 4 ? die("missing operation") : damage(&in, off, n, argc, argv);
+  free(off), free(in.p);
+  return rc;
 }

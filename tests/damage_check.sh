@@ -70,6 +70,11 @@ cut)
   "$damage" "$src" "$work/$(basename "$src")" cut $((size - 100)) || exit 1
   run 0 "truncated: bad checksum in the last chunk|truncated: truncated chunk" "0 damaged, 1 truncated" \
     -- "$exe" dump --stats "$work"
+  # cut at a chunk boundary (the footer gone): no damage to see, but dump says what is missing
+  last=$("$damage" "$src" list | tail -1 | cut -d' ' -f2)
+  "$damage" "$src" "$work/$(basename "$src")" cut "$last" || exit 1
+  run 0 "the last segment has no footer: the process was killed" "!damaged" -- "$exe" dump "$work"
+  run 0 "no footer: crashed/killed" "0 damaged, 0 truncated" -- "$exe" dump --stats "$work"
   ;;
 fifo)
   # A FIFO named like a trace: refused at once, given directly or found in a directory.
@@ -121,6 +126,7 @@ header)
   cp "$src" "$work/" && head -c 16 "$src" >"$work/host2-1.nstrace" || exit 1
   run 0 "== .*host2-1.nstrace" "empty: only the file header" "== job: 1 file, " \
     "1 empty file [(]header only[)] not counted" -- "$exe" dump --stats "$work"
+  run 0 "host2-1.nstrace: empty: only the file header" -- "$exe" dump "$work"
   ;;
 twice)
   # The same file given twice, or through a link, is read once.

@@ -201,4 +201,10 @@ if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
     set_tests_properties(damage_${c} PROPERTIES FIXTURES_REQUIRED ncs_damage_sim
                          SKIP_RETURN_CODE 77 TIMEOUT 300)
   endforeach()
+  # scripts/hostile.sh on a tiny sample (the one-off damages and one random input per recording)
+  # with this build's binaries: any crash, sanitizer report or timeout fails it
+  add_test(NAME hostile_sample
+           COMMAND bash ${NCS_TESTS_DIR}/../scripts/hostile.sh --build ${CMAKE_BINARY_DIR} --count 1
+                   --timeout 120 --fail-on-crash)
+  set_tests_properties(hostile_sample PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
 endif()
