@@ -8,8 +8,8 @@
 # reads traces on each, under a timeout: dump, dump --stats, report, report --json, export
 # (perfetto, chrome, sqlite) and diagnose. Per verb it counts the inputs tried, the crashes (a
 # signal, a sanitizer report, a timeout) and the wrong answers:
-#   - exit 0 with no mention of damage on an input that lost data;
-#   - "nothing stands out" (report) or "OK" (diagnose) on such an input;
+#   - exit 0 with no mention of damage on a damaged input;
+#   - "nothing stands out" (report) or "OK" (diagnose) on an input that lost data;
 #   - a HANG verdict on a damaged copy of a healthy recording;
 #   - on the undamaged recordings: a mention of damage (a false alarm).
 # Run it on an ASan+UBSan build (the default builds one in build-asan/).
@@ -162,42 +162,48 @@ run_input() {
   for i in "${!files[@]}"; do cp "${files[$i]}" "$in/"; done
   [ -d "$rec/$r/dumps" ] && cp -r "$rec/$r/dumps" "$in/"
   local t=$in/$(basename "${files[$fi]:-x}") src=${files[$fi]:-}
-  local as=() lossy=1
+  # damaged: the output must say so; lost: data is gone, so no verdict may call it fine
+  local as=() damaged=1 lost=1 target=$in
   case $op in
-  none) lossy=0 ;;
-  flip | zero | cut)
-    local size a=$1
-    size=$(stat -c %s "$src")
-    case $a in @*) a=${a#@} && a=$((16 + a % (size - 16))) ;; esac
-    "$damage" "$src" "$t" "$op" "$a" "${2:-0}" ;;
-  tear | dup | swap | len | random) "$damage" "$src" "$t" "$op" "$@" ;;
+  none) damaged=0 lost=0 ;;
+  flip | zero | cut) "$damage" "$src" "$t" "$op" "$1" "${2:-0}" ;; # @N: a byte that holds data
+  tear | len | random) "$damage" "$src" "$t" "$op" "$@" ;;
+  dup | swap)
+    "$damage" "$src" "$t" "$op" "$@"
+    lost=0
+    # a THREAD or STRINGS chunk written twice changes nothing
+    local type
+    type=$(awk -v k="$1" '$1 == k { print $3 }' "$work/chunks-$r-$fi.txt")
+    [ "$op" = dup ] && { [ "$type" = 3 ] || [ "$type" = 6 ]; } && damaged=0 ;;
   version) "$damage" "$src" "$t" version 2 ;;
   random-small) "$damage" "$src" "$t" random 7 300 ;;
   header) head -c 16 "$src" >"$t" ;;
-  dupfile-copy) cp "$src" "$in/copy-$(basename "$src")" ;;
-  dupfile-link) ln "$t" "$in/link-$(basename "$src")"; lossy=0 ;; # nothing lost: read once
-  fifo) mkfifo "$in/fifo.nstrace" ;;
-  sparse) truncate -s 100G "$t" ;;
+  dupfile-copy) cp "$src" "$in/copy-$(basename "$src")"; lost=0 ;;
+  dupfile-link) ln "$t" "$in/link-$(basename "$src")"; damaged=0 lost=0 ;; # read once
+  fifo) mkfifo "$in/fifo.nstrace" && target=$in/fifo.nstrace ;; # named on the command line
+  sparse) truncate -s 100G "$t"; lost=0 ;; # a hole after the data
   perm)
     chmod 000 "$t"
     [ "$(id -u)" = 0 ] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     chmod 777 "$out" ;;
   esac
-  # a copy or a swap may leave the bytes as they were (a chunk list too short): not damage
-  if [ $lossy = 1 ] && [ -f "$t" ] && [ -r "$src" ] && cmp -s "$src" "$t" && [ "$op" != perm ] && [ "$op" != sparse ] && [ "$op" != dupfile-copy ]; then lossy=0; fi
+  # a swap of equal chunks or a cut past the end may leave the bytes as they were: no damage
+  case $op in flip | zero | cut | tear | dup | swap | len | random | version | random-small)
+    cmp -s "$src" "$t" && damaged=0 lost=0 ;;
+  esac
   local v rc o healthy=0 res
   [ "$r" = hang ] || healthy=1
   for v in $verbs; do
     local cmd
     case $v in
-    dump) cmd=(dump "$in") ;;
-    stats) cmd=(dump --stats "$in") ;;
-    report) cmd=(report "$in") ;;
-    json) cmd=(report --json "$in") ;;
-    perfetto) cmd=(export "$in" -q --format perfetto -o "$out/x.pftrace") ;;
-    chrome) cmd=(export "$in" -q --format chrome -o "$out/x.json") ;;
-    sqlite) cmd=(export "$in" -q --format sqlite -o "$out/x.sqlite") ;;
-    diagnose) cmd=(diagnose "$in") ;;
+    dump) cmd=(dump "$target") ;;
+    stats) cmd=(dump --stats "$target") ;;
+    report) cmd=(report "$target") ;;
+    json) cmd=(report --json "$target") ;;
+    perfetto) cmd=(export "$target" -q --format perfetto -o "$out/x.pftrace") ;;
+    chrome) cmd=(export "$target" -q --format chrome -o "$out/x.json") ;;
+    sqlite) cmd=(export "$target" -q --format sqlite -o "$out/x.sqlite") ;;
+    diagnose) cmd=(diagnose "$target") ;;
     esac
     o=$(timeout -k 5 "$tmo" "${as[@]}" "$exe" "${cmd[@]}" 2>&1 >"$out/$v.stdout"; echo "rc=$?")
     rc=${o##*rc=}
@@ -210,11 +216,11 @@ run_input() {
     if [ "$rc" -ge 124 ] || [ "$rc" = 86 ] || [ "$rc" = 87 ] ||
       printf '%s' "$o" | grep -Eq 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:'; then
       res=crash
-    elif [ $lossy = 1 ] && [ "$rc" = 0 ] && ! printf '%s' "$s" | grep -Eiq "$mention"; then
+    elif [ $damaged = 1 ] && [ "$rc" = 0 ] && ! printf '%s' "$s" | grep -Eiq "$mention"; then
       res=wrong:silent
-    elif [ $lossy = 1 ] && printf '%s' "$o" | grep -Eq 'nothing stands out|^OK'; then
+    elif [ $lost = 1 ] && printf '%s' "$o" | grep -Eq 'nothing stands out|^OK'; then
       res=wrong:ok
-    elif [ $lossy = 1 ] && [ $healthy = 1 ] && [ "$v" = diagnose ] && printf '%s' "$o" | grep -Eq '^HANG'; then
+    elif [ $damaged = 1 ] && [ $healthy = 1 ] && [ "$v" = diagnose ] && printf '%s' "$o" | grep -Eq '^HANG'; then
       res=wrong:hang
     elif [ "$op" = none ] && printf '%s' "$s" | grep -Eiq 'damag|corrupt|truncat|skipped|lost with|never defined'; then
       res=wrong:alarm

@@ -15,13 +15,18 @@
  *   ncs-damage IN OUT random SEED LEN     LEN bytes of xorshift noise after IN's first 16 bytes
  *
  * Chunk indexes count the whole, well-framed chunks from the start (as `list` prints them); an
- * index past them is an error (exit 2). Offsets past the end are clamped.
+ * index past them is an error (exit 2). Offsets past the end are clamped. An offset written @N
+ * is the N-th byte (modulo their number) of the bytes that hold data: for a trace file every
+ * byte after the file header; for a flight file its header fields, the valid part of its meta
+ * region and the used part of each used ring slot (the rest is padding or free room, where a
+ * flipped bit loses nothing).
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/flight.h"
 #include "trace/format.h"
 
 typedef struct {
@@ -72,11 +77,51 @@ static size_t chunks(const bytes_t *b, size_t *off, size_t max) {
 
 static uint64_t num(const char *s) { return strtoull(s, NULL, 0); }
 
+/* The byte ranges of `b` that hold data (see the top), into r[0..max); returns how many. */
+static size_t live(const bytes_t *b, uint64_t (*r)[2], size_t max) {
+  ncs_flight_hdr_t h;
+  if (!ncs_flight_is(b->p, b->len) || b->len < NCS_FLIGHT_HDR_LEN) {
+    r[0][0] = NCS_FILE_HEADER_LEN < b->len ? NCS_FILE_HEADER_LEN : 0, r[0][1] = b->len;
+    return 1;
+  }
+  memcpy(&h, b->p, sizeof h);
+  size_t n = 0;
+  r[n][0] = 0, r[n++][1] = sizeof h;
+  if (h.meta_off < b->len) r[n][0] = h.meta_off, r[n++][1] = h.meta_off + h.meta_len;
+  for (uint64_t i = 0; i < h.nslots && n < max; i++) {
+    uint64_t at = h.ring_off + i * h.slot_bytes;
+    ncs_flight_slot_t sl;
+    if (at + sizeof sl > b->len) break;
+    memcpy(&sl, b->p + at, sizeof sl);
+    if (sl.seq) r[n][0] = at, r[n++][1] = at + NCS_FLIGHT_SLOT_HDR + sl.used;
+  }
+  for (size_t i = 0; i < n; i++) /* a damaged header may point anywhere */
+    if (r[i][1] > b->len) r[i][1] = b->len;
+  return n;
+}
+
+/* An offset argument: a number, or @N (the N-th byte that holds data). */
+static uint64_t offset(const bytes_t *b, const char *s) {
+  if (s[0] != '@') return num(s);
+  static uint64_t r[1 << 16][2];
+  size_t n = live(b, r, 1 << 16);
+  uint64_t total = 0, k = num(s + 1);
+  for (size_t i = 0; i < n; i++) total += r[i][1] > r[i][0] ? r[i][1] - r[i][0] : 0;
+  if (!total) return 0;
+  k %= total;
+  for (size_t i = 0; i < n; i++) {
+    uint64_t w = r[i][1] > r[i][0] ? r[i][1] - r[i][0] : 0;
+    if (k < w) return r[i][0] + k;
+    k -= w;
+  }
+  return 0;
+}
+
 /* The operation argv[3] on `in` (chunks at off[0..n]), written to argv[2]. */
 static int damage(const bytes_t *inp, const size_t *off, size_t n, int argc, char **argv) {
   const bytes_t in = *inp;
   const char *out = argv[2], *op = argv[3];
-  uint64_t a = argc > 4 ? num(argv[4]) : 0, c = argc > 5 ? num(argv[5]) : 0;
+  uint64_t a = argc > 4 ? offset(&in, argv[4]) : 0, c = argc > 5 ? num(argv[5]) : 0;
   size_t len = in.len;
   uint8_t *o = malloc(2 * len + 64 + (!strcmp(op, "random") ? c : 0));
   memcpy(o, in.p, len);

@@ -31,7 +31,7 @@ endif()
 # damaged copies of traces: the CLI tests below and scripts/hostile.sh
 add_executable(ncs-damage ${NCS_TESTS_DIR}/damage.c)
 target_include_directories(ncs-damage PRIVATE ${NCS_SRC_DIR})
-target_link_libraries(ncs-damage PRIVATE ncs_format)
+target_link_libraries(ncs-damage PRIVATE ncs_trace)
 
 # ---- the fuzz target, replayed over the corpus in every build
 add_executable(fuzz_replay ${NCS_TESTS_DIR}/fuzz/replay_main.c ${NCS_TESTS_DIR}/fuzz/fuzz_reader.c)

@@ -63,7 +63,7 @@ typedef struct {
 
 enum { RS_OK, RS_DONE, RS_FAILED };
 
-/* why the chunk at an offset is not valid (load_chunk) */
+/* why the chunk at an offset is not valid (check_chunk) */
 enum { BAD_SHORT = 1, BAD_MAGIC, BAD_LEN, BAD_CUT, BAD_CRC };
 
 struct ncs_reader {
