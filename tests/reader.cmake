@@ -143,6 +143,11 @@ ncs_cli_test(stats_damaged 4 "DAMAGED: checksum mismatch" "footer read; DAMAGED:
   "0 without footer[)], 1 damaged"
   -- ${NCS_EXE} dump --stats ${NCS_FIX}/damaged)
 ncs_cli_test(stats_mixed 4 "== job: 4 files" -- ${NCS_EXE} dump --stats ${NCS_FIX}/valid ${NCS_FIX}/crashed ${NCS_FIX}/damaged)
+# a flight file whose oldest ring slot holds a damaged chunk: skipped, the slots after it read
+ncs_cli_test(dump_flight_damaged_slot 4 "GAP offset=[0-9]+ bytes=[0-9]+ chunks=1 why=.*checksum mismatch"
+  "FOOTER" "linearized ring" -- ${NCS_EXE} dump ${NCS_GEN_DIR}/seeds/flight-damaged-slot)
+ncs_cli_test(dump_resync_segment 4 "GAP offset=[0-9]+ .*zero bytes" "startRealtime=0 startMono=0"
+  "1 segment lost its SEGMENT chunk" -- ${NCS_EXE} dump ${NCS_GEN_DIR}/seeds/zeroed-resync)
 
 ncs_cli_test(record_bad_events 2 "--events: unknown event type 'bogus' in 'coll,bogus'"
   -- ${NCS_EXE} record --events coll,bogus -- true)

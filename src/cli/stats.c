@@ -521,7 +521,9 @@ static int stats_file(const char *path, file_t *f, FILE *o) {
   ncs_reader_t *r = ncs_reader_open_why(path, &why, err, sizeof err);
   if (!r) {
     ncs_warn("%s: %s", path, err);
-    int unreadable = why == NCS_OPEN_CANNOT_READ || why == NCS_OPEN_NOT_FILE;
+    /* a newer format is not damage: this tool cannot read it */
+    int unreadable = why == NCS_OPEN_CANNOT_READ || why == NCS_OPEN_NOT_FILE ||
+                     why == NCS_OPEN_UNSUPPORTED;
     fprintf(o, "== %s\n  %s%s\n", path, unreadable ? "" : "DAMAGED: ", err);
     return unreadable ? FILE_UNREADABLE : NCS_DAMAGE_CORRUPT;
   }
