@@ -520,6 +520,21 @@ static void test_bad_chunk_magic_and_zero_tail(void **state) {
   assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
   assert_contains(d.err, "100 zero bytes");
   assert_int_equal(d.end[d.n - 1], len);
+  assert_int_equal(d.info.tail, NCS_TAIL_TRUNCATED);
+  assert_int_equal(d.info.tail_offset, len);
+  assert_int_equal(d.info.tail_bytes, 100);
+  /* garbage after the data, no valid chunk in it: a lost tail, not a truncation */
+  g.file.len = len;
+  uint8_t junk[100];
+  memset(junk, 0xAA, sizeof junk);
+  ncs_buf_bytes(&g.file, junk, sizeof junk);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_int_equal(d.info.tail, NCS_TAIL_LOST);
+  assert_int_equal(d.info.tail_offset, len);
+  assert_int_equal(d.info.gaps, 0);
+  assert_contains(d.err, "no valid chunk after it");
+  assert_int_equal(d.footers, 1);
   tg_free(&g);
 }
 

@@ -34,6 +34,7 @@
 /* Caps on the per-segment string store. A real trace interns a few hundred names; these only
  * stop a hostile file from using unbounded memory. */
 #define MAX_STRINGS (1u << 20)
+#define MAX_COMMS (1u << 20) /* communicator indexes remembered per segment */
 #define MAX_STRING_BYTES (64u << 20)
 #define ARENA_BLOCK (64u << 10)
 /* chunks per segment whose fingerprints are kept to recognize a second copy (8 MiB at most) */
@@ -571,6 +572,8 @@ static int dec_comm(ncs_reader_t *r, ncs_item_t *it) {
   /* appended later (format 1.1): the GPU; files written before have no such bytes */
   if (r->pos < r->end && (get_i32(r, &c->device, "device") || get_str(r, &c->bus_id, "bus id")))
     return -1;
+  if (r->comms.n >= MAX_COMMS && !comm_known(r, c->index))
+    return bad_field(r, NULL, "too many communicators in this segment (limit 1048576)");
   if (map_put(r, &r->comms, (uint64_t)c->index + 1, 1) != 0)
     return bad_field(r, NULL, "out of memory for the communicator table");
   it->ts = c->init_ns;
