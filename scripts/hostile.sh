@@ -72,6 +72,7 @@ fi
 chmod 755 "$work"
 export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:exitcode=87
+export TSAN_OPTIONS=halt_on_error=1:exitcode=88 # when the build is a TSan one
 export NCCLSCOPE_SAMPLE=1
 
 # ---------------------------------------------------------------- recordings
@@ -213,8 +214,8 @@ run_input() {
     local s
     s=$(said "$o")
     res=ok
-    if [ "$rc" -ge 124 ] || [ "$rc" = 86 ] || [ "$rc" = 87 ] ||
-      printf '%s' "$o" | grep -Eq 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:'; then
+    if [ "$rc" -ge 124 ] || [ "$rc" = 86 ] || [ "$rc" = 87 ] || [ "$rc" = 88 ] ||
+      printf '%s' "$o" | grep -Eq 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|ThreadSanitizer|runtime error:'; then
       res=crash
     elif [ $damaged = 1 ] && [ "$rc" = 0 ] && ! printf '%s' "$s" | grep -Eiq "$mention"; then
       res=wrong:silent
