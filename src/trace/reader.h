@@ -203,16 +203,17 @@ void ncs_reader_close(ncs_reader_t *r);
 const ncs_flight_info_t *ncs_reader_flight(const ncs_reader_t *r);
 uint32_t ncs_reader_flight_bad_slots(const ncs_reader_t *r);
 
-/* List the trace files (*.nstrace and *.nsflight) of a directory, sorted by name. A path that is
- * itself a file (of any kind: opening refuses what is not a regular file) is returned as the only
- * entry. Each file is listed once: a name whose device and inode were already listed (a hard
- * link, a symbolic link) is dropped. Returns 0 (with *n == 0 for a directory without traces), or
- * -1 with err filled. Free with ncs_free_paths. */
+/* List the trace files (*.nstrace and *.nsflight) of a directory, sorted by name: every such
+ * name, whatever it names (opening refuses what is not a regular file, with a message that says
+ * what it is). A path that is itself a file of any kind is returned as the only entry. Each file
+ * is listed once: a name whose device and inode were already listed (a hard link, a symbolic
+ * link) is dropped. Returns 0 (with *n == 0 for a directory without traces), or -1 with err
+ * filled. Free with ncs_free_paths. */
 int ncs_list_traces(const char *path, char ***paths, size_t *n, char *err, size_t errlen);
 /* The same over several paths, in order, as one list: a file reached twice (a path given twice,
  * a file also found in a directory given, two names of one inode) is kept at its first name and
- * counted in *dups. found[i] (when found is not NULL) gets how many trace names paths[i] gave
- * before duplicates were dropped. */
+ * counted in *dups (when dups is not NULL). found[i] (when found is not NULL) gets how many trace
+ * names paths[i] gave before duplicates were dropped. */
 int ncs_list_traces_n(char *const *paths, size_t npaths, char ***out, size_t *n, size_t *dups,
                       size_t *found, char *err, size_t errlen);
 void ncs_free_paths(char **paths, size_t n);
