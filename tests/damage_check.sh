@@ -2,8 +2,9 @@
 # damage_check.sh CASE NCCLSCOPE NCS_DAMAGE SIMDIR WORK
 # The reader's damage and input rules as users see them, on a trace that nccl-sim recorded with
 # the plugin (SIMDIR, one or more *.nstrace files). Each CASE builds its input under WORK/CASE,
-# runs the verbs with a timeout and checks their exit status and output. Exit 0 pass, 1 fail,
-# 77 skipped (with the reason printed).
+# runs the verbs with a timeout and checks their exit status (docs/cli.md, "Exit status": 3 no
+# file could be read, 4 damaged or unreadable among readable ones) and output. Exit 0 pass, 1
+# fail, 77 skipped (with the reason printed).
 set -u
 case_=$1 exe=$2 damage=$3 sim=$4 work=$5/$1
 rm -rf "$work" && mkdir -p "$work" || exit 1
@@ -49,19 +50,19 @@ torn)
   k=$(events_chunk "$src" 2)
   [ -n "$k" ] || { echo "the recording has fewer than 2 EVENTS chunks"; exit 1; }
   "$damage" "$src" "$work/$(basename "$src")" tear "$k" 1000 || exit 1
-  run 1 "DAMAGED: checksum mismatch in the EVENTS chunk at offset [0-9]+" \
+  run 4 "DAMAGED: checksum mismatch in the EVENTS chunk at offset [0-9]+" \
     "reading went on after it [(]1 damaged range, 1000 bytes in all[)]" \
     "footer read; DAMAGED: 1 damaged range skipped inside it" "1 damaged, 0 truncated" \
     -- "$exe" dump --stats "$work"
-  run 1 "GAP offset=[0-9]+ bytes=1000 chunks=1 why=" "FOOTER" -- "$exe" dump "$work"
-  run 1 "trace files are damaged" "!analysed up to the damage" -- "$exe" report "$work"
+  run 4 "GAP offset=[0-9]+ bytes=1000 chunks=1 why=" "FOOTER" -- "$exe" dump "$work"
+  run 4 "trace files are damaged" "!analysed up to the damage" -- "$exe" report "$work"
   ;;
 flip)
   # One flipped bit costs one chunk, not the rest of the file.
   k=$(events_chunk "$src" 1)
   off=$("$damage" "$src" list | awk -v k="$k" '$1 == k { print $2 + 100 }')
   "$damage" "$src" "$work/$(basename "$src")" flip "$off" 3 || exit 1
-  run 1 "checksum mismatch in the EVENTS chunk" "footer read" "0 without footer" \
+  run 4 "checksum mismatch in the EVENTS chunk" "footer read" "0 without footer" \
     -- "$exe" dump --stats "$work"
   ;;
 cut)
@@ -79,11 +80,11 @@ cut)
 fifo)
   # A FIFO named like a trace: refused at once, given directly or found in a directory.
   mkfifo "$work/x.nstrace" || exit 1
-  run 1 "x.nstrace: not a regular file but a FIFO" -- "$exe" dump "$work/x.nstrace"
-  run 1 "x.nstrace: not a regular file but a FIFO" -- "$exe" dump --stats "$work"
+  run 3 "x.nstrace: not a regular file but a FIFO" -- "$exe" dump "$work/x.nstrace"
+  run 3 "x.nstrace: not a regular file but a FIFO" -- "$exe" dump --stats "$work"
   cp "$src" "$work/"
-  run 1 "FIFO" "1 unreadable" -- "$exe" dump --stats "$work"
-  run 1 -- "$exe" report "$work" # finishes (how report names the file is the job model's)
+  run 4 "FIFO" "1 unreadable" -- "$exe" dump --stats "$work"
+  run 4 -- "$exe" report "$work" # finishes (how report names the file is the job model's)
   ;;
 sparse)
   # 100 GB of hole after the trace: classified without reading the hole.
@@ -117,9 +118,12 @@ perm)
   else
     chmod 000 "$work/$(basename "$src")"
   fi
-  run 1 "cannot read: permission denied" "!damaged: |DAMAGED" "1 unreadable" \
+  run 3 "cannot read: permission denied" "!damaged: |DAMAGED" "1 unreadable" \
     -- $as "$exe" dump --stats "$work"
-  run 1 "cannot read: permission denied" -- $as "$exe" dump "$work"
+  run 3 "cannot read: permission denied" -- $as "$exe" dump "$work"
+  cp -p "$src" "$work/other-1.nstrace" && chmod 644 "$work/other-1.nstrace" # one readable file
+  run 4 "cannot read: permission denied" "!DAMAGED" "== job: 1 file, .*0 damaged.*1 unreadable" \
+    -- $as "$exe" dump --stats "$work"
   ;;
 header)
   # A header-only file (a process that died at once) is empty, not a second host.
