@@ -208,10 +208,7 @@ static int bad_field(ncs_reader_t *r, const char *what, const char *problem) {
   return -1;
 }
 
-/* A record that names something its segment never defined: decoded anyway and flagged;
- * counted once it is returned. */
-static void lost_ref(ncs_event_t *e, uint8_t what) { e->lost |= what; }
-
+/* A record that named something its segment never defined (ncs_event_t.lost) was returned. */
 static void count_lost(ncs_reader_t *r) {
   if (r->dmg.lost_refs++) return;
   r->lost_ref_off = r->rec_off;
@@ -674,7 +671,7 @@ static int dec_field(ncs_reader_t *r, ncs_event_t *e, unsigned i, const ncs_fiel
     if (get_u64(r, &e->f[i], fd->name) != 0) return -1;
     if (!e->f[i]) return 0;
     /* an id its segment never defined: its STRINGS chunk was lost (or the segment's start) */
-    if (!(e->fstr[i] = ncs_reader_string(r, e->f[i]))) lost_ref(e, NCS_LOST_STRING);
+    if (!(e->fstr[i] = ncs_reader_string(r, e->f[i]))) e->lost |= NCS_LOST_STRING;
     return 0;
   case NCS_FK_REF: return get_ref(r, &e->fref_kind[i], &e->f[i], fd->name);
   }
@@ -695,7 +692,7 @@ static int dec_start(ncs_reader_t *r, ncs_event_t *e) {
   if (get_u64(r, &e->ctx, "context") || get_ref(r, &e->parent_kind, &e->parent, "parent") ||
       get_i32(r, &e->rank, "rank") || get_u32(r, &e->flags, "flags"))
     return -1;
-  if (e->ctx_kind == NCS_CTX_LOCAL && !comm_known(r, e->ctx)) lost_ref(e, NCS_LOST_COMM);
+  if (e->ctx_kind == NCS_CTX_LOCAL && !comm_known(r, e->ctx)) e->lost |= NCS_LOST_COMM;
   const ncs_schema_t *s = &ncs_schema[e->type];
   e->nfields = s->nfields;
   for (unsigned i = 0; i < s->nfields; i++)
