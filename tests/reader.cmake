@@ -28,6 +28,11 @@ else()
   message(WARNING "cmocka not found (apt-get install libcmocka-dev pkg-config): reader unit tests skipped")
 endif()
 
+# damaged copies of traces: the CLI tests below and scripts/hostile.sh
+add_executable(ncs-damage ${NCS_TESTS_DIR}/damage.c)
+target_include_directories(ncs-damage PRIVATE ${NCS_SRC_DIR})
+target_link_libraries(ncs-damage PRIVATE ncs_trace)
+
 # ---- the fuzz target, replayed over the corpus in every build
 add_executable(fuzz_replay ${NCS_TESTS_DIR}/fuzz/replay_main.c ${NCS_TESTS_DIR}/fuzz/fuzz_reader.c)
 target_link_libraries(fuzz_replay PRIVATE ncs_trace)
@@ -134,9 +139,15 @@ ncs_cli_test(stats_crashed 0 "no footer: crashed/killed"
   "truncated: truncated chunk at offset" "Coll +2 +2 +2 +5 +2"
   "== job: 1 file, 1 segment [(]1 without footer[)], 0 damaged, 1 truncated"
   -- ${NCS_EXE} dump --stats ${NCS_FIX}/crashed)
-ncs_cli_test(stats_damaged 4 "DAMAGED: checksum mismatch" "footer not reached: the file is damaged" "1 without footer[)], 1 damaged"
+ncs_cli_test(stats_damaged 4 "DAMAGED: checksum mismatch" "footer read; DAMAGED: 1 damaged range skipped inside it"
+  "0 without footer[)], 1 damaged"
   -- ${NCS_EXE} dump --stats ${NCS_FIX}/damaged)
 ncs_cli_test(stats_mixed 4 "== job: 4 files" -- ${NCS_EXE} dump --stats ${NCS_FIX}/valid ${NCS_FIX}/crashed ${NCS_FIX}/damaged)
+# a flight file whose oldest ring slot holds a damaged chunk: skipped, the slots after it read
+ncs_cli_test(dump_flight_damaged_slot 4 "GAP offset=[0-9]+ bytes=[0-9]+ chunks=1 why=.*checksum mismatch"
+  "FOOTER" "linearized ring" -- ${NCS_EXE} dump ${NCS_GEN_DIR}/seeds/flight-damaged-slot)
+ncs_cli_test(dump_resync_segment 4 "GAP offset=[0-9]+ .*zero bytes" "startRealtime=0 startMono=0"
+  "1 segment lost its SEGMENT chunk" -- ${NCS_EXE} dump ${NCS_GEN_DIR}/seeds/zeroed-resync)
 
 ncs_cli_test(record_bad_events 2 "--events: unknown event type 'bogus' in 'coll,bogus'"
   -- ${NCS_EXE} record --events coll,bogus -- true)
@@ -175,4 +186,30 @@ ncs_cli_test(demo_bad_ranks 2 "--ranks needs a number" -- ${NCS_EXE} demo --rank
 if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
   ncs_cli_test(demo_sim 0 "trace written to .*demo-sim [(]2 files[)]" "== job: 2 files, 2 segments [(]0 without footer[)], 0 damaged"
     -- ${NCS_EXE} demo -o ${NCS_GEN_DIR}/demo-sim --ranks 2 --iters 5)
+endif()
+
+# ---- damage and hostile inputs as users see them, on a trace nccl-sim recorded with the plugin
+# (tests/damage_check.sh): a torn chunk and a flipped bit in the middle are read past, a cut tail
+# stays a truncation, a FIFO does not block, a 100 GB sparse file is classified at once,
+# permission denied is not damage, a header-only file is no host, one file twice is read once.
+if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
+  set(NCS_DMG_SIM ${CMAKE_CURRENT_BINARY_DIR}/damage-gen/sim)
+  add_test(NAME damage_sim_trace
+           COMMAND sh -c "rm -rf '${NCS_DMG_SIM}' && NCCLSCOPE_DIR='${NCS_DMG_SIM}' \
+'$<TARGET_FILE:nccl-sim>' --plugin '$<TARGET_FILE:nccl-profiler-ncclscope>' --scenario mixed \
+--ranks 4 --iters 1500 >/dev/null")
+  set_tests_properties(damage_sim_trace PROPERTIES FIXTURES_SETUP ncs_damage_sim)
+  foreach(c torn flip cut fifo sparse perm header twice)
+    add_test(NAME damage_${c}
+             COMMAND sh ${NCS_TESTS_DIR}/damage_check.sh ${c} $<TARGET_FILE:ncclscope>
+                     $<TARGET_FILE:ncs-damage> ${NCS_DMG_SIM} ${CMAKE_CURRENT_BINARY_DIR}/damage-gen)
+    set_tests_properties(damage_${c} PROPERTIES FIXTURES_REQUIRED ncs_damage_sim
+                         SKIP_RETURN_CODE 77 TIMEOUT 300)
+  endforeach()
+  # scripts/hostile.sh on a tiny sample (the one-off damages and one random input per recording)
+  # with this build's binaries: any crash, sanitizer report or timeout fails it
+  add_test(NAME hostile_sample
+           COMMAND bash ${NCS_TESTS_DIR}/../scripts/hostile.sh --build ${CMAKE_BINARY_DIR} --count 1
+                   --timeout 120 --fail-on-crash)
+  set_tests_properties(hostile_sample PROPERTIES TIMEOUT 900 RUN_SERIAL TRUE)
 endif()

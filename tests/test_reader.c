@@ -10,7 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -24,9 +29,15 @@ typedef struct {
   int n;  /* items read */
   int rc; /* last ncs_reader_next result */
   int damage;
-  char err[400];
+  ncs_damage_t info;
+  char err[1400];
   int what[4096];     /* item kinds in order */
   uint64_t end[4096]; /* ncs_reader_offset after each item: the end of its chunk */
+  int events, lost, recovered, footers;
+  uint64_t err_off;
+  int ngap;
+  ncs_gap_t gap[8]; /* the first GAP items (why copied below) */
+  char why[8][400];
 } drain_t;
 
 static void drain_reader(ncs_reader_t *r, drain_t *d) {
@@ -36,8 +47,20 @@ static void drain_reader(ncs_reader_t *r, drain_t *d) {
     assert_true(d->n < 4096);
     d->what[d->n] = it.what;
     d->end[d->n++] = ncs_reader_offset(r);
+    d->events += it.what == NCS_ITEM_EVENT;
+    d->lost += it.what == NCS_ITEM_EVENT && it.ev.lost;
+    d->footers += it.what == NCS_ITEM_FOOTER;
+    if (it.what == NCS_ITEM_SEGMENT) d->recovered += ncs_reader_segment(r)->recovered;
+    if (it.what == NCS_ITEM_GAP && d->ngap < 8) {
+      snprintf(d->why[d->ngap], sizeof d->why[0], "%s", it.gap.why);
+      d->gap[d->ngap] = it.gap;
+      d->gap[d->ngap].why = d->why[d->ngap];
+      d->ngap++;
+    }
   }
   d->damage = ncs_reader_damage(r);
+  ncs_reader_damage_info(r, &d->info);
+  d->err_off = ncs_reader_error_offset(r);
   snprintf(d->err, sizeof d->err, "%s", ncs_reader_error(r));
   /* sticky: after the end or an error, the same answer again */
   assert_int_equal(ncs_reader_next(r, &it), d->rc);
@@ -363,6 +386,31 @@ static void test_empty_and_header_only(void **state) {
   assert_true(drain_mem(h, sizeof h, &d));
   assert_int_equal(d.rc, 0);
   assert_int_equal(d.n, 0);
+  /* a header-only file is empty: no segment, nothing to count as a process */
+  char err[256];
+  for (size_t len = 0; len <= sizeof h; len++) {
+    ncs_reader_t *r = ncs_reader_open_mem(h, len, err, sizeof err);
+    assert_non_null(r);
+    assert_true(ncs_reader_empty(r));
+    ncs_reader_close(r);
+  }
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 1, 7);
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, NCS_FILE_HEADER_LEN + 1, err, sizeof err);
+  assert_false(ncs_reader_empty(r)); /* one byte of a chunk: a cut file, not an empty one */
+  ncs_reader_close(r);
+  char path[128];
+  snprintf(path, sizeof path, "%s/empty.nstrace", tmpdir);
+  write_file(path, h, sizeof h);
+  assert_non_null(r = ncs_reader_open(path, err, sizeof err));
+  assert_true(ncs_reader_empty(r));
+  ncs_reader_close(r);
+  write_file(path, g.file.p, g.file.len);
+  assert_non_null(r = ncs_reader_open(path, err, sizeof err));
+  assert_false(ncs_reader_empty(r));
+  ncs_reader_close(r);
+  tg_free(&g);
 }
 
 /* ---------------------------------------------------------------- damage */
@@ -384,15 +432,23 @@ static void test_bad_file_magic_and_version(void **state) {
   tg_free(&g);
 }
 
+/* Items of the whole file that come from chunks starting in [from, to). */
+static int items_from(const drain_t *full, uint64_t from, uint64_t to) {
+  int n = 0;
+  for (int i = 0; i < full->n; i++) n += full->end[i] > from && full->end[i] <= to;
+  return n;
+}
+
 static void test_crc_corruption(void **state) {
   (void)state;
   tg_t g;
   tg_init(&g);
   tg_sample(&g, 1, 0, 7);
   size_t off[64], n = chunk_offsets(&g, off, 64);
+  off[n] = g.file.len;
   drain_t *full = malloc(sizeof *full), *d = malloc(sizeof *d);
   drain_mem(g.file.p, g.file.len, full);
-  /* a byte in every chunk but the last: corrupt, items before it kept */
+  /* a byte in every chunk but the last: that chunk is skipped as a GAP, the rest is read */
   for (size_t k = 0; k + 1 < n; k++) {
     size_t at = off[k] + NCS_CHUNK_HEADER_LEN;
     g.file.p[at] ^= 0x40;
@@ -404,9 +460,31 @@ static void test_crc_corruption(void **state) {
     char where[64];
     snprintf(where, sizeof where, "offset %zu", off[k]);
     assert_contains(d->err, where);
-    int want = 0;
-    while (want < full->n && full->end[want] <= off[k]) want++;
-    assert_int_equal(d->n, want);
+    assert_int_equal(d->ngap, 1);
+    assert_int_equal(d->gap[0].offset, off[k]);
+    assert_int_equal(d->gap[0].bytes, off[k + 1] - off[k]);
+    assert_int_equal(d->gap[0].chunks, 1);
+    assert_int_equal(d->info.gaps, 1);
+    assert_int_equal(d->info.gap_bytes, off[k + 1] - off[k]);
+    assert_int_equal(d->info.tail, NCS_TAIL_CLEAN);
+    assert_int_equal(d->err_off, off[k]);
+    /* the items before it, then the GAP */
+    int before = items_from(full, 0, off[k] + 1);
+    assert_memory_equal(d->what, full->what, (size_t)before * sizeof d->what[0]);
+    assert_int_equal(d->what[before], NCS_ITEM_GAP);
+    /* every chunk after it was read: the footer is there, and only its own records are gone */
+    int lost = items_from(full, off[k], off[k + 1]);
+    assert_int_equal(d->footers, 1);
+    uint16_t type = (uint16_t)(g.file.p[off[k] + 4] | g.file.p[off[k] + 5] << 8);
+    int events_in = type == NCS_CHUNK_EVENTS ? lost : 0;
+    assert_int_equal(d->events, full->events - events_in);
+    /* what a lost chunk defined shows in the records after it, and only then */
+    assert_int_equal(d->recovered, type == NCS_CHUNK_SEGMENT);
+    if (type == NCS_CHUNK_STRINGS || type == NCS_CHUNK_COMM)
+      assert_true(d->lost > 0);
+    else
+      assert_int_equal(d->lost, 0);
+    if (type == NCS_CHUNK_SEGMENT) assert_contains(d->err, "before any SEGMENT chunk");
   }
   /* the last chunk: a torn write, not damage in the middle */
   g.file.p[off[n - 1] + NCS_CHUNK_HEADER_LEN] ^= 1;
@@ -430,7 +508,9 @@ static void test_bad_chunk_magic_and_zero_tail(void **state) {
   drain_mem(g.file.p, g.file.len, &d);
   assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
   assert_contains(d.err, "bad chunk magic");
-  assert_int_equal(d.n, 2);
+  assert_int_equal(d.what[2], NCS_ITEM_GAP);
+  assert_int_equal(d.gap[0].chunks, 0); /* its magic is gone: no header recognized */
+  assert_int_equal(d.footers, 1);
   g.file.p[off[2]] = 'C';
   /* zeros after the data, as a crash on some filesystems leaves */
   size_t len = g.file.len;
@@ -440,6 +520,21 @@ static void test_bad_chunk_magic_and_zero_tail(void **state) {
   assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
   assert_contains(d.err, "100 zero bytes");
   assert_int_equal(d.end[d.n - 1], len);
+  assert_int_equal(d.info.tail, NCS_TAIL_TRUNCATED);
+  assert_int_equal(d.info.tail_offset, len);
+  assert_int_equal(d.info.tail_bytes, 100);
+  /* garbage after the data, no valid chunk in it: a lost tail, not a truncation */
+  g.file.len = len;
+  uint8_t junk[100];
+  memset(junk, 0xAA, sizeof junk);
+  ncs_buf_bytes(&g.file, junk, sizeof junk);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_int_equal(d.info.tail, NCS_TAIL_LOST);
+  assert_int_equal(d.info.tail_offset, len);
+  assert_int_equal(d.info.gaps, 0);
+  assert_contains(d.err, "no valid chunk after it");
+  assert_int_equal(d.footers, 1);
   tg_free(&g);
 }
 
@@ -456,13 +551,30 @@ static void test_oversize_length(void **state) {
   drain_mem(g.file.p, g.file.len, &d);
   assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
   assert_contains(d.err, "claims a payload");
-  assert_int_equal(d.n, 1);
-  /* a length inside the limit but past the end of the file: a cut-off write */
+  assert_int_equal(d.what[1], NCS_ITEM_GAP);
+  assert_int_equal(d.gap[0].offset, off[1]);
+  assert_int_equal(d.gap[0].bytes, off[2] - off[1]);
+  assert_int_equal(d.footers, 1);
+  /* a length inside the limit but past the end of the file, with chunks after it: not a cut-off
+   * write (the reader found the chunks after it) */
   uint32_t past = (uint32_t)g.file.len;
   memcpy(g.file.p + off[1] + 8, &past, 4);
   drain_mem(g.file.p, g.file.len, &d);
-  assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
   assert_contains(d.err, "truncated chunk at offset");
+  assert_int_equal(d.gap[0].bytes, off[2] - off[1]);
+  assert_int_equal(d.footers, 1);
+  /* the same in the last chunk: a cut-off write */
+  uint32_t orig = (uint32_t)(off[2] - off[1] - NCS_CHUNK_HEADER_LEN);
+  memcpy(g.file.p + off[1] + 8, &orig, 4);
+  size_t nch = chunk_offsets(&g, off, 64);
+  past = (uint32_t)(g.file.len - off[nch - 1]);
+  memcpy(g.file.p + off[nch - 1] + 8, &past, 4);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
+  assert_int_equal(d.info.tail, NCS_TAIL_TRUNCATED);
+  assert_contains(d.err, "truncated chunk at offset");
+  assert_int_equal(d.ngap, 0);
   tg_free(&g);
 }
 
@@ -528,7 +640,11 @@ static void expect_event_error(const uint8_t *rec, size_t len, const char *msg, 
   assert_int_equal(d.rc, -1);
   assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
   assert_contains(d.err, msg);
-  assert_int_equal(d.n, 6 + good_before); /* segment, clock, comm, 3 threads */
+  /* segment, clock, comm, 3 threads, the good records, then the rest of the chunk as a GAP */
+  assert_int_equal(d.n, 6 + good_before + 1);
+  assert_int_equal(d.what[d.n - 1], NCS_ITEM_GAP);
+  assert_int_equal(d.gap[0].offset + d.gap[0].bytes, g.file.len);
+  assert_int_equal(d.info.tail, NCS_TAIL_CLEAN);
   tg_free(&g);
 }
 
@@ -544,8 +660,6 @@ static void test_bad_records(void **state) {
   second[0] = NCS_REC_START;
   second[1] = 15;
   expect_event_error(rec, 2 * n, "unknown event type", 1);
-  coll_start(second, 99, 0, 0, 0);
-  expect_event_error(rec, 2 * n, "string id 99 is not defined", 1);
   coll_start(second, 1, 4, 0, 0);
   expect_event_error(rec, 2 * n, "unknown context kind", 1);
   coll_start(second, 1, 0, 4, 0);
@@ -775,7 +889,9 @@ static void test_multi_segment(void **state) {
   ncs_item_t it;
   uint32_t segs = 0, footers = 0;
   int rc;
+  ncs_event_t last = {0};
   while ((rc = ncs_reader_next(r, &it)) > 0) {
+    if (it.what == NCS_ITEM_EVENT) last = it.ev;
     if (it.what == NCS_ITEM_SEGMENT) {
       assert_int_equal(ncs_reader_segment(r)->index, segs);
       assert_int_equal(ncs_reader_segment(r)->epoch, segs);
@@ -786,8 +902,12 @@ static void test_multi_segment(void **state) {
   assert_int_equal(segs, 4);
   assert_int_equal(footers, 3);
   assert_int_equal(rc, -1);
-  assert_contains(ncs_reader_error(r), "string id 1 is not defined");
-  assert_null(ncs_reader_string(r, 1)); /* the old segment's strings are gone */
+  /* decoded anyway, flagged: the old segment's strings are gone */
+  assert_int_equal(last.lost, NCS_LOST_STRING);
+  assert_int_equal(last.f[1], 1);
+  assert_null(last.fstr[1]);
+  assert_contains(ncs_reader_error(r), "1 record names strings or communicators that were never");
+  assert_null(ncs_reader_string(r, 1));
   ncs_reader_close(r);
   tg_free(&g);
 }
@@ -809,15 +929,22 @@ static void test_list_traces(void **state) {
     snprintf(p, sizeof p, "%s/%s", dir, names[i]);
     write_file(p, "x", 1);
   }
-  snprintf(p, sizeof p, "%s/sub.nstrace", dir); /* a directory: not a trace */
+  /* a directory named like a trace is listed: opening it says what it is */
+  snprintf(p, sizeof p, "%s/sub.nstrace", dir);
   assert_int_equal(mkdir(p, 0755), 0);
   assert_int_equal(ncs_list_traces(dir, &v, &n, err, sizeof err), 0);
-  assert_int_equal(n, 2);
+  assert_int_equal(n, 3);
   snprintf(p, sizeof p, "%s/a-1.nstrace", dir);
   assert_string_equal(v[0], p);
   snprintf(p, sizeof p, "%s/b-2.nstrace", dir);
   assert_string_equal(v[1], p);
+  snprintf(p, sizeof p, "%s/sub.nstrace", dir);
+  assert_string_equal(v[2], p);
   ncs_free_paths(v, n);
+  int why;
+  assert_null(ncs_reader_open_why(p, &why, err, sizeof err));
+  assert_int_equal(why, NCS_OPEN_NOT_FILE);
+  assert_contains(err, "not a regular file but a directory");
   /* a file is its own list, whatever its name */
   snprintf(p, sizeof p, "%s/notes.txt", dir);
   assert_int_equal(ncs_list_traces(p, &v, &n, err, sizeof err), 0);
@@ -827,10 +954,419 @@ static void test_list_traces(void **state) {
   assert_int_equal(ncs_list_traces("/nonexistent/dir", &v, &n, err, sizeof err), -1);
   assert_contains(err, "/nonexistent/dir");
   /* open refuses directories and missing files */
-  assert_null(ncs_reader_open(dir, err, sizeof err));
-  assert_contains(err, "not a regular file");
-  assert_null(ncs_reader_open("/nonexistent/x.nstrace", err, sizeof err));
-  assert_contains(err, "cannot open");
+  assert_null(ncs_reader_open_why(dir, &why, err, sizeof err));
+  assert_int_equal(why, NCS_OPEN_NOT_FILE);
+  assert_null(ncs_reader_open_why("/nonexistent/x.nstrace", &why, err, sizeof err));
+  assert_int_equal(why, NCS_OPEN_CANNOT_READ);
+  assert_string_equal(err, "cannot read: no such file");
+  snprintf(p, sizeof p, "%s/notes.txt", dir);
+  assert_null(ncs_reader_open_why(p, &why, err, sizeof err));
+  assert_int_equal(why, NCS_OPEN_NOT_TRACE);
+}
+
+/* One file reached twice is listed once: the same path, a hard link, a symbolic link, a file
+ * also inside a directory given; different files with equal bytes stay two. */
+static void test_list_duplicates(void **state) {
+  (void)state;
+  char dir[128], a[192], b[192], hard[192], sym[192], copy[192], err[256];
+  snprintf(dir, sizeof dir, "%s/dups", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(a, sizeof a, "%s/a-1.nstrace", dir);
+  snprintf(b, sizeof b, "%s/b-2.nstrace", dir);
+  snprintf(hard, sizeof hard, "%s/c-hard.nstrace", dir);
+  snprintf(sym, sizeof sym, "%s/d-sym.nstrace", dir);
+  snprintf(copy, sizeof copy, "%s/e-copy.nstrace", dir);
+  write_file(a, "same bytes", 10);
+  write_file(b, "other", 5);
+  write_file(copy, "same bytes", 10); /* same content, another file: the job model's business */
+  assert_int_equal(link(a, hard), 0);
+  assert_int_equal(symlink(a, sym), 0);
+  char **v;
+  size_t n, dups, found[4];
+  char *one[] = {dir};
+  assert_int_equal(ncs_list_traces_n(one, 1, &v, &n, &dups, found, err, sizeof err), 0);
+  assert_int_equal(n, 3); /* a, b, e: the hard and the symbolic link are a again */
+  assert_int_equal(dups, 2);
+  assert_int_equal(found[0], 5);
+  assert_string_equal(v[0], a);
+  assert_string_equal(v[1], b);
+  assert_string_equal(v[2], copy);
+  ncs_free_paths(v, n);
+  /* the plain call dedupes too */
+  assert_int_equal(ncs_list_traces(dir, &v, &n, err, sizeof err), 0);
+  assert_int_equal(n, 3);
+  ncs_free_paths(v, n);
+  /* a path given twice, a file and its directory: the first name is kept, in order */
+  char *twice[] = {b, b, dir, sym};
+  assert_int_equal(ncs_list_traces_n(twice, 4, &v, &n, &dups, found, err, sizeof err), 0);
+  assert_int_equal(n, 3);
+  assert_string_equal(v[0], b);
+  assert_string_equal(v[1], a);
+  assert_string_equal(v[2], copy);
+  assert_int_equal(dups, 1 + 1 + 2 + 1); /* b again; b, hard and sym in dir; sym */
+  assert_int_equal(found[0], 1);
+  assert_int_equal(found[1], 1);
+  assert_int_equal(found[2], 5);
+  assert_int_equal(found[3], 1);
+  ncs_free_paths(v, n);
+  /* nothing to drop: no false duplicates */
+  char *distinct[] = {a, b, copy};
+  assert_int_equal(ncs_list_traces_n(distinct, 3, &v, &n, &dups, NULL, err, sizeof err), 0);
+  assert_int_equal(n, 3);
+  assert_int_equal(dups, 0);
+  ncs_free_paths(v, n);
+}
+
+/* ---------------------------------------------------------------- damage inside the file */
+
+/* The chunks of a valid file written as a file: chunk k cut to `keep` bytes (a torn write that a
+ * transient full disk left), the chunks after it appended whole. */
+static void torn_file(const tg_t *g, const size_t *off, size_t k, size_t keep, ncs_buf_t *out) {
+  ncs_buf_reset(out);
+  ncs_buf_bytes(out, g->file.p, off[k] + keep);
+  ncs_buf_bytes(out, g->file.p + off[k + 1], g->file.len - off[k + 1]);
+}
+
+static void test_torn_chunk_in_middle(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 2, 0, 7);
+  size_t off[64], n = chunk_offsets(&g, off, 64);
+  off[n] = g.file.len;
+  drain_t *full = malloc(sizeof *full), *d = malloc(sizeof *d);
+  drain_mem(g.file.p, g.file.len, full);
+  ncs_buf_t b;
+  assert_int_equal(ncs_buf_init(&b, g.file.len), 0);
+  for (size_t k = 0; k + 1 < n; k++) {
+    size_t len = off[k + 1] - off[k];
+    uint16_t type = (uint16_t)(g.file.p[off[k] + 4] | g.file.p[off[k] + 5] << 8);
+    for (size_t keep = 1; keep < len; keep += keep < 20 ? 1 : 97) {
+      torn_file(&g, off, k, keep, &b);
+      drain_mem(b.p, b.len, d);
+      assert_int_equal(d->rc, -1);
+      assert_int_equal(d->damage, NCS_DAMAGE_CORRUPT);
+      assert_int_equal(d->info.tail, NCS_TAIL_CLEAN);
+      assert_int_equal(d->ngap, 1);
+      assert_int_equal(d->gap[0].offset, off[k]);
+      assert_int_equal(d->gap[0].bytes, keep);
+      assert_int_equal(d->footers, 2 - (type == NCS_CHUNK_FOOTER)); /* every chunk after it */
+      int lost = type == NCS_CHUNK_EVENTS ? items_from(full, off[k], off[k + 1]) : 0;
+      assert_int_equal(d->events, full->events - lost);
+    }
+  }
+  ncs_buf_free(&b);
+  free(full);
+  free(d);
+  tg_free(&g);
+}
+
+/* Zeros over the end of one chunk and the start of the next (a damaged disk block): one GAP for
+ * both, and reading goes on at the chunk after them. */
+static void test_zeroed_range(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  size_t off[64], n = chunk_offsets(&g, off, 64);
+  drain_t d;
+  /* the last EVENTS chunk's tail and the COMM_END header after it */
+  size_t k = n - 3;
+  memset(g.file.p + off[k + 1] - 5, 0, 5 + NCS_CHUNK_HEADER_LEN);
+  drain_mem(g.file.p, g.file.len, &d);
+  assert_int_equal(d.ngap, 1);
+  assert_int_equal(d.gap[0].offset, off[k]);
+  assert_int_equal(d.gap[0].bytes, off[k + 2] - off[k]);
+  assert_int_equal(d.gap[0].chunks, 1); /* the EVENTS header is still recognizable */
+  assert_int_equal(d.footers, 1);
+  assert_int_equal(d.what[d.n - 1], NCS_ITEM_FOOTER);
+  tg_free(&g);
+}
+
+/* A chunk written twice (a replayed write) is read once; the copy is named. */
+static void test_duplicate_chunk(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  size_t off[64], n = chunk_offsets(&g, off, 64);
+  off[n] = g.file.len;
+  drain_t *full = malloc(sizeof *full), *d = malloc(sizeof *d);
+  drain_mem(g.file.p, g.file.len, full);
+  ncs_buf_t b;
+  assert_int_equal(ncs_buf_init(&b, 2 * g.file.len), 0);
+  for (size_t k = 0; k < n; k++) {
+    uint16_t type = (uint16_t)(g.file.p[off[k] + 4] | g.file.p[off[k] + 5] << 8);
+    size_t len = off[k + 1] - off[k];
+    ncs_buf_reset(&b);
+    ncs_buf_bytes(&b, g.file.p, off[k + 1]);
+    ncs_buf_bytes(&b, g.file.p + off[k], len);
+    ncs_buf_bytes(&b, g.file.p + off[k + 1], g.file.len - off[k + 1]);
+    drain_mem(b.p, b.len, d);
+    if (type == NCS_CHUNK_THREAD || type == NCS_CHUNK_STRINGS) {
+      /* a thread is announced again in each segment, and a string defined twice changes
+       * nothing: no copy is looked for, and nothing is counted twice */
+      assert_int_equal(d->ngap, 0);
+      assert_int_equal(d->damage, NCS_DAMAGE_NONE);
+      assert_int_equal(d->events, full->events);
+      continue;
+    }
+    assert_int_equal(d->ngap, 1);
+    assert_int_equal(d->gap[0].offset, off[k + 1]);
+    assert_int_equal(d->gap[0].bytes, len);
+    assert_contains(d->gap[0].why, "second copy");
+    assert_contains(d->gap[0].why, "nothing lost");
+    assert_contains(d->err, "second copy");
+    assert_int_equal(d->events, full->events);
+    assert_int_equal(d->recovered, 0);
+    assert_int_equal(d->lost, 0);
+    assert_int_equal(d->damage, NCS_DAMAGE_CORRUPT);
+  }
+  ncs_buf_free(&b);
+  free(full);
+  free(d);
+  tg_free(&g);
+}
+
+/* Damage that took the start of the second segment: the reader finds evidence that a new segment
+ * began and does not decode its records with the first segment's strings and communicators. */
+static void test_lost_segment_start(void **state) {
+  (void)state;
+  for (int crash = 0; crash <= 1; crash++) {
+    tg_t g;
+    tg_init(&g);
+    tg_sample(&g, 1, crash, 7);
+    size_t seg2 = g.file.len;
+    ncs_segment_info_t si;
+    tg_segment_info(&si, 1, 7);
+    ncs_enc_segment(&g.pay, &si);
+    tg_chunk(&g, NCS_CHUNK_SEGMENT);
+    ncs_enc_clock(&g.pay, 5, 6);
+    tg_chunk(&g, NCS_CHUNK_CLOCK);
+    size_t strings = g.file.len;
+    for (uint64_t id = 1; id <= TG_NSTRINGS; id++) ncs_enc_string(&g.pay, id, tg_strings[id]);
+    tg_chunk(&g, NCS_CHUNK_STRINGS); /* the same strings as the first segment's */
+    ncs_comm_info_t c;
+    tg_comm_info(&c, 0, 5);
+    ncs_enc_comm(&g.pay, &c);
+    tg_chunk(&g, NCS_CHUNK_COMM);
+    uint8_t rec[128];
+    size_t n = coll_start(rec, 1, NCS_CTX_LOCAL, 0, 0);
+    uint8_t pay[160] = {5, 1};
+    memcpy(pay + 2, rec, n);
+    ncs_buf_bytes(&g.pay, pay, n + 2);
+    tg_chunk(&g, NCS_CHUNK_EVENTS);
+    /* zero the SEGMENT and CLOCK chunks of the second segment */
+    memset(g.file.p + seg2, 0, strings - seg2);
+    drain_t d;
+    drain_mem(g.file.p, g.file.len, &d);
+    assert_int_equal(d.ngap, 1);
+    assert_int_equal(d.gap[0].offset, seg2);
+    assert_int_equal(d.gap[0].bytes, strings - seg2);
+    assert_int_equal(d.recovered, 1);
+    assert_int_equal(d.info.lost_segments, 1);
+    /* The recovered segment has its own communicator. With a footer before the damage, its
+     * STRINGS chunk belongs to it too; without, the evidence comes only at the COMM chunk, after
+     * the strings were taken for the old segment's: the record's string is flagged lost rather
+     * than read with a meaning it may not have. */
+    assert_int_equal(d.lost, crash);
+    /* with a footer, the first chunk after the damage starts it; without, the COMM chunk that
+     * defines communicator 0 again */
+    assert_contains(d.err, crash ? "defines communicator 0 again" : "followed its segment's FOOTER");
+    assert_int_equal(d.what[d.n - 3], NCS_ITEM_SEGMENT);
+    assert_int_equal(d.what[d.n - 2], NCS_ITEM_COMM);
+    tg_free(&g);
+  }
+  /* no false alarm: damage inside a segment keeps it (test_crc_corruption checks every chunk) */
+}
+
+/* Records that name strings or communicators their segment never defined are decoded anyway,
+ * flagged and counted, also when no damage explains it. */
+static void test_lost_references(void **state) {
+  (void)state;
+  uint8_t rec[128], pay[300] = {5, 2};
+  size_t n = coll_start(rec, 99, NCS_CTX_LOCAL, 0, 0); /* string 99, communicator 0: neither */
+  memcpy(pay + 2, rec, n);
+  n = coll_start(rec, 1, NCS_CTX_NONE, 0, 0);
+  memcpy(pay + 2 + (n + 0), rec, n);
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  ncs_segment_info_t si;
+  tg_segment_info(&si, 0, 42);
+  ncs_enc_segment(&g.pay, &si);
+  tg_chunk(&g, NCS_CHUNK_SEGMENT);
+  ncs_enc_string(&g.pay, 1, "AllReduce");
+  tg_chunk(&g, NCS_CHUNK_STRINGS);
+  ncs_buf_bytes(&g.pay, pay, 2 + 2 * n);
+  tg_chunk(&g, NCS_CHUNK_EVENTS);
+  char err[128];
+  ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+  ncs_item_t it;
+  assert_int_equal(ncs_reader_next(r, &it), 1); /* SEGMENT */
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_EVENT);
+  assert_int_equal(it.ev.lost, NCS_LOST_STRING | NCS_LOST_COMM);
+  assert_int_equal(it.ev.f[1], 99);
+  assert_null(it.ev.fstr[1]);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.ev.lost, 0);
+  assert_string_equal(it.ev.fstr[1], "AllReduce");
+  assert_int_equal(ncs_reader_next(r, &it), -1);
+  assert_int_equal(ncs_reader_damage(r), NCS_DAMAGE_CORRUPT);
+  ncs_damage_t d;
+  ncs_reader_damage_info(r, &d);
+  assert_int_equal(d.lost_refs, 1);
+  assert_int_equal(d.gaps, 0);
+  assert_contains(ncs_reader_error(r), "never defined");
+  ncs_reader_close(r);
+  tg_free(&g);
+}
+
+/* A file full of plausible chunk headers with bad checksums after a damaged chunk: the scan
+ * gives up within its CRC budget instead of checking every candidate's payload. */
+static void test_resync_budget(void **state) {
+  (void)state;
+  size_t len = 4u << 20;
+  uint8_t *p = calloc(1, len);
+  ncs_file_header(p);
+  for (size_t off = NCS_FILE_HEADER_LEN; off + NCS_CHUNK_HEADER_LEN <= len; off += 16) {
+    uint8_t h[NCS_CHUNK_HEADER_LEN];
+    uint32_t claim = (uint32_t)(len - off - NCS_CHUNK_HEADER_LEN);
+    if (claim > NCS_CHUNK_MAX_PAYLOAD) claim = NCS_CHUNK_MAX_PAYLOAD;
+    ncs_chunk_header(h, NCS_CHUNK_EVENTS, NULL, 0);
+    memcpy(h + 8, &claim, 4); /* the CRC is that of an empty payload: wrong */
+    memcpy(p + off, h, sizeof h);
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  drain_t d;
+  drain_mem(p, len, &d);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  assert_int_equal(d.rc, -1);
+  assert_int_equal(d.info.tail, NCS_TAIL_LOST);
+  assert_contains(d.err, "too many false chunk headers");
+  /* without the budget: ~260000 candidates of ~2 MiB each, hours of CRC */
+  assert_true(s < 30);
+  free(p);
+}
+
+/* ---------------------------------------------------------------- inputs */
+
+/* A sparse file: a hole of 100 GB at the end reads as a truncation, and a hole in the middle as
+ * a GAP, without reading the hole. */
+static void test_sparse_file(void **state) {
+  (void)state;
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  char path[128], err[256];
+  snprintf(path, sizeof path, "%s/sparse.nstrace", tmpdir);
+  write_file(path, g.file.p, g.file.len);
+  uint64_t big = 100ull << 30;
+  assert_int_equal(truncate(path, (off_t)big), 0);
+  int fd = open(path, O_RDONLY);
+  off_t hole = lseek(fd, 0, SEEK_HOLE);
+  close(fd);
+  if (hole < 0 || (uint64_t)hole >= big) {
+    unlink(path);
+    skip(); /* this filesystem keeps no holes: nothing to test */
+  }
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  drain_t d;
+  ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
+  assert_non_null(r);
+  drain_reader(r, &d);
+  ncs_reader_close(r);
+  assert_int_equal(d.damage, NCS_DAMAGE_TRUNCATED);
+  assert_contains(d.err, "never written");
+  assert_int_equal(d.footers, 1);
+  /* the same hole with a chunk after it */
+  tg_t more;
+  tg_init(&more);
+  ncs_enc_clock(&more.pay, 77, 88);
+  tg_chunk(&more, NCS_CHUNK_CLOCK);
+  int wfd = open(path, O_WRONLY | O_APPEND);
+  assert_int_equal(write(wfd, more.file.p, more.file.len), (ssize_t)more.file.len);
+  close(wfd);
+  tg_free(&more);
+  r = ncs_reader_open(path, err, sizeof err);
+  drain_reader(r, &d);
+  ncs_reader_close(r);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  assert_int_equal(d.damage, NCS_DAMAGE_CORRUPT);
+  assert_int_equal(d.ngap, 1);
+  assert_int_equal(d.gap[0].offset, g.file.len);
+  assert_int_equal(d.gap[0].bytes, big - g.file.len);
+  assert_contains(d.gap[0].why, "a hole");
+  assert_int_equal(d.what[d.n - 1], NCS_ITEM_CLOCK); /* read after 100 GB, without reading them */
+  double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  assert_true(s < 10); /* reading 200 GB of zeros would take minutes */
+  unlink(path);
+  tg_free(&g);
+}
+
+/* A FIFO, a device, a socket and a directory are refused at once, never read. */
+static void test_special_files(void **state) {
+  (void)state;
+  char path[128], err[256];
+  int why;
+  snprintf(path, sizeof path, "%s/fifo.nstrace", tmpdir);
+  assert_int_equal(mkfifo(path, 0644), 0);
+  assert_null(ncs_reader_open_why(path, &why, err, sizeof err)); /* would block without a writer */
+  assert_int_equal(why, NCS_OPEN_NOT_FILE);
+  assert_contains(err, "FIFO");
+  assert_null(ncs_reader_open_why("/dev/zero", &why, err, sizeof err));
+  assert_int_equal(why, NCS_OPEN_NOT_FILE);
+  assert_contains(err, "character device");
+  snprintf(path, sizeof path, "%s/sock.nstrace", tmpdir);
+  int s = socket(AF_UNIX, SOCK_STREAM, 0);
+  struct sockaddr_un sa = {.sun_family = AF_UNIX};
+  assert_true(strlen(path) < sizeof sa.sun_path);
+  memcpy(sa.sun_path, path, strlen(path) + 1);
+  assert_int_equal(bind(s, (struct sockaddr *)&sa, sizeof sa), 0);
+  assert_null(ncs_reader_open_why(path, &why, err, sizeof err));
+  assert_int_equal(why, NCS_OPEN_NOT_FILE);
+  assert_contains(err, "socket");
+  close(s);
+}
+
+/* Permission denied is "cannot read", not damage. As root, permission bits do not stop a read,
+ * so a child process drops to nobody's uid first. */
+static void test_permission_denied(void **state) {
+  (void)state;
+  char dir[128], path[192], err[256];
+  snprintf(dir, sizeof dir, "%s/perm", tmpdir);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(chmod(tmpdir, 0755), 0); /* nobody may reach it, not read it */
+  snprintf(path, sizeof path, "%s/secret.nstrace", dir);
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 1, 0, 7);
+  write_file(path, g.file.p, g.file.len);
+  tg_free(&g);
+  assert_int_equal(chmod(path, 0600), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (geteuid() == 0) {
+      if (setgid(65534) != 0 || setuid(65534) != 0) _exit(3);
+    } else if (chmod(path, 0) != 0) {
+      _exit(4);
+    }
+    int why;
+    ncs_reader_t *r = ncs_reader_open_why(path, &why, err, sizeof err);
+    _exit(!r && why == NCS_OPEN_CANNOT_READ && !strcmp(err, "cannot read: permission denied")
+              ? 0
+              : 5);
+  }
+  int st;
+  assert_int_equal(waitpid(pid, &st, 0), pid);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  chmod(tmpdir, 0700);
 }
 
 /* ---------------------------------------------------------------- loss records */
@@ -1028,6 +1564,16 @@ int main(void) {
       cmocka_unit_test(test_list_traces),
       cmocka_unit_test(test_loss_records),
       cmocka_unit_test(test_flight_loss_windows),
+      cmocka_unit_test(test_list_duplicates),
+      cmocka_unit_test(test_torn_chunk_in_middle),
+      cmocka_unit_test(test_zeroed_range),
+      cmocka_unit_test(test_duplicate_chunk),
+      cmocka_unit_test(test_lost_segment_start),
+      cmocka_unit_test(test_lost_references),
+      cmocka_unit_test(test_resync_budget),
+      cmocka_unit_test(test_sparse_file),
+      cmocka_unit_test(test_special_files),
+      cmocka_unit_test(test_permission_denied),
   };
   return cmocka_run_group_tests(tests, setup_tmp, teardown_tmp);
 }

@@ -92,7 +92,10 @@ void tg_event(ncs_event_t *e, uint8_t kind, uint8_t type, uint64_t id, uint64_t 
     e->thread = type % 3;
     e->ts = ts;
     e->ctx_kind = (uint8_t)(id % 4);
-    e->ctx = e->ctx_kind == NCS_CTX_FOREIGN ? (4242ull << 16) | 1 : id % 4;
+    /* a local context names comm 0, the one tg_segment defines */
+    e->ctx = e->ctx_kind == NCS_CTX_FOREIGN ? (4242ull << 16) | 1
+             : e->ctx_kind == NCS_CTX_LOCAL ? 0
+                                            : id % 4;
     e->parent_kind = (uint8_t)((id + 1) % 4);
     e->parent = id > 1 ? id - 1 : 0;
     e->rank = (int32_t)(type % 8) - 1;

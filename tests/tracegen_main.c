@@ -2,7 +2,8 @@
  * seed corpus.
  *
  *   ncs-tracegen fixtures DIR   valid/, crashed/, damaged/, escape/ and empty/ trace dirs
- *   ncs-tracegen corpus DIR     small files of every chunk and record type (seed corpus)
+ *   ncs-tracegen corpus DIR     small files of every chunk and record type, and damaged ones
+ *                               that exercise resynchronization (seed corpus)
  */
 #include <errno.h>
 #include <stdio.h>
@@ -139,7 +140,7 @@ static void c_expired(tg_t *g) { events_of_kind(g, NCS_REC_EXPIRED); }
 /* A small flight file (trace/flight.h) made of a sample trace's chunks: the meta chunks in the
  * meta region, the others spread over 1 KiB ring slots whose seq order differs from their
  * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. */
-static void put_flight(const char *dir, const char *name, int crash) {
+static void put_flight(const char *dir, const char *name, int crash, int damage) {
   tg_t g;
   tg_init(&g);
   tg_sample(&g, 1, crash, 500);
@@ -195,8 +196,68 @@ static void put_flight(const char *dir, const char *name, int crash) {
   }
   h.next_seq = seq;
   memcpy(img, &h, sizeof h);
+  /* damage: a flipped byte in the first chunk of the oldest slot (position 3), which is read
+   * whole: the reader skips that chunk and reads the slots after it */
+  if (damage) img[h.ring_off + 3 * (size_t)SLOT + NCS_FLIGHT_SLOT_HDR + NCS_CHUNK_HEADER_LEN + 1] ^= 0x20;
   put(dir, name, img, len);
   free(img);
+  tg_free(&g);
+}
+
+/* Damage in the middle of a two-segment sample, for the reader's resynchronization: each seed
+ * has valid chunks after the damage. */
+static size_t nth_chunk(const tg_t *g, int k) {
+  size_t off = NCS_FILE_HEADER_LEN;
+  for (int i = 0; i < k; i++) {
+    uint32_t n;
+    memcpy(&n, g->file.p + off + 8, 4);
+    off += NCS_CHUNK_HEADER_LEN + n;
+  }
+  return off;
+}
+
+static void damaged_seeds(const char *d) {
+  tg_t g;
+  tg_init(&g);
+  tg_sample(&g, 2, 1, 99);
+  size_t len = g.file.len, ev = nth_chunk(&g, 7), next = nth_chunk(&g, 8);
+  uint8_t *b = malloc(2 * len);
+  /* torn: the first EVENTS chunk cut to a third, the chunks after it appended whole */
+  size_t keep = (next - ev) / 3;
+  memcpy(b, g.file.p, ev + keep);
+  memcpy(b + ev + keep, g.file.p + next, len - next);
+  put(d, "torn-chunk", b, len - (next - ev - keep));
+  /* one flipped bit inside it */
+  memcpy(b, g.file.p, len);
+  b[ev + NCS_CHUNK_HEADER_LEN + 5] ^= 0x10;
+  put(d, "flipped-bit", b, len);
+  /* its length field too large, valid chunks after it */
+  memcpy(b, g.file.p, len);
+  b[ev + 10] = 0x40;
+  put(d, "bad-length", b, len);
+  /* zeros over the end of one chunk and the header of the next (a dead disk block), and over
+   * the second segment's SEGMENT and CLOCK chunks (a recovered segment) */
+  memcpy(b, g.file.p, len);
+  memset(b + next - 7, 0, 7 + NCS_CHUNK_HEADER_LEN);
+  size_t seg2 = nth_chunk(&g, 12), strings2 = nth_chunk(&g, 14);
+  memset(b + seg2, 0, strings2 - seg2);
+  put(d, "zeroed-resync", b, len);
+  /* the first EVENTS chunk written twice */
+  memcpy(b, g.file.p, next);
+  memcpy(b + next, g.file.p + ev, next - ev);
+  memcpy(b + next + (next - ev), g.file.p + next, len - next);
+  put(d, "duplicate-chunk", b, len + (next - ev));
+  /* 1 KiB of zeros (what a hole reads as) between the two segments */
+  memcpy(b, g.file.p, seg2);
+  memset(b + seg2, 0, 1024);
+  memcpy(b + seg2 + 1024, g.file.p + seg2, len - seg2);
+  put(d, "hole", b, len + 1024);
+  /* the STRINGS chunk lost: records name strings never defined */
+  size_t st = nth_chunk(&g, 2), st_end = nth_chunk(&g, 3);
+  memcpy(b, g.file.p, st);
+  memcpy(b + st, g.file.p + st_end, len - st_end);
+  put(d, "lost-strings", b, len - (st_end - st));
+  free(b);
   tg_free(&g);
 }
 
@@ -221,8 +282,10 @@ static void corpus(const char *root) {
   seed(d, "loss", c_loss);
   seed(d, "gpu", c_gpu);
   put_sample(d, "sample-crashed", 1, 1, 88);
-  put_flight(d, "flight-exited", 0);
-  put_flight(d, "flight-killed", 1);
+  put_flight(d, "flight-exited", 0, 0);
+  put_flight(d, "flight-killed", 1, 0);
+  put_flight(d, "flight-damaged-slot", 0, 1);
+  damaged_seeds(d);
 }
 
 int main(int argc, char **argv) {

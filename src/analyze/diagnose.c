@@ -1964,7 +1964,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     }
     ncs_dg_proc_t *p = &G->procs[i];
     if (p->damage == NCS_DAMAGE_CORRUPT)
-      note(D, "%s is damaged: %s (read up to the damage)", p->name, p->damage_msg);
+      note(D, "%s is damaged: %s (its readable chunks were read)", p->name, p->damage_msg);
     if (p->events_unkept)
       note(D, "%s: %" PRIu64 " open events not kept (more than %u open)", p->name, p->events_unkept, DG_EV_MAX);
   }

@@ -136,7 +136,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
              a->p2p_unmatched_send, a->p2p_unmatched_recv, a->p2p_bytes_mismatch);
     break;
   case NCS_FIND_DAMAGED:
-    snprintf(o, n, "%" PRIu64 " trace files are damaged (analysed up to the damage)", a->damaged_files);
+    snprintf(o, n, "%" PRIu64 " trace files are damaged (their readable chunks were analysed)", a->damaged_files);
     break;
   }
 }

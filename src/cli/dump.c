@@ -26,8 +26,9 @@ static const char dump_help[] =
     "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
     "  -h, --help     this help\n"
     "\n"
-    "exit status: 0 ok (a truncated last chunk is only a warning), 1 a file is damaged in the\n"
-    "middle, 2 usage error or no traces found\n";
+    "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces or\n"
+    "none readable, 4 a file is damaged in the middle (its other chunks are printed) or cannot\n"
+    "be read, 5 the output cannot be written (docs/cli.md)\n";
 
 typedef struct {
   FILE *o;
@@ -348,6 +349,14 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     line_event(d, &it->ev);
     return 1;
   }
+  if (it->what == NCS_ITEM_GAP) { /* shown even with --type: records of any type may be lost */
+    put_prefix(d, 0, 0);
+    fprintf(d->o, "GAP offset=%" PRIu64 " bytes=%" PRIu64 " chunks=%u why=", it->gap.offset,
+            it->gap.bytes, it->gap.chunks);
+    ncs_put_str(d->o, it->gap.why);
+    fputc('\n', d->o);
+    return 1;
+  }
   if (d->filtered) return 0;
   switch (it->what) {
   case NCS_ITEM_CLOCK:
@@ -389,12 +398,23 @@ static int dump_file(dump_t *d, const char *path) {
   ncs_short_name(path, d->name, sizeof d->name);
   d->seg = 0;
   d->seg_start = 0;
+  if (ncs_reader_empty(r)) /* a process that died before its first chunk: nothing of it is here */
+    ncs_warn("%s: empty: only the file header, no segment (the process wrote nothing)", path);
   ncs_item_t it;
+  int rc = 1, footer = 0;
   /* a failed output (a full disk) stops the dump: the rest would be lost as well */
-  while (d->lines < d->limit && !ferror(d->o) && ncs_reader_next(r, &it) > 0)
+  while (d->lines < d->limit && !ferror(d->o) && (rc = ncs_reader_next(r, &it)) > 0) {
+    if (it.what == NCS_ITEM_SEGMENT || it.what == NCS_ITEM_FOOTER) footer = it.what == NCS_ITEM_FOOTER;
     d->lines += line_item(d, r, &it);
+  }
   int damage = ncs_reader_damage(r);
   if (damage) ncs_warn("%s: %s", path, ncs_reader_error(r));
+  /* a trace read to its end without a footer: what the process did after its last chunk is not
+   * here (a flight file has none unless its process exited: its header says) */
+  if (rc == 0 && !footer && ncs_reader_segment(r) && !ncs_reader_flight(r))
+    ncs_warn("%s: the last segment has no footer: the process was killed or is still running, "
+             "and what it did after the last chunk is not recorded",
+             path);
   ncs_reader_close(r);
   return damage;
 }

@@ -35,8 +35,8 @@ static const char report_help[] =
     "  --force       replace an existing --html FILE (it is refused otherwise)\n"
     "  -h, --help    this help\n"
     "\n"
-    "exit status: 0 ok, 2 usage error, 3 no traces found, 4 a trace file is damaged (analysed\n"
-    "up to the damage), 5 the output cannot be written (docs/cli.md)\n";
+    "exit status: 0 ok, 2 usage error, 3 no traces found, 4 a trace file is damaged (its readable\n"
+    "chunks are analysed), 5 the output cannot be written (docs/cli.md)\n";
 
 
 static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {

@@ -38,7 +38,9 @@ typedef struct {
   uint32_t index, epoch, mode, mask;
   uint64_t start_rt, start_mono, last_ts;
   int footer, snapshot;
-  int cut; /* the file is damaged before this segment's end */
+  int cut;       /* the file is damaged before this segment's end */
+  int recovered; /* its SEGMENT chunk was lost: found again after damage */
+  uint32_t gaps; /* damaged ranges skipped inside it */
 } seg_t;
 
 typedef struct {
@@ -84,7 +86,7 @@ typedef struct {
 typedef struct {
   counts_t total;
   gpu_t gpu;
-  uint32_t files, segs, crashed, damaged, truncated;
+  uint32_t files, segs, crashed, damaged, truncated, unreadable, empty;
   pair_t *pairs;
   size_t npairs;
   int pairs_full;
@@ -222,7 +224,8 @@ static void seg_begin(file_t *f, const ncs_segment_info_t *si) {
                    .mask = si->mask,
                    .start_rt = si->start_realtime_ns,
                    .start_mono = si->start_mono_ns,
-                   .last_ts = si->start_mono_ns};
+                   .last_ts = si->start_mono_ns,
+                   .recovered = si->recovered};
   memset(&f->rec, 0, sizeof f->rec);
   memset(&f->snap, 0, sizeof f->snap);
   memset(&f->foot, 0, sizeof f->foot);
@@ -276,6 +279,7 @@ static void item(file_t *f, ncs_reader_t *r, const ncs_item_t *it) {
     if (f->foot.plain[NCS_CK_END_NS] > s->last_ts) s->last_ts = f->foot.plain[NCS_CK_END_NS];
     s->footer = 1;
     break;
+  case NCS_ITEM_GAP: s->gaps++; break;
   default: break;
   }
 }
@@ -378,11 +382,17 @@ static void put_segments(FILE *o, const file_t *f) {
     ncs_put_mask(o, s->mask);
     fprintf(o, ", started ");
     put_utc(o, s->start_rt);
-    fprintf(o, ", %.3f s, %s\n", (double)dur / 1e9,
-            s->footer ? "clean"
-            : s->cut  ? "footer not reached: the file is damaged"
+    fprintf(o, ", %.3f s, %s", (double)dur / 1e9,
+            s->footer && !s->gaps ? "clean"
+            : s->footer           ? "footer read"
+            : s->cut              ? "footer not reached: the file is damaged"
             : s->mode == NCS_MODE_FLIGHT ? "no footer: a dump, a running or a killed process (see below)"
                       : "no footer: crashed/killed");
+    if (s->gaps) fprintf(o, "; DAMAGED: %u damaged range%s skipped inside it", s->gaps, s->gaps == 1 ? "" : "s");
+    if (s->recovered)
+      fprintf(o, "; RECOVERED: its SEGMENT chunk was lost, found again after damage (start time "
+                 "unknown)");
+    fputc('\n', o);
   }
   if (f->nseg > MAX_SEGS) fprintf(o, "  ... %u more segments\n", f->nseg - MAX_SEGS);
 }
@@ -468,9 +478,13 @@ static void put_job_comms(FILE *o, job_t *j) {
 }
 
 static void put_job(FILE *o, job_t *j) {
-  fprintf(o, "== job: %u file%s, %u segment%s (%u without footer), %u damaged, %u truncated\n",
+  fprintf(o, "== job: %u file%s, %u segment%s (%u without footer), %u damaged, %u truncated",
           j->files, j->files == 1 ? "" : "s", j->segs, j->segs == 1 ? "" : "s", j->crashed,
           j->damaged, j->truncated);
+  if (j->unreadable) fprintf(o, ", %u unreadable", j->unreadable);
+  if (j->empty)
+    fprintf(o, "; %u empty file%s (header only) not counted", j->empty, j->empty == 1 ? "" : "s");
+  fputc('\n', o);
   put_job_comms(o, j);
   put_table(o, &j->total, "  ");
   put_totals(o, &j->total, "  ");
@@ -569,15 +583,27 @@ static void put_gpu(FILE *o, const gpu_t *g, int file) {
           g->ops[NCS_GJ_CUPTI], g->ops[NCS_GJ_KERNELCH], g->ops[NCS_GJ_NONE]);
 }
 
-/* Read one file into *f and print it. Returns its NCS_DAMAGE_*. */
+/* what stats_file found besides NCS_DAMAGE_*: a file it could not read, or an empty one */
+enum { FILE_UNREADABLE = 10, FILE_EMPTY = 11 };
+
+/* Read one file into *f and print it. Returns its NCS_DAMAGE_*, or FILE_*. */
 static int stats_file(const char *path, file_t *f, FILE *o) {
   char err[512];
+  int why;
   memset(f, 0, sizeof *f);
-  ncs_reader_t *r = ncs_reader_open(path, err, sizeof err);
+  ncs_reader_t *r = ncs_reader_open_why(path, &why, err, sizeof err);
   if (!r) {
     ncs_warn("%s: %s", path, err);
-    fprintf(o, "== %s\n  unreadable: %s\n", path, err);
-    return NCS_DAMAGE_CORRUPT;
+    /* a newer format is not damage: this tool cannot read it */
+    int unreadable = why == NCS_OPEN_CANNOT_READ || why == NCS_OPEN_NOT_FILE ||
+                     why == NCS_OPEN_UNSUPPORTED;
+    fprintf(o, "== %s\n  %s%s\n", path, unreadable ? "" : "DAMAGED: ", err);
+    return unreadable ? FILE_UNREADABLE : NCS_DAMAGE_CORRUPT;
+  }
+  if (ncs_reader_empty(r)) { /* a process that died before its first chunk: not a process here */
+    fprintf(o, "== %s\n  empty: only the file header, no segment (not counted)\n", path);
+    ncs_reader_close(r);
+    return FILE_EMPTY;
   }
   f->opened = 1;
   ncs_item_t it;
@@ -626,6 +652,8 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   for (size_t i = 0; i < n; i++) {
     int dmg = stats_file(list[i], f, o);
     opened += f->opened;
+    j.unreadable += dmg == FILE_UNREADABLE, j.empty += dmg == FILE_EMPTY;
+    if (dmg == FILE_UNREADABLE || dmg == FILE_EMPTY) continue;
     j.files++, j.segs += f->nseg;
     for (uint32_t s = 0; s < f->nseg && s < MAX_SEGS; s++) j.crashed += !f->segs[s].footer;
     j.damaged += dmg == NCS_DAMAGE_CORRUPT, j.truncated += dmg == NCS_DAMAGE_TRUNCATED;
@@ -638,8 +666,8 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   free(j.pairs);
   free(f);
   ncs_free_paths(list, n);
-  if (!opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all */
-  return j.damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  if (!opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all (or all were empty) */
+  return j.damaged || j.unreadable ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
 }
 
 int ncs_stats_path(const char *path, FILE *o) {

@@ -246,28 +246,23 @@ void ncs_json_str(FILE *o, const char *s) {
 }
 
 int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout) {
+  char err[512];
+  size_t dups = 0, *found = calloc(npaths > 0 ? (size_t)npaths : 1, sizeof *found);
   *out = NULL, *nout = 0;
-  for (int i = 0; i < npaths; i++) {
-    char **list, err[512];
-    size_t n;
-    if (ncs_list_traces(paths[i], &list, &n, err, sizeof err) != 0) {
-      ncs_error("%s", err);
-      ncs_free_paths(*out, *nout);
-      *out = NULL, *nout = 0;
-      return NCS_EXIT_NO_INPUT;
-    }
-    if (!n) ncs_warn("no *.nstrace or *.nsflight files in %s", paths[i]);
-    char **all = realloc(*out, (*nout + n + 1) * sizeof *all);
-    if (!all) {
-      ncs_free_paths(list, n);
-      ncs_free_paths(*out, *nout);
-      *out = NULL, *nout = 0;
-      return NCS_EXIT_ERROR;
-    }
-    if (n) memcpy(all + *nout, list, n * sizeof *list);
-    *out = all, *nout += n;
-    free(list); /* the strings moved to *out */
+  if (!found) return NCS_EXIT_ERROR;
+  if (ncs_list_traces_n(paths, (size_t)npaths, out, nout, &dups, found, err, sizeof err) != 0) {
+    ncs_error("%s", err);
+    free(found);
+    return NCS_EXIT_NO_INPUT;
   }
+  for (int i = 0; i < npaths; i++)
+    if (!found[i]) ncs_warn("no *.nstrace or *.nsflight files in %s", paths[i]);
+  free(found);
+  /* the same file twice would count its ranks and operations twice */
+  if (dups)
+    ncs_warn("%zu path%s named a trace file already listed (the same path twice, or a link): "
+             "each file is read once",
+             dups, dups == 1 ? "" : "s");
   if (!*nout) {
     ncs_error("no trace files found");
     ncs_free_paths(*out, 0);
@@ -276,4 +271,3 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
   }
   return 0;
 }
-

@@ -32,22 +32,6 @@ static int by_seq(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* Whole, well-framed chunks at the start of p[0..n): how many bytes. CRCs are left to the
- * reader, which reports damage with an offset; framing is checked here so that one slot's
- * garbage cannot swallow the next slot's chunks. */
-static size_t framed(const uint8_t *p, size_t n) {
-  size_t off = 0;
-  while (off + NCS_CHUNK_HEADER_LEN <= n) {
-    uint32_t magic, len;
-    memcpy(&magic, p + off, 4);
-    memcpy(&len, p + off + 8, 4);
-    if (magic != NCS_CHUNK_MAGIC || len > NCS_CHUNK_MAX_PAYLOAD || len > n - off - NCS_CHUNK_HEADER_LEN)
-      break;
-    off += NCS_CHUNK_HEADER_LEN + len;
-  }
-  return off;
-}
-
 /* One header window into an ncs_loss_t: 1, 0 when it holds nothing, -1 when it cannot be true
  * (damage). */
 static int loss_window(const ncs_flight_loss_t *w, ncs_loss_t *l) {
@@ -161,14 +145,12 @@ int ncs_flight_linearize(const uint8_t *data, size_t len, uint8_t **out, size_t 
     const uint8_t *base = data + h.ring_off + (uint64_t)refs[k].index * h.slot_bytes;
     ncs_flight_slot_t s;
     memcpy(&s, base, sizeof s);
+    /* The slot's bytes go to the reader as they are: it checks every chunk, skips a damaged
+     * one and resynchronizes on the next valid chunk, which may be the next slot's first. */
     const uint8_t *p = base + NCS_FLIGHT_SLOT_HDR;
-    size_t whole = framed(p, s.used);
     size_t from = first ? 0 : s.kf_len;
-    if (whole < s.used) (*bad_slots)++;
-    if (from < whole) {
-      memcpy(buf + pos, p + from, whole - from);
-      pos += whole - from;
-    }
+    memcpy(buf + pos, p + from, s.used - from);
+    pos += s.used - from;
     if (first) info->window_mono = s.first_mono;
     first = 0;
     info->slots_used++;

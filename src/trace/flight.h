@@ -127,8 +127,9 @@ typedef struct {
 /* Is this a flight file (by its first bytes)? */
 int ncs_flight_is(const void *data, size_t len);
 /* Build the linear trace stream of a flight file image. Returns a malloc'd buffer (*out, *outlen)
- * and fills *info; -1 with err filled when the header is unusable. Damaged slots are skipped
- * (counted in *bad_slots); a slot's bytes are otherwise passed on for the reader to check. */
+ * and fills *info; -1 with err filled when the header is unusable. Slots whose header is damaged
+ * are skipped (counted in *bad_slots); a slot's bytes are otherwise passed on for the reader to
+ * check (it skips damaged chunks as GAP items). */
 int ncs_flight_linearize(const uint8_t *data, size_t len, uint8_t **out, size_t *outlen,
                          ncs_flight_info_t *info, uint32_t *bad_slots, char *err, size_t errlen);
 const char *ncs_flight_reason_name(uint32_t r);

@@ -3,11 +3,19 @@
  * The reader holds one chunk at a time. ncs_reader_next loads the next chunk, checks its magic,
  * length and CRC, and decodes it; an EVENTS chunk is decoded one record per call, so a damaged
  * record late in a chunk still lets every record before it through. Nothing in the file is
- * trusted: every varint, length, count, string id and kind byte is checked, and the first
- * problem ends the file with a message that names its byte offset.
+ * trusted: every varint, length, count, string id and kind byte is checked.
  *
- * Memory: one chunk (file mode; memory mode points into the caller's buffer) plus the strings of
- * the current segment, both capped.
+ * Damage costs what it hit, not the rest of the file. A chunk that fails its checks (or a payload
+ * that passes its CRC and does not decode) becomes a GAP item, and the reader scans forward for
+ * the next chunk with the magic, a plausible length and a good CRC, and goes on there. Only when
+ * no valid chunk follows does damage end the file: as a truncation when it looks like a torn last
+ * write, else as a lost tail. Records that name strings or communicators lost in a gap are
+ * decoded anyway and flagged (ncs_event_t.lost). docs/trace-format.md, "Damage and
+ * resynchronization", has the rules.
+ *
+ * Memory: one chunk (file mode; memory mode points into the caller's buffer), a 64 KiB scan
+ * window, and per segment the strings, the communicator indexes and the fingerprints of the
+ * chunks read (to find a chunk written twice), all capped.
  */
 #include "trace/reader.h"
 #include "trace/flight.h"
@@ -26,8 +34,15 @@
 /* Caps on the per-segment string store. A real trace interns a few hundred names; these only
  * stop a hostile file from using unbounded memory. */
 #define MAX_STRINGS (1u << 20)
+#define MAX_COMMS (1u << 20) /* communicator indexes remembered per segment */
 #define MAX_STRING_BYTES (64u << 20)
 #define ARENA_BLOCK (64u << 10)
+/* chunks per segment whose fingerprints are kept to recognize a second copy (8 MiB at most) */
+#define MAX_SEEN_CHUNKS (1u << 18)
+#define SCAN_WINDOW (64u << 10)
+/* CRC bytes that false chunk headers may cost while resynchronizing, on top of the file's size:
+ * a hostile file full of plausible headers cannot make the scan quadratic */
+#define VERIFY_SLACK (64ull << 20)
 
 /* Strings live in an arena of blocks so pointers handed out stay valid until the segment ends. */
 typedef struct arena_block {
@@ -36,12 +51,21 @@ typedef struct arena_block {
   char data[];
 } arena_block_t;
 
+/* An open-addressing map from non-zero 64-bit keys to 64-bit values: string ids to strings,
+ * communicator indexes + 1, chunk fingerprints to offsets. */
 typedef struct {
-  uint64_t id; /* 0 = empty slot (string ids start at 1) */
-  const char *s;
-} str_slot_t;
+  uint64_t k, v; /* k 0 = empty slot */
+} map_slot_t;
+
+typedef struct {
+  map_slot_t *s;
+  size_t cap, n;
+} map_t;
 
 enum { RS_OK, RS_DONE, RS_FAILED };
+
+/* why the chunk at an offset is not valid (check_chunk) */
+enum { BAD_SHORT = 1, BAD_MAGIC, BAD_LEN, BAD_CUT, BAD_CRC };
 
 struct ncs_reader {
   int fd;             /* file mode, else -1 */
@@ -49,31 +73,51 @@ struct ncs_reader {
   size_t mem_len;
   uint8_t *buf; /* file mode: header + payload of the current chunk */
   size_t buf_cap;
+  uint8_t *scan; /* file mode: the resynchronization window */
   uint64_t next_off; /* offset of the next chunk header */
+  int empty;
 
   /* the chunk being decoded */
-  uint16_t ctype;
+  uint16_t ctype, cflags;
   uint64_t chunk_off, pay_off;
   const uint8_t *pay, *pos, *end;
-  int in_events;
+  uint64_t rec_off; /* where the record (or string entry) being decoded starts */
+  int in_events, redo;
   uint32_t ev_count, ev_done;
   uint64_t prev_ts;
   uint64_t gpu_prev_start, gpu_prev_corr; /* GPU chunk: kernel start and correlation id bases */
 
-  int state;
-  int damage;
-  uint64_t err_off;
-  char err[400];
+  /* damage */
+  int state, end_rc;
+  int bad;          /* BAD_*: what load_chunk found wrong */
+  uint32_t bad_len; /* the length the bad chunk announced */
+  int gave_up;      /* the CRC budget for false chunk headers is spent */
+  uint64_t verify_left;
+  char why[400];      /* the damage just found */
+  char gap_why[400];  /* the last GAP item's why */
+  char first_gap[400], first_seg[200], tail_msg[400];
+  char msg[1400]; /* ncs_reader_error */
+  ncs_damage_t dmg;
+  uint64_t first_off, lost_ref_off, lost_seg_off;
+  int have_first;
 
   /* the current segment */
   int have_seg;
+  int seg_gap;        /* a gap since it began: later chunks may belong to a segment we lost */
+  int seg_footer;     /* its FOOTER was read */
+  char over_why[160]; /* why the next chunk cannot belong to the current segment, "" if it can */
+  char evidence[160]; /* why the chunk just loaded starts a recovered segment, "" if it does not */
   uint32_t nseg;
   ncs_segment_info_t seg;
   arena_block_t *arena;
   size_t str_bytes;
-  str_slot_t *slots;
-  size_t slot_cap, nstrings;
-  uint64_t seed; /* hash secret of the string table */
+  map_t strings, comms, seen;
+  uint64_t seg_key, seg_key_off; /* the last SEGMENT chunk's fingerprint and offset */
+  /* the last segment that decoded: what a recovered segment inherits (one file, one process) */
+  ncs_segment_info_t id;
+  int have_id;
+  char id_host[NCS_STRING_MAX + 1], id_plugin[NCS_STRING_MAX + 1], id_cmd[NCS_STRING_MAX + 1];
+  uint64_t seed; /* hash secret of the maps */
   ncs_counters_t counters;
 
   /* a flight file: its linearized stream (owned) and what its header says */
@@ -86,34 +130,91 @@ struct ncs_reader {
 
 static const char *chunk_name(unsigned t) { return ncs_chunk_name(t); }
 
-/* ---------------------------------------------------------------- errors */
+static uint64_t src_size(const ncs_reader_t *r);
 
-static int fail(ncs_reader_t *r, int damage, uint64_t off, const char *fmt, ...)
+/* ---------------------------------------------------------------- damage accounting */
+
+static void note_off(ncs_reader_t *r, uint64_t off) {
+  if (!r->have_first || off < r->first_off) r->first_off = off;
+  r->have_first = 1;
+}
+
+/* ncs_reader_error's line: every kind of damage met so far, in file order. */
+static void compose(ncs_reader_t *r) {
+  const ncs_damage_t *d = &r->dmg;
+  size_t n = 0, cap = sizeof r->msg;
+  r->msg[0] = 0;
+#define PUT(...)                                                                                   \
+  do {                                                                                             \
+    if (n < cap) n += (size_t)snprintf(r->msg + n, cap - n, __VA_ARGS__);                          \
+  } while (0)
+  if (d->gaps)
+    PUT("%s: skipped, reading went on after it (%u damaged range%s, %llu bytes in all)",
+        r->first_gap, d->gaps, d->gaps == 1 ? "" : "s", (unsigned long long)d->gap_bytes);
+  if (d->lost_segments)
+    PUT("%s%u segment%s lost %s SEGMENT chunk; the first at offset %llu: %s", n ? "; " : "",
+        d->lost_segments, d->lost_segments == 1 ? "" : "s", d->lost_segments == 1 ? "its" : "their",
+        (unsigned long long)r->lost_seg_off, r->first_seg);
+  if (d->lost_refs)
+    PUT("%s%llu record%s name%s strings or communicators that were never defined (lost with "
+        "damage), the first at offset %llu",
+        n ? "; " : "", (unsigned long long)d->lost_refs, d->lost_refs == 1 ? "" : "s",
+        d->lost_refs == 1 ? "s" : "", (unsigned long long)r->lost_ref_off);
+  if (d->bad_slots)
+    PUT("%s%u damaged ring slot%s of the flight file left out", n ? "; " : "", d->bad_slots,
+        d->bad_slots == 1 ? "" : "s");
+  if (d->tail != NCS_TAIL_CLEAN) PUT("%s%s", n ? "; then " : "", r->tail_msg);
+  if (r->is_flight && (d->gaps || d->lost_refs || d->lost_segments || d->tail != NCS_TAIL_CLEAN))
+    PUT(" (offsets in the flight file's linearized ring, docs/trace-format.md)");
+#undef PUT
+}
+
+static int damaged(const ncs_reader_t *r) {
+  const ncs_damage_t *d = &r->dmg;
+  return d->tail != NCS_TAIL_CLEAN || d->gaps || d->lost_refs || d->lost_segments || d->bad_slots;
+}
+
+static int end_tail(ncs_reader_t *r, int tail, uint64_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
-/* Record the first error; the reader returns -1 from then on. */
-static int fail(ncs_reader_t *r, int damage, uint64_t off, const char *fmt, ...) {
+/* Reading ends at `off`: the bytes from there on are a truncated or lost tail. Returns -1. */
+static int end_tail(ncs_reader_t *r, int tail, uint64_t off, const char *fmt, ...) {
   if (r->state == RS_FAILED) return -1;
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(r->err, sizeof r->err, fmt, ap);
+  vsnprintf(r->tail_msg, sizeof r->tail_msg, fmt, ap);
   va_end(ap);
+  uint64_t size = src_size(r);
+  r->dmg.tail = tail;
+  r->dmg.tail_offset = off;
+  r->dmg.tail_bytes = size > off ? size - off : 0;
+  note_off(r, off);
   r->state = RS_FAILED;
-  r->damage = damage;
-  r->err_off = off;
+  r->end_rc = -1;
+  r->in_events = 0;
+  compose(r);
   return -1;
 }
 
 /* Offset in the file of the decoding position. */
 static uint64_t pos_off(const ncs_reader_t *r) { return r->pay_off + (uint64_t)(r->pos - r->pay); }
 
-/* A field error inside the current chunk: always corruption (the chunk passed its CRC, so the
- * writer or something after it produced bytes this reader cannot accept). */
+/* A field error inside the current chunk, which passed its CRC: the writer or something after it
+ * produced bytes this reader cannot accept. Says why in r->why; the caller skips the rest of the
+ * chunk as a gap. Returns -1. */
 static int bad_field(ncs_reader_t *r, const char *what, const char *problem) {
-  return fail(r, NCS_DAMAGE_CORRUPT, pos_off(r),
-              "%s at offset %llu (in the %s chunk at offset %llu)%s%s", problem,
-              (unsigned long long)pos_off(r), chunk_name(r->ctype),
-              (unsigned long long)r->chunk_off, what ? ": " : "", what ? what : "");
+  snprintf(r->why, sizeof r->why, "%s at offset %llu (in the %s chunk at offset %llu)%s%s",
+           problem, (unsigned long long)pos_off(r), chunk_name(r->ctype),
+           (unsigned long long)r->chunk_off, what ? ": " : "", what ? what : "");
+  return -1;
+}
+
+/* A record that named something its segment never defined (ncs_event_t.lost) was returned. */
+static void count_lost(ncs_reader_t *r) {
+  if (r->dmg.lost_refs++) return;
+  r->lost_ref_off = r->rec_off;
+  note_off(r, r->rec_off);
+  compose(r);
 }
 
 /* ---------------------------------------------------------------- the byte source */
@@ -140,10 +241,22 @@ static int pread_all(int fd, void *dst, size_t len, uint64_t off) {
   while (len) {
     ssize_t n = pread(fd, d, len, (off_t)off);
     if (n < 0 && errno == EINTR) continue;
+    if (n == 0) errno = 0; /* the file shrank */
     if (n <= 0) return -1;
     d += n, off += (uint64_t)n, len -= (size_t)n;
   }
   return 0;
+}
+
+static const uint8_t *read_failed(ncs_reader_t *r, uint64_t off, size_t len) {
+  if (errno)
+    end_tail(r, NCS_TAIL_LOST, off, "cannot read %zu bytes at offset %llu: %s", len,
+             (unsigned long long)off, strerror(errno));
+  else
+    end_tail(r, NCS_TAIL_TRUNCATED, off,
+             "the file shrank while it was read (at offset %llu): it is still being written?",
+             (unsigned long long)off);
+  return NULL;
 }
 
 /* Bytes [off, off+len) of the source, into r->buf at `at` in file mode. NULL with the reader
@@ -151,23 +264,47 @@ static int pread_all(int fd, void *dst, size_t len, uint64_t off) {
 static const uint8_t *src_bytes(ncs_reader_t *r, uint64_t off, size_t len, size_t at) {
   if (r->fd < 0) return r->mem + off;
   if (ensure_buf(r, at + len) != 0) {
-    fail(r, NCS_DAMAGE_CORRUPT, off, "out of memory reading %zu bytes at offset %llu", len,
-         (unsigned long long)off);
+    end_tail(r, NCS_TAIL_LOST, off, "out of memory reading %zu bytes at offset %llu", len,
+             (unsigned long long)off);
     return NULL;
   }
-  if (len && pread_all(r->fd, r->buf + at, len, off) != 0) {
-    fail(r, NCS_DAMAGE_TRUNCATED, off, "cannot read %zu bytes at offset %llu: %s", len,
-         (unsigned long long)off, errno ? strerror(errno) : "file shrank");
-    return NULL;
-  }
+  if (len && pread_all(r->fd, r->buf + at, len, off) != 0) return read_failed(r, off, len);
   return r->buf + at;
 }
 
+/* Up to SCAN_WINDOW bytes at off (fewer at the end): in file mode into r->scan. */
+static const uint8_t *src_window(ncs_reader_t *r, uint64_t off, size_t len) {
+  if (r->fd < 0) return r->mem + off;
+  if (!r->scan && !(r->scan = malloc(SCAN_WINDOW))) {
+    end_tail(r, NCS_TAIL_LOST, off, "out of memory scanning at offset %llu",
+             (unsigned long long)off);
+    return NULL;
+  }
+  if (pread_all(r->fd, r->scan, len, off) != 0) return read_failed(r, off, len);
+  return r->scan;
+}
+
+/* The first offset >= off that holds data: a hole of a sparse file reads as zeros, holds no
+ * chunk and need not be read. `size` when only holes follow. */
+static uint64_t data_from(const ncs_reader_t *r, uint64_t off, uint64_t size) {
+  if (r->fd < 0 || off >= size) return off;
+  off_t d = lseek(r->fd, (off_t)off, SEEK_DATA);
+  if (d < 0) return errno == ENXIO ? size : off; /* no SEEK_DATA here: read everything */
+  return (uint64_t)d < size ? (uint64_t)d : size;
+}
+
+/* The first hole (bytes never written) at or after off, or `size` when there is none. */
+static uint64_t hole_from(const ncs_reader_t *r, uint64_t off, uint64_t size) {
+  if (r->fd < 0 || off >= size) return size;
+  off_t h = lseek(r->fd, (off_t)off, SEEK_HOLE);
+  return h < 0 || (uint64_t)h > size ? size : (uint64_t)h;
+}
+
 /* True when every byte from off to the end is zero: what a filesystem leaves when a crash cut
- * off data that was allocated but never written. */
+ * off data that was allocated but never written, or a hole at the end of a sparse file. */
 static int tail_is_zero(ncs_reader_t *r, uint64_t off, uint64_t size) {
   uint8_t tmp[4096];
-  while (off < size) {
+  while ((off = data_from(r, off, size)) < size) {
     size_t n = size - off < sizeof tmp ? (size_t)(size - off) : sizeof tmp;
     const uint8_t *p;
     if (r->fd < 0) {
@@ -181,6 +318,66 @@ static int tail_is_zero(ncs_reader_t *r, uint64_t off, uint64_t size) {
     off += n;
   }
   return 1;
+}
+
+/* ---------------------------------------------------------------- maps */
+
+static uint64_t mix64(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+/* Keys are hashed with a per-reader secret, so that a hostile file cannot choose keys that all
+ * collide and turn lookups quadratic (the writer's ids are 1, 2, 3...). */
+static size_t slot_of(const ncs_reader_t *r, uint64_t k, size_t cap) {
+  return (size_t)mix64(k + r->seed) & (cap - 1);
+}
+
+static void map_clear(map_t *m) {
+  free(m->s);
+  m->s = NULL;
+  m->cap = m->n = 0;
+}
+
+static int map_get(const ncs_reader_t *r, const map_t *m, uint64_t k, uint64_t *v) {
+  if (!k || !m->cap) return 0;
+  for (size_t j = slot_of(r, k, m->cap);; j = (j + 1) & (m->cap - 1)) {
+    if (m->s[j].k == k) {
+      if (v) *v = m->s[j].v;
+      return 1;
+    }
+    if (!m->s[j].k) return 0;
+  }
+}
+
+static int map_grow(const ncs_reader_t *r, map_t *m) {
+  size_t cap = m->cap ? m->cap * 2 : 256;
+  map_slot_t *s = calloc(cap, sizeof *s);
+  if (!s) return -1;
+  for (size_t i = 0; i < m->cap; i++) {
+    if (!m->s[i].k) continue;
+    size_t j = slot_of(r, m->s[i].k, cap);
+    while (s[j].k) j = (j + 1) & (cap - 1);
+    s[j] = m->s[i];
+  }
+  free(m->s);
+  m->s = s;
+  m->cap = cap;
+  return 0;
+}
+
+/* Set (or replace: the last one wins) the value of key k != 0. */
+static int map_put(const ncs_reader_t *r, map_t *m, uint64_t k, uint64_t v) {
+  if (m->n + 1 > m->cap / 2 && map_grow(r, m) != 0) return -1;
+  size_t j = slot_of(r, k, m->cap);
+  while (m->s[j].k && m->s[j].k != k) j = (j + 1) & (m->cap - 1);
+  if (!m->s[j].k) m->n++;
+  m->s[j].k = k;
+  m->s[j].v = v;
+  return 0;
 }
 
 /* ---------------------------------------------------------------- the string store */
@@ -213,60 +410,23 @@ static const char *arena_str(ncs_reader_t *r, const uint8_t *s, size_t n) {
   return d;
 }
 
-static uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-/* The string table hashes ids with a per-reader secret, so that a hostile file cannot choose
- * ids that all collide and turn lookups quadratic (the writer's ids are 1, 2, 3...). */
-static size_t slot_of(const ncs_reader_t *r, uint64_t id, size_t cap) {
-  return (size_t)mix64(id + r->seed) & (cap - 1);
-}
-
-static void strings_reset(ncs_reader_t *r) {
+/* What a segment knows dies with it: strings, communicators, chunk fingerprints. */
+static void segment_reset(ncs_reader_t *r) {
   arena_free(r);
-  free(r->slots);
-  r->slots = NULL;
-  r->slot_cap = r->nstrings = 0;
-}
-
-static int strings_grow(ncs_reader_t *r) {
-  size_t cap = r->slot_cap ? r->slot_cap * 2 : 256;
-  str_slot_t *s = calloc(cap, sizeof *s);
-  if (!s) return -1;
-  for (size_t i = 0; i < r->slot_cap; i++) {
-    if (!r->slots[i].id) continue;
-    size_t j = slot_of(r, r->slots[i].id, cap);
-    while (s[j].id) j = (j + 1) & (cap - 1);
-    s[j] = r->slots[i];
-  }
-  free(r->slots);
-  r->slots = s;
-  r->slot_cap = cap;
-  return 0;
+  map_clear(&r->strings);
+  map_clear(&r->comms);
+  map_clear(&r->seen);
+  r->seg_gap = r->seg_footer = 0;
+  r->over_why[0] = 0;
 }
 
 const char *ncs_reader_string(const ncs_reader_t *r, uint64_t id) {
-  if (!r || !id || !r->slot_cap) return NULL;
-  for (size_t j = slot_of(r, id, r->slot_cap);; j = (j + 1) & (r->slot_cap - 1)) {
-    if (r->slots[j].id == id) return r->slots[j].s;
-    if (!r->slots[j].id) return NULL;
-  }
+  uint64_t v;
+  return r && map_get(r, &r->strings, id, &v) ? (const char *)(uintptr_t)v : NULL;
 }
 
-/* Define (or redefine: the last definition wins) string `id`. */
-static int strings_put(ncs_reader_t *r, uint64_t id, const char *s) {
-  if (r->nstrings + 1 > r->slot_cap / 2 && strings_grow(r) != 0) return -1;
-  size_t j = slot_of(r, id, r->slot_cap);
-  while (r->slots[j].id && r->slots[j].id != id) j = (j + 1) & (r->slot_cap - 1);
-  if (!r->slots[j].id) r->nstrings++;
-  r->slots[j].id = id;
-  r->slots[j].s = s;
-  return 0;
+static int comm_known(const ncs_reader_t *r, uint64_t index) {
+  return index < UINT32_MAX && map_get(r, &r->comms, index + 1, NULL);
 }
 
 /* ---------------------------------------------------------------- field decoding */
@@ -349,8 +509,10 @@ static int get_ref(ncs_reader_t *r, uint8_t *kind, uint64_t *v, const char *what
 
 /* ---------------------------------------------------------------- chunk payloads */
 
+static void keep_identity(ncs_reader_t *r);
+
 static int dec_segment(ncs_reader_t *r) {
-  strings_reset(r); /* the old segment's strings die with it */
+  segment_reset(r); /* the old segment's strings, communicators and fingerprints die with it */
   ncs_segment_info_t *s = &r->seg;
   memset(s, 0, sizeof *s);
   s->plugin_version = s->host = s->cmdline = "";
@@ -361,10 +523,16 @@ static int dec_segment(ncs_reader_t *r) {
       get_u32(r, &s->mode, "mode") || get_u32(r, &s->mask, "event mask") ||
       get_u64(r, &s->start_realtime_ns, "start realtime") ||
       get_u64(r, &s->start_mono_ns, "start monotonic") || get_str(r, &s->cmdline, "command line") ||
-      get_u64(r, &s->pool_bytes, "buffer pool bytes"))
+      get_u64(r, &s->pool_bytes, "buffer pool bytes")) {
+    /* a segment began here, but what follows cannot be tied to it */
+    snprintf(r->over_why, sizeof r->over_why,
+             "follows a SEGMENT chunk (at offset %llu) that does not decode",
+             (unsigned long long)r->chunk_off);
     return -1;
+  }
   s->index = r->nseg++;
   r->have_seg = 1;
+  keep_identity(r);
   return NCS_ITEM_SEGMENT;
 }
 
@@ -373,17 +541,19 @@ static int dec_strings(ncs_reader_t *r) {
     uint64_t id = 0;
     const char *s = NULL;
     const uint8_t *at = r->pos;
+    r->rec_off = pos_off(r);
     if (get_u64(r, &id, "string id") != 0) return -1;
     if (id == 0) {
       r->pos = at;
       return bad_field(r, NULL, "string id 0 (ids start at 1)");
     }
-    if (r->nstrings >= MAX_STRINGS && !ncs_reader_string(r, id)) {
+    if (r->strings.n >= MAX_STRINGS && !ncs_reader_string(r, id)) {
       r->pos = at;
       return bad_field(r, NULL, "too many strings in this segment (limit 1048576)");
     }
     if (get_str(r, &s, "string") != 0) return -1;
-    if (strings_put(r, id, s) != 0) return bad_field(r, NULL, "out of memory for the string table");
+    if (map_put(r, &r->strings, id, (uint64_t)(uintptr_t)s) != 0)
+      return bad_field(r, NULL, "out of memory for the string table");
   }
   return 0; /* no item */
 }
@@ -400,6 +570,10 @@ static int dec_comm(ncs_reader_t *r, ncs_item_t *it) {
   /* appended later (format 1.1): the GPU; files written before have no such bytes */
   if (r->pos < r->end && (get_i32(r, &c->device, "device") || get_str(r, &c->bus_id, "bus id")))
     return -1;
+  if (r->comms.n >= MAX_COMMS && !comm_known(r, c->index))
+    return bad_field(r, NULL, "too many communicators in this segment (limit 1048576)");
+  if (map_put(r, &r->comms, (uint64_t)c->index + 1, 1) != 0)
+    return bad_field(r, NULL, "out of memory for the communicator table");
   it->ts = c->init_ns;
   return NCS_ITEM_COMM;
 }
@@ -494,17 +668,12 @@ static int dec_field(ncs_reader_t *r, ncs_event_t *e, unsigned i, const ncs_fiel
     }
     return 0;
   }
-  case NCS_FK_STR: {
-    const uint8_t *at = r->pos;
+  case NCS_FK_STR:
     if (get_u64(r, &e->f[i], fd->name) != 0) return -1;
     if (!e->f[i]) return 0;
-    e->fstr[i] = ncs_reader_string(r, e->f[i]);
-    if (e->fstr[i]) return 0;
-    r->pos = at;
-    char msg[96];
-    snprintf(msg, sizeof msg, "string id %llu is not defined", (unsigned long long)e->f[i]);
-    return bad_field(r, fd->name, msg);
-  }
+    /* an id its segment never defined: its STRINGS chunk was lost (or the segment's start) */
+    if (!(e->fstr[i] = ncs_reader_string(r, e->f[i]))) e->lost |= NCS_LOST_STRING;
+    return 0;
   case NCS_FK_REF: return get_ref(r, &e->fref_kind[i], &e->f[i], fd->name);
   }
   return bad_field(r, fd->name, "unknown field kind in the schema");
@@ -524,6 +693,7 @@ static int dec_start(ncs_reader_t *r, ncs_event_t *e) {
   if (get_u64(r, &e->ctx, "context") || get_ref(r, &e->parent_kind, &e->parent, "parent") ||
       get_i32(r, &e->rank, "rank") || get_u32(r, &e->flags, "flags"))
     return -1;
+  if (e->ctx_kind == NCS_CTX_LOCAL && !comm_known(r, e->ctx)) e->lost |= NCS_LOST_COMM;
   const ncs_schema_t *s = &ncs_schema[e->type];
   e->nfields = s->nfields;
   for (unsigned i = 0; i < s->nfields; i++)
@@ -588,12 +758,19 @@ static int dec_record(ncs_reader_t *r, ncs_event_t *e) {
 }
 
 static int next_record(ncs_reader_t *r, ncs_item_t *it) {
+  r->rec_off = pos_off(r);
   if (r->pos >= r->end) {
     char msg[128];
     snprintf(msg, sizeof msg, "the chunk ends after %u of its %u records", r->ev_done, r->ev_count);
     return bad_field(r, NULL, msg);
   }
-  if (dec_record(r, &it->ev) != 0) return -1;
+  if (dec_record(r, &it->ev) != 0) {
+    size_t n = strlen(r->why);
+    snprintf(r->why + n, sizeof r->why - n, "; records %u to %u of the chunk are lost",
+             r->ev_done + 1, r->ev_count);
+    return -1;
+  }
+  if (it->ev.lost) count_lost(r);
   if (++r->ev_done == r->ev_count) r->in_events = 0; /* bytes after the last record are ignored */
   it->ts = it->ev.ts;
   return NCS_ITEM_EVENT;
@@ -735,84 +912,184 @@ static uint32_t get_le32(const uint8_t *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static int fail_tail(ncs_reader_t *r, uint64_t off, uint64_t size, const char *what) {
-  if (tail_is_zero(r, off, size))
-    return fail(
-        r, NCS_DAMAGE_TRUNCATED, off,
-        "%llu zero bytes at the end of the file from offset %llu (the process probably died "
-        "while writing)",
-        (unsigned long long)(size - off), (unsigned long long)off);
-  return fail(r, NCS_DAMAGE_TRUNCATED, off,
-              "%s at offset %llu (the process probably died while writing)", what,
-              (unsigned long long)off);
+/* A chunk's identity for finding a second copy of it: type, length and CRC (compared byte for
+ * byte before anything is called a copy). Never 0: known types are 1..15. */
+static uint64_t fingerprint(uint16_t type, uint32_t len, uint32_t crc) {
+  return (uint64_t)crc | (uint64_t)len << 32 | (uint64_t)(type & 0xF) << 57;
 }
 
-/* Load and check the next chunk. 1 loaded, 0 clean end of file, -1 failed. */
-static int load_chunk(ncs_reader_t *r) {
-  uint64_t off = r->next_off, size = src_size(r);
-  if (off >= size) return 0;
-  if (size - off < NCS_CHUNK_HEADER_LEN) return fail_tail(r, off, size, "truncated chunk header");
+/* Check the chunk at `off`. 1: it is whole and its CRC matches; its header is r->buf or r->mem
+ * at off, the payload at r->pay. 0: it is not (r->bad and, when `explain`, r->why say why). -1:
+ * the reader failed (a read error). A candidate met while resynchronizing (`explain` 0) must
+ * also have a known type and no flags, and its CRC is paid from r->verify_left. */
+static int check_chunk(ncs_reader_t *r, uint64_t off, uint64_t size, int explain) {
+  unsigned long long o = (unsigned long long)off;
+  r->bad = BAD_SHORT;
+  if (size - off < NCS_CHUNK_HEADER_LEN) {
+    if (explain) snprintf(r->why, sizeof r->why, "truncated chunk header at offset %llu", o);
+    return 0;
+  }
   const uint8_t *h = src_bytes(r, off, NCS_CHUNK_HEADER_LEN, 0);
   if (!h) return -1;
   uint32_t magic = get_le32(h), len = get_le32(h + 8), crc = get_le32(h + 12);
   uint16_t type = (uint16_t)(h[4] | h[5] << 8), flags = (uint16_t)(h[6] | h[7] << 8);
-  if (magic != NCS_CHUNK_MAGIC) {
-    if (tail_is_zero(r, off, size)) return fail_tail(r, off, size, "");
-    return fail(r, NCS_DAMAGE_CORRUPT, off,
-                "bad chunk magic 0x%08x at offset %llu: the file is damaged here", magic,
-                (unsigned long long)off);
-  }
-  if (len > NCS_CHUNK_MAX_PAYLOAD)
-    return fail(
-        r, NCS_DAMAGE_CORRUPT, off,
-        "chunk at offset %llu claims a payload of %u bytes (the limit is 16 MiB): the file is "
-        "damaged here",
-        (unsigned long long)off, len);
   uint64_t left = size - off - NCS_CHUNK_HEADER_LEN;
-  if (len > left)
-    return fail(
-        r, NCS_DAMAGE_TRUNCATED, off,
-        "truncated chunk at offset %llu: %u payload bytes announced, %llu present (the process "
-        "probably died while writing)",
-        (unsigned long long)off, len, (unsigned long long)left);
+  r->bad = magic != NCS_CHUNK_MAGIC ? BAD_MAGIC
+           : len > NCS_CHUNK_MAX_PAYLOAD ? BAD_LEN
+           : len > left                  ? BAD_CUT
+                                         : 0;
+  r->bad_len = len;
+  if (!explain && !r->bad && (type == 0 || type > 15 || flags)) r->bad = BAD_MAGIC;
+  if (!explain && !r->bad && len > r->verify_left) r->gave_up = 1, r->bad = BAD_MAGIC;
+  if (r->bad) {
+    if (!explain) return 0;
+    if (r->bad == BAD_MAGIC && magic == 0)
+      snprintf(r->why, sizeof r->why, "zero bytes at offset %llu where a chunk should start", o);
+    else if (r->bad == BAD_MAGIC)
+      snprintf(r->why, sizeof r->why, "bad chunk magic 0x%08x at offset %llu", magic, o);
+    else if (r->bad == BAD_LEN)
+      snprintf(r->why, sizeof r->why,
+               "chunk at offset %llu claims a payload of %u bytes (the limit is 16 MiB)", o, len);
+    else
+      snprintf(r->why, sizeof r->why,
+               "truncated chunk at offset %llu: %u payload bytes announced, %llu present", o, len,
+               (unsigned long long)left);
+    return 0;
+  }
   const uint8_t *p = src_bytes(r, off + NCS_CHUNK_HEADER_LEN, len, NCS_CHUNK_HEADER_LEN);
   if (!p) return -1;
   h = r->fd < 0 ? h : r->buf; /* the buffer may have moved */
   if (ncs_crc32c(ncs_crc32c(0, h + 4, 8), p, len) != crc) {
-    if (len == left)
-      return fail(
-          r, NCS_DAMAGE_TRUNCATED, off,
-          "bad checksum in the last chunk at offset %llu (the process probably died while writing)",
-          (unsigned long long)off);
-    return fail(
-        r, NCS_DAMAGE_CORRUPT, off,
-        "checksum mismatch in the %s chunk at offset %llu (%u bytes): the file is damaged here; "
-        "%llu bytes after it are not read",
-        chunk_name(type), (unsigned long long)off, len, (unsigned long long)(left - len));
+    r->bad = BAD_CRC;
+    if (!explain) r->verify_left -= len;
+    if (explain)
+      snprintf(r->why, sizeof r->why, "checksum mismatch in the %s chunk at offset %llu (%u bytes)",
+               chunk_name(type), o, len);
+    return 0;
   }
-  r->next_off = off + NCS_CHUNK_HEADER_LEN + len;
   r->ctype = type;
+  r->cflags = flags;
   r->chunk_off = off;
   r->pay_off = off + NCS_CHUNK_HEADER_LEN;
   r->pay = r->pos = p;
   r->end = p + len;
-  if (flags && type >= 1 && type <= NCS_CHUNK_MAX_TYPE)
-    return fail(
-        r, NCS_DAMAGE_CORRUPT, off,
-        "the %s chunk at offset %llu has flags 0x%x that this reader does not know (written by a "
-        "newer ncclscope?)",
-        chunk_name(type), (unsigned long long)off, flags);
   return 1;
 }
 
+/* The first valid chunk after `from`, or `size` when none is left. Holes are skipped without
+ * reading them; the window overlaps by 3 bytes so that no magic is missed at its edge. Every
+ * chunk magic met on the way that does not start a valid chunk is counted in *magics. */
+static uint64_t resync(ncs_reader_t *r, uint64_t from, uint64_t size, uint32_t *magics) {
+  const uint8_t want[4] = {NCS_CHUNK_MAGIC & 0xFF, (NCS_CHUNK_MAGIC >> 8) & 0xFF,
+                           (NCS_CHUNK_MAGIC >> 16) & 0xFF, NCS_CHUNK_MAGIC >> 24};
+  uint64_t p = from;
+  while (!r->gave_up && (p = data_from(r, p, size)) + NCS_CHUNK_HEADER_LEN <= size) {
+    size_t n = size - p < SCAN_WINDOW ? (size_t)(size - p) : SCAN_WINDOW;
+    const uint8_t *w = src_window(r, p, n);
+    if (!w) return size;
+    for (size_t i = 0; i + 4 <= n;) {
+      const uint8_t *c = memchr(w + i, want[0], n - 3 - i);
+      if (!c) break;
+      i = (size_t)(c - w);
+      if (!memcmp(c, want, 4)) {
+        int ok = check_chunk(r, p + i, size, 0);
+        if (ok < 0) return size;
+        if (ok) return p + i;
+        (*magics)++;
+        if (r->gave_up) return size;
+      }
+      i++;
+    }
+    if (p + n >= size) break;
+    p += n - 3;
+  }
+  return size;
+}
+
+static void keep_identity(ncs_reader_t *r) {
+  r->id = r->seg;
+  snprintf(r->id_host, sizeof r->id_host, "%s", r->seg.host);
+  snprintf(r->id_plugin, sizeof r->id_plugin, "%s", r->seg.plugin_version);
+  snprintf(r->id_cmd, sizeof r->id_cmd, "%s", r->seg.cmdline);
+  r->have_id = 1;
+}
+
+/* The chunk just loaded cannot belong to the current segment (`why`): its SEGMENT chunk was
+ * lost. Start a recovered segment, return its SEGMENT item, and decode the chunk again in it. */
+static int recover_segment(ncs_reader_t *r, const char *why) {
+  if (!r->dmg.lost_segments) { /* before the reset: why may be r->over_why */
+    snprintf(r->first_seg, sizeof r->first_seg, "the %s chunk there %s", chunk_name(r->ctype), why);
+    r->lost_seg_off = r->chunk_off;
+    note_off(r, r->chunk_off);
+  }
+  r->dmg.lost_segments++;
+  r->evidence[0] = 0; /* why may be r->evidence: used above */
+  segment_reset(r);
+  ncs_segment_info_t *s = &r->seg;
+  memset(s, 0, sizeof *s);
+  s->plugin_version = s->host = s->cmdline = "";
+  if (r->have_id) {
+    *s = r->id;
+    s->host = r->id_host, s->plugin_version = r->id_plugin, s->cmdline = r->id_cmd;
+  } else {
+    s->format_version = NCS_FORMAT_VERSION;
+  }
+  s->start_realtime_ns = s->start_mono_ns = 0; /* unknown */
+  s->index = r->nseg++;
+  s->recovered = 1;
+  r->have_seg = 1;
+  compose(r);
+  /* the chunk starts the new segment's fingerprints, as it would have after its SEGMENT */
+  map_put(r, &r->seen, fingerprint(r->ctype, (uint32_t)(r->end - r->pay), get_le32(r->pay - 4)),
+          r->chunk_off);
+  r->redo = 1;
+  return NCS_ITEM_SEGMENT;
+}
+
+/* Evidence that the chunk just loaded (after a gap) belongs to a later segment than the current
+ * one: "" when there is none. The writer never defines a communicator index twice or changes a
+ * string in one segment. */
+static const char *later_segment(ncs_reader_t *r, char *buf, size_t len) {
+  if (r->ctype == NCS_CHUNK_SEGMENT || r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE) return "";
+  if (!r->have_seg) return r->over_why[0] ? r->over_why : "comes before any SEGMENT chunk";
+  if (r->over_why[0]) return r->over_why;
+  if (!r->seg_gap) return "";
+  uint64_t v = 0;
+  const uint8_t *p = r->pay;
+  size_t n;
+  if (r->ctype == NCS_CHUNK_COMM && ncs_get_varint(p, r->end, &v) && comm_known(r, v)) {
+    snprintf(buf, len, "defines communicator %llu again, after damage", (unsigned long long)v);
+    return buf;
+  }
+  while (r->ctype == NCS_CHUNK_STRINGS && (n = ncs_get_varint(p, r->end, &v)) != 0) {
+    uint64_t id = v, slen = 0;
+    p += n;
+    if (!(n = ncs_get_varint(p, r->end, &slen)) || slen > (uint64_t)(r->end - p - n)) break;
+    p += n;
+    const char *old = ncs_reader_string(r, id);
+    if (old && (strlen(old) != slen || memcmp(old, p, (size_t)slen))) {
+      snprintf(buf, len, "gives string %llu another value, after damage", (unsigned long long)id);
+      return buf;
+    }
+    p += slen;
+  }
+  return "";
+}
+
 /* Decode the loaded chunk. Returns an NCS_ITEM_* (> 0), 0 when the chunk yields no item (yet),
- * or -1. */
+ * or -1 with r->why set. */
 static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
   if (r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == 0) return 0; /* unknown: skipped */
-  if (r->ctype != NCS_CHUNK_SEGMENT && !r->have_seg)
-    return fail(r, NCS_DAMAGE_CORRUPT, r->chunk_off,
-                "%s chunk at offset %llu comes before any SEGMENT chunk", chunk_name(r->ctype),
-                (unsigned long long)r->chunk_off);
+  r->rec_off = r->chunk_off;
+  if (r->cflags) {
+    snprintf(r->why, sizeof r->why,
+             "the %s chunk at offset %llu has flags 0x%x that this reader does not know (written "
+             "by a newer ncclscope?)",
+             chunk_name(r->ctype), (unsigned long long)r->chunk_off, r->cflags);
+    return -1;
+  }
+  if (r->evidence[0]) return recover_segment(r, r->evidence);
+  r->redo = 0;
   switch (r->ctype) {
   case NCS_CHUNK_SEGMENT: return dec_segment(r);
   case NCS_CHUNK_CLOCK:
@@ -830,14 +1107,156 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
   case NCS_CHUNK_LOSS: return dec_loss(r, it);
   case NCS_CHUNK_GPU_STATE: return dec_gpu_state(r, it);
   case NCS_CHUNK_GPU: return dec_gpu_header(r);
-  default: /* NCS_CHUNK_FOOTER */ return dec_counters(r, it, NCS_ITEM_FOOTER);
+  default: /* NCS_CHUNK_FOOTER */
+    r->seg_footer = 1;
+    return dec_counters(r, it, NCS_ITEM_FOOTER);
   }
+}
+
+/* The GAP item for [off, off+bytes). `lost`: what the range held is gone, and with it perhaps
+ * the start of a segment (a second copy of a chunk loses nothing). */
+static int gap_item(ncs_reader_t *r, ncs_item_t *it, uint64_t off, uint64_t bytes, uint32_t chunks,
+                    const char *why, int lost) {
+  snprintf(r->gap_why, sizeof r->gap_why, "%s", why);
+  if (!r->dmg.gaps++) snprintf(r->first_gap, sizeof r->first_gap, "%s", why);
+  r->dmg.gap_bytes += bytes;
+  note_off(r, off);
+  if (lost) r->seg_gap = 1;
+  if (lost && r->seg_footer && !r->over_why[0])
+    snprintf(r->over_why, sizeof r->over_why,
+             "comes after damage that followed its segment's FOOTER");
+  compose(r);
+  it->what = NCS_ITEM_GAP;
+  it->gap = (ncs_gap_t){.offset = off, .bytes = bytes, .chunks = chunks, .why = r->gap_why};
+  return 1;
+}
+
+/* Nothing valid follows the bad chunk at `off` (r->bad, r->why): the file ends in damage. A torn
+ * last write, or zeros, is a truncation; anything else a lost tail. Returns -1. */
+static int end_damaged(ncs_reader_t *r, uint64_t off, uint64_t size, const char *why) {
+  unsigned long long o = (unsigned long long)off;
+  const char *died = "(the process probably died while writing)";
+  if (r->state == RS_FAILED) return -1;
+  if (r->gave_up)
+    return end_tail(r, NCS_TAIL_LOST, off,
+                    "%s: the file is damaged from there; the rest (%llu bytes) is not read: too "
+                    "many false chunk headers after it (a hostile file?)",
+                    why, (unsigned long long)(size - off));
+  if (tail_is_zero(r, off, size)) {
+    if (hole_from(r, off, size) < size)
+      return end_tail(r, NCS_TAIL_TRUNCATED, off,
+                      "the file ends in %llu bytes of zeros and holes never written, from offset "
+                      "%llu (a sparse file, or a crash before the data reached the disk)",
+                      (unsigned long long)(size - off), o);
+    return end_tail(r, NCS_TAIL_TRUNCATED, off,
+                    "%llu zero bytes at the end of the file from offset %llu %s",
+                    (unsigned long long)(size - off), o, died);
+  }
+  uint64_t chunk_end = off + NCS_CHUNK_HEADER_LEN + r->bad_len;
+  if (r->bad == BAD_SHORT || r->bad == BAD_CUT) return end_tail(r, NCS_TAIL_TRUNCATED, off, "%s %s", why, died);
+  if (r->bad == BAD_CRC && (chunk_end == size || tail_is_zero(r, chunk_end, size)))
+    return end_tail(r, NCS_TAIL_TRUNCATED, off, "bad checksum in the last chunk at offset %llu %s", o,
+                    died);
+  return end_tail(r, NCS_TAIL_LOST, off,
+                  "%s: the file is damaged from there to its end (%llu bytes, no valid chunk after "
+                  "it)",
+                  why, (unsigned long long)(size - off));
+}
+
+/* The chunk at `off` is bad (r->bad, r->why): find the next valid one and return a GAP item for
+ * the range between, or end the file. */
+static int skip_bad_chunk(ncs_reader_t *r, ncs_item_t *it, uint64_t off) {
+  uint64_t size = src_size(r);
+  char why[sizeof r->why];
+  snprintf(why, sizeof why, "%s", r->why);
+  int bad = r->bad;
+  uint32_t len = r->bad_len;
+  uint32_t magics = bad == BAD_CUT || bad == BAD_LEN || bad == BAD_CRC;
+  uint64_t q = resync(r, off + 1, size, &magics);
+  if (r->state == RS_FAILED) return -1;
+  uint64_t hole = hole_from(r, off, size);
+  if (hole < q) {
+    size_t n = strlen(why);
+    uint64_t end = data_from(r, hole, size);
+    snprintf(why + n, sizeof why - n, "; %llu bytes from offset %llu were never written (a hole: "
+             "a sparse file)", (unsigned long long)((end < q ? end : q) - hole),
+             (unsigned long long)hole);
+  }
+  if (q < size) {
+    r->next_off = q;
+    return gap_item(r, it, off, q - off, magics, why, 1);
+  }
+  r->bad = bad, r->bad_len = len;
+  return end_damaged(r, off, size, why);
+}
+
+/* A second copy of a chunk this segment already read (a write that was replayed): 1 when the
+ * loaded chunk is one, with *first the offset of the original. Only a byte-for-byte match is. */
+static int is_copy(ncs_reader_t *r, uint64_t *first) {
+  /* a thread is announced again in each segment, and a string defined again changes nothing */
+  if (r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == NCS_CHUNK_THREAD ||
+      r->ctype == NCS_CHUNK_STRINGS)
+    return 0;
+  size_t len = (size_t)(r->end - r->pay);
+  uint64_t key = fingerprint(r->ctype, (uint32_t)len, get_le32(r->pay - 4)), at = 0;
+  /* a SEGMENT chunk is compared with the previous one: the fingerprints die with a segment */
+  int found = r->ctype == NCS_CHUNK_SEGMENT ? r->seg_key == key && (at = r->seg_key_off, 1)
+                                            : map_get(r, &r->seen, key, &at);
+  if (r->ctype == NCS_CHUNK_SEGMENT) r->seg_key = key, r->seg_key_off = r->chunk_off;
+  if (!found) {
+    if (r->ctype != NCS_CHUNK_SEGMENT && r->seen.n < MAX_SEEN_CHUNKS)
+      map_put(r, &r->seen, key, r->chunk_off); /* no memory: one copy less found */
+    return 0;
+  }
+  /* compare the payloads, the old one through the scan window in file mode */
+  for (size_t done = 0; done < len;) {
+    size_t n = len - done < SCAN_WINDOW ? len - done : SCAN_WINDOW;
+    const uint8_t *old = src_window(r, at + NCS_CHUNK_HEADER_LEN + done, n);
+    if (!old || memcmp(old, r->pay + done, n)) return 0;
+    done += n;
+  }
+  *first = at;
+  return 1;
+}
+
+/* Load and check the next chunk. 1 loaded, 0 clean end of file, 2 a GAP item in *it, -1 the
+ * reader failed. */
+static int load_chunk(ncs_reader_t *r, ncs_item_t *it) {
+  uint64_t off = r->next_off, size = src_size(r);
+  if (off >= size) return 0;
+  int ok = check_chunk(r, off, size, 1);
+  if (ok < 0) return -1;
+  if (!ok) return skip_bad_chunk(r, it, off) < 0 ? -1 : 2;
+  r->next_off = r->pay_off + (uint64_t)(r->end - r->pay);
+  /* Evidence of a lost segment start comes first: a new segment's chunk may equal one of the
+   * old segment's, and is no copy. */
+  char buf[sizeof r->evidence];
+  snprintf(r->evidence, sizeof r->evidence, "%s", later_segment(r, buf, sizeof buf));
+  uint64_t first;
+  if (!r->evidence[0] && is_copy(r, &first)) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "the %s chunk at offset %llu is a second copy of the one at offset %llu (%zu bytes, "
+             "nothing lost)",
+             chunk_name(r->ctype), (unsigned long long)off, (unsigned long long)first,
+             (size_t)(r->end - r->pay));
+    gap_item(r, it, off, r->next_off - off, 1, why, 0);
+    return 2;
+  }
+  if (r->state == RS_FAILED) return -1; /* a read error while comparing */
+  return 1;
+}
+
+static int finish(ncs_reader_t *r) {
+  r->state = RS_DONE;
+  r->end_rc = damaged(r) ? -1 : 0;
+  compose(r);
+  return r->end_rc;
 }
 
 int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   if (!r || !item) return -1;
-  if (r->state == RS_FAILED) return -1;
-  if (r->state == RS_DONE) return 0;
+  if (r->state != RS_OK) return r->end_rc;
   memset(item, 0, sizeof *item);
   if (r->is_flight && r->have_seg && r->loss_next < r->flight.nloss) {
     /* a flight file's loss windows live in its header (kill -9 cannot lose them): they come
@@ -851,15 +1270,23 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
     int what;
     if (r->in_events) {
       what = r->ctype == NCS_CHUNK_GPU ? next_gpu_record(r, item) : next_record(r, item);
+    } else if (r->redo) {
+      r->pos = r->pay;
+      what = dec_chunk(r, item);
     } else {
-      int got = load_chunk(r);
-      if (got <= 0) {
-        if (got == 0) r->state = RS_DONE;
-        return got;
-      }
+      int got = load_chunk(r, item);
+      if (got == 0) return finish(r);
+      if (got < 0) return r->end_rc;
+      if (got == 2) return 1;
       what = dec_chunk(r, item);
     }
-    if (what < 0) return -1;
+    if (what < 0) {
+      /* the chunk passed its CRC but does not decode: the rest of it is lost */
+      r->in_events = 0;
+      r->redo = 0;
+      memset(item, 0, sizeof *item);
+      return gap_item(r, item, r->rec_off, r->next_off - r->rec_off, 1, r->why, 1);
+    }
     if (what > 0) {
       item->what = what;
       return 1;
@@ -879,53 +1306,66 @@ static ncs_reader_t *reader_new(void) {
   return r;
 }
 
-/* Check the 16-byte file header. A file shorter than that whose bytes match the start of a header
- * is a trace whose process died at once: the reader opens and reports the truncation. */
-static int check_header(ncs_reader_t *r, const uint8_t *h, size_t n, char *err, size_t errlen) {
+/* Check the 16-byte file header of a source of `size` bytes. A file shorter than that whose bytes
+ * match the start of a header is a trace whose process died at once: the reader opens and
+ * reports the truncation. */
+static int check_header(ncs_reader_t *r, const uint8_t *h, size_t n, uint64_t size, int *why,
+                        char *err, size_t errlen) {
   uint8_t want[NCS_FILE_MAGIC_LEN];
   memcpy(want, NCS_FILE_MAGIC, NCS_FILE_MAGIC_LEN);
   size_t m = n < NCS_FILE_MAGIC_LEN ? n : NCS_FILE_MAGIC_LEN;
+  r->verify_left = VERIFY_SLACK + size;
+  r->empty = size <= NCS_FILE_HEADER_LEN;
   if (memcmp(h, want, m) != 0) {
     snprintf(err, errlen, "not an ncclscope trace (bad magic)");
+    *why = NCS_OPEN_NOT_TRACE;
     return -1;
   }
   if (n < NCS_FILE_HEADER_LEN) {
-    fail(r, NCS_DAMAGE_TRUNCATED, 0,
-         "truncated file header at offset 0: %zu of 16 bytes (the process probably died while "
-         "writing)",
-         n);
+    end_tail(r, NCS_TAIL_TRUNCATED, 0,
+             "truncated file header at offset 0: %zu of 16 bytes (the process probably died "
+             "while writing)",
+             n);
     return 0;
   }
   uint32_t ver = get_le32(h + 8);
   if (ver != NCS_FORMAT_VERSION) {
     snprintf(err, errlen, "trace format version %u is not supported (this reader knows version %d)",
              ver, NCS_FORMAT_VERSION);
+    *why = NCS_OPEN_UNSUPPORTED;
     return -1;
   }
   r->next_off = NCS_FILE_HEADER_LEN;
   return 0;
 }
 
-static ncs_reader_t *open_flight(const uint8_t *data, size_t len, char *err, size_t errlen) {
+static ncs_reader_t *open_flight(const uint8_t *data, size_t len, int *why, char *err,
+                                 size_t errlen) {
   uint8_t *lin;
   size_t lin_len;
   ncs_flight_info_t fi;
   uint32_t bad;
-  if (ncs_flight_linearize(data, len, &lin, &lin_len, &fi, &bad, err, errlen) != 0) return NULL;
+  if (ncs_flight_linearize(data, len, &lin, &lin_len, &fi, &bad, err, errlen) != 0) {
+    *why = NCS_OPEN_DAMAGED;
+    return NULL;
+  }
   ncs_reader_t *r = ncs_reader_open_mem(lin, lin_len, err, errlen);
   if (!r) {
+    *why = NCS_OPEN_DAMAGED;
     free(lin);
     return NULL;
   }
   r->owned = lin;
   r->is_flight = 1;
   r->flight = fi;
-  r->flight_bad_slots = bad;
+  r->flight_bad_slots = r->dmg.bad_slots = bad;
+  compose(r);
   return r;
 }
 
 ncs_reader_t *ncs_reader_open_mem(const void *data, size_t len, char *err, size_t errlen) {
-  if (data && ncs_flight_is(data, len)) return open_flight(data, len, err, errlen);
+  int why;
+  if (data && ncs_flight_is(data, len)) return open_flight(data, len, &why, err, errlen);
   ncs_reader_t *r = reader_new();
   if (!r) {
     snprintf(err, errlen, "out of memory");
@@ -934,54 +1374,113 @@ ncs_reader_t *ncs_reader_open_mem(const void *data, size_t len, char *err, size_
   r->mem = data;
   r->mem_len = len;
   size_t n = len < NCS_FILE_HEADER_LEN ? len : NCS_FILE_HEADER_LEN;
-  if (check_header(r, data ? data : (const void *)"", n, err, errlen) != 0) {
+  if (check_header(r, data ? data : (const void *)"", n, len, &why, err, errlen) != 0) {
     ncs_reader_close(r);
     return NULL;
   }
   return r;
 }
 
+/* Read [0, size) of a flight file into a zeroed buffer, skipping holes: a sparse file costs
+ * neither time nor memory for what was never written. 0, or -1 with errno. */
+static int read_extents(int fd, uint8_t *img, uint64_t size) {
+  for (uint64_t off = 0; off < size;) {
+    off_t d = lseek(fd, (off_t)off, SEEK_DATA);
+    if (d < 0 && errno == ENXIO) return 0; /* only holes are left */
+    uint64_t from = d < 0 ? off : (uint64_t)d;
+    off_t h = d < 0 ? -1 : lseek(fd, d, SEEK_HOLE);
+    uint64_t to = h < 0 || (uint64_t)h > size ? size : (uint64_t)h;
+    if (from >= size) return 0;
+    if (to <= from) to = size;
+    if (pread_all(fd, img + from, (size_t)(to - from), from) != 0) return -1;
+    off = to;
+  }
+  return 0;
+}
+
 /* Takes over fd. A flight file is bounded by its configured size (NCCLSCOPE_FLIGHT_SIZE). */
-static ncs_reader_t *open_flight_file(int fd, const char *path, uint64_t size, char *err,
-                                      size_t errlen) {
+static ncs_reader_t *open_flight_file(int fd, uint64_t size, int *why, char *err, size_t errlen) {
   if (size > (8ull << 30)) {
-    snprintf(err, errlen, "%s: flight file of %llu bytes is too large", path, (unsigned long long)size);
+    snprintf(err, errlen, "flight file of %llu bytes is too large", (unsigned long long)size);
+    *why = NCS_OPEN_DAMAGED;
     close(fd);
     return NULL;
   }
-  uint8_t *img = malloc(size ? size : 1);
+  uint8_t *img = calloc(1, size ? size : 1);
   if (!img) {
-    snprintf(err, errlen, "out of memory reading %s", path);
+    snprintf(err, errlen, "out of memory reading a flight file of %llu bytes",
+             (unsigned long long)size);
+    *why = NCS_OPEN_CANNOT_READ;
     close(fd);
     return NULL;
   }
-  size_t got = 0;
-  while (got < size) {
-    ssize_t k = pread(fd, img + got, size - got, (off_t)got);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    got += (size_t)k;
+  if (read_extents(fd, img, size) != 0) {
+    snprintf(err, errlen, "cannot read: %s", errno ? strerror(errno) : "the file shrank");
+    *why = NCS_OPEN_CANNOT_READ;
+    free(img);
+    close(fd);
+    return NULL;
   }
   close(fd);
-  char e2[300];
-  ncs_reader_t *r = open_flight(img, got, e2, sizeof e2);
+  ncs_reader_t *r = open_flight(img, size, why, err, errlen);
   free(img);
-  if (!r) snprintf(err, errlen, "%s: %s", path, e2);
   return r;
 }
 
-ncs_reader_t *ncs_reader_open(const char *path, char *err, size_t errlen) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return NULL;
-  }
+static const char *file_kind(mode_t m) {
+  return S_ISDIR(m)    ? "a directory"
+         : S_ISFIFO(m) ? "a FIFO (named pipe)"
+         : S_ISCHR(m)  ? "a character device"
+         : S_ISBLK(m)  ? "a block device"
+         : S_ISSOCK(m) ? "a socket"
+                       : "something else";
+}
+
+/* Messages name no path: the caller puts it in front ("run/x.nstrace: cannot read: ..."). */
+static ncs_reader_t *cannot_read(int e, int fd, int *why, char *err, size_t errlen) {
+  snprintf(err, errlen, "cannot read: %s",
+           e == EACCES || e == EPERM ? "permission denied"
+           : e == ENOENT             ? "no such file"
+           : e                       ? strerror(e)
+                                     : "it shrank");
+  *why = NCS_OPEN_CANNOT_READ;
+  if (fd >= 0) close(fd);
+  return NULL;
+}
+
+ncs_reader_t *ncs_reader_open_why(const char *path, int *why, char *err, size_t errlen) {
+  int ignored;
+  if (!why) why = &ignored;
+  *why = NCS_OPEN_OK;
+  /* A FIFO or a device is refused before it is opened: opening or reading it could block
+   * forever or have side effects. The descriptor is non-blocking and checked again, in case the
+   * name changed in between. */
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    snprintf(err, errlen, "%s is not a regular file", path);
-    close(fd);
+  if (stat(path, &st) != 0) return cannot_read(errno, -1, why, err, errlen);
+  int fd = -1;
+  if (S_ISREG(st.st_mode)) {
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    if (fd < 0) return cannot_read(errno, -1, why, err, errlen);
+    if (fstat(fd, &st) != 0) return cannot_read(errno, fd, why, err, errlen);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    snprintf(err, errlen, "not a regular file but %s: refused, never opened for reading",
+             file_kind(st.st_mode));
+    *why = NCS_OPEN_NOT_FILE;
+    if (fd >= 0) close(fd);
     return NULL;
   }
+  uint8_t h[NCS_FILE_HEADER_LEN];
+  size_t n = 0;
+  while (n < sizeof h) {
+    ssize_t k = pread(fd, h + n, sizeof h - n, (off_t)n);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return cannot_read(errno, fd, why, err, errlen);
+    if (k == 0) break;
+    n += (size_t)k;
+  }
+  if (ncs_flight_is(h, n)) /* a flight file: read it whole (it may still be changing) */
+    return open_flight_file(fd, (uint64_t)st.st_size, why, err, errlen);
   ncs_reader_t *r = reader_new();
   if (!r) {
     snprintf(err, errlen, "out of memory");
@@ -989,42 +1488,47 @@ ncs_reader_t *ncs_reader_open(const char *path, char *err, size_t errlen) {
     return NULL;
   }
   r->fd = fd;
-  uint8_t h[NCS_FILE_HEADER_LEN];
-  size_t n = 0;
-  while (n < sizeof h) {
-    ssize_t k = pread(fd, h + n, sizeof h - n, (off_t)n);
-    if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) break;
-    n += (size_t)k;
-  }
-  if (ncs_flight_is(h, n)) { /* a flight file: read it whole (it may still be changing) */
-    r->fd = -1; /* open_flight_file takes the descriptor over */
-    ncs_reader_close(r);
-    return open_flight_file(fd, path, (uint64_t)st.st_size, err, errlen);
-  }
-  if (check_header(r, h, n, err, errlen) != 0) {
+  if (check_header(r, h, n, (uint64_t)st.st_size, why, err, errlen) != 0) {
     ncs_reader_close(r);
     return NULL;
   }
   return r;
 }
 
+ncs_reader_t *ncs_reader_open(const char *path, char *err, size_t errlen) {
+  return ncs_reader_open_why(path, NULL, err, errlen);
+}
+
 void ncs_reader_close(ncs_reader_t *r) {
   if (!r) return;
   if (r->fd >= 0) close(r->fd);
-  strings_reset(r);
+  segment_reset(r);
   free(r->buf);
+  free(r->scan);
   free(r->owned);
   free(r);
 }
 
-const char *ncs_reader_error(const ncs_reader_t *r) {
-  return r && r->state == RS_FAILED ? r->err : "";
-}
+const char *ncs_reader_error(const ncs_reader_t *r) { return r ? r->msg : ""; }
+
 int ncs_reader_damage(const ncs_reader_t *r) {
-  return r && r->state == RS_FAILED ? r->damage : NCS_DAMAGE_NONE;
+  if (!r || !damaged(r)) return NCS_DAMAGE_NONE;
+  const ncs_damage_t *d = &r->dmg;
+  if (d->tail == NCS_TAIL_TRUNCATED && !d->gaps && !d->lost_refs && !d->lost_segments &&
+      !d->bad_slots)
+    return NCS_DAMAGE_TRUNCATED;
+  return NCS_DAMAGE_CORRUPT;
 }
-uint64_t ncs_reader_error_offset(const ncs_reader_t *r) { return r ? r->err_off : 0; }
+
+void ncs_reader_damage_info(const ncs_reader_t *r, ncs_damage_t *d) {
+  if (r)
+    *d = r->dmg;
+  else
+    memset(d, 0, sizeof *d);
+}
+
+uint64_t ncs_reader_error_offset(const ncs_reader_t *r) { return r ? r->first_off : 0; }
+int ncs_reader_empty(const ncs_reader_t *r) { return r && r->empty; }
 const ncs_flight_info_t *ncs_reader_flight(const ncs_reader_t *r) {
   return r && r->is_flight ? &r->flight : NULL;
 }
@@ -1045,18 +1549,35 @@ static int cmp_str(const void *a, const void *b) {
   return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int add_path(char ***v, size_t *n, size_t *cap, char *p) {
+typedef struct {
+  char *path;
+  dev_t dev;
+  ino_t ino;
+  int known; /* stat worked: dev and ino are valid */
+  size_t order;
+} entry_t;
+
+typedef struct {
+  entry_t *v;
+  size_t n, cap;
+} entries_t;
+
+static int add_entry(entries_t *e, char *p) {
   if (!p) return -1;
-  if (*n == *cap) {
-    size_t c = *cap ? *cap * 2 : 16;
-    char **nv = realloc(*v, c * sizeof *nv);
+  if (e->n == e->cap) {
+    size_t c = e->cap ? e->cap * 2 : 16;
+    entry_t *nv = realloc(e->v, c * sizeof *nv);
     if (!nv) {
       free(p);
       return -1;
     }
-    *v = nv, *cap = c;
+    e->v = nv, e->cap = c;
   }
-  (*v)[(*n)++] = p;
+  struct stat st;
+  entry_t *x = &e->v[e->n];
+  *x = (entry_t){.path = p, .order = e->n};
+  if (stat(p, &st) == 0) x->dev = st.st_dev, x->ino = st.st_ino, x->known = 1;
+  e->n++;
   return 0;
 }
 
@@ -1071,45 +1592,114 @@ static char *join(const char *dir, const char *name) {
   return p;
 }
 
-int ncs_list_traces(const char *path, char ***paths, size_t *n, char *err, size_t errlen) {
-  *paths = NULL, *n = 0;
-  struct stat st;
-  if (stat(path, &st) != 0) {
-    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return -1;
-  }
-  size_t cap = 0;
-  if (!S_ISDIR(st.st_mode)) {
-    if (add_path(paths, n, &cap, strdup(path)) != 0) goto oom;
-    return 0;
-  }
+/* The trace names of one directory, sorted, appended to e. 0, or -1 with err filled. Every name
+ * that looks like a trace is listed, whatever it is: opening it says why it is not one. */
+static int list_dir(const char *path, entries_t *e, char *err, size_t errlen) {
   DIR *d = opendir(path);
   if (!d) {
     snprintf(err, errlen, "cannot read directory %s: %s", path, strerror(errno));
     return -1;
   }
-  for (struct dirent *de; (de = readdir(d));) {
+  char **names = NULL;
+  size_t n = 0, cap = 0;
+  int rc = 0;
+  for (struct dirent *de; rc == 0 && (de = readdir(d));) {
     if (!has_suffix(de->d_name, NCS_TRACE_SUFFIX) && !has_suffix(de->d_name, NCS_FLIGHT_SUFFIX))
       continue;
-    char *p = join(path, de->d_name);
-    struct stat fst;
-    if (p && (stat(p, &fst) != 0 || !S_ISREG(fst.st_mode))) {
-      free(p);
-      continue;
+    if (n == cap) {
+      char **nv = realloc(names, (cap = cap ? cap * 2 : 16) * sizeof *nv);
+      if (!nv) {
+        rc = -1;
+        break;
+      }
+      names = nv;
     }
-    if (add_path(paths, n, &cap, p) != 0) {
-      closedir(d);
-      goto oom;
-    }
+    if (!(names[n] = join(path, de->d_name))) rc = -1;
+    n += rc == 0;
   }
   closedir(d);
-  if (*n) qsort(*paths, *n, sizeof **paths, cmp_str);
+  if (n) qsort(names, n, sizeof *names, cmp_str);
+  for (size_t i = 0; i < n; i++) {
+    if (rc == 0)
+      rc = add_entry(e, names[i]);
+    else
+      free(names[i]);
+  }
+  free(names);
+  if (rc) snprintf(err, errlen, "out of memory");
+  return rc;
+}
+
+static int cmp_inode(const void *a, const void *b) {
+  const entry_t *x = *(entry_t *const *)a, *y = *(entry_t *const *)b;
+  if (x->known != y->known) return x->known - y->known;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  return (x->order > y->order) - (x->order < y->order);
+}
+
+/* Drop every entry whose file an earlier entry names (same device and inode). */
+static size_t dedupe(entries_t *e) {
+  entry_t **by = malloc((e->n ? e->n : 1) * sizeof *by);
+  if (!by) return 0; /* no memory: a duplicate is read twice rather than lose a file */
+  for (size_t i = 0; i < e->n; i++) by[i] = &e->v[i];
+  qsort(by, e->n, sizeof *by, cmp_inode);
+  size_t dups = 0;
+  for (size_t i = 1; i < e->n; i++)
+    if (by[i]->known && by[i - 1]->known && by[i]->dev == by[i - 1]->dev &&
+        by[i]->ino == by[i - 1]->ino) {
+      free(by[i]->path);
+      by[i]->path = NULL;
+      dups++;
+    }
+  free(by);
+  size_t k = 0;
+  for (size_t i = 0; i < e->n; i++)
+    if (e->v[i].path) e->v[k++] = e->v[i];
+  e->n = k;
+  return dups;
+}
+
+int ncs_list_traces_n(char *const *paths, size_t npaths, char ***out, size_t *n, size_t *dups,
+                      size_t *found, char *err, size_t errlen) {
+  *out = NULL, *n = 0;
+  if (dups) *dups = 0;
+  entries_t e = {0};
+  for (size_t i = 0; i < npaths; i++) {
+    size_t before = e.n;
+    struct stat st;
+    if (stat(paths[i], &st) != 0) {
+      snprintf(err, errlen, "cannot open %s: %s", paths[i], strerror(errno));
+      goto fail;
+    }
+    if (S_ISDIR(st.st_mode)) {
+      if (list_dir(paths[i], &e, err, errlen) != 0) goto fail;
+    } else if (add_entry(&e, strdup(paths[i])) != 0) {
+      snprintf(err, errlen, "out of memory");
+      goto fail;
+    }
+    if (found) found[i] = e.n - before;
+  }
+  size_t d = dedupe(&e);
+  if (dups) *dups = d;
+  char **v = malloc((e.n ? e.n : 1) * sizeof *v);
+  if (!v) {
+    snprintf(err, errlen, "out of memory");
+    goto fail;
+  }
+  for (size_t i = 0; i < e.n; i++) v[i] = e.v[i].path;
+  *out = v, *n = e.n;
+  free(e.v);
   return 0;
-oom:
-  ncs_free_paths(*paths, *n);
-  *paths = NULL, *n = 0;
-  snprintf(err, errlen, "out of memory");
+fail:
+  for (size_t i = 0; i < e.n; i++) free(e.v[i].path);
+  free(e.v);
   return -1;
+}
+
+int ncs_list_traces(const char *path, char ***paths, size_t *n, char *err, size_t errlen) {
+  char *p = (char *)path;
+  return ncs_list_traces_n(&p, 1, paths, n, NULL, NULL, err, errlen);
 }
 
 void ncs_free_paths(char **paths, size_t n) {

@@ -1,8 +1,9 @@
 /* reader.h - streaming reader for ncclscope trace files (docs/trace-format.md).
  *
- * The reader never trusts the file: every length, count, id and varint is bounds-checked, and a
- * bad chunk ends the file with a message (ncs_reader_error) instead of a crash. Memory is bounded
- * by one chunk plus the string table of the current segment.
+ * The reader never trusts the file: every length, count, id and varint is bounds-checked. A
+ * damaged chunk costs that chunk: the reader reports the damaged range as a GAP item and goes on
+ * at the next valid chunk (docs/trace-format.md, "Damage and resynchronization"). Memory is
+ * bounded by one chunk plus the string table of the current segment.
  */
 #ifndef NCS_TRACE_READER_H
 #define NCS_TRACE_READER_H
@@ -29,6 +30,11 @@ typedef struct {
   const char *cmdline;
   uint64_t pool_bytes;
   uint32_t index; /* 0 for the first segment of the file */
+  /* 1: this segment's SEGMENT chunk was lost in damage, and the reader found evidence that a new
+   * segment began after it (docs/trace-format.md, "Damage and resynchronization"). Its start
+   * times are unknown (0); the other fields are the previous segment's (one file is one
+   * process), or empty and 0 when there was none. */
+  int recovered;
 } ncs_segment_info_t;
 
 typedef struct {
@@ -70,7 +76,15 @@ typedef struct {
   /* EXPIRED */
   uint32_t reason;
   uint64_t start_ns;
+  /* NCS_LOST_*: what this record names that its segment never defined (lost with damage) */
+  uint8_t lost;
 } ncs_event_t;
+
+/* ncs_event_t.lost: the record was decoded anyway */
+enum {
+  NCS_LOST_STRING = 1, /* a STR field names an undefined string id: its fstr[] is NULL */
+  NCS_LOST_COMM = 2,   /* a local context names a communicator index with no COMM chunk */
+};
 
 typedef struct {
   uint32_t nkeys;
@@ -89,14 +103,17 @@ enum {
   NCS_ITEM_EVENT = 6,    /* item->ev */
   NCS_ITEM_COUNTERS = 7, /* item->counters */
   NCS_ITEM_FOOTER = 8,   /* item->counters: the segment ended cleanly */
-  NCS_ITEM_GAP = 9,      /* item->gap: damaged bytes were skipped; reading resumed after them */
+  NCS_ITEM_GAP = 9,      /* item->gap: damaged bytes were skipped; reading resumed after them.
+                            May come before the first SEGMENT item. */
   NCS_ITEM_LOSS = 10,    /* item->loss: records the plugin lost (a LOSS chunk) */
   NCS_ITEM_GPU_STATE = 11, /* item->gpu_state: CUPTI's state, a clock pair, counters (trace/gpu.h) */
   NCS_ITEM_GPU = 12,       /* item->gpu: one GPU record: a kernel, a launch, graph bookkeeping */
 };
 
 /* What a GAP item says: the reader found damage at `offset` and resynchronized on the next valid
- * chunk, `bytes` later. Whatever those bytes held (events, strings, communicators) is lost. */
+ * chunk, `bytes` later. Whatever those bytes held (events, strings, communicators) is lost; a
+ * GAP for a second copy of a chunk says so in `why` (nothing was lost, but the file is damaged).
+ * For a flight file, offsets are those of its linearized stream. */
 typedef struct {
   uint64_t offset, bytes; /* where the skipped range starts in the file, and its length */
   uint32_t chunks;        /* chunk headers seen inside it (0 when none could be recognized) */
@@ -121,21 +138,64 @@ typedef struct {
   ncs_gpu_rec_t gpu;         /* NCS_ITEM_GPU; item->ts is its host time (LAUNCH, GLAUNCH, PENDING) */
 } ncs_item_t;
 
-/* Open a trace file. Returns NULL and fills err on failure (no such file, not a trace, ...). */
+/* Open a trace file. Returns NULL and fills err on failure (no such file, not a trace, ...).
+ * Only regular files are opened: a FIFO, device, socket or directory is refused without being
+ * read (it could block forever). */
 ncs_reader_t *ncs_reader_open(const char *path, char *err, size_t errlen);
+/* The same, and *why (when not NULL) says why it failed, so that a tool can tell a file it cannot
+ * read from a damaged one: */
+enum {
+  NCS_OPEN_OK = 0,
+  NCS_OPEN_CANNOT_READ = 1, /* no such file, permission denied, an I/O error */
+  NCS_OPEN_NOT_FILE = 2,    /* a FIFO, device, socket or directory: refused, never read */
+  NCS_OPEN_NOT_TRACE = 3,   /* not an ncclscope trace or flight file */
+  NCS_OPEN_UNSUPPORTED = 4, /* a format version this reader does not know (a newer ncclscope) */
+  NCS_OPEN_DAMAGED = 5,     /* a flight file whose header cannot be used */
+};
+ncs_reader_t *ncs_reader_open_why(const char *path, int *why, char *err, size_t errlen);
 /* Read from a memory buffer (the fuzzer uses this). The buffer must outlive the reader. */
 ncs_reader_t *ncs_reader_open_mem(const void *data, size_t len, char *err, size_t errlen);
-/* Next item. Returns 1 with *item filled, 0 at the end of the file, -1 when the file is damaged
- * from here on (ncs_reader_error says what and where; everything before it was returned).
- * Strings in *item stay valid until the next SEGMENT item or close. */
+/* 1 when the file holds nothing after its 16-byte header (or not even all of it): a process that
+ * died before it wrote its first chunk. It has no segment, so no host or pid: tools list it as
+ * empty and do not count it as a process. Known at open. */
+int ncs_reader_empty(const ncs_reader_t *r);
+/* Next item. Returns 1 with *item filled; 0 at the end of a file read without damage; -1 at the
+ * end of a damaged file, or where reading had to stop (ncs_reader_damage says how; every item
+ * before it was returned). Damage inside the file does not end it: the reader returns a GAP item
+ * for the skipped range and goes on. Strings in *item stay valid until the next SEGMENT item or
+ * close. */
 int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item);
-const char *ncs_reader_error(const ncs_reader_t *r); /* "" when none */
-/* How the file is damaged once ncs_reader_next returned -1. TRUNCATED: the file ends in a short
- * or torn last chunk (or zero bytes), the normal result of a killed process. CORRUPT: a bad
- * chunk with data after it, or a chunk that passed its CRC but does not decode. */
+/* What is wrong with the file, one line with byte offsets; "" when nothing (so far). */
+const char *ncs_reader_error(const ncs_reader_t *r);
+/* How the file is damaged, in one word (final once ncs_reader_next returned 0 or -1):
+ *   NONE       nothing wrong.
+ *   TRUNCATED  only the end is missing: the file ends in a short or torn chunk or in zeros, the
+ *              normal result of a killed process. Everything before it was read.
+ *   CORRUPT    damage inside the file: ranges were skipped (GAP items), records name strings or
+ *              communicators that were lost, a segment lost its SEGMENT chunk, ring slots of a
+ *              flight file were damaged, or the rest of the file could not be read.
+ * ncs_reader_damage_info gives the details. */
 enum { NCS_DAMAGE_NONE = 0, NCS_DAMAGE_TRUNCATED = 1, NCS_DAMAGE_CORRUPT = 2 };
 int ncs_reader_damage(const ncs_reader_t *r);
-uint64_t ncs_reader_error_offset(const ncs_reader_t *r); /* where the damage starts */
+
+/* how reading ended (ncs_damage_t.tail) */
+enum {
+  NCS_TAIL_CLEAN = 0,     /* at the end of the file (or not yet) */
+  NCS_TAIL_TRUNCATED = 1, /* a short or torn last chunk, or zeros: a killed process */
+  NCS_TAIL_LOST = 2,      /* unrecoverable: bytes up to the end hold no valid chunk, or could not
+                             be read (an I/O error); they are lost */
+};
+typedef struct {
+  int tail;                        /* NCS_TAIL_* */
+  uint64_t tail_offset, tail_bytes; /* the part lost at the end */
+  uint32_t gaps;                   /* ranges skipped inside the file: one GAP item each */
+  uint64_t gap_bytes;              /* their total length */
+  uint64_t lost_refs;              /* records with ncs_event_t.lost set */
+  uint32_t lost_segments;          /* segments with ncs_segment_info_t.recovered set */
+  uint32_t bad_slots;              /* flight files: damaged ring slots left out */
+} ncs_damage_t;
+void ncs_reader_damage_info(const ncs_reader_t *r, ncs_damage_t *d);
+uint64_t ncs_reader_error_offset(const ncs_reader_t *r); /* where the first damage starts */
 const ncs_segment_info_t *ncs_reader_segment(const ncs_reader_t *r); /* NULL before the first */
 /* Look up a string id of the current segment; NULL when unknown. */
 const char *ncs_reader_string(const ncs_reader_t *r, uint64_t id);
@@ -148,10 +208,19 @@ void ncs_reader_close(ncs_reader_t *r);
 const ncs_flight_info_t *ncs_reader_flight(const ncs_reader_t *r);
 uint32_t ncs_reader_flight_bad_slots(const ncs_reader_t *r);
 
-/* List the trace files (*.nstrace and *.nsflight) of a directory, sorted by name. A path that is itself a file
- * is returned as the only entry. Returns 0 (with *n == 0 for a directory without traces), or -1
- * with err filled. Free with ncs_free_paths. */
+/* List the trace files (*.nstrace and *.nsflight) of a directory, sorted by name: every such
+ * name, whatever it names (opening refuses what is not a regular file, with a message that says
+ * what it is). A path that is itself a file of any kind is returned as the only entry. Each file
+ * is listed once: a name whose device and inode were already listed (a hard link, a symbolic
+ * link) is dropped. Returns 0 (with *n == 0 for a directory without traces), or -1 with err
+ * filled. Free with ncs_free_paths. */
 int ncs_list_traces(const char *path, char ***paths, size_t *n, char *err, size_t errlen);
+/* The same over several paths, in order, as one list: a file reached twice (a path given twice,
+ * a file also found in a directory given, two names of one inode) is kept at its first name and
+ * counted in *dups (when dups is not NULL). found[i] (when found is not NULL) gets how many trace
+ * names paths[i] gave before duplicates were dropped. */
+int ncs_list_traces_n(char *const *paths, size_t npaths, char ***out, size_t *n, size_t *dups,
+                      size_t *found, char *err, size_t errlen);
 void ncs_free_paths(char **paths, size_t n);
 
 #endif
