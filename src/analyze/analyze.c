@@ -212,23 +212,7 @@ static size_t nrank(size_t n, double q) {
 /* exact quantile of a sorted array: the value at rank ceil(q*n) (nearest rank) */
 static int64_t qi64(const int64_t *v, size_t n, double q) { return n ? v[nrank(n, q) - 1] : 0; }
 
-static uint32_t type_size(const char *dt) {
-  if (!dt) return 1;
-  if (strstr(dt, "64")) return 8;
-  if (strstr(dt, "32")) return 4;
-  if (strstr(dt, "16")) return 2;
-  return 1; /* Int8, Uint8 ("Unknown" in NCCL), Float8 */
-}
-
 static int is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
-
-/* nccl-tests: algbw bytes and bus factor */
-static double bus_factor(const char *f, int n) {
-  if (n <= 1) return 1.0;
-  if (is_func(f, "AllReduce")) return 2.0 * (n - 1) / n;
-  if (is_func(f, "AllGather") || is_func(f, "ReduceScatter")) return (double)(n - 1) / n;
-  return 1.0;
-}
 
 /* ------------------------------------------------------------------ quantile store */
 static int32_t qs_index(double x) { return (int32_t)ceil(log(x) / log(QS_GAMMA)); }
@@ -458,12 +442,7 @@ static int64_t duration(const op_t *o, int *src) {
   uint64_t from = o->api_ts ? o->api_ts : o->coll_ts;
   return o->stop_ts > from ? (int64_t)(o->stop_ts - from) : 0;
 }
-static uint64_t op_bytes(const op_t *o, int n) {
-  uint64_t b = o->count * type_size(o->dtype);
-  if (!o->p2p && (is_func(o->func, "AllGather") || is_func(o->func, "ReduceScatter")))
-    b *= (uint64_t)(n > 0 ? n : 1);
-  return b;
-}
+static uint64_t op_bytes(const op_t *o, int n) { return ncs_op_bytes(o->func, o->dtype, o->count, n, o->p2p); }
 static int log2b(uint64_t b) {
   if (!b) return -1;
   int k = 0;
@@ -656,7 +635,7 @@ static void tput_pair(ncs_analysis_t *a, priv_t *P, const stream_t *st, const ti
   const char *func = P->strs[st->fidx];
   uint64_t bytes = x->bytes; /* the same as the other's */
   ncs_an_bucket_t *b = bucket(a, P, st->comm, func, log2b(bytes), 0);
-  qs_add(&bx_of(a, P, b)->tbw, (double)bytes / t * bus_factor(func, nr));
+  qs_add(&bx_of(a, P, b)->tbw, (double)bytes / t * ncs_bus_factor(func, nr));
   b->tput_n++;
 }
 
@@ -837,13 +816,13 @@ static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size
   if (unsampled)
     a->unsampled++;
   else
-    bucket_add(a, P, b, bytes, lat, abw * bus_factor(I->func, cm->nranks), abw, (double)skew, src);
+    bucket_add(a, P, b, bytes, lat, abw * ncs_bus_factor(I->func, cm->nranks), abw, (double)skew, src);
   throughput(a, P, ops, n, bytes);
   if (P->retain) {
     ncs_an_instance_t x = {
         .comm = I->comm, .func = I->func, .seq = I->seq, .bytes = bytes, .log2 = log2b(bytes),
         .nops = (uint32_t)n, .latency = dmax, .timing = src,
-        .median_duration = dmed, .algbw = abw, .busbw = abw * bus_factor(I->func, cm->nranks),
+        .median_duration = dmed, .algbw = abw, .busbw = abw * ncs_bus_factor(I->func, cm->nranks),
         .first_arrival = first, .last_arrival = last, .skew = skew,
         .first_rank = ops[firstk].rank, .last_rank = ops[lastk].rank,
         .last_counted = n > 1 && skew > 0, .wait_caused = inst_caused,

@@ -38,6 +38,32 @@ const char *ncs_loss_reason_name(unsigned r) {
   return r <= NCS_LOSS_MAX ? n[r] : "?";
 }
 
+/* nccl-tests' conventions (docs/report.md, "Per rank and instance"): the report and the live
+ * metrics count bytes and bus bandwidth alike through these */
+uint32_t ncs_type_size(const char *dt) {
+  if (!dt) return 1;
+  if (strstr(dt, "64")) return 8;
+  if (strstr(dt, "32")) return 4;
+  if (strstr(dt, "16")) return 2;
+  return 1; /* Int8, Uint8 ("Unknown" in NCCL), Float8 */
+}
+
+static int is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
+
+uint64_t ncs_op_bytes(const char *func, const char *dt, uint64_t count, int nranks, int p2p) {
+  uint64_t b = count * ncs_type_size(dt);
+  if (!p2p && (is_func(func, "AllGather") || is_func(func, "ReduceScatter")))
+    b *= (uint64_t)(nranks > 0 ? nranks : 1);
+  return b;
+}
+
+double ncs_bus_factor(const char *func, int nranks) {
+  if (nranks <= 1) return 1.0;
+  if (is_func(func, "AllReduce")) return 2.0 * (nranks - 1) / nranks;
+  if (is_func(func, "AllGather") || is_func(func, "ReduceScatter")) return (double)(nranks - 1) / nranks;
+  return 1.0;
+}
+
 const char *ncs_state_name(unsigned s) {
   return s < sizeof ncs_state_names / sizeof ncs_state_names[0] ? ncs_state_names[s] : "?";
 }
