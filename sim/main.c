@@ -131,6 +131,7 @@ static void usage(FILE *f) {
       "  --gpu-offset-us U fake GPU clock offset ahead of CLOCK_MONOTONIC (default 500)\n"
       "  --gpu-drift-ppm D fake GPU clock drift (default 0)\n"
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
+      "  --hold MS            keep the communicators alive MS ms after their last operation finished\n"
       "  --slow-link R --slow-link-us U  each network step of global rank R takes U us longer\n"
       "  --gpu-gbps G      a kernel lasts (bus bytes)/G ns, G in GB/s (default: as fast as it runs)\n"
       "  --cupti LIB       play the CUDA driver under this fake libcupti (tests/fake_cupti.c):\n"
@@ -193,7 +194,7 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
   O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER,
        O_LIST, O_HELP };
@@ -221,6 +222,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"gpu-drift-ppm", 1, 0, O_GPU_DRIFT},
                                           {"slow-rank", 1, 0, O_SLOW_RANK},
                                           {"slow-us", 1, 0, O_SLOW_US},
+                                          {"hold", 1, 0, O_HOLD},
                                           {"slow-link", 1, 0, O_SLOW_LINK},
                                           {"slow-link-us", 1, 0, O_SLOW_LINK_US},
                                           {"gpu-gbps", 1, 0, O_GPU_GBPS},
@@ -304,6 +306,7 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_GPU_DRIFT: NUM(-1e5, 1e5, o->gpu_drift_ppm); break;
     case O_SLOW_RANK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_rank = (int)v; break;
     case O_SLOW_US: NUM(0, 1e7, v); o->slow_us = (unsigned)v; break;
+    case O_HOLD: NUM(0, 3.6e6, v); o->hold_ms = (unsigned)v; break;
     case O_SLOW_LINK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_link_rank = (int)v; break;
     case O_SLOW_LINK_US: NUM(0, 1e7, v); o->slow_link_us = (unsigned)v; break;
     case O_GPU_GBPS: NUM(1e-3, 1e6, o->gpu_gbps); break;

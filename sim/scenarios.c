@@ -67,6 +67,12 @@ static void default_setup(uthread_t *ut) {
 /* After a hang (--fault) the communicators are aborted: open events stay open (ncclCommAbort). */
 static void default_teardown(uthread_t *ut) {
   int abort = sim_fault_aborting();
+  if (sim_opt.hold_ms && !abort) { /* --hold: everything done, the communicators still alive */
+    for (int i = 0; i < ut->n; i++)
+      for (int c = 0; c < SIM_MAX_COMMS; c++)
+        if (W.comm[ut->lr[i]][c]) sim_comm_drain(W.comm[ut->lr[i]][c]);
+    sim_sleep_us(sim_opt.hold_ms * 1000u);
+  }
   for (int i = 0; i < ut->n; i++)
     for (int c = 0; c < SIM_MAX_COMMS; c++)
       if (W.comm[ut->lr[i]][c]) {

@@ -84,6 +84,7 @@ typedef struct {
   int slow_rank, slow_link_rank;
   unsigned slow_us, slow_link_us;
   double gpu_gbps; /* > 0: a kernel lasts bus bytes / gpu_gbps (see docs/nccl-sim.md) */
+  unsigned hold_ms; /* --hold: the communicators stay alive this long after their last operation */
   /* peer coupling and faults (fault.c) */
   int couple;      /* ranks wait for each other's data (-1 auto: on with --fault) */
   sim_fault_t faults[SIM_MAX_FAULTS];
