@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/ncs.h"
+#include "metrics/metrics.h"
 
 static void add_error(ncs_config_t *c, const char *var, const char *val, const char *why) {
   size_t n = strlen(c->errors);
@@ -93,6 +94,62 @@ static void cupti_config(ncs_config_t *c) {
   if (c->cupti) c->events |= NCS_EV_KERNEL_LAUNCH;
 }
 
+/* The first of two variables that is set (OTel's per-signal variable, then its general one). */
+static const char *env2(const char *a, const char *b, const char **which) {
+  const char *v = getenv(a);
+  *which = a;
+  if (v && *v) return v;
+  *which = b;
+  v = getenv(b);
+  return v && *v ? v : NULL;
+}
+
+/* Live metrics (docs/metrics.md): which outputs, where, and OTel's exporter variables. */
+static void metrics_config(ncs_config_t *c) {
+  const char *m = getenv("NCCLSCOPE_METRICS");
+  if (m && *m && strcmp(m, "0") && strcasecmp(m, "none")) {
+    char list[256], *save = NULL;
+    snprintf(list, sizeof list, "%s", m);
+    for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+      if (!strcmp(t, "http")) c->metrics |= NCS_MX_HTTP;
+      else if (!strcmp(t, "textfile")) c->metrics |= NCS_MX_TEXTFILE;
+      else if (!strcmp(t, "otlp")) c->metrics |= NCS_MX_OTLP;
+      else if (!strcmp(t, "all")) c->metrics |= NCS_MX_HTTP | NCS_MX_TEXTFILE | NCS_MX_OTLP;
+      else add_error(c, "NCCLSCOPE_METRICS", m, "expected http, textfile, otlp, all or none; ignoring the unknown name");
+    }
+  }
+  const char *a = getenv("NCCLSCOPE_METRICS_ADDR");
+  snprintf(c->mx_addr, sizeof c->mx_addr, "%s", a && *a ? a : "127.0.0.1");
+  c->mx_port = (uint32_t)env_size(c, "NCCLSCOPE_METRICS_PORT", 9479, 0, 65535);
+  const char *off = getenv("NCCLSCOPE_METRICS_PORT_OFFSET");
+  c->mx_port_offset = -1;
+  if (off && *off && strcmp(off, "auto"))
+    c->mx_port_offset = (int32_t)env_size(c, "NCCLSCOPE_METRICS_PORT_OFFSET", 0, 0, 65535);
+  c->mx_interval_ms = (uint32_t)env_size(c, "NCCLSCOPE_METRICS_INTERVAL_MS", 15000, 100, 3600000);
+  const char *d = getenv("NCCLSCOPE_METRICS_DIR");
+  if (d && *d)
+    snprintf(c->mx_dir, sizeof c->mx_dir, "%s", d);
+  else if (snprintf(c->mx_dir, sizeof c->mx_dir, "%s/metrics", c->dir) >= (int)sizeof c->mx_dir)
+    add_error(c, "NCCLSCOPE_DIR", c->dir, "too long for the metrics directory under it");
+  c->mx_max_comms = (uint32_t)env_size(c, "NCCLSCOPE_METRICS_MAX_COMMS", 64, 1, 4096);
+  c->mx_max_series = (uint32_t)env_size(c, "NCCLSCOPE_METRICS_MAX_SERIES", 2048, 16, 65536);
+  c->mx_max_conns = (uint32_t)env_size(c, "NCCLSCOPE_METRICS_MAX_CONNECTIONS", 16, 1, 1024);
+  /* OTLP: the standard OpenTelemetry exporter variables, metrics-specific ones first */
+  const char *which, *e = env2("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT", &which);
+  if (!e)
+    snprintf(c->otlp_endpoint, sizeof c->otlp_endpoint, "http://localhost:4318/v1/metrics");
+  else if (!strcmp(which, "OTEL_EXPORTER_OTLP_ENDPOINT")) /* a base URL: the signal's path follows */
+    snprintf(c->otlp_endpoint, sizeof c->otlp_endpoint, "%s%sv1/metrics", e,
+             e[strlen(e) - 1] == '/' ? "" : "/");
+  else
+    snprintf(c->otlp_endpoint, sizeof c->otlp_endpoint, "%s", e);
+  const char *h = env2("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "OTEL_EXPORTER_OTLP_HEADERS", &which);
+  snprintf(c->otlp_headers, sizeof c->otlp_headers, "%s", h ? h : "");
+  const char *t = env2("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT", &which);
+  /* 2 s rather than OTel's 10 s: the last push of a segment holds up NCCL's finalize */
+  c->otlp_timeout_ms = t ? (uint32_t)env_size(c, which, 2000, 1, 600000) : 2000;
+}
+
 void ncs_config_load(ncs_config_t *c) {
   memset(c, 0, sizeof *c);
   const char *dir = getenv("NCCLSCOPE_DIR");
@@ -175,6 +232,7 @@ void ncs_config_load(ncs_config_t *c) {
       add_error(c, "NCCLSCOPE_DUMP_SIGNAL", sig, "expected USR1, USR2, a real-time signal number or none; using USR1");
   }
   cupti_config(c);
+  metrics_config(c);
   const char *dis = getenv("NCCLSCOPE_DISABLE");
   c->disabled = dis && *dis && strcmp(dis, "0") != 0;
 }

@@ -67,7 +67,18 @@ typedef struct {
   char cupti_lib[512];       /* NCCLSCOPE_CUPTI_LIB: the libcupti to load ("" search) */
   uint64_t cupti_buffer_bytes; /* NCCLSCOPE_CUPTI_BUFFER_SIZE: CUPTI's activity buffers */
   int cupti_summary;         /* NCCLSCOPE_CUPTI_KERNELS=nccl: other kernels summarized per stream */
-  char errors[512]; /* configuration problems, logged through NCCL's logger at init */
+  /* live metrics (docs/metrics.md) */
+  uint32_t metrics;          /* NCCLSCOPE_METRICS: NCS_MX_* outputs, 0 = off */
+  char mx_addr[64];          /* NCCLSCOPE_METRICS_ADDR: numeric address to listen on */
+  uint32_t mx_port;          /* NCCLSCOPE_METRICS_PORT: base port (0: any free port) */
+  int32_t mx_port_offset;    /* NCCLSCOPE_METRICS_PORT_OFFSET: -1 = auto (the local rank) */
+  uint32_t mx_interval_ms;   /* NCCLSCOPE_METRICS_INTERVAL_MS */
+  char mx_dir[1024];         /* NCCLSCOPE_METRICS_DIR: textfiles and endpoint files */
+  uint32_t mx_max_comms, mx_max_series, mx_max_conns;
+  char otlp_endpoint[512];   /* OTEL_EXPORTER_OTLP_(METRICS_)ENDPOINT */
+  char otlp_headers[1024];   /* OTEL_EXPORTER_OTLP_(METRICS_)HEADERS */
+  uint32_t otlp_timeout_ms;  /* OTEL_EXPORTER_OTLP_(METRICS_)TIMEOUT */
+  char errors[1024]; /* configuration problems, logged through NCCL's logger at init */
 } ncs_config_t;
 
 NCS_HIDDEN void ncs_config_load(ncs_config_t *c);

@@ -14,6 +14,7 @@
 
 #include "core/ncs.h"
 #include "gpu/gpu.h"
+#include "metrics/metrics.h"
 #include "record/flight.h"
 
 ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .hkey_hot = ~0u};
@@ -54,6 +55,7 @@ static void after_fork_child(void) {
   ncs_g.pid = getpid();
   if (ncs_g.ready) ncs_pool_reset_after_fork();
   ncs_gpu_after_fork();
+  ncs_mx_after_fork(); /* the metrics thread and server are the parent's */
 }
 
 static int setup_locked(void) {

@@ -23,6 +23,7 @@
 
 #include "core/ncs.h"
 #include "gpu/gpu.h"
+#include "metrics/metrics.h"
 #include "record/flight.h"
 #include "trace/encode.h"
 
@@ -59,6 +60,9 @@ typedef struct {
   uint8_t type, stopped, seen_start, emitted, revise, forced, nch;
   uint8_t agg; /* keyed by a Group's id: what its members completed at (see grp_note) */
   uint8_t unsampled; /* NCS_SF_UNSAMPLED: KernelCh was off for its group */
+  uint32_t mx;       /* live metrics: the operation's series (ncs_mx_op), 0 none */
+  uint64_t mx_bytes;
+  double mx_bus;
 } trk_t;
 
 typedef struct {
@@ -106,6 +110,8 @@ typedef struct {
   loss_w_t loss[NCS_LOSS_MAX];
   uint64_t loss_read_ns;
   uint32_t slots_used; /* slots [0, slots_used) have been claimed at least once */
+  uint64_t last_ev_ns;   /* the latest record's time (the watchdog's view, for the metrics) */
+  uint64_t fl_dumps[5];  /* flight dumps written, by reason */
   /* file I/O (trace mode). good_end: the file's size after its last whole chunk. An outage
    * begins with a failed write and ends with the next one that works. */
   uint64_t good_end;
@@ -183,6 +189,7 @@ static void loss_add(unsigned reason, const uint64_t *n, uint64_t from, uint64_t
   for (unsigned t = 0; t < NCS_T_COUNT; t++) w->by_type[t] += n[t], w->records += n[t];
   l->last_ns = now;
   l->dirty = 1;
+  if (ncs_mx_active) ncs_mx_lost(reason, n);
 }
 
 /* The counters of one reason were read as cur[] between from and to: what rose since the last
@@ -515,7 +522,23 @@ static trk_t *trk_insert(uint64_t id) {
   return &W.trk[i];
 }
 
+/* A Coll/P2p leaves the table: what it took is settled (its last COMPLETE is the one the trace
+ * keeps), and the live metrics get it, timed as report's duration() times it (docs/report.md):
+ * GPU times from KernelCh, else the host time of its children, else only its enqueue, which is
+ * no execution time. An unsampled group's operation without GPU times is left out of the times,
+ * as report leaves it out of latency and bandwidth. */
+static void mx_settle(const trk_t *p) {
+  int t = NCS_MX_ENQUEUE_HOST;
+  uint64_t ns = 0;
+  if (p->n_kch && p->gpu_start && p->gpu_stop > p->gpu_start)
+    t = NCS_MX_KERNEL_GPU, ns = p->gpu_stop - p->gpu_start;
+  else if (!p->unsampled && p->emitted && p->first_child_ns && p->end_ns > p->first_child_ns)
+    t = NCS_MX_PROXY_HOST, ns = p->end_ns - p->first_child_ns;
+  ncs_mx_settle(p->mx, p->mx_bytes, p->mx_bus, t, ns);
+}
+
 static void trk_remove(trk_t *e) {
+  if (e->mx) mx_settle(e);
   /* backward-shift deletion keeps linear probing correct without tombstones */
   uint32_t i = (uint32_t)(e - W.trk);
   W.trk[i].id = 0;
@@ -599,13 +622,14 @@ static void maybe_complete(trk_t *p, int from_sweep, uint64_t now) {
   if (all_channels || (from_sweep && older_than(now, p->last_ns, GRACE_NS))) emit_complete(p, 0);
 }
 
-static void track_start(const ncs_event_t *e) {
+/* returns a Coll/P2p's own entry (NULL when the table is full, and for other types) */
+static trk_t *track_start(const ncs_event_t *e) {
   unsigned t = e->type;
   if (is_parent(t)) {
     trk_t *p = trk_insert(e->id);
     if (!p) {
       emit_expired(e->id, t, NCS_XR_EVICTED, e->ts);
-      return;
+      return NULL;
     }
     p->type = (uint8_t)t;
     p->seen_start = 1;
@@ -615,23 +639,23 @@ static void track_start(const ncs_event_t *e) {
     p->nch = (uint8_t)e->f[t == NCS_T_COLL ? NCS_F(Coll, nChannels) : NCS_F(P2p, nChannels)];
     unsigned gi = t == NCS_T_COLL ? NCS_F(Coll, parentGroup) : NCS_F(P2p, parentGroup);
     p->group = e->fref_kind[gi] == NCS_REF_LOCAL ? e->f[gi] : 0;
-    return;
+    return p;
   }
-  if (!is_child(t)) return;
+  if (!is_child(t)) return NULL;
   trk_t *c = trk_insert(e->id);
   if (!c) {
     emit_expired(e->id, t, NCS_XR_EVICTED, e->ts);
-    return;
+    return NULL;
   }
   c->type = (uint8_t)t;
   c->seen_start = 1;
   c->start_ns = c->last_ns = e->ts;
   if (t == NCS_T_KERNEL_CH) c->gpu_start = e->f[NCS_F(KernelCh, pTimer)];
-  if (e->parent_kind != NCS_REF_LOCAL) return;
+  if (e->parent_kind != NCS_REF_LOCAL) return NULL;
   trk_t *p = trk_find(e->parent);
   if (!p) {
     p = trk_insert(e->parent); /* the parent's START may still sit in another thread's block */
-    if (!p) return;
+    if (!p) return NULL;
     p->start_ns = e->ts;
   }
   c->parent = e->parent;
@@ -645,6 +669,7 @@ static void track_start(const ncs_event_t *e) {
   if (!p->first_child_ns || e->ts < p->first_child_ns) p->first_child_ns = e->ts;
   if (p->last_ns < e->ts) p->last_ns = e->ts;
   if (p->emitted) p->revise = 1;
+  return NULL;
 }
 
 static void track_state(const ncs_event_t *e) {
@@ -859,6 +884,24 @@ static int end_ok(ncs_event_t *e, uint64_t hdr, const uint64_t *w) {
   return 0;
 }
 
+/* Live metrics: an API call's start is the arrival of the operation under it; a Coll/P2p gets its
+ * series, settled when it leaves the table (mx_settle). One the table had no room for was closed
+ * as evicted at once: it is settled at once, without an execution time. */
+static void mx_start(const ncs_event_t *e, const uint64_t *raw, trk_t *p) {
+  if (e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API) {
+    ncs_mx_api(e);
+  } else if (is_parent(e->type)) {
+    uint64_t bytes;
+    double bus;
+    uint32_t s = ncs_mx_op(e, raw, &bytes, &bus);
+    if (!p) {
+      ncs_mx_settle(s, bytes, bus, NCS_MX_ENQUEUE_HOST, 0);
+    } else {
+      p->mx = s, p->mx_bytes = bytes, p->mx_bus = bus;
+    }
+  }
+}
+
 static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
   if ((hdr & 0xFF) == NCS_RAW_GPU) { /* a kernel launch or graph record of GPU truth */
     ncs_gpu_raw(w, hdr, thread, to_ns(w[1]));
@@ -870,6 +913,7 @@ static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
   e.thread = thread;
   e.ts = to_ns(w[1]);
   e.id = w[2];
+  if (e.ts > W.last_ev_ns) W.last_ev_ns = e.ts;
   if ((e.kind == NCS_REC_STOP || e.kind == NCS_REC_STATE) && !end_ok(&e, hdr, w)) return;
   if (e.type >= NCS_T_COUNT) return;
   switch (e.kind) {
@@ -892,7 +936,8 @@ static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
     }
     W.starts[e.type]++;
     emit(&e);
-    track_start(&e);
+    trk_t *p = track_start(&e);
+    if (ncs_mx_active) mx_start(&e, f, p);
     break;
   }
   case NCS_REC_STOP:
@@ -1190,6 +1235,7 @@ static void segment_begin(void) {
   ncs_gpu_segment_begin(); /* GPU_STATE: whether kernel times come from CUPTI, and why (not) */
 }
 
+static void mx_publish(int final);
 static void housekeeping(int final) {
   uint64_t now = ncs_mono_ns();
   clock_refresh();
@@ -1227,9 +1273,52 @@ static void housekeeping(int final) {
       sweep(0);
       flush_events();
       write_counters(NCS_CHUNK_COUNTERS);
-      ncs_fl_dump(why, trig, treal);
+      if (ncs_fl_dump(why, trig, treal) == 0 && why > 0 && why < 5) W.fl_dumps[why]++;
     }
   }
+  if (ncs_mx_active && ncs_mx_due(now)) mx_publish(0);
+}
+
+/* ------------------------------------------------------------------ live metrics */
+
+/* What only the writer knows, for a metrics snapshot: its counters (per segment, as the footer's)
+ * and the watchdog's view. The open operations are counted by a pass over the table, once a
+ * second at most. */
+static void mx_publish(int final) {
+  ncs_mx_proc_t p;
+  prod_t q;
+  memset(&p, 0, sizeof p);
+  producer_counters(&q);
+  p.mono_ns = ncs_mono_ns();
+  p.real_ns = ncs_realtime_ns();
+  memcpy(p.starts, W.starts, sizeof p.starts);
+  memcpy(p.stops, W.stops, sizeof p.stops);
+  memcpy(p.states, W.states, sizeof p.states);
+  memcpy(p.expired, W.expired, sizeof p.expired);
+  p.bad_handles = q.bad - W.base_bad + W.bad_end;
+  p.stale_handles = q.stale - W.base_stale + W.stale_end;
+  p.null_handles = q.null - W.base_null;
+  p.groups = q.groups - W.base_groups;
+  p.groups_unsampled = q.groups_unsampled - W.base_groups_unsampled;
+  p.revisions = W.revisions;
+  p.pool_bytes = ncs_g.pool_len;
+  p.pool_used = (uint64_t)atomic_load(&ncs_g.blocks_in_use) * NCS_BLOCK_BYTES;
+  p.pool_peak = (uint64_t)atomic_load(&ncs_g.blocks_peak) * NCS_BLOCK_BYTES;
+  p.tracked = W.trk_n;
+  p.trace_bytes = W.bytes;
+  p.write_errors = W.write_errors;
+  for (uint32_t i = 0; i < W.trk_cap && W.trk_n; i++) {
+    const trk_t *e = &W.trk[i];
+    if (!e->id || e->agg || !is_parent(e->type) || !e->seen_start || e->emitted) continue;
+    p.open_ops++;
+    if (!p.oldest_open_ns || e->start_ns < p.oldest_open_ns) p.oldest_open_ns = e->start_ns;
+  }
+  p.last_event_ns = W.last_ev_ns;
+  memcpy(p.dumps, W.fl_dumps, sizeof p.dumps);
+  p.watchdog_s = ncs_g.cfg.watchdog_s;
+  p.events = ncs_g.cfg.events;
+  p.mode = ncs_g.cfg.mode;
+  ncs_mx_publish(&p, final);
 }
 
 /* The end of a segment: a write outage that never ended is told once more, with its toll. */
@@ -1284,6 +1373,7 @@ static void *writer_main(void *arg) {
   loss_cycle(1);
   write_counters(NCS_CHUNK_FOOTER);
   io_end();
+  if (ncs_mx_active) mx_publish(1); /* everything is settled: the metrics' last word */
   return NULL;
 }
 
@@ -1323,8 +1413,10 @@ int ncs_writer_start(void) {
   loss_base(); /* after the segment's start time: a loss window never begins before it */
   W.last_clock_ns = W.last_flush_ns = W.last_counters_ns = W.last_sweep_ns = ncs_mono_ns();
   atomic_store(&ncs_g.writer_stop, 0);
+  ncs_mx_begin();
   if (pthread_create(&ncs_g.writer, NULL, writer_main, NULL) != 0) {
     ncs_log(NCS_LOG_WARN, "cannot start the writer thread; profiling disabled");
+    ncs_mx_end();
     if (W.fd >= 0) close(W.fd);
     W.fd = -1;
     if (W.flight) ncs_fl_close(0);
@@ -1343,6 +1435,7 @@ void ncs_writer_stop(void) {
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
   ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
+  ncs_mx_end(); /* the writer published the last snapshot: the outputs give it out, then go */
   /* close reports what the filesystem could not keep (NFS, a disk that failed late) */
   if (W.fd >= 0 && close(W.fd) != 0)
     ncs_log(NCS_LOG_WARN, "closing %s failed: %s; the end of the trace may be lost", W.path,
