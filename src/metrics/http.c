@@ -85,6 +85,7 @@ int ncs_mx_http_load(char *err, size_t errlen) {
 #define SYM(f, n)                                                                                  \
   if (!(*(void **)&M.f = dlsym(l, n))) {                                                          \
     snprintf(err, errlen, "%s has no %s", MHD_LIB, n);                                           \
+    dlclose(l);                                                                                    \
     return -1;                                                                                     \
   }
   SYM(start, "MHD_start_daemon");

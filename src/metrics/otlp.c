@@ -52,6 +52,7 @@ static int load(char *err, size_t errlen) {
 #define SYM(f, n)                                                                                  \
   if (!(*(void **)&C.f = dlsym(l, n))) {                                                          \
     snprintf(err, errlen, "%s has no %s", CURL_LIB, n);                                          \
+    dlclose(l);                                                                                    \
     return -1;                                                                                     \
   }
   SYM(global_init, "curl_global_init");
@@ -66,6 +67,7 @@ static int load(char *err, size_t errlen) {
 #undef SYM
   if (C.global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
     snprintf(err, errlen, "curl_global_init failed");
+    dlclose(l);
     return -1;
   }
   C.lib = l;
