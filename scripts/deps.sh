@@ -2,9 +2,12 @@
 # Install the Debian packages ncclscope needs to build and test. Safe to run again: it only
 # installs what is missing. Usage: scripts/deps.sh [build|test]
 set -euo pipefail
-want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev)
+# libmicrohttpd-dev and libcurl4-openssl-dev: the headers of the live metrics' libraries, which
+# the plugin loads at run time (docs/metrics.md); the tests run Debian's prometheus and node_exporter
+want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev)
 if [ "${1:-build}" = test ]; then
-  want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind procps)
+  want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind procps
+         prometheus prometheus-node-exporter)
 fi
 missing=()
 for p in "${want[@]}"; do
