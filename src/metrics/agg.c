@@ -52,6 +52,7 @@ typedef struct {
 } inst_t;
 
 int ncs_mx_active;
+_Atomic int ncs_mx_exiting;
 
 static struct {
   ncs_mx_snap_t L; /* the live tables */

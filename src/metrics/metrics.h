@@ -101,6 +101,9 @@ typedef struct {
 
 /* ---- agg.c: the writer's side. Every function but ncs_mx_take runs on the writer thread. */
 extern NCS_HIDDEN int ncs_mx_active; /* metrics on for this segment */
+/* the process is exiting with communicators alive (the plugin's destructor): TLS libraries may
+ * already be torn down, so no last https push */
+extern NCS_HIDDEN _Atomic int ncs_mx_exiting;
 NCS_HIDDEN void ncs_mx_begin(void);  /* segment start, before the writer thread runs */
 NCS_HIDDEN void ncs_mx_end(void);    /* after the writer thread was joined */
 NCS_HIDDEN void ncs_mx_after_fork(void);

@@ -229,6 +229,8 @@ static void serve_one(const ncs_mx_snap_t *s) {
   ncs_mx_http_stats(&X.st);
   int tf = (X.outputs & NCS_MX_TEXTFILE) && !s->final && (!X.last_tf_ns || now - X.last_tf_ns >= iv);
   int otlp = (X.outputs & NCS_MX_OTLP) && (s->final || !X.last_otlp_ns || now - X.last_otlp_ns >= iv);
+  /* at exit, OpenSSL's atexit cleanup has run before the plugin's destructor: no https then */
+  if (s->final && atomic_load(&ncs_mx_exiting) && !strncmp(ncs_g.cfg.otlp_endpoint, "https:", 6)) otlp = 0;
   if ((X.outputs & NCS_MX_HTTP) || tf) {
     ncs_mx_render_prom(&X.prom, s, &X.id, &X.st);
     if (!X.prom.oom && (X.outputs & NCS_MX_HTTP)) ncs_mx_http_publish(X.prom.p, X.prom.len);

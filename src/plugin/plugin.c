@@ -236,7 +236,10 @@ __attribute__((destructor)) static void ncs_unload(void) {
   /* dlclose, or process exit with communicators still alive (common: many programs never
    * destroy their communicators). Either way the trace is completed. */
   pthread_mutex_lock(&ncs_g.lock);
-  if (ncs_g.writer_running) ncs_writer_stop();
+  if (ncs_g.writer_running) {
+    atomic_store(&ncs_mx_exiting, 1);
+    ncs_writer_stop();
+  }
   int live = atomic_load(&ncs_g.live_comms);
   if (ncs_g.ready && live == 0) {
     /* dlclose after the last finalize: no NCCL thread will call us again, and our signal
