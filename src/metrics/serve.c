@@ -33,6 +33,7 @@ static struct {
   ncs_mx_ident_t id;
   uint32_t outputs; /* what works: NCS_MX_* */
   char host[128], targets[1400], textfile[1400];
+  uint32_t port; /* of the endpoint; its targets file is written with the first text served */
   ncs_mx_buf_t prom, json;
   uint64_t last_tf_ns, last_otlp_ns;
   ncs_mx_serve_stats_t st;
@@ -182,7 +183,7 @@ static void http_setup(char *desc, size_t dlen) {
     return;
   }
   X.outputs |= NCS_MX_HTTP;
-  write_targets(port);
+  X.port = port; /* the targets file follows the first snapshot: found means ready */
   size_t n = strlen(desc);
   snprintf(desc + n, dlen - n, " http://%s:%u/metrics (%s)", ncs_g.cfg.mx_addr, port, how);
 }
@@ -233,7 +234,10 @@ static void serve_one(const ncs_mx_snap_t *s) {
   if (s->final && atomic_load(&ncs_mx_exiting) && !strncmp(ncs_g.cfg.otlp_endpoint, "https:", 6)) otlp = 0;
   if ((X.outputs & NCS_MX_HTTP) || tf) {
     ncs_mx_render_prom(&X.prom, s, &X.id, &X.st);
-    if (!X.prom.oom && (X.outputs & NCS_MX_HTTP)) ncs_mx_http_publish(X.prom.p, X.prom.len);
+    if (!X.prom.oom && (X.outputs & NCS_MX_HTTP)) {
+      ncs_mx_http_publish(X.prom.p, X.prom.len);
+      if (X.port) write_targets(X.port), X.port = 0;
+    }
   }
   if (tf && !X.prom.oom) {
     X.last_tf_ns = now;
