@@ -179,9 +179,10 @@ NCS_HIDDEN void ncs_mx_http_stats(ncs_mx_serve_stats_t *st);
 /* ---- otlp.c: pushes (libcurl, loaded at run time) */
 NCS_HIDDEN int ncs_mx_otlp_init(const char *endpoint, const char *headers, char *err,
                                 size_t errlen);
-/* POST body; 0 when the collector answered 2xx, else -1 with err */
-NCS_HIDDEN int ncs_mx_otlp_push(const char *body, size_t len, uint32_t timeout_ms, char *err,
-                                size_t errlen);
+/* POST body; 0 when the collector answered 2xx, else -1 with err; -2 when it gave up because
+ * *cancel (when not NULL) was set. */
+NCS_HIDDEN int ncs_mx_otlp_push(const char *body, size_t len, uint32_t timeout_ms,
+                                _Atomic int *cancel, char *err, size_t errlen);
 NCS_HIDDEN void ncs_mx_otlp_fini(void);
 NCS_HIDDEN void ncs_mx_otlp_after_fork(void);
 

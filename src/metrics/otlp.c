@@ -110,6 +110,13 @@ static int add_headers(const char *list, char *err, size_t errlen) {
   return 0;
 }
 
+/* libcurl asks about once a second while a transfer waits: a push the segment's end overtook
+ * gives up, so that the last push (with the last values) starts at once */
+static int progress(void *cancel, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un) {
+  (void)dt, (void)dn, (void)ut, (void)un;
+  return cancel && atomic_load((_Atomic int *)cancel);
+}
+
 static size_t discard(char *p, size_t sz, size_t n, void *u) {
   (void)p, (void)u;
   return sz * n; /* the collector's answer is not needed beyond its status */
@@ -137,7 +144,8 @@ int ncs_mx_otlp_init(const char *endpoint, const char *headers, char *err, size_
   return 0;
 }
 
-int ncs_mx_otlp_push(const char *body, size_t len, uint32_t timeout_ms, char *err, size_t errlen) {
+int ncs_mx_otlp_push(const char *body, size_t len, uint32_t timeout_ms, _Atomic int *cancel,
+                     char *err, size_t errlen) {
   if (!O.h) {
     snprintf(err, errlen, "no OTLP exporter");
     return -1;
@@ -146,7 +154,11 @@ int ncs_mx_otlp_push(const char *body, size_t len, uint32_t timeout_ms, char *er
   C.setopt(O.h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
   C.setopt(O.h, CURLOPT_TIMEOUT_MS, (long)timeout_ms);
   C.setopt(O.h, CURLOPT_CONNECTTIMEOUT_MS, (long)timeout_ms);
+  C.setopt(O.h, CURLOPT_NOPROGRESS, cancel ? 0L : 1L);
+  C.setopt(O.h, CURLOPT_XFERINFOFUNCTION, progress);
+  C.setopt(O.h, CURLOPT_XFERINFODATA, (void *)cancel);
   CURLcode rc = C.perform(O.h);
+  if (rc == CURLE_ABORTED_BY_CALLBACK) return -2;
   if (rc != CURLE_OK) {
     snprintf(err, errlen, "%s", C.strerror_(rc));
     return -1;

@@ -249,7 +249,12 @@ static void serve_one(const ncs_mx_snap_t *s) {
     X.last_otlp_ns = now;
     ncs_mx_render_otlp(&X.json, s, &X.id, &X.st);
     char err[256] = "out of memory";
-    int ok = !X.json.oom && ncs_mx_otlp_push(X.json.p, X.json.len, ncs_g.cfg.otlp_timeout_ms, err, sizeof err) == 0;
+    /* a periodic push gives up when the segment ends (the last push, with its full timeout,
+     * carries the same cumulative values and more: nothing to count or log) */
+    int r = X.json.oom ? -1 : ncs_mx_otlp_push(X.json.p, X.json.len, ncs_g.cfg.otlp_timeout_ms,
+                                               s->final ? NULL : &X.stop, err, sizeof err);
+    if (r == -2) return;
+    int ok = r == 0;
     ok ? X.st.otlp_ok++ : X.st.otlp_failed++;
     outcome("the OTLP push", ok, &X.otlp_failing, err);
   }
