@@ -4,7 +4,7 @@
 # tests/metrics_check.py runs in its own directory. scripts/deps.sh test installs prometheus
 # and prometheus-node-exporter.
 set(NCS_MX_CHECK python3 ${CMAKE_CURRENT_SOURCE_DIR}/metrics_check.py)
-foreach(c prometheus procs otlp collector hostile missing ports caps dashboard docs)
+foreach(c prometheus procs otlp scenarios collector hostile missing ports caps dashboard docs)
   add_test(NAME metrics_${c}
            COMMAND ${NCS_MX_CHECK} ${c} ${CMAKE_BINARY_DIR} ${CMAKE_SOURCE_DIR}
                    ${CMAKE_CURRENT_BINARY_DIR}/metrics/${c})

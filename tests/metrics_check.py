@@ -10,6 +10,7 @@ the trace of the same job (`ncclscope dump --abs`, `ncclscope report --json`):
               node_exporter's textfile collector; its HTTP API must give the trace's values
   procs       two processes on one node: two ports, two targets, totals over both = the trace
   otlp        a local OTLP/HTTP receiver validates every push; the last one = the trace
+  scenarios   the same for aborts, expiry, graphs, send/recv, PXN, split, ABI v4, a hang
   collector   the collector refuses, then hangs: the job and its timings do not notice
   hostile     many connections, slow clients, garbage, oversized requests during a job
   missing     libmicrohttpd / libcurl missing or broken: one log line each, the rest works
@@ -621,6 +622,37 @@ def last_event_mono(trace):
     return max(int(m) for m in re.findall(r" t=(\d+) ", r.stdout))
 
 
+def case_scenarios():
+    """the last push of each process against the trace, for nccl-sim's awkward cases: aborted and
+    never-stopped operations, graph replays, send/recv and all-to-all, PXN across two processes,
+    split communicators, ABI v4 (no API events: arrivals at the operations' own starts), and a
+    hang that ends in an abort"""
+    cases = [("abort", []), ("neverstop", []), ("graph", []), ("sendrecv", []), ("alltoall", []),
+             ("pxn", []), ("split", []), ("mixed", ["--abi", "4"]),
+             ("allreduce", ["--fault", "stall:1:3", "--hang-s", "2"])]
+    n = 0
+    for scen, extra in cases:
+        Receiver.posts, Receiver.mode = [], "ok"
+        srv = receiver()
+        trace = os.path.join(WORK, scen + "".join(extra).replace("-", "").replace(":", ""))
+        env = job_env(trace, NCCLSCOPE_METRICS="otlp", NCCLSCOPE_METRICS_INTERVAL_MS=3600000,
+                      NCCLSCOPE_EXPIRE_MS=500, OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:%d" % srv.server_port)
+        r = subprocess.run([SIM, "--plugin", PLUGIN, "--scenario", scen, "--ranks", "4", "--iters", "20"] + extra,
+                           env=env, capture_output=True, text=True, timeout=300)
+        check(r.returncode in (0, 3), "%s %s exited %d: %s" % (scen, extra, r.returncode, r.stderr[-1500:]))
+        last = {}
+        for _, _, body in Receiver.posts:
+            attrs, vals = validate_otlp(body)
+            last[attrs["process.pid"]] = vals
+        check(last, "%s: no push" % scen)
+        got = {}
+        for v in last.values():
+            got.update(v)
+        n += compare(got, expected(trace_ops(trace)), "%s %s" % (scen, " ".join(extra)))
+        srv.shutdown()
+    log("%d scenarios: %d values in the processes' last pushes equal their traces" % (len(cases), n))
+
+
 def case_collector():
     """A collector that refuses, answers 500, or hangs must not slow the job or lose the trace.
     The pushes run on the metrics thread. Were they on the writer's, a hanging collector (5 s per
@@ -1077,7 +1109,8 @@ def case_docs():
     log("docs/metrics.md documents the %d exported families, with their types" % len(types))
 
 
-CASES = {"prometheus": case_prometheus, "procs": case_procs, "otlp": case_otlp, "collector": case_collector,
+CASES = {"prometheus": case_prometheus, "procs": case_procs, "otlp": case_otlp, "scenarios": case_scenarios,
+         "collector": case_collector,
          "hostile": case_hostile, "missing": case_missing, "ports": case_ports, "caps": case_caps,
          "dashboard": case_dashboard, "docs": case_docs}
 

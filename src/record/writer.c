@@ -522,15 +522,16 @@ static trk_t *trk_insert(uint64_t id) {
   return &W.trk[i];
 }
 
-/* A Coll/P2p leaves the table: what it took is settled (its last COMPLETE is the one the trace
- * keeps), and the live metrics get it, timed as report's duration() times it (docs/report.md):
- * GPU times from KernelCh, else the host time of its children, else only its enqueue, which is
- * no execution time. An unsampled group's operation without GPU times is left out of the times,
- * as report leaves it out of latency and bandwidth. */
+/* A Coll/P2p leaves the table: what it took is settled (its fields are those of its last COMPLETE,
+ * the one the trace keeps), and the live metrics get it, timed as report's duration() times it
+ * (docs/report.md): GPU times from KernelCh, else the host time of its children, else only its
+ * enqueue, which is no execution time (so one that never completed). An unsampled group's
+ * operation without GPU times is left out of the times, as report leaves it out of latency and
+ * bandwidth. */
 static void mx_settle(const trk_t *p) {
   int t = NCS_MX_ENQUEUE_HOST;
   uint64_t ns = 0;
-  if (p->n_kch && p->gpu_start && p->gpu_stop > p->gpu_start)
+  if (p->emitted && p->n_kch && p->gpu_start && p->gpu_stop > p->gpu_start)
     t = NCS_MX_KERNEL_GPU, ns = p->gpu_stop - p->gpu_start;
   else if (!p->unsampled && p->emitted && p->first_child_ns && p->end_ns > p->first_child_ns)
     t = NCS_MX_PROXY_HOST, ns = p->end_ns - p->first_child_ns;
