@@ -15,7 +15,9 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#ifdef NCS_HAVE_MHD
 #include <microhttpd.h>
+#endif
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -32,6 +34,7 @@
 #define IDLE_S 10
 #define REQ_MEMORY (16u * 1024u)
 
+#ifdef NCS_HAVE_MHD
 typedef struct MHD_Daemon *(*mhd_start_fn)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
                                            MHD_AccessHandlerCallback, void *, ...);
 typedef void (*mhd_stop_fn)(struct MHD_Daemon *);
@@ -41,6 +44,8 @@ typedef struct MHD_Response *(*mhd_buf_resp_fn)(size_t, void *, enum MHD_Respons
 typedef enum MHD_Result (*mhd_header_fn)(struct MHD_Response *, const char *, const char *);
 typedef enum MHD_Result (*mhd_queue_fn)(struct MHD_Connection *, unsigned int, struct MHD_Response *);
 typedef void (*mhd_destroy_fn)(struct MHD_Response *);
+
+#endif
 
 typedef struct {
   uint32_t refs; /* under H.mu */
@@ -53,6 +58,7 @@ typedef struct {
   uint64_t t0;
 } resp_t;
 
+#ifdef NCS_HAVE_MHD
 /* the library's functions (kept across segments and forks) */
 static struct {
   void *lib;
@@ -64,6 +70,7 @@ static struct {
   mhd_queue_fn queue;
   mhd_destroy_fn destroy;
 } M;
+#endif
 
 static struct {
   struct MHD_Daemon *d;
@@ -74,6 +81,7 @@ static struct {
 } H = {.fd = -1};
 static pthread_mutex_t H_mu = PTHREAD_MUTEX_INITIALIZER;
 
+#ifdef NCS_HAVE_MHD
 int ncs_mx_http_load(char *err, size_t errlen) {
   if (M.lib) return 0;
   void *l = dlopen(MHD_LIB, RTLD_NOW | RTLD_LOCAL);
@@ -99,6 +107,14 @@ int ncs_mx_http_load(char *err, size_t errlen) {
   M.lib = l;
   return 0;
 }
+#else
+/* built without libmicrohttpd's headers (CMake said so): the other outputs still work */
+int ncs_mx_http_load(char *err, size_t errlen) {
+  snprintf(err, errlen, "this build of ncclscope has no HTTP endpoint: libmicrohttpd's headers "
+                        "were missing when it was built (libmicrohttpd-dev)");
+  return -1;
+}
+#endif
 
 int ncs_mx_http_listen(const char *addr, uint32_t port) {
   struct sockaddr_storage ss;
@@ -169,6 +185,7 @@ void ncs_mx_http_publish(const char *text, size_t len) {
   if (old) unref(old);
 }
 
+#ifdef NCS_HAVE_MHD
 /* libmicrohttpd asks for the next part of a body when the socket can take it */
 static ssize_t body(void *cls, uint64_t pos, char *buf, size_t max) {
   resp_t *r = cls;
@@ -251,9 +268,19 @@ int ncs_mx_http_start(int fd, uint32_t max_conns, char *err, size_t errlen) {
   H.fd = fd;
   return 0;
 }
+#else
+int ncs_mx_http_start(int fd, uint32_t max_conns, char *err, size_t errlen) {
+  (void)max_conns;
+  snprintf(err, errlen, "this build of ncclscope has no HTTP endpoint");
+  close(fd);
+  return -1;
+}
+#endif
 
 void ncs_mx_http_stop(void) {
+#ifdef NCS_HAVE_MHD
   if (H.d) M.stop(H.d); /* joins its thread, closes the connections and the socket */
+#endif
   H.d = NULL, H.fd = -1;
   pthread_mutex_lock(&H_mu);
   blob_t *b = H.cur;

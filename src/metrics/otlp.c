@@ -4,6 +4,7 @@
  * library stays loaded once loaded: unloading libcurl (and the TLS library under it) from inside
  * a process that may use them itself is not safe, and a reloaded plugin finds it again.
  */
+#ifdef NCS_HAVE_CURL
 #include <curl/curl.h>
 #include <dlfcn.h>
 #include <stdio.h>
@@ -181,3 +182,24 @@ void ncs_mx_otlp_fini(void) {
 /* A fork child shares the parent's connection: closing it there (TLS would say goodbye on the
  * parent's socket) is not the child's to do. Forget it. */
 void ncs_mx_otlp_after_fork(void) { memset(&O, 0, sizeof O); }
+#else
+/* built without libcurl's headers (CMake said so): no OTLP pushes, the other outputs work */
+#include <stdio.h>
+
+#include "metrics/metrics.h"
+
+int ncs_mx_otlp_init(const char *endpoint, const char *headers, char *err, size_t errlen) {
+  (void)endpoint, (void)headers;
+  snprintf(err, errlen, "this build of ncclscope has no OTLP pushes: libcurl's headers were "
+                        "missing when it was built (libcurl4-openssl-dev)");
+  return -1;
+}
+int ncs_mx_otlp_push(const char *body, size_t len, uint32_t timeout_ms, _Atomic int *cancel,
+                     char *err, size_t errlen) {
+  (void)body, (void)len, (void)timeout_ms, (void)cancel;
+  snprintf(err, errlen, "no OTLP in this build");
+  return -1;
+}
+void ncs_mx_otlp_fini(void) {}
+void ncs_mx_otlp_after_fork(void) {}
+#endif
