@@ -174,3 +174,18 @@ set_tests_properties(cupti_counts PROPERTIES PASS_REGULAR_EXPRESSION
 # the wrong expectations must fail, each for its own reason
 set_tests_properties(cupti_counts-wrong PROPERTIES PASS_REGULAR_EXPRESSION
                      "not joined to its AllGather.*3 replays, 4 ran.*NCCL kernels eager: 8 kernels in the trace, 9 ran.*FAILED")
+
+# a capture from a real GPU (one H200, scripts/gpu-cupti.sh part 1: examples/ex_cupti --iters 50
+# --replays 20 under NCCLSCOPE_CUPTI=on; tests/fixtures/cupti/README.md): the reader, dump and the
+# checker on what real CUPTI wrote, and the checker still refuses a count one off
+set(NCS_CUPTI_FX ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/cupti/h200-ex_cupti)
+add_test(NAME cupti_fixture_h200
+         COMMAND sh -c "'$<TARGET_FILE:ncs-cupti-check>' --counts '${NCS_CUPTI_FX}' '${NCS_CUPTI_FX}/expect.txt' && \
+'$<TARGET_FILE:ncclscope>' dump --stats '${NCS_CUPTI_FX}'")
+set_tests_properties(cupti_fixture_h200 PROPERTIES PASS_REGULAR_EXPRESSION
+  "cupti check: ok counts: 190 kernels \\(0 not the program's\\), ncs_spin eager 150, ncs_spin replayed 20, ncs_empty replayed 20.*CUPTI: active.*kernels \\(CUPTI\\): 190: 0 NCCL eager, 0 NCCL graph replays, 190 other; 0 without usable times")
+add_test(NAME cupti_fixture_h200_wrong
+         COMMAND sh -c "sed 's/count=150/count=151/' '${NCS_CUPTI_FX}/expect.txt' > '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx-wrong.expect' && \
+'$<TARGET_FILE:ncs-cupti-check>' --counts '${NCS_CUPTI_FX}' '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx-wrong.expect'; echo rc=$?")
+set_tests_properties(cupti_fixture_h200_wrong PROPERTIES PASS_REGULAR_EXPRESSION
+  "ncs_spin eager: 150 kernels in the trace, 151 ran.*FAILED.*rc=1")
