@@ -658,7 +658,7 @@ static void test_bad_records(void **state) {
   second[0] = 9;
   expect_event_error(rec, 2 * n, "unknown record kind", 1);
   second[0] = NCS_REC_START;
-  second[1] = 15;
+  second[1] = NCS_T_COUNT;
   expect_event_error(rec, 2 * n, "unknown event type", 1);
   coll_start(second, 1, 4, 0, 0);
   expect_event_error(rec, 2 * n, "unknown context kind", 1);
