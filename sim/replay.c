@@ -283,8 +283,9 @@ static void *ref_of(uint8_t kind, uint64_t v) {
   return kind == NCS_REF_NONE ? NULL : (void *)(uintptr_t)v;
 }
 
-/* The v6 descriptor NCCL would have passed, from the recorded fields (src/trace/format.c). */
-static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *sock,
+/* The v7 descriptor NCCL would have passed, from the recorded fields (src/trace/format.c); a
+ * plugin called through an older version gets it through nccl-sim's adapter. */
+static void build_descr(const call_t *c, ncs_descr_v7_t *d, ncs_net_sock_v1_t *sock,
                         ncs_net_ib_v1_t *ib) {
   const uint64_t *f = c->f;
   memset(d, 0, sizeof *d);
@@ -303,12 +304,15 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
     d->coll.nWarps = (uint8_t)V(Coll, nWarps), d->coll.algo = S(Coll, algo);
     d->coll.proto = S(Coll, proto);
     d->coll.parentGroup = ref_of(c->fref[NCS_F(Coll, parentGroup)], V(Coll, parentGroup));
+    d->coll.kernelVariant = S(Coll, kernelVariant), d->coll.isSymColl = V(Coll, isSymColl) != 0;
+    d->coll.userTag = V(Coll, userTag);
     break;
   case SIM_T_P2P:
     d->p2p.func = S(P2p, func), d->p2p.buff = P(P2p, buff), d->p2p.datatype = S(P2p, datatype);
     d->p2p.count = V(P2p, count), d->p2p.peer = (int)V(P2p, peer);
     d->p2p.nChannels = (uint8_t)V(P2p, nChannels);
     d->p2p.parentGroup = ref_of(c->fref[NCS_F(P2p, parentGroup)], V(P2p, parentGroup));
+    d->p2p.userTag = V(P2p, userTag);
     break;
   case SIM_T_PROXY_OP: {
     pid_t me = getpid(), pid = (pid_t)V(ProxyOp, pid);
@@ -348,11 +352,13 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
     d->collApi.func = S(CollApi, func), d->collApi.count = V(CollApi, count);
     d->collApi.datatype = S(CollApi, datatype), d->collApi.root = (int)V(CollApi, root);
     d->collApi.stream = P(CollApi, stream), d->collApi.graphCaptured = V(CollApi, graphCaptured) != 0;
+    d->collApi.userTag = V(CollApi, userTag);
     break;
   case SIM_T_P2P_API:
     d->p2pApi.func = S(P2pApi, func), d->p2pApi.count = V(P2pApi, count);
     d->p2pApi.datatype = S(P2pApi, datatype), d->p2pApi.stream = P(P2pApi, stream);
     d->p2pApi.graphCaptured = V(P2pApi, graphCaptured) != 0;
+    d->p2pApi.userTag = V(P2pApi, userTag);
     break;
   case SIM_T_KERNEL_LAUNCH: d->kernelLaunch.stream = P(KernelLaunch, stream); break;
   case SIM_T_CE_COLL:
@@ -364,6 +370,7 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
     d->ceColl.batchSize = (uint32_t)V(CeColl, batchSize);
     d->ceColl.numBatches = (uint32_t)V(CeColl, numBatches);
     d->ceColl.ceSeqNum = (uint32_t)V(CeColl, ceSeqNum), d->ceColl.stream = P(CeColl, stream);
+    d->ceColl.userTag = V(CeColl, userTag);
     break;
   case SIM_T_CE_SYNC:
     d->ceCollSync.isComplete = V(CeSync, isComplete) != 0, d->ceCollSync.nRanks = (int)V(CeSync, nRanks);
@@ -371,6 +378,11 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
   case SIM_T_CE_BATCH:
     d->ceCollBatch.numOps = (int)V(CeBatch, numOps), d->ceCollBatch.totalBytes = V(CeBatch, totalBytes);
     d->ceCollBatch.useIntraSync = V(CeBatch, useIntraSync) != 0;
+    break;
+  case SIM_T_KERNEL_PHASE:
+    d->kernelPhase.channelId = (uint8_t)V(KernelPhase, channelId);
+    d->kernelPhase.phaseId = (uint8_t)V(KernelPhase, phaseId);
+    d->kernelPhase.phaseName = S(KernelPhase, phaseName), d->kernelPhase.pTimer = V(KernelPhase, pTimer);
     break;
   default: break;
   }
@@ -380,12 +392,12 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
 }
 
 static void make_call(const call_t *c) {
-  ncs_args_v6_t a;
+  ncs_args_v7_t a;
   memset(&a, 0, sizeof a);
   memcpy(&a, &c->arg0, sizeof c->arg0);
   switch (c->op) {
   case OP_START: {
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     ncs_net_sock_v1_t sock;
     ncs_net_ib_v1_t ib;
     void *ctx = ctx_of(c), *h = NULL;
