@@ -254,7 +254,8 @@ typedef struct sim_pop {
   uint64_t gpu_start;
   uint64_t kern_ns;      /* --gpu-gbps: KernelCh lasts this long (bus bytes / G) */
   uint64_t kshift;       /* --fault ktime: added to its KernelCh pTimers */
-  uint64_t ready_gpu;    /* coupled: fake GPU time when it saw every rank enter (0 not yet) */
+  uint64_t ready_gpu;    /* coupled: fake GPU time when every rank entered and sent its data */
+  uint64_t entered_gpu;  /* coupled: fake GPU time when it saw every rank enter (0 not yet) */
   void *kch_h;
   /* KernelCh work counters: the host's expectation (sub->base) and the GPU's counter value of
      this work item; the op starts once ring slot kbase % 64 holds a value >= kbase */
