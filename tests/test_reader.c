@@ -142,8 +142,8 @@ static void check_event(const ncs_event_t *got, const ncs_event_t *want) {
     assert_int_equal(got->parent, want->parent);
     assert_int_equal(got->rank, want->rank);
     assert_int_equal(got->flags, want->flags);
-    assert_int_equal(got->nfields, ncs_schema[want->type].nfields);
-    for (unsigned i = 0; i < got->nfields; i++) {
+    assert_int_equal(got->nfields, want->nfields);
+    for (unsigned i = 0; i < ncs_schema[want->type].nfields; i++) { /* 0 beyond nfields */
       assert_int_equal(got->f[i], want->f[i]);
       uint8_t k = ncs_schema[want->type].fields[i].kind;
       if (k == NCS_FK_REF) assert_int_equal(got->fref_kind[i], want->fref_kind[i]);
@@ -668,6 +668,81 @@ static void test_bad_records(void **state) {
   expect_event_error(rec, 2 * n, "boolean field", 1);
   /* the count says 2 but only one record is there */
   expect_event_error(rec, n, "ends after 1 of its 2 records", 1);
+}
+
+/* Format 1.2's field lists: a format 1.1 file (none: fewer fields) and a later format's (more,
+ * skipped by their kind) read with every field this reader knows in place. */
+static void field_lists_file(tg_t *g, int extra) {
+  ncs_event_t e;
+  uint64_t ts = 1000000100;
+  tg_init(g);
+  tg_header(g);
+  tg_segment_lists(g, 0, 4242, extra);
+  ncs_enc_events_begin(&g->pay, &g->ev, ts);
+  for (uint8_t t = 0; t < NCS_T_COUNT; t++) {
+    if (extra < 0 && t == NCS_T_KERNEL_PHASE) continue; /* format 1.1 had no such type */
+    static const uint8_t kinds[] = {NCS_REC_START, NCS_REC_STATE, NCS_REC_STOP};
+    for (unsigned k = 0; k < 3; k++) {
+      tg_event(&e, kinds[k], t, 1 + t, ts += 1000);
+      tg_put_event_lists(g, &e, extra);
+    }
+  }
+  ncs_enc_events_end(&g->pay, &g->ev);
+  tg_chunk(g, NCS_CHUNK_EVENTS);
+}
+
+static void test_field_lists(void **state) {
+  (void)state;
+  const int extras[] = {-1, 1, 2, 5};
+  for (unsigned x = 0; x < sizeof extras / sizeof extras[0]; x++) {
+    tg_t g;
+    field_lists_file(&g, extras[x]);
+    char err[256];
+    ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+    assert_non_null(r);
+    ncs_item_t it;
+    size_t ev = 0, n11 = 0;
+    int rc;
+    while ((rc = ncs_reader_next(r, &it)) == 1) {
+      if (it.what != NCS_ITEM_EVENT) continue;
+      assert_true(ev < g.nlog);
+      check_event(&it.ev, &g.log[ev++]);
+      if (it.ev.kind == NCS_REC_START && it.ev.nfields < ncs_schema[it.ev.type].nfields) n11++;
+    }
+    if (rc != 0) fail_msg("extra %d: %s", extras[x], ncs_reader_error(r));
+    assert_int_equal(ev, g.nlog);
+    /* format 1.1: Coll, P2p, CollApi, P2pApi and CeColl lack the fields 1.2 appended */
+    assert_int_equal(n11, extras[x] < 0 ? 5 : 0);
+    ncs_reader_close(r);
+    tg_free(&g);
+  }
+  /* field lists that contradict this reader, or are too long */
+  struct {
+    uint64_t v[8];
+    size_t n;
+    const char *msg;
+  } bad[] = {
+      {{2, 0, 2, NCS_FK_U64, NCS_FK_U64}, 5, "Coll field 1 (func) has kind 1 in this file, 3 in this reader"},
+      {{1, 65}, 2, "more than 64 fields"},
+      {{65}, 1, "more than 64 event types"},
+      {{1, 1, 9}, 3, "unknown field kind"},
+      {{1, 3, 1, 1}, 4, "runs past the end"},
+  };
+  for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ncs_buf_t b;
+    assert_int_equal(ncs_buf_init(&b, 256), 0);
+    for (size_t i = 0; i < bad[k].n; i++) ncs_buf_varint(&b, bad[k].v[i]);
+    tg_t g;
+    tg_init(&g);
+    tg_header(&g);
+    tg_segment_raw(&g, 0, 4242, &b);
+    ncs_buf_free(&b);
+    drain_t d;
+    drain_mem(g.file.p, g.file.len, &d);
+    assert_int_equal(d.rc, -1);
+    assert_contains(d.err, bad[k].msg);
+    tg_free(&g);
+  }
 }
 
 static void test_strings(void **state) {
@@ -1555,6 +1630,7 @@ int main(void) {
       cmocka_unit_test(test_oversize_length),
       cmocka_unit_test(test_bad_varints),
       cmocka_unit_test(test_bad_records),
+      cmocka_unit_test(test_field_lists),
       cmocka_unit_test(test_strings),
       cmocka_unit_test(test_many_strings),
       cmocka_unit_test(test_colliding_string_ids),
