@@ -174,7 +174,7 @@ static void put_flight(const char *dir, const char *name, int crash, int damage)
   h.ring_off = NCS_FLIGHT_HDR_LEN + META, h.slot_bytes = SLOT, h.nslots = NSLOTS;
   h.state = crash ? NCS_FS_RUNNING : NCS_FS_EXITED, h.pid = 500;
   /* loss windows: one folded earlier, two kept (the newer one still open when killed) */
-  h.features = NCS_FLF_LOSS, h.loss_next_seq = 4;
+  h.features = NCS_FLF_LOSS | NCS_FLF_LOSS_T16, h.loss_next_seq = 4;
   h.loss_earlier[0] = (ncs_flight_loss_t){.seq = 1, .reason = NCS_LOSS_DROPS, .from_mono = 1000000000,
                                           .to_mono = 1000000050};
   h.loss_earlier[0].by_type[NCS_T_PROXY_STEP] = 40;

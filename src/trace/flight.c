@@ -53,7 +53,7 @@ static int by_loss_seq(const void *a, const void *b) {
 
 /* The header's loss windows: the folded earlier ones first, then the kept ones by seq. */
 static void loss_windows(const ncs_flight_hdr_t *h, ncs_flight_info_t *info) {
-  if (!(h->features & NCS_FLF_LOSS)) return;
+  if (!(h->features & NCS_FLF_LOSS_T16)) return;
   info->has_loss = 1;
   info->loss_torn = h->loss_gen & 1;
   ncs_flight_loss_t w[NCS_FLIGHT_LOSS_WINDOWS];
