@@ -6,7 +6,12 @@
  * (one plugin load) every recorded thread gets a thread that makes its calls in order, paced by
  * the recorded times (--speed), and waits where the calls depend on another thread: a child's
  * START on its parent's handle, an event on its communicator's init, a finalize on the events
- * before it. Handles are mapped from the recorded ids to what the plugin under test returns.
+ * before it. And every call waits until the other threads made their calls recorded before it,
+ * so the calls reach the plugin in the recorded order across threads (ties run together): the
+ * plugin's writer decides completions by how long children stay quiet (20 ms), so a thread left
+ * behind (a proxy or profiler thread on a busy machine) would make it complete, then revise,
+ * operations the capture completed once. Handles are mapped from the recorded ids to what the
+ * plugin under test returns.
  * As NCCL does, only the events the plugin's activation mask asks for (with their ancestors,
  * sim_active) are started; the others get a NULL handle and their stop/state calls are skipped.
  */
@@ -425,12 +430,30 @@ static void make_call(const call_t *c) {
   }
 }
 
+static worker_t *g_ws;
+static uint32_t g_nws;
+
+/* Wait while another thread's next call was recorded before this one. The thread with the
+ * earliest next call never waits here, and what it waits for otherwise (a parent, an init) was
+ * recorded earlier, so the replay always moves on. */
+static void in_order(const worker_t *w, uint64_t ts) {
+  uint64_t deadline = sim_now_ns() + WAIT_NS;
+  for (uint32_t i = 0; i < g_nws; i++) {
+    if (&g_ws[i] == w) continue;
+    for (uint64_t n; (n = atomic_load(&g_ws[i].next_ts)) != UINT64_MAX && n < ts;) {
+      if (sim_now_ns() > deadline) return;
+      sched_yield();
+    }
+  }
+}
+
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   for (size_t i = 0; i < w->calls->n; i++) {
     const call_t *c = &w->calls->v[i];
     atomic_store(&w->next_ts, c->ts);
     pace(w->s, c->ts);
+    in_order(w, c->ts);
     wait_inits(c->ts);
     make_call(c);
   }
@@ -459,6 +482,7 @@ static void replay_segment(seg_t *s) {
     ws[i].s = s, ws[i].calls = &s->thr[i];
     atomic_store(&ws[i].next_ts, s->thr[i].n ? s->thr[i].v[0].ts : UINT64_MAX);
   }
+  g_ws = ws, g_nws = s->nthr;
   for (uint32_t i = 0; i < s->nthr; i++)
     if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]) != 0) abort();
   int *done = sim_xcalloc(s->ncomms + 1, sizeof *done);
@@ -478,6 +502,7 @@ static void replay_segment(seg_t *s) {
     atomic_store_explicit(&g_ctl_next, i + 1, memory_order_release);
   }
   for (uint32_t i = 0; i < s->nthr; i++) pthread_join(ws[i].th, NULL);
+  g_ws = NULL, g_nws = 0;
   /* a capture cut short never finalized: finalize what is left, as NCCL would at teardown */
   for (uint32_t i = 0; i < s->ncomms; i++)
     if (s->comms[i].seen && !done[i] && atomic_load(&g_ctx_ready[i])) sim_comm_finalize(g_ctx[i]);

@@ -87,6 +87,7 @@ typedef struct {
   ncs_evchunk_t evc;
   int ev_open;
   uint64_t last_flush_ns, last_clock_ns, last_counters_ns, last_sweep_ns;
+  uint64_t drain_ns; /* when the last full drain began: every record published before is read */
   /* clock conversion */
   uint64_t cal0_tsc, cal0_ns, anchor_tsc, anchor_ns;
   double ns_per_tick;
@@ -788,7 +789,10 @@ static void sweep(int flush) {
         trk_remove(e);
         again = 1;
       } else {
-        maybe_complete(e, 1, now);
+        /* quiet until the drain began, not until now: a child recorded on another thread just
+           before the drain is read by it even when that thread's block came first (NCCL 2.31
+           reports KernelCh on a profiler thread, ProxyOps on the proxy thread) */
+        maybe_complete(e, 1, W.drain_ns ? W.drain_ns : now);
         int done_lingering = e->emitted && !e->revise && older_than(now, e->emitted_ns, LINGER_NS);
         int stale = older_than(now, e->start_ns, expire);
         if (done_lingering) {
@@ -1026,6 +1030,7 @@ static int slot_drained(const ncs_slot_t *s) {
 
 static uint64_t drain_all(void) {
   uint64_t n = 0;
+  W.drain_ns = ncs_mono_ns();
   for (uint32_t i = 0; i < ncs_g.nslots; i++) {
     ncs_slot_t *s = &ncs_g.slots[i];
     int st = atomic_load_explicit(&s->state, memory_order_acquire);
