@@ -29,10 +29,11 @@ uint64_t sim_now_ns(void) {
 }
 
 /* The GPU's %globaltimer is a separate clock that runs ahead of host time (DESIGN.md "Time"). */
-uint64_t sim_gpu_ns(void) {
-  uint64_t h = sim_now_ns();
+uint64_t sim_gpu_at(uint64_t h) {
   return h + (uint64_t)sim_opt.gpu_offset_ns + (uint64_t)((double)h * sim_opt.gpu_drift_ppm * 1e-6);
 }
+
+uint64_t sim_gpu_ns(void) { return sim_gpu_at(sim_now_ns()); }
 
 uint64_t sim_rand(uint64_t *s) {
   uint64_t x = *s ? *s : 0x2545F4914F6CDD1Dull;

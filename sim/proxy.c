@@ -297,9 +297,9 @@ static int kernel_ready(sim_pop_t *o) {
 
 /* NCCL 2.31's KernelPhase events of a KernelCh from start to stop (GPU ns): the kernel stamps
  * when its opening barrier with the peers ends and when its closing one begins. The opening one
- * ends when this rank saw every rank enter the instance (coupled), else after a short wait; the
- * closing one takes a short while. Each phase is started, given its end (KernelPhaseStop) and stopped at once,
- * before the KernelCh's own stop; NCCL skips phases of no length. */
+ * ends when the last rank entered the instance (coupled), else after a short wait; the closing
+ * one takes a short while. Each phase is started, given its end (KernelPhaseStop) and stopped at
+ * once, before the KernelCh's own stop; NCCL skips phases of no length. */
 static void kernel_phases(sim_proxy_t *p, sim_pop_t *o, uint64_t start, uint64_t stop) {
   static const char *const names[NCS_NPHASES] = {"initial_sync", "compute", "final_sync"};
   if (!(o->mask & NCS_EV_KERNEL_PHASE) || stop <= start) return;
@@ -350,9 +350,12 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
     return 1;
   }
   if (o->hang) return 0; /* the kernel never ends: KernelCh stays open */
-  /* coupled: the GPU time this rank saw every rank enter (the end of its kernel's opening
-     barrier, KernelPhase) */
-  if (o->inst->cpl && !o->entered_gpu && sim_cpl_entered_all(o->inst->cpl)) o->entered_gpu = sim_gpu_ns();
+  /* coupled: the GPU time the last rank entered, the end of the kernels' opening barrier
+     (KernelPhase): a fact of the GPUs, not of when this thread happened to look */
+  if (o->inst->cpl && !o->entered_gpu) {
+    uint64_t in = sim_cpl_all_in_ns(o->inst->cpl);
+    if (in) o->entered_gpu = sim_gpu_at(in);
+  }
   if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
   /* coupled: the kernel ends only when every rank entered and sent its data (fault.c) */
   if (o->inst->cpl && !sim_cpl_ready(o->inst->cpl)) return 0;

@@ -136,6 +136,7 @@ extern sim_counts_t *sim_cnt;
 /* ---------------------------------------------------------------- util (main.c) */
 uint64_t sim_now_ns(void);           /* CLOCK_MONOTONIC */
 uint64_t sim_gpu_ns(void);           /* fake %globaltimer: ahead of CLOCK_MONOTONIC */
+uint64_t sim_gpu_at(uint64_t host_ns); /* what sim_gpu_ns said at CLOCK_MONOTONIC host_ns */
 uint64_t sim_rand(uint64_t *state);  /* xorshift64* */
 uint64_t sim_mix(uint64_t a, uint64_t b);
 void sim_sleep_us(unsigned us);
@@ -255,7 +256,7 @@ typedef struct sim_pop {
   uint64_t kern_ns;      /* --gpu-gbps: KernelCh lasts this long (bus bytes / G) */
   uint64_t kshift;       /* --fault ktime: added to its KernelCh pTimers */
   uint64_t ready_gpu;    /* coupled: fake GPU time when every rank entered and sent its data */
-  uint64_t entered_gpu;  /* coupled: fake GPU time when it saw every rank enter (0 not yet) */
+  uint64_t entered_gpu;  /* coupled: fake GPU time when the last rank entered (0 not yet) */
   void *kch_h;
   /* KernelCh work counters: the host's expectation (sub->base) and the GPU's counter value of
      this work item; the op starts once ring slot kbase % 64 holds a value >= kbase */
@@ -400,6 +401,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx); /* NULL: uncoup
 void sim_cpl_out(sim_cpl_t *c); /* this rank's data has all left */
 void sim_cpl_leave(sim_cpl_t *c); /* this rank no longer touches the instance */
 int sim_cpl_entered_all(sim_cpl_t *c);
+uint64_t sim_cpl_all_in_ns(sim_cpl_t *c); /* CLOCK_MONOTONIC when the last rank entered; 0 not yet */
 int sim_cpl_ready(sim_cpl_t *c); /* every rank entered and its data is out */
 uint64_t sim_cpl_ticks(sim_cpl_t *c); /* changes whenever any rank makes progress in it */
 void sim_cpl_mark(sim_cpl_t *c, int which, int rank, int lane, int value); /* atomic max */
