@@ -670,7 +670,7 @@ static void test_bad_records(void **state) {
   expect_event_error(rec, n, "ends after 1 of its 2 records", 1);
 }
 
-/* Format 1.2's field lists: a format 1.1 file (none: fewer fields) and a later format's (more,
+/* Format 1.3's field lists: a format 1.1 file (none: fewer fields) and a later format's (more,
  * skipped by their kind) read with every field this reader knows in place. */
 static void field_lists_file(tg_t *g, int extra) {
   ncs_event_t e;
@@ -711,7 +711,7 @@ static void test_field_lists(void **state) {
     }
     if (rc != 0) fail_msg("extra %d: %s", extras[x], ncs_reader_error(r));
     assert_int_equal(ev, g.nlog);
-    /* format 1.1: Coll, P2p, CollApi, P2pApi and CeColl lack the fields 1.2 appended */
+    /* format 1.1: Coll, P2p, CollApi, P2pApi and CeColl lack the fields 1.3 appended */
     assert_int_equal(n11, extras[x] < 0 ? 5 : 0);
     ncs_reader_close(r);
     tg_free(&g);

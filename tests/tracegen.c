@@ -155,7 +155,7 @@ static size_t lists_len(void) {
   return n;
 }
 
-unsigned tg_nfields_v11(unsigned type) { /* the fields format 1.2 appended, left out */
+unsigned tg_nfields_v11(unsigned type) { /* the fields format 1.3 appended, left out */
   switch (type) {
   case NCS_T_COLL: return ncs_schema[type].nfields - 3; /* kernelVariant, isSymColl, userTag */
   case NCS_T_P2P:

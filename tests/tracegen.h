@@ -42,7 +42,7 @@ void tg_gpu_state(ncs_gpu_state_t *s);
 void tg_gpu_rec(ncs_gpu_rec_t *g, uint8_t kind, uint32_t i);
 void tg_gpu(tg_t *g);
 
-/* Field lists other than this build's (docs/trace-format.md, format 1.2). extra < 0: none, as
+/* Field lists other than this build's (docs/trace-format.md, format 1.3). extra < 0: none, as
  * format 1.1 wrote (START records then carry format 1.1's fields: tg_nfields_v11); extra > 0:
  * every type lists `extra` more fields than this build knows, alternately U64 and REF, and START
  * records carry them (values 300, and a local ref to 5), as a later format would write. */

@@ -222,7 +222,7 @@ static void on_start(scan_t *s, const ncs_event_t *e) {
     o->start = (int64_t)e->ts, o->off = ncs_an_job_offset(s->a, s->proc);
     o->v7 = c && c->abi >= 7;
     int tf = e->type == NCS_T_COLL ? NCS_F(Coll, userTag) : NCS_F(P2p, userTag);
-    o->v7 &= NCS_HAS(e, tf); /* a format 1.1 file has no tags to tell */
+    o->v7 &= NCS_HAS(e, tf); /* a file before format 1.3 has no tags to tell */
     if (o->v7) o->tag = e->f[tf];
     if (o->v7 && c->comm >= 0) o->ri = rank_index(s, c->comm, c->rank);
     if (o->v7 && e->type == NCS_T_COLL) {

@@ -634,7 +634,7 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
     b_u64(s, IN_traffic_bytes, e->f[NCS_F(Coll, trafficBytes)]), b_i64(s, IN_op, (int64_t)e->f[NCS_F(Coll, op)]);
     b_u64(s, IN_is_collnet, e->f[NCS_F(Coll, isCollnet)]), b_u64(s, IN_is_nvls, e->f[NCS_F(Coll, isNvls)]);
     /* ABI v7: NULL when NCCL called an older version (which drops them) or the file predates
-       them (format 1.1) */
+       them (before format 1.3) */
     if (v7 && NCS_HAS(e, NCS_F(Coll, userTag))) {
       b_u64(s, IN_user_tag, e->f[NCS_F(Coll, userTag)]), b_u64(s, IN_is_sym_coll, e->f[NCS_F(Coll, isSymColl)]);
       b_txt(s, IN_kernel_variant, e->fstr[NCS_F(Coll, kernelVariant)]);

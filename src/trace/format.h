@@ -1,4 +1,4 @@
-/* format.h - the ncclscope trace file format (version 1.2), shared by the writer and the reader.
+/* format.h - the ncclscope trace file format (version 1.3), shared by the writer and the reader.
  *
  * docs/trace-format.md is the prose description; this header is the normative list of
  * constants and per-event field schemas. Both sides drive their encoding and decoding from
@@ -70,7 +70,7 @@ enum {
   NCS_T_CE_COLL = 12,
   NCS_T_CE_SYNC = 13,
   NCS_T_CE_BATCH = 14,
-  NCS_T_KERNEL_PHASE = 15, /* format 1.2 (profiler ABI v7, NCCL 2.31) */
+  NCS_T_KERNEL_PHASE = 15, /* format 1.3 (profiler ABI v7, NCCL 2.31) */
   NCS_T_COUNT = 16
 };
 #define NCS_T_ALL ((1u << NCS_T_COUNT) - 1) /* every type's bit */
@@ -157,7 +157,7 @@ enum {
  * writer, the reader and every consumer use: no code indexes a field by number, so a field added
  * here moves everywhere at once. KIND is an NCS_FK_* suffix. Fields are only ever appended (a file
  * states its lists in its SEGMENT chunk, docs/trace-format.md): the last ones of Coll (from
- * kernelVariant), P2p, CollApi, P2pApi and CeColl (userTag) came with format 1.2 (ABI v7); a
+ * kernelVariant), P2p, CollApi, P2pApi and CeColl (userTag) came with format 1.3 (ABI v7); a
  * reader finds fewer in older files (ncs_event_t.nfields). */
 #define NCS_FIELDS_Group(X)
 #define NCS_FIELDS_Coll(X)                                                                         \

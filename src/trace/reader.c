@@ -124,7 +124,7 @@ struct ncs_reader {
   char id_host[NCS_STRING_MAX + 1], id_plugin[NCS_STRING_MAX + 1], id_cmd[NCS_STRING_MAX + 1];
   uint64_t seed; /* hash secret of the maps */
   ncs_counters_t counters;
-  /* the segment's START field lists (format 1.2 states them in its SEGMENT; older files have
+  /* the segment's START field lists (format 1.3 states them in its SEGMENT; older files have
      format 1.1's, legacy_nfields): how many fields each type's records carry, and their kinds */
   uint8_t seg_nf[NCS_T_COUNT];
   uint8_t seg_kind[NCS_T_COUNT][NCS_SEG_MAX_FIELDS];
@@ -523,9 +523,9 @@ static int get_ref(ncs_reader_t *r, uint8_t *kind, uint64_t *v, const char *what
 
 static void keep_identity(ncs_reader_t *r);
 
-/* Files before format 1.2 state no field lists: theirs are format 1.1's, which 1.2 extended by
- * appending (format.h) userTag to Coll, P2p, CollApi, P2pApi and CeColl, and kernelVariant and
- * isSymColl before it to Coll; KernelPhase did not exist. */
+/* Files before format 1.3 state no field lists: theirs are format 1.1's (1.2 kept them), which
+ * 1.3 extended by appending (format.h) userTag to Coll, P2p, CollApi, P2pApi and CeColl, and
+ * kernelVariant and isSymColl before it to Coll; KernelPhase did not exist. */
 static uint8_t legacy_nfields(unsigned t) {
   switch (t) {
   case NCS_T_COLL: return NCS_F(Coll, kernelVariant);
@@ -552,7 +552,7 @@ static void field_lists_current(ncs_reader_t *r) {
   }
 }
 
-/* The SEGMENT's field lists (format 1.2; absent before): varint ntypes, then per type varint
+/* The SEGMENT's field lists (format 1.3; absent before): varint ntypes, then per type varint
  * nfields and one varint kind per field. A field this reader knows must have the kind it knows
  * (fields are only appended); fields it does not know are skipped by their kind. */
 static int dec_field_lists(ncs_reader_t *r) {
