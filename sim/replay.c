@@ -435,14 +435,20 @@ static uint32_t g_nws;
 
 /* Wait while another thread's next call was recorded before this one. The thread with the
  * earliest next call never waits here, and what it waits for otherwise (a parent, an init) was
- * recorded earlier, so the replay always moves on. */
+ * recorded earlier, so the replay always moves on. Most threads wait here at any time: after a
+ * few yields they sleep, or a loaded machine (TSan) would give the one thread that can move on a
+ * small share of the cores, and stall it past the writer's quiet time. */
 static void in_order(const worker_t *w, uint64_t ts) {
   uint64_t deadline = sim_now_ns() + WAIT_NS;
+  unsigned spins = 0;
   for (uint32_t i = 0; i < g_nws; i++) {
     if (&g_ws[i] == w) continue;
     for (uint64_t n; (n = atomic_load(&g_ws[i].next_ts)) != UINT64_MAX && n < ts;) {
       if (sim_now_ns() > deadline) return;
-      sched_yield();
+      if (++spins < 64)
+        sched_yield();
+      else
+        sim_sleep_us(20);
     }
   }
 }
