@@ -121,6 +121,8 @@ static void usage(FILE *f) {
       "                    operations only before it\n"
       "  --user-tags N     ABI v7: the operations of iteration i carry userTag 1 + i/N (default 1;\n"
       "                    0: untagged)\n"
+      "  --profiler-lag-us U  ABI v7: the profiler thread sleeps U us whenever it takes up new\n"
+      "                    KernelCh work (a profiler thread left behind)\n"
       "  --late-comm       graph: every rank creates one more communicator two iterations after\n"
       "                    the capture (as a lazily created one; three replays have run) and\n"
       "                    runs an AllReduce on it per iteration from then on\n"
@@ -200,7 +202,7 @@ enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, 
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
-  O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS,
+  O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -245,6 +247,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"compute", 1, 0, O_COMPUTE},
                                           {"cupti-other", 0, 0, O_CUPTI_OTHER},
                                           {"user-tags", 1, 0, O_USER_TAGS},
+                                          {"profiler-lag-us", 1, 0, O_PROFILER_LAG},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -350,6 +353,7 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_COMPUTE: NUM(0, 1000, o->compute); break;
     case O_CUPTI_OTHER: o->cupti_other = 1; break;
     case O_USER_TAGS: NUM(0, 1e9, o->user_tags); break;
+    case O_PROFILER_LAG: NUM(0, 1e6, o->profiler_lag_us); break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;

@@ -467,6 +467,9 @@ static void *proxy_main(void *arg) {
     p->pending = p->pending_tail = NULL;
     pthread_mutex_unlock(&p->mu);
     if (list) append_ops(p, list, &act);
+    /* --profiler-lag-us: a profiler thread that falls behind (a busy host): its KernelCh events
+       come late, after the proxy thread's ProxyOps of the same operations */
+    if (list && p->profiler && sim_opt.profiler_lag_us) sim_sleep_us(sim_opt.profiler_lag_us);
     if (act.head && idle) ctrl_event(p, NCS_ST_PROXY_CTRL_ACTIVE), idle = 0;
     int moved = progress_all(p, &act);
     if (!act.head && !idle) ctrl_event(p, NCS_ST_PROXY_CTRL_IDLE), idle = 1;

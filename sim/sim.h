@@ -101,6 +101,7 @@ typedef struct {
   int compute;            /* --compute N: compute kernels per group (and captured per graph) */
   int cupti_other;        /* --cupti-other: another CUPTI client subscribes after the first init */
   int user_tags;   /* ABI v7: the operations of iteration i carry userTag 1 + i / N (0: none) */
+  unsigned profiler_lag_us; /* ABI v7: the profiler thread takes up new KernelCh work this late */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;

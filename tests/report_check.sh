@@ -84,18 +84,18 @@ assert l['analysis']['peak_open_instances'] <= 200, l['analysis']
 PY
   ;;
 v7)
-  # NCCL 2.31 (ABI v7): coupled ranks wait in their kernels' opening barrier for the late rank 2,
-  # so rank 2 alone spends little GPU time in initial sync; --user-tags 3: 12 iterations are 4
-  # steps of 3 AllReduce per rank
+  # NCCL 2.31 (ABI v7): coupled ranks wait in their kernels' opening barrier for rank 2, late by
+  # 50 ms, so rank 2 spends the least GPU time in initial sync, the others about 50 ms more per
+  # operation (at least half of it on a loaded machine, where every rank is also late at times);
+  # --user-tags 3: 12 iterations are 4 steps of 3 AllReduce per rank
   NCCLSCOPE_EVENTS=default,kernelphase run --abi 7 --ranks 4 --procs 2 --iters 12 --couple on \
-    --slow-rank 2 --slow-us 20000 --user-tags 3
+    --slow-rank 2 --slow-us 50000 --user-tags 3
   json
   py "v=r['v7']; g=v['gpu_phases']; rk={x['rank']: x for x in g['ranks']}
 assert v['processes']==2 and v['comm_ranks']==4 and v['incomplete']==0 and g['operations']==48 and g['without_phases']==0, v
 for k, x in rk.items(): assert x['operations']==12 and x['initial_sync_ns']+x['compute_ns']+x['final_sync_ns'] > 0, x
 others = [rk[k]['initial_sync_ns'] for k in (0, 1, 3)]
-assert rk[2]['initial_sync_ns'] * 5 < min(others), (rk[2], others)
-assert min(others) > 10e6, others
+assert rk[2]['initial_sync_ns'] + 25e6 < min(others), (rk[2], others)
 t=v['user_tags']; assert t['untagged']==0 and t['unknown']==0 and [x['tag'] for x in t['tags']]==[1,2,3,4], t
 for x in t['tags']: assert x['operations']==12 and x['busy_ns']>0 and x['span_ns']>0, x
 assert t['tags'][0]['start_ns']==0 and all(a['start_ns'] < b['start_ns'] for a, b in zip(t['tags'], t['tags'][1:])), t

@@ -68,6 +68,17 @@ ncs_scenario(v7_couple --scenario mixed --abi 7 -- --couple on --iters 27 --rank
 ncs_scenario(v7_untagged --scenario mixed --abi 7 -- --user-tags 0 --iters 18)
 ncs_scenario(v7_tag_steps --scenario mixed --abi 7 -- --user-tags 4 --iters 18 --comms 2)
 ncs_scenario(v7_phase_only --scenario allreduce --abi 7 --events group,groupapi,collapi,coll,kernelphase)
+# v7's profiler thread 60 ms behind the proxy thread: the writer waits for the KernelCh of every
+# operation instead of completing it from its ProxyOps and revising it later (40 revisions of 68
+# before it did)
+add_test(NAME scenario_v7_profiler_lag
+         COMMAND sh -c "rm -rf $4 && NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR=$4 $1 --plugin $2 \
+                        --scenario mixed --abi 7 --iters 10 --profiler-lag-us 60000 >/dev/null && \
+                        $3 dump --stats $4 | sed -n '/^== job/,$p'"
+                 _ ${NCS_SIM} ${NCS_PLUGIN} $<TARGET_FILE:ncclscope>
+                 ${CMAKE_CURRENT_BINARY_DIR}/scenario-v7-profiler-lag)
+set_tests_properties(scenario_v7_profiler_lag PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION
+  "completions [1-9][0-9]* \\(kernel [1-9][0-9]*, proxy [1-9][0-9]*, revised 0, forced 0")
 # the buffer pool overflows: everything missing must be counted as dropped
 ncs_scenario(flood_drops --scenario flood --buffer 1M --expect-drops -- --threads 2
              --events 3000000)
