@@ -1606,20 +1606,60 @@ static void test_flight_loss_windows(void **state) {
   assert_int_equal(ncs_reader_flight(r)->loss_torn, 1);
   ncs_reader_close(r);
   free(img);
-  /* an older file: no loss windows, whatever the bytes say; and one of the builds whose windows
-     had 15 types (bit 0 alone): its windows cannot be placed, so drops are unknown */
-  for (int k = 0; k < 2; k++) {
-    h.features = k ? NCS_FLF_LOSS : 0;
-    img = flight_image(&h, &len);
-    r = ncs_reader_open_mem(img, len, err, sizeof err);
-    fi = ncs_reader_flight(r);
-    assert_int_equal(fi->has_loss, 0);
-    assert_int_equal(fi->nloss, 0);
-    while ((rc = ncs_reader_next(r, &it)) > 0) assert_int_not_equal(it.what, NCS_ITEM_LOSS);
-    assert_int_equal(rc, 0);
-    ncs_reader_close(r);
-    if (k == 0) free(img);
-  }
+  /* an older file: no loss windows, whatever the bytes say */
+  h.features = 0;
+  img = flight_image(&h, &len);
+  r = ncs_reader_open_mem(img, len, err, sizeof err);
+  fi = ncs_reader_flight(r);
+  assert_int_equal(fi->has_loss, 0);
+  assert_int_equal(fi->nloss, 0);
+  while ((rc = ncs_reader_next(r, &it)) > 0) assert_int_not_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(rc, 0);
+  ncs_reader_close(r);
+  free(img);
+  /* format 1.2's header (bit 0 alone): windows of 15 types, 152 bytes each, from loss_earlier */
+  memset(&h, 0, sizeof h);
+  h.features = NCS_FLF_LOSS;
+  img = flight_image(&h, &len);
+  uint8_t *p = img + offsetof(ncs_flight_hdr_t, loss_earlier);
+  const size_t W15 = 152;
+  uint64_t u64;
+  uint32_t u32;
+#define PUT(off, v, n) (u##n = (v), memcpy(p + (off), &u##n, sizeof u##n))
+  PUT(0, 2, 64), PUT(8, NCS_LOSS_DROPS, 32), PUT(16, 10, 64), PUT(24, 40, 64); /* earlier[0] */
+  PUT(32 + 8 * NCS_T_COLL, 100, 64);
+  p += (NCS_LOSS_MAX + 5) * W15; /* loss[5] */
+  PUT(0, 9, 64), PUT(8, NCS_LOSS_NO_SLOT, 32), PUT(12, 1, 32), PUT(16, 90, 64), PUT(24, 95, 64);
+  PUT(32 + 8 * NCS_T_GROUP, 4, 64), PUT(32 + 8 * 14, 3, 64); /* type 14: the last of 15 */
+  p += W15; /* loss[6]: seq 0, unused, whatever follows it */
+  PUT(32, 77, 64);
+#undef PUT
+  r = ncs_reader_open_mem(img, len, err, sizeof err);
+  assert_non_null(r);
+  fi = ncs_reader_flight(r);
+  assert_int_equal(fi->has_loss, 1);
+  assert_int_equal(fi->nloss, 2);
+  assert_int_equal(fi->loss_bad, 0);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_SEGMENT);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(it.loss.reason, NCS_LOSS_DROPS);
+  assert_int_equal(it.loss.from_ns, 10);
+  assert_int_equal(it.loss.to_ns, 40);
+  assert_int_equal(it.loss.records, 100);
+  assert_int_equal(it.loss.by_type[NCS_T_COLL], 100);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(it.loss.reason, NCS_LOSS_NO_SLOT);
+  assert_int_equal(it.loss.from_ns, 90);
+  assert_int_equal(it.loss.records, 7);
+  assert_int_equal(it.loss.by_type[NCS_T_GROUP], 4);
+  assert_int_equal(it.loss.by_type[14], 3);
+  assert_int_equal(it.loss.by_type[NCS_T_KERNEL_PHASE], 0);
+  while ((rc = ncs_reader_next(r, &it)) > 0) assert_int_not_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(rc, 0);
+  ncs_reader_close(r);
   free(img);
 }
 

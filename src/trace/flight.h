@@ -45,8 +45,8 @@ enum {
 /* header features (ncs_flight_hdr_t.features) */
 enum {
   /* the header keeps the loss windows (older files: drops unknown). NCS_FLF_LOSS_T16: windows of
-   * NCS_FLIGHT_LOSS_TYPES types (trace format 1.3); NCS_FLF_LOSS alone marks builds between the
-   * windows and KernelPhase, with 15 types per window: read as drops unknown */
+   * NCS_FLIGHT_LOSS_TYPES types (trace format 1.3); NCS_FLF_LOSS alone: format 1.2's windows of
+   * 15 types (152 bytes each, from the same offset), which the reader still reads */
   NCS_FLF_LOSS = 1u << 0,
   NCS_FLF_LOSS_T16 = 1u << 1,
 };
