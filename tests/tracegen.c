@@ -148,12 +148,83 @@ void tg_put_event(tg_t *g, const ncs_event_t *e) {
   ncs_enc_event(&g->pay, &g->ev, e);
 }
 
+/* The SEGMENT's field lists are its last bytes: every value is below 128 (one byte each). */
+static size_t lists_len(void) {
+  size_t n = 1;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) n += 1 + ncs_schema[t].nfields;
+  return n;
+}
+
+unsigned tg_nfields_v11(unsigned type) { /* the fields format 1.3 appended, left out */
+  switch (type) {
+  case NCS_T_COLL: return ncs_schema[type].nfields - 3; /* kernelVariant, isSymColl, userTag */
+  case NCS_T_P2P:
+  case NCS_T_COLL_API:
+  case NCS_T_P2P_API:
+  case NCS_T_CE_COLL: return ncs_schema[type].nfields - 1; /* userTag */
+  case NCS_T_KERNEL_PHASE: return 0;
+  default: return ncs_schema[type].nfields;
+  }
+}
+
+static void segment_rest(tg_t *g, const ncs_segment_info_t *s);
+
+void tg_segment_raw(tg_t *g, uint32_t epoch, uint64_t pid, const ncs_buf_t *lists) {
+  ncs_segment_info_t s;
+  tg_segment_info(&s, epoch, pid);
+  ncs_enc_segment(&g->pay, &s);
+  g->pay.len -= lists_len();
+  if (lists) ncs_buf_bytes(&g->pay, lists->p, lists->len);
+  tg_chunk(g, NCS_CHUNK_SEGMENT);
+  segment_rest(g, &s);
+}
+
+void tg_segment_lists(tg_t *g, uint32_t epoch, uint64_t pid, int extra) {
+  ncs_buf_t b;
+  if (ncs_buf_init(&b, 4096) != 0) abort();
+  if (extra > 0) {
+    ncs_buf_varint(&b, NCS_T_COUNT);
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+      ncs_buf_varint(&b, ncs_schema[t].nfields + (unsigned)extra);
+      for (unsigned i = 0; i < ncs_schema[t].nfields; i++) ncs_buf_varint(&b, ncs_schema[t].fields[i].kind);
+      for (int i = 0; i < extra; i++) ncs_buf_varint(&b, i & 1 ? NCS_FK_REF : NCS_FK_U64);
+    }
+  }
+  tg_segment_raw(g, epoch, pid, extra > 0 ? &b : NULL);
+  ncs_buf_free(&b);
+}
+
+void tg_put_event_lists(tg_t *g, ncs_event_t *e, int extra) {
+  if (e->kind != NCS_REC_START) {
+    tg_put_event(g, e);
+    return;
+  }
+  unsigned nf = ncs_schema[e->type].nfields, keep = extra < 0 ? tg_nfields_v11(e->type) : nf;
+  size_t cut = 0; /* the bytes of the fields left out, zeroed first: one byte each, two for a ref */
+  for (unsigned i = keep; i < nf; i++) {
+    e->f[i] = 0, e->fstr[i] = NULL, e->fref_kind[i] = 0;
+    cut += ncs_schema[e->type].fields[i].kind == NCS_FK_REF ? 2 : 1;
+  }
+  tg_put_event(g, e);
+  g->pay.len -= cut;
+  for (int i = 0; i < extra; i++) {
+    ncs_buf_varint(&g->pay, i & 1 ? NCS_REF_LOCAL : 300);
+    if (i & 1) ncs_buf_varint(&g->pay, 5);
+  }
+  g->log[g->nlog - 1].nfields = (uint8_t)keep;
+}
+
 void tg_segment(tg_t *g, uint32_t epoch, uint64_t pid) {
   ncs_segment_info_t s;
   tg_segment_info(&s, epoch, pid);
   ncs_enc_segment(&g->pay, &s);
   tg_chunk(g, NCS_CHUNK_SEGMENT);
-  ncs_enc_clock(&g->pay, s.start_mono_ns, s.start_realtime_ns);
+  segment_rest(g, &s);
+}
+
+/* CLOCK, STRINGS, COMM and THREAD chunks after a SEGMENT */
+static void segment_rest(tg_t *g, const ncs_segment_info_t *s) {
+  ncs_enc_clock(&g->pay, s->start_mono_ns, s->start_realtime_ns);
   tg_chunk(g, NCS_CHUNK_CLOCK);
   for (uint64_t id = 1; id <= TG_NSTRINGS; id++) ncs_enc_string(&g->pay, id, tg_strings[id]);
   tg_chunk(g, NCS_CHUNK_STRINGS);

@@ -375,6 +375,7 @@ static void read_clocks(ncs_analysis_t *a, const char *path, uint32_t pi) {
       if (clk.n < NCS_AN_GAP_MAX) push_i64(&clk, d);
     } else if (it.what == NCS_ITEM_COMM) {
       if (it.comm.index < 4096) find_comm(a, &it.comm);
+      if (it.comm.abi_version > pr->abi_max) pr->abi_max = it.comm.abi_version;
     } else if (it.what == NCS_ITEM_EVENT && it.ev.kind == NCS_REC_START &&
                it.ev.type == NCS_T_KERNEL_CH) {
       if (gaps.n < NCS_AN_GAP_MAX && it.ev.f[NCS_F(KernelCh, pTimer)])

@@ -58,6 +58,7 @@ typedef struct {
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
   int damaged;
+  uint32_t abi_max; /* the newest profiler ABI version NCCL called its communicators through */
 } ncs_an_proc_t;
 
 typedef struct {

@@ -442,7 +442,7 @@ int ncs_cmd_dump(int argc, char **argv) {
       {"stats", no_argument, 0, 's'},       {"type", required_argument, 0, 't'},
       {"limit", required_argument, 0, 'n'}, {"abs", no_argument, 0, 'a'},
       {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
-  dump_t d = {.o = stdout, .types = 0x7FFF, .limit = UINT64_MAX};
+  dump_t d = {.o = stdout, .types = NCS_T_ALL, .limit = UINT64_MAX};
   int stats = 0, c;
   optind = 0;
   opterr = 0;

@@ -158,8 +158,11 @@ void ncs_config_load(ncs_config_t *c) {
   const char *bad;
   size_t badlen;
   uint32_t def;
-  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &def, &bad, &badlen) != 0) def = 0x7FFF;
+  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &def, &bad, &badlen) != 0) def = NCS_EV_ALL;
   c->events = env_events(c, "NCCLSCOPE_EVENTS", def, "unknown event name; using the default", 1);
+  /* a KernelPhase's parent is its KernelCh: NCCL 2.31 turns KernelCh on for it anyway, and
+     phases without their KernelCh could not be placed */
+  if (c->events & NCS_EV_KERNEL_PHASE) c->events |= NCS_EV_KERNEL_CH;
 
   c->pool_bytes = env_size(c, "NCCLSCOPE_BUFFER_SIZE", 32ull << 20, 1ull << 20, 16ull << 30);
   c->max_threads = (uint32_t)env_size(c, "NCCLSCOPE_MAX_THREADS", 256, 4, 65536);
@@ -212,8 +215,9 @@ void ncs_config_load(ncs_config_t *c) {
   c->kernel_sample = (uint32_t)env_size(c, smp && *smp ? "NCCLSCOPE_SAMPLE" : "NCCLSCOPE_KERNEL_SAMPLE",
                                         1, 1, 1u << 20);
   if (c->capture) c->kernel_sample = 1;
-  c->unsampled_events = env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS", NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH,
-                                   "unknown event name; recording every event but kernel", 0);
+  c->unsampled_events = env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS",
+                                   NCS_EV_ALL & ~(uint32_t)(NCS_EV_KERNEL_CH | NCS_EV_KERNEL_PHASE),
+                                   "unknown event name; recording every event but kernel and kernelphase", 0);
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {

@@ -17,6 +17,9 @@
 #include "abi/ncs_abi.h"
 #include "trace/format.h"
 
+_Static_assert(NCS_NTYPES == NCS_T_COUNT, "one internal type per NCCL event bit");
+_Static_assert(NCS_NSTATES == NCS_STATE_COUNT, "a name for every NCCL state");
+
 #define NCS_HIDDEN __attribute__((visibility("hidden")))
 #define NCS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define NCS_UNLIKELY(x) __builtin_expect(!!(x), 0)

@@ -39,7 +39,7 @@
 const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
-    "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states"};
+    "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "kernel_phases"};
 
 /* ================================================================ schema
  * One X-macro list per table: X(prefix, column, declaration). The enum gives the column's index
@@ -105,7 +105,8 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
   X(P, kernel_start_gpu_ns, I) X(P, kernel_stop_gpu_ns, I) X(P, completion_flags, I)               \
   X(P, n_kernel_ch, I) X(P, n_proxy_op, I) X(P, n_open, I) X(P, expired, T)                        \
   X(P, arrival_job_ns, I) X(P, duration_ns, I) X(P, timing, T) X(P, kernel_start_job_ns, I)        \
-  X(P, collective_id, I) X(P, p2p_order, I)
+  X(P, collective_id, I) X(P, p2p_order, I) X(P, user_tag, I) X(P, kernel_variant, T)            \
+  X(P, is_sym_coll, I)
 
 #define COLS_P2P(X, P)                                                                             \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, sender, I) X(P, receiver, I)           \
@@ -142,6 +143,12 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
   X(P, state_code, I) X(P, mono_ns, I) X(P, until_mono_ns, I) X(P, duration_ns, I) X(P, arg0, I)   \
   X(P, arg1, I)
 
+#define COLS_KERNEL_PHASES(X, P)                                                                   \
+  X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
+  X(P, parent_event_id, I) X(P, kernel_channel_id, I) X(P, instance_id, I) X(P, comm, I)          \
+  X(P, rank, I) X(P, channel, I) X(P, phase_id, I) X(P, phase, T) X(P, start_gpu_ns, I)           \
+  X(P, stop_gpu_ns, I) X(P, gpu_duration_ns, I) X(P, start_mono_ns, I) X(P, expired, T)
+
 #define X_ENUM(P, n, t) P##_##n,
 #define X_DEF(P, n, t) {#n, t},
 enum { COLS_META(X_ENUM, MT) MT_N };
@@ -158,6 +165,7 @@ enum { COLS_KERNEL_CHANNELS(X_ENUM, KC) KC_N };
 enum { COLS_PROXY_OPS(X_ENUM, PO) PO_N };
 enum { COLS_PROXY_STEPS(X_ENUM, PS) PS_N };
 enum { COLS_PROXY_STATES(X_ENUM, PT) PT_N };
+enum { COLS_KERNEL_PHASES(X_ENUM, KP) KP_N };
 
 typedef struct {
   const char *name, *decl;
@@ -176,6 +184,7 @@ static const col_t c_kernel_channels[] = {COLS_KERNEL_CHANNELS(X_DEF, KC)};
 static const col_t c_proxy_ops[] = {COLS_PROXY_OPS(X_DEF, PO)};
 static const col_t c_proxy_steps[] = {COLS_PROXY_STEPS(X_DEF, PS)};
 static const col_t c_proxy_states[] = {COLS_PROXY_STATES(X_DEF, PT)};
+static const col_t c_kernel_phases[] = {COLS_KERNEL_PHASES(X_DEF, KP)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -197,6 +206,7 @@ static const struct {
     [NCS_SQ_PROXY_OPS] = TBL(c_proxy_ops, NULL),
     [NCS_SQ_PROXY_STEPS] = TBL(c_proxy_steps, NULL),
     [NCS_SQ_PROXY_STATES] = TBL(c_proxy_states, NULL),
+    [NCS_SQ_KERNEL_PHASES] = TBL(c_kernel_phases, NULL),
 };
 #undef TBL
 
@@ -218,6 +228,11 @@ static const char *const post_sql[] = {
     "CREATE INDEX proxy_states_step ON proxy_states (proxy_step_id)",
     "CREATE INDEX proxy_states_op ON proxy_states (proxy_op_id)",
     "CREATE INDEX proxy_states_state ON proxy_states (state, duration_ns)",
+    /* a KernelPhase stops before its KernelCh, whose row comes later: link it now */
+    "UPDATE kernel_phases SET kernel_channel_id = (SELECT k.id FROM kernel_channels k WHERE "
+    "k.process_id = kernel_phases.process_id AND k.segment = kernel_phases.segment AND "
+    "k.event_id = kernel_phases.parent_event_id) "
+    "WHERE kernel_channel_id IS NULL AND parent_event_id IS NOT NULL",
     /* children whose START came before their parent's in the file (chunks of different
      * threads overlap in time): link them now */
     "UPDATE kernel_channels SET instance_id = (SELECT i.id FROM instances i WHERE "
@@ -232,6 +247,10 @@ static const char *const post_sql[] = {
     "o.process_id = proxy_steps.process_id AND o.segment = proxy_steps.segment AND "
     "o.event_id = proxy_steps.parent_event_id) "
     "WHERE proxy_op_id IS NULL AND parent_event_id IS NOT NULL",
+    "UPDATE kernel_phases SET instance_id = (SELECT k.instance_id FROM kernel_channels k WHERE "
+    "k.id = kernel_phases.kernel_channel_id) WHERE instance_id IS NULL",
+    "CREATE INDEX kernel_phases_channel ON kernel_phases (kernel_channel_id)",
+    "CREATE INDEX kernel_phases_instance ON kernel_phases (instance_id, phase_id)",
     "UPDATE comms SET ranks_recorded = "
     "(SELECT COUNT(DISTINCT r.rank) FROM ranks r WHERE r.comm = comms.id)",
     /* views: docs/sqlite.md */
@@ -265,6 +284,20 @@ static const char *const post_sql[] = {
     "k.stop_gpu_ns - p.gpu_offset_ns AS gpu_stop_mono_ns "
     "FROM kernel_channels k JOIN processes p ON p.id = k.process_id "
     "LEFT JOIN instances i ON i.id = k.instance_id",
+    /* ABI v7: an operation's GPU time split by its kernels' phases, channel means (docs/sqlite.md) */
+    "CREATE VIEW v_instance_phases AS SELECT instance_id, COUNT(DISTINCT channel) AS channels, "
+    "CAST(1.0 * SUM(CASE WHEN phase_id = 0 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
+    "AS initial_sync_ns, "
+    "CAST(1.0 * SUM(CASE WHEN phase_id = 1 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
+    "AS compute_ns, "
+    "CAST(1.0 * SUM(CASE WHEN phase_id = 2 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
+    "AS final_sync_ns "
+    "FROM kernel_phases WHERE instance_id IS NOT NULL AND gpu_duration_ns IS NOT NULL GROUP BY instance_id",
+    /* ABI v7: the operations of each user tag (a step or phase of the application) */
+    "CREATE VIEW v_user_tags AS SELECT comm, user_tag, COUNT(*) AS operations, "
+    "COUNT(DISTINCT rank) AS ranks, SUM(bytes) AS bytes, MIN(arrival_job_ns) AS first_arrival_job_ns, "
+    "MAX(arrival_job_ns + duration_ns) AS last_end_job_ns, SUM(duration_ns) AS duration_ns "
+    "FROM instances WHERE user_tag IS NOT NULL GROUP BY comm, user_tag",
     "CREATE VIEW v_proxy_step_states AS SELECT t.id, t.proxy_step_id, s.proxy_op_id, "
     "s.process_id, o.comm, o.rank, o.channel, o.peer, o.is_send, o.instance_id, s.step, "
     "t.state, t.state_code, t.mono_ns, t.until_mono_ns, t.duration_ns, t.arg0 AS trans_size "
@@ -274,17 +307,18 @@ static const char *const post_sql[] = {
 
 /* ================================================================ state */
 
-#define NSTATES 31
+#define NSTATES NCS_STATE_COUNT
 /* ncs_state_names indexes */
 enum {
   ST_STEP_SEND_GPU_WAIT = 8, ST_STEP_SEND_WAIT = 9, ST_STEP_RECV_WAIT = 10,
   ST_STEP_RECV_FLUSH_WAIT = 11, ST_STEP_RECV_GPU_WAIT = 12, ST_OP_IN_PROGRESS = 19,
-  ST_STEP_SEND_PEER_WAIT = 20, ST_KERNEL_CH_STOP = 22,
+  ST_STEP_SEND_PEER_WAIT = 20, ST_KERNEL_CH_STOP = 22, ST_KERNEL_PHASE_STOP = 31,
 };
 
-/* an open KernelCh, ProxyOp or ProxyStep: inserted at its STOP */
+/* an open KernelCh, ProxyOp, ProxyStep or KernelPhase: inserted at its STOP */
 typedef struct {
   uint64_t id, row, parent_row, parent_id; /* parent_id: its event id, 0 none or not local */
+  uint64_t inst_row; /* KernelPhase: its KernelCh's instance row (parent_row is the KernelCh's) */
   uint64_t start, stop, f[6];
   int64_t comm; /* -1 unknown */
   int32_t rank;
@@ -558,6 +592,12 @@ static void ctx_of(const sq_t *q, const ncs_event_t *e, int64_t *comm, int32_t *
     *comm = (int64_t)(v >> 32) - 1, *rank = (int32_t)(uint32_t)v;
 }
 
+/* the ABI version NCCL called the START's communicator through; 0 unknown */
+static uint32_t ctx_abi(const sq_t *q, const ncs_event_t *e) {
+  uint64_t ri;
+  return e->ctx_kind == NCS_CTX_LOCAL && hm_get(&q->rmap, e->ctx, &ri) ? q->ranks[ri].abi : 0;
+}
+
 /* ================================================================ Coll / P2p */
 
 static uint64_t parent_row(const sq_t *q, const ncs_event_t *e) {
@@ -575,7 +615,7 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
   int64_t comm;
   int32_t rank;
   ctx_of(q, e, &comm, &rank);
-  const int coll = e->type == NCS_T_COLL;
+  const int coll = e->type == NCS_T_COLL, v7 = ctx_abi(q, e) >= 7;
   b_u64(s, IN_id, row), b_u64(s, IN_process_id, q->proc), b_u64(s, IN_segment, q->seg);
   b_u64(s, IN_event_id, e->id), b_txt(s, IN_type, coll ? "Coll" : "P2p");
   if (comm >= 0) b_i64(s, IN_comm, comm);
@@ -593,10 +633,17 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
     b_txt(s, IN_algo, e->fstr[NCS_F(Coll, algo)]), b_txt(s, IN_proto, e->fstr[NCS_F(Coll, proto)]);
     b_u64(s, IN_traffic_bytes, e->f[NCS_F(Coll, trafficBytes)]), b_i64(s, IN_op, (int64_t)e->f[NCS_F(Coll, op)]);
     b_u64(s, IN_is_collnet, e->f[NCS_F(Coll, isCollnet)]), b_u64(s, IN_is_nvls, e->f[NCS_F(Coll, isNvls)]);
+    /* ABI v7: NULL when NCCL called an older version (which drops them) or the file predates
+       them (before format 1.3) */
+    if (v7 && NCS_HAS(e, NCS_F(Coll, userTag))) {
+      b_u64(s, IN_user_tag, e->f[NCS_F(Coll, userTag)]), b_u64(s, IN_is_sym_coll, e->f[NCS_F(Coll, isSymColl)]);
+      b_txt(s, IN_kernel_variant, e->fstr[NCS_F(Coll, kernelVariant)]);
+    }
   } else {
     b_txt(s, IN_func, e->fstr[NCS_F(P2p, func)]), b_i64(s, IN_peer, (int64_t)e->f[NCS_F(P2p, peer)]);
     count = e->f[NCS_F(P2p, count)], dtype = e->fstr[NCS_F(P2p, datatype)];
     b_u64(s, IN_n_channels, e->f[NCS_F(P2p, nChannels)]);
+    if (v7 && NCS_HAS(e, NCS_F(P2p, userTag))) b_u64(s, IN_user_tag, e->f[NCS_F(P2p, userTag)]);
   }
   b_u64(s, IN_nccl_count, count), b_txt(s, IN_nccl_datatype, dtype);
   /* the analysis's view of this operation: the same record, found by (segment, event id) */
@@ -642,6 +689,11 @@ static void coll_complete(sq_t *q, const ncs_event_t *e, uint64_t row) {
 
 static void close_open(sq_t *q, open_t *o, uint64_t stop);
 
+static open_t *open_get(sq_t *q, uint64_t id) {
+  uint64_t i;
+  return hm_get(&q->open_map, id, &i) ? &q->open[i] : NULL;
+}
+
 static open_t *open_new(sq_t *q, const ncs_event_t *e) {
   uint64_t old;
   uint32_t i;
@@ -665,19 +717,18 @@ static open_t *open_new(sq_t *q, const ncs_event_t *e) {
   open_t *o = &q->open[i];
   memset(o, 0, sizeof *o);
   o->id = e->id, o->type = e->type, o->in_use = 1, o->start = e->ts;
-  _Static_assert(NCS_NF(ProxyOp) <= 6 && NCS_NF(KernelCh) <= 6 && NCS_NF(ProxyStep) <= 6, "open_t.f holds them");
+  _Static_assert(NCS_NF(ProxyOp) <= 6 && NCS_NF(KernelCh) <= 6 && NCS_NF(ProxyStep) <= 6 &&
+                     NCS_NF(KernelPhase) <= 6, "open_t.f holds them");
   for (int k = 0; k < 6 && k < e->nfields; k++) o->f[k] = e->f[k];
   ctx_of(q, e, &o->comm, &o->rank);
   o->pxn = (e->flags & NCS_SF_PXN) != 0;
   o->parent_row = parent_row(q, e);
   o->parent_id = e->parent_kind == NCS_REF_LOCAL ? e->parent : 0;
+  open_t *k = e->type == NCS_T_KERNEL_PHASE && o->parent_id ? open_get(q, o->parent_id) : NULL;
+  if (k && k->type == NCS_T_KERNEL_CH) o->parent_row = k->row, o->inst_row = k->parent_row;
   return o;
 }
 
-static open_t *open_get(sq_t *q, uint64_t id) {
-  uint64_t i;
-  return hm_get(&q->open_map, id, &i) ? &q->open[i] : NULL;
-}
 
 /* the proxy_states row of the state that ends at `until` (0: never ended) */
 static void state_row(sq_t *q, open_t *o, uint64_t until) {
@@ -696,8 +747,9 @@ static void state_row(sq_t *q, open_t *o, uint64_t until) {
 }
 
 static void on_state(sq_t *q, open_t *o, const ncs_event_t *e) {
-  if (o->type == NCS_T_KERNEL_CH) {
-    if (e->state == ST_KERNEL_CH_STOP && e->arg0) o->gpu_stop = e->arg0;
+  if (o->type == NCS_T_KERNEL_CH || o->type == NCS_T_KERNEL_PHASE) { /* the GPU end */
+    uint32_t st = o->type == NCS_T_KERNEL_CH ? ST_KERNEL_CH_STOP : ST_KERNEL_PHASE_STOP;
+    if (e->state == st && e->arg0) o->gpu_stop = e->arg0;
     return;
   }
   state_row(q, o, e->ts);
@@ -713,6 +765,26 @@ static void bind_states(open_t *o, sqlite3_stmt *s, int n_states, int last_state
   b_u64(s, n_states, o->nstates);
   if (o->nstates)
     b_txt(s, last_state, ncs_state_name(o->last_state)), b_u64(s, last_ts, o->last_state_ts);
+}
+
+/* A KernelPhase: its GPU times (pTimer, then the KernelPhaseStop state's). NCCL names phases by
+ * their id (0 initial_sync, 1 compute, 2 final_sync): the name is that of the id, or NULL. */
+static void phase_row(sq_t *q, const open_t *o) {
+  static const char *const names[] = {"initial_sync", "compute", "final_sync"};
+  sqlite3_stmt *s = q->ins[NCS_SQ_KERNEL_PHASES];
+  uint64_t pid = o->f[NCS_F(KernelPhase, phaseId)], start = o->f[NCS_F(KernelPhase, pTimer)];
+  b_u64(s, KP_id, o->row), b_u64(s, KP_process_id, q->proc), b_u64(s, KP_segment, q->seg);
+  b_u64(s, KP_event_id, o->id), b_nz(s, KP_parent_event_id, o->parent_id);
+  b_nz(s, KP_kernel_channel_id, o->parent_row), b_nz(s, KP_instance_id, o->inst_row);
+  if (o->comm >= 0) b_i64(s, KP_comm, o->comm);
+  b_i64(s, KP_rank, o->rank), b_u64(s, KP_channel, o->f[NCS_F(KernelPhase, channelId)]);
+  b_u64(s, KP_phase_id, pid);
+  if (pid < sizeof names / sizeof names[0]) b_txt(s, KP_phase, names[pid]);
+  b_nz(s, KP_start_gpu_ns, start), b_nz(s, KP_stop_gpu_ns, o->gpu_stop);
+  if (start && o->gpu_stop >= start) b_u64(s, KP_gpu_duration_ns, o->gpu_stop - start);
+  b_u64(s, KP_start_mono_ns, o->start);
+  if (o->expired) b_txt(s, KP_expired, expired_name(o->expired));
+  insert(q, NCS_SQ_KERNEL_PHASES);
 }
 
 /* insert the row of an open event; stop 0: it never stopped */
@@ -733,6 +805,8 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     if (ptimer && o->gpu_stop >= ptimer) b_u64(s, KC_gpu_duration_ns, o->gpu_stop - ptimer);
     if (o->expired) b_txt(s, KC_expired, expired_name(o->expired));
     insert(q, NCS_SQ_KERNEL_CHANNELS);
+  } else if (o->type == NCS_T_KERNEL_PHASE) {
+    phase_row(q, o);
   } else if (o->type == NCS_T_PROXY_OP) {
     state_row(q, o, stop);
     s = q->ins[NCS_SQ_PROXY_OPS];
@@ -785,6 +859,7 @@ static int table_of(uint8_t type) {
   case NCS_T_KERNEL_CH: return NCS_SQ_KERNEL_CHANNELS;
   case NCS_T_PROXY_OP: return NCS_SQ_PROXY_OPS;
   case NCS_T_PROXY_STEP: return NCS_SQ_PROXY_STEPS;
+  case NCS_T_KERNEL_PHASE: return NCS_SQ_KERNEL_PHASES;
   case NCS_T_COLL:
   case NCS_T_P2P: return NCS_SQ_INSTANCES;
   default: return -1;

@@ -35,6 +35,7 @@ enum {
   NCS_SQ_PROXY_OPS,
   NCS_SQ_PROXY_STEPS,
   NCS_SQ_PROXY_STATES,
+  NCS_SQ_KERNEL_PHASES,
   NCS_SQ_NTABLES
 };
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];
@@ -44,7 +45,8 @@ typedef struct {
   int force;        /* replace an existing file; without it an existing output is an error */
   uint32_t types;   /* event types whose rows are written (bit per NCS_T_*; 0: all). Coll and
                        P2p fill instances, KernelCh kernel_channels, ProxyOp proxy_ops, ProxyStep
-                       proxy_steps; the analysis tables are always written */
+                       proxy_steps, KernelPhase kernel_phases; the analysis tables are always
+                       written */
   int progress;     /* progress lines on stderr, about once a second */
   const char *prog; /* prefix of messages ("ncclscope export") */
 } ncs_sqlite_opts_t;

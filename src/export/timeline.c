@@ -42,7 +42,7 @@
 
 const char *const tl_cat_names[TC_COUNT] = {
     "api", "group", "coll", "p2p", "ce", "kernel", "proxyop", "proxystep", "proxyctrl", "net",
-    "phase", "state", "job", "other"};
+    "phase", "state", "job", "kernelphase", "other"};
 
 void tl_out_flush(tl_sink_t *s) {
   size_t off = 0;
@@ -76,6 +76,7 @@ int tl_sink_close(tl_sink_t *s) {
 #define MAX_ARGS 64
 #define MAX_WORKERS 16
 #define ST_KERNEL_CH_STOP 22 /* ncs_state_names[22] */
+#define ST_KERNEL_PHASE_STOP 31
 
 static uint64_t fnv(const void *p, size_t n, uint64_t h) {
   const uint8_t *s = p;
@@ -964,7 +965,8 @@ static const char *const row_desc[] = {
     "Copy-engine work: CeSync and CeBatch.",
     "The proxy thread's progress loop (ProxyCtrl): append, active, idle, sleep and wakeup.",
     "Per-channel GPU work (KernelCh) on the host time line: GPU globaltimer ns mapped with a "
-    "per-process offset (docs/timeline.md).",
+    "per-process offset (docs/timeline.md); its phases (KernelPhase, NCCL 2.31: initial sync, "
+    "compute, final sync) on a second lane.",
     "Network operations of the proxy (ProxyOp) on this channel, with their states.",
     "Network steps (ProxyStep) of this channel, with their wait states.",
     "Network plugin calls (NetPlugin) under this channel's steps.",
@@ -1537,6 +1539,20 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
     group = group_for(w, proc, e, c);
     break;
   }
+  case NCS_T_KERNEL_PHASE: { /* on its KernelCh's row, GPU time (a lane of its own) */
+    kind = RK_GPU, cat = TC_KPHASE;
+    uint64_t chv = fval(e, NCS_F(KernelPhase, channelId)), pt = fval(e, NCS_F(KernelPhase, pTimer));
+    ch = chv < 1024 ? (int32_t)chv : -1;
+    const char *pn = fstr(&w->pool, e, NCS_F(KernelPhase, phaseName));
+    name = pn ? pn : "kernel phase";
+    const gpuclk_t *g = &w->x->procs[proc].clk;
+    if (g->has && pt) ts = to_out(f, pt + (uint64_t)g->off);
+    if (parent && parent->type == NCS_T_KERNEL_CH)
+      group = parent->group, proc = parent->proc;
+    else
+      group = group_for(w, proc, e, c);
+    break;
+  }
   case NCS_T_PROXY_OP: {
     kind = RK_PROXY, cat = TC_PROXYOP;
     uint64_t chv = fval(e, NCS_F(ProxyOp, channelId));
@@ -1595,7 +1611,8 @@ static void ev_state(wk_t *w, file_t *f, const ncs_event_t *e) {
   }
   lane_t *l = &w->rows[o->row].lanes[o->lane];
   uint64_t ts = max64(to_out(f, e->ts), o->last);
-  if (e->type == NCS_T_KERNEL_CH && e->state == ST_KERNEL_CH_STOP) { /* the GPU end */
+  if ((e->type == NCS_T_KERNEL_CH && e->state == ST_KERNEL_CH_STOP) ||
+      (e->type == NCS_T_KERNEL_PHASE && e->state == ST_KERNEL_PHASE_STOP)) { /* the GPU end */
     const gpuclk_t *g = &w->x->procs[o->proc].clk;
     if (g->has && e->arg0) o->gpu_end = to_out(f, e->arg0 + (uint64_t)g->off);
     return;
@@ -1624,7 +1641,7 @@ static void ev_stop(wk_t *w, file_t *f, const ncs_event_t *e) {
     return;
   }
   uint64_t ts = to_out(f, e->ts);
-  if (o->type == NCS_T_KERNEL_CH && o->gpu_end) ts = o->gpu_end;
+  if ((o->type == NCS_T_KERNEL_CH || o->type == NCS_T_KERNEL_PHASE) && o->gpu_end) ts = o->gpu_end;
   close_open(w, o, ts, 0);
 }
 

@@ -494,7 +494,7 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
   F.h->state = NCS_FS_RUNNING;
   F.h->pid = (uint64_t)ncs_g.pid;
   F.h->watchdog_ns = (uint64_t)ncs_g.cfg.watchdog_s * 1000000000ull;
-  F.h->features = NCS_FLF_LOSS;
+  F.h->features = NCS_FLF_LOSS | NCS_FLF_LOSS_T16;
   F.h->loss_next_seq = 1;
   snprintf(F.h->host, sizeof F.h->host, "%s", host);
   ncs_file_header(F.map + F.h->meta_off);
@@ -588,7 +588,7 @@ void ncs_fl_loss(const ncs_loss_t *l, int closed) {
   if (w) {
     w->reason = l->reason, w->open = !closed;
     w->from_mono = l->from_ns, w->to_mono = l->to_ns;
-    memcpy(w->by_type, l->by_type, sizeof w->by_type);
+    memcpy(w->by_type, l->by_type, sizeof l->by_type); /* NCS_T_COUNT <= NCS_FLIGHT_LOSS_TYPES */
     if (!w->seq) w->seq = h->loss_next_seq++;
     F.loss_open[r] = closed ? 0 : (uint32_t)(w - h->loss) + 1;
   }

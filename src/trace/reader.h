@@ -62,7 +62,8 @@ typedef struct {
   uint64_t parent;
   int32_t rank;
   uint32_t flags; /* START flags; for BADCALL the call: NCS_BC_STOP or NCS_BC_STATE */
-  uint8_t nfields;          /* ncs_schema[type].nfields */
+  uint8_t nfields; /* fields the record has: ncs_schema[type].nfields, fewer in files written
+                      before a field was appended (format.h); f[] beyond it is 0 (use NCS_HAS) */
   uint64_t f[NCS_MAX_FIELDS]; /* raw values; I64 already un-zigzagged (cast to int64_t) */
   uint8_t fref_kind[NCS_MAX_FIELDS]; /* for REF fields: the ref kind; f[] holds the value */
   const char *fstr[NCS_MAX_FIELDS];  /* for STR fields: the string, NULL when id 0 */
@@ -85,6 +86,10 @@ enum {
   NCS_LOST_STRING = 1, /* a STR field names an undefined string id: its fstr[] is NULL */
   NCS_LOST_COMM = 2,   /* a local context names a communicator index with no COMM chunk */
 };
+
+/* Does the START record have field NCS_F(Type, name)? False for a field appended after the file
+ * was written (e.g. Coll's userTag in a format 1.1 file): unknown, not 0. */
+#define NCS_HAS(e, idx) ((unsigned)(idx) < (unsigned)(e)->nfields)
 
 typedef struct {
   uint32_t nkeys;
