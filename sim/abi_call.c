@@ -574,6 +574,7 @@ void sim_plugin_unload(void) {
 }
 
 int sim_plugin_loaded(void) { return sim_calls.start != NULL; }
+void *sim_plugin_lib(void) { return g_lib; }
 int sim_plugin_abi(void) { return g_abi; }
 const char *sim_plugin_name(void) { return g_name ? g_name : "?"; }
 

@@ -906,6 +906,7 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
     api_event(&tasks[i], &calls[i], gapi, capture != NULL);
   }
   atomic_fetch_add(&sim_cnt->ops, (uint64_t)n);
+  sim_range_note_ops(n);
   sim_ev_state(SIM_T_GROUP_API, gapi, NCS_ST_GROUP_END_API_START, NULL);
   t_one_rank = 1;
   for (int i = 1; i < n; i++)

@@ -90,10 +90,21 @@ static int all_gone(const uthread_t *ut) {
 /* --user-tags: the userProfilerTag the thread's calls of this iteration carry (ABI v7; older
  * versions drop it): 1 + iteration / N, a step number as a framework might set it. */
 static _Thread_local uint64_t t_tag;
+typedef struct {
+  uthread_t *ut;
+  int it;
+} iter_arg_t;
+
+static void run_iter(void *arg) {
+  iter_arg_t *a = arg;
+  a->ut->wl->iter(a->ut, a->it);
+}
 
 static void *uthread_main(void *arg) {
   uthread_t *ut = arg;
   const workload_t *wl = ut->wl;
+  int device = W.first + (ut->n ? ut->lr[0] : 0); /* a rank's GPU is its global rank */
+  sim_gpu_set_device(device);
   (wl->setup ? wl->setup : default_setup)(ut); /* inits run concurrently, as in NCCL */
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->after_setup_once) wl->after_setup_once();
@@ -101,7 +112,8 @@ static void *uthread_main(void *arg) {
   /* --fault: a thread whose op hung stops; one whose ranks all skipped idles, then stops */
   for (int it = 0; it < sim_opt.iters && !sim_fault_halted(); it++) {
     t_tag = sim_opt.user_tags ? 1 + (uint64_t)it / (uint64_t)sim_opt.user_tags : 0;
-    wl->iter(ut, it);
+    iter_arg_t a = {ut, it};
+    sim_range_iteration(run_iter, &a, device); /* --ranges: inside ranges */
     if (all_gone(ut) && !sim_fault_halted()) sim_fault_idle();
   }
   if (wl->finish) wl->finish(ut);
@@ -156,7 +168,7 @@ static int load(void) {
 /* One plugin load around one run of a workload. */
 static int run_loaded(int proc, const workload_t *wl) {
   set_local_ranks(proc);
-  if (load()) return 1;
+  if (load() || sim_range_load(sim_plugin_lib())) return 1;
   int rc = run_threads(wl);
   sim_plugin_unload();
   return rc;

@@ -102,6 +102,10 @@ typedef struct {
   int cupti_other;        /* --cupti-other: another CUPTI client subscribes after the first init */
   int user_tags;   /* ABI v7: the operations of iteration i carry userTag 1 + i / N (0: none) */
   unsigned profiler_lag_us; /* ABI v7: the profiler thread takes up new KernelCh work this late */
+  const char *cuda_path;  /* --cuda: a fake libcuda.so.1 (the current context the plugin asks for) */
+  /* user ranges (range.c) */
+  int ranges;              /* --ranges: every iteration inside ranges, through the plugin's API */
+  const char *range_truth; /* --range-truth: append what happened inside each range */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -164,6 +168,7 @@ typedef struct {
 } sim_calls_t;
 extern sim_calls_t sim_calls;
 
+void *sim_plugin_lib(void); /* the loaded plugin's handle (NULL for none) */
 int sim_plugin_load(const char *name, int abi, char *err, size_t errlen);
 void sim_plugin_unload(void);
 int sim_plugin_loaded(void);
@@ -452,6 +457,13 @@ void sim_gpu_compute_replay(int device, uint32_t exec, uint32_t corr, uint32_t r
                             const uint64_t *nodes, int n);
 void sim_gpu_other(void);
 void sim_gpu_flood_kernel(uint32_t corr); /* flood --cold: the launched kernel ran (no truth line) */
+void sim_gpu_set_device(int device); /* --cuda: the calling thread's current context */
+
+/* ---------------------------------------------------------------- range.c (--ranges) */
+int sim_range_load(void *plugin);
+void sim_range_iteration(void (*body)(void *arg), void *arg, int device);
+void sim_range_note_ops(int n);
+void sim_range_note_launch(uint32_t corr, int compute);
 
 /* ---------------------------------------------------------------- scenarios.c / flood.c */
 typedef struct {

@@ -9,6 +9,7 @@
 
 #include "core/ncs.h"
 #include "metrics/metrics.h"
+#include "trace/range.h"
 
 static void add_error(ncs_config_t *c, const char *var, const char *val, const char *why) {
   size_t n = strlen(c->errors);
@@ -75,12 +76,20 @@ static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const
  * Asking for it also records KernelLaunch, whose events the kernels are joined to. */
 static void cupti_config(ncs_config_t *c) {
   const char *v = getenv("NCCLSCOPE_CUPTI");
+  int off = 0;
   if (v && *v) {
     if (!strcasecmp(v, "on") || !strcmp(v, "1"))
       c->cupti = 1;
-    else if (strcasecmp(v, "off") && strcmp(v, "0"))
+    else if (!strcasecmp(v, "off") || !strcmp(v, "0"))
+      off = 1;
+    else
       add_error(c, "NCCLSCOPE_CUPTI", v, "expected on or off; CUPTI stays off");
   }
+  if (c->range_metrics[0] && off) { /* said twice: the explicit off wins */
+    add_error(c, "NCCLSCOPE_RANGE_METRICS", c->range_metrics, "metrics need CUPTI, and NCCLSCOPE_CUPTI=off; no range metrics");
+    c->range_metrics[0] = 0;
+  }
+  if (c->range_metrics[0]) c->cupti = 1; /* metrics ask for CUPTI */
   const char *lib = getenv("NCCLSCOPE_CUPTI_LIB");
   snprintf(c->cupti_lib, sizeof c->cupti_lib, "%s", lib ? lib : "");
   c->cupti_buffer_bytes = env_size(c, "NCCLSCOPE_CUPTI_BUFFER_SIZE", 16ull << 20, 2ull << 20, 1ull << 30);
@@ -148,6 +157,35 @@ static void metrics_config(ncs_config_t *c) {
   const char *t = env2("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT", &which);
   /* 2 s rather than OTel's 10 s: the last push of a segment holds up NCCL's finalize */
   c->otlp_timeout_ms = t ? (uint32_t)env_size(c, which, 2000, 1, 600000) : 2000;
+/* User ranges and their hardware metrics (docs/ranges.md). Metrics need CUPTI, so asking for
+ * them asks for CUPTI: with the same policy (off unless asked for), the same subscription. */
+static void range_config(ncs_config_t *c) {
+  const char *v = getenv("NCCLSCOPE_RANGES");
+  c->ranges = 1;
+  if (v && *v) {
+    if (!strcasecmp(v, "off") || !strcmp(v, "0"))
+      c->ranges = 0;
+    else if (strcasecmp(v, "on") && strcmp(v, "1"))
+      add_error(c, "NCCLSCOPE_RANGES", v, "expected on or off; recording ranges");
+  }
+  const char *m = getenv("NCCLSCOPE_RANGE_METRICS");
+  if (m && *m && strcmp(m, "off") && strcmp(m, "none")) {
+    if (strlen(m) >= sizeof c->range_metrics)
+      add_error(c, "NCCLSCOPE_RANGE_METRICS", m, "longer than 1023 bytes; no metrics");
+    else if (!c->ranges)
+      add_error(c, "NCCLSCOPE_RANGE_METRICS", m, "metrics are per range, and NCCLSCOPE_RANGES=off; no metrics");
+    else
+      snprintf(c->range_metrics, sizeof c->range_metrics, "%s", m);
+  }
+  const char *r = getenv("NCCLSCOPE_RANGE_REPLAY");
+  if (r && *r) {
+    if (!strcmp(r, "user"))
+      c->range_replay = NCS_REPLAY_USER;
+    else if (strcmp(r, "none"))
+      add_error(c, "NCCLSCOPE_RANGE_REPLAY", r, "expected none or user; no replay");
+  }
+  c->range_metrics_level = (uint32_t)env_size(c, "NCCLSCOPE_RANGE_METRICS_LEVEL", 1, 1, 64);
+  c->range_metrics_ranges = (uint32_t)env_size(c, "NCCLSCOPE_RANGE_METRICS_RANGES", 512, 1, 65536);
 }
 
 void ncs_config_load(ncs_config_t *c) {
@@ -235,6 +273,7 @@ void ncs_config_load(ncs_config_t *c) {
     else
       add_error(c, "NCCLSCOPE_DUMP_SIGNAL", sig, "expected USR1, USR2, a real-time signal number or none; using USR1");
   }
+  range_config(c);
   cupti_config(c);
   metrics_config(c);
   const char *dis = getenv("NCCLSCOPE_DISABLE");

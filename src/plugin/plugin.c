@@ -15,6 +15,7 @@
 #include "core/ncs.h"
 #include "gpu/gpu.h"
 #include "metrics/metrics.h"
+#include "range/range.h"
 #include "record/flight.h"
 
 ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .hkey_hot = ~0u};
@@ -56,6 +57,7 @@ static void after_fork_child(void) {
   if (ncs_g.ready) ncs_pool_reset_after_fork();
   ncs_gpu_after_fork();
   ncs_mx_after_fork(); /* the metrics thread and server are the parent's */
+  ncs_hwm_after_fork(); /* the range metrics' CUPTI session is the parent's */
 }
 
 static int setup_locked(void) {
@@ -91,8 +93,16 @@ static int setup_locked(void) {
   static int atfork_done; /* per load: glibc drops the handler again at dlclose */
   if (!atfork_done) pthread_atfork(NULL, NULL, after_fork_child);
   atfork_done = 1;
+  ncs_range_setup();
   ncs_g.ready = 1;
   return 0;
+}
+
+int ncs_setup(void) {
+  pthread_mutex_lock(&ncs_g.lock);
+  int rc = setup_locked();
+  pthread_mutex_unlock(&ncs_g.lock);
+  return rc;
 }
 
 static uint32_t abi_mask(int abi) {
@@ -139,7 +149,10 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;
   }
-  if (!ncs_g.writer_running) ncs_gpu_setup(); /* CUPTI, when asked for: before the segment says so */
+  if (!ncs_g.writer_running) { /* CUPTI and metrics, when asked for: before the segment says so */
+    ncs_gpu_setup();
+    ncs_mx_setup();
+  }
   if (!ncs_g.writer_running && ncs_writer_start() != 0) {
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS; /* the writer logged why (e.g. the directory is not writable) */
@@ -251,10 +264,16 @@ __attribute__((destructor)) static void ncs_unload(void) {
      * handler must not outlive the code it points to */
     ncs_hot_set(0, 0, 0);
     ncs_fl_signal_remove();
-    ncs_pool_teardown();
+    ncs_range_free();
     free(ncs_g.comms);
     ncs_g.comms = NULL;
-    ncs_g.ready = 0;
+    /* Once a range call came, the application's threads call in too, whatever NCCL does, and
+     * at process exit they may still run while this destructor does: their buffer blocks then
+     * stay mapped until the process is gone (nothing reads them any more). */
+    if (!atomic_load(&ncs_range_used)) {
+      ncs_pool_teardown();
+      ncs_g.ready = 0;
+    }
   }
   /* With live communicators this is process exit: other threads may still be inside NCCL,
    * so the memory stays mapped until the process is gone. */

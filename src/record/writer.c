@@ -24,6 +24,7 @@
 #include "core/ncs.h"
 #include "gpu/gpu.h"
 #include "metrics/metrics.h"
+#include "range/range.h"
 #include "record/flight.h"
 #include "trace/encode.h"
 
@@ -284,7 +285,7 @@ static void loss_cycle(int final) {
 static int must_keep(uint16_t type) {
   return type == NCS_CHUNK_SEGMENT || type == NCS_CHUNK_STRINGS || type == NCS_CHUNK_COMM ||
          type == NCS_CHUNK_COMM_END || type == NCS_CHUNK_THREAD || type == NCS_CHUNK_LOSS ||
-         type == NCS_CHUNK_FOOTER || type == NCS_CHUNK_GPU_STATE;
+         type == NCS_CHUNK_FOOTER || type == NCS_CHUNK_GPU_STATE || type == NCS_CHUNK_RANGE_STATE;
 }
 
 /* A chunk did not reach the file: count it, and for events, which records and when. */
@@ -920,6 +921,10 @@ static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
     ncs_gpu_raw(w, hdr, thread, to_ns(w[1]));
     return;
   }
+  if ((hdr & 0xFF) == NCS_RAW_RANGE) { /* a user range's push, pop, start, end or mark */
+    ncs_range_raw(w, hdr, thread, to_ns(w[1]));
+    return;
+  }
   ncs_event_t e;
   e.kind = (uint8_t)(hdr & 0xFF);
   e.type = (uint8_t)((hdr >> 8) & 0xFF);
@@ -1247,6 +1252,7 @@ static void segment_begin(void) {
   ncs_enc_clock(&W.tmp, s.start_mono_ns, s.start_realtime_ns);
   small_chunk(NCS_CHUNK_CLOCK);
   ncs_gpu_segment_begin(); /* GPU_STATE: whether kernel times come from CUPTI, and why (not) */
+  ncs_range_segment_begin(); /* RANGE_STATE: where NVTX points, metrics; ranges still open */
 }
 
 static void mx_publish(int final);
@@ -1284,6 +1290,7 @@ static void housekeeping(int final) {
       ncs_gpu_collect();
       drain_all();
       ncs_gpu_cycle(1);
+      ncs_range_cycle(1);
       sweep(0);
       flush_events();
       write_counters(NCS_CHUNK_COUNTERS);
@@ -1357,6 +1364,7 @@ static void *writer_main(void *arg) {
     ncs_gpu_collect(); /* before the drain: the launches of these kernels are in the blocks */
     uint64_t n = drain_all();
     ncs_gpu_cycle(0);
+    ncs_range_cycle(0);
     housekeeping(0);
     if (n) {
       idle_us = 500;
@@ -1384,6 +1392,7 @@ static void *writer_main(void *arg) {
   housekeeping(1);
   flush_events();
   ncs_gpu_segment_end();
+  ncs_range_segment_end();
   loss_cycle(1);
   write_counters(NCS_CHUNK_FOOTER);
   io_end();
@@ -1399,6 +1408,7 @@ static void writer_free(void) {
   ncs_buf_free(&W.tmp);
   ncs_buf_free(&W.backlog);
   ncs_gpu_segment_free();
+  ncs_range_segment_free();
 }
 
 int ncs_writer_start(void) {
@@ -1445,9 +1455,11 @@ int ncs_writer_start(void) {
 }
 
 void ncs_writer_stop(void) {
+  ncs_mx_segment_end(); /* no range is measured after this: the last buffer is decoded now */
   atomic_store_explicit(&ncs_g.writer_stop, 1, memory_order_release);
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
+  ncs_mx_release();
   ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
   ncs_mx_end(); /* the writer published the last snapshot: the outputs give it out, then go */
   /* close reports what the filesystem could not keep (NFS, a disk that failed late) */

@@ -29,7 +29,7 @@ const char *ncs_type_name(unsigned t) { return t < NCS_T_COUNT ? ncs_schema[t].n
 const char *ncs_chunk_name(unsigned t) {
   static const char *const n[] = {"chunk",    "SEGMENT", "CLOCK",  "STRINGS",  "COMM", "COMM_END",
                                   "THREAD",   "EVENTS",  "COUNTERS", "FOOTER", "LOSS", "GPU_STATE",
-                                  "GPU"};
+                                  "GPU",      "RANGE_STATE", "RANGES"};
   return t <= NCS_CHUNK_MAX_TYPE ? n[t] : "chunk";
 }
 

@@ -37,8 +37,11 @@ enum {
   /* GPU activity (format 1.2, trace/gpu.h): CUPTI's state and its kernel and graph records */
   NCS_CHUNK_GPU_STATE = 11,
   NCS_CHUNK_GPU = 12,
-  NCS_CHUNK_MAX_TYPE = 12,
-  /* reserved: 13..15 for more GPU activity (ranges, metrics) */
+  /* user ranges and their hardware metrics (format 1.4, trace/range.h) */
+  NCS_CHUNK_RANGE_STATE = 13,
+  NCS_CHUNK_RANGES = 14,
+  NCS_CHUNK_MAX_TYPE = 14,
+  /* reserved: 15 */
 };
 
 

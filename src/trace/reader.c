@@ -1010,6 +1010,129 @@ static int next_gpu_record(ncs_reader_t *r, ncs_item_t *it) {
   return what;
 }
 
+/* ---------------------------------------------------------------- range chunks (trace/range.h) */
+
+static int dec_range_state(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_range_state_t *s = &it->range_state;
+  uint32_t n = 0;
+  if (get_u32(r, &s->flags, "range state flags") || get_u32(r, &s->nvtx, "NVTX state") ||
+      get_str(r, &s->nvtx_path, "NVTX injection path") || get_u32(r, &s->mx_state, "metrics state") ||
+      get_u64(r, &s->since_ns, "metrics state time") || get_str(r, &s->reason, "metrics reason") ||
+      get_str(r, &s->chip, "metrics chip") || get_u32(r, &s->replay, "metrics replay") ||
+      get_u32(r, &s->passes, "metrics passes") || get_u32(r, &s->level, "metrics level") ||
+      get_u32(r, &s->mx_thread, "metrics thread") || get_u32(r, &s->buffer_ranges, "metrics buffer") ||
+      get_u32(r, &n, "metric count"))
+    return -1;
+  if (s->nvtx >= NCS_NVTX_NSTATES) return bad_field(r, "NVTX state", "unknown state");
+  if (s->mx_state >= NCS_MX_NSTATES) return bad_field(r, "metrics state", "unknown state");
+  if (n > NCS_RANGE_MAX_METRICS) return bad_field(r, NULL, "more than 32 metrics");
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t t = 0;
+    if (get_str(r, &s->metric[i], "metric name") || get_u32(r, &t, "metric type")) return -1;
+    s->metric_type[i] = t <= NCS_MT_THROUGHPUT ? (uint8_t)t : NCS_MT_UNKNOWN;
+  }
+  s->nmetrics = n;
+  if (get_u32(r, &n, "range counter count")) return -1;
+  if (n > NCS_RANGE_MAX_COUNTERS) return bad_field(r, NULL, "more than 64 range counters");
+  for (uint32_t i = 0; i < n; i++)
+    if (get_u32(r, &s->keys[i], "range counter key") || get_u64(r, &s->values[i], "range counter value"))
+      return -1;
+  s->ncounters = n;
+  it->ts = s->since_ns;
+  return NCS_ITEM_RANGE_STATE;
+}
+
+/* RANGES shares the GPU chunk's framing: base time, record count, then length-prefixed records */
+static int dec_ranges_header(ncs_reader_t *r) {
+  uint32_t count = 0;
+  if (get_u64(r, &r->prev_ts, "ranges base mono") || get_u32(r, &count, "ranges record count"))
+    return -1;
+  r->ev_count = count;
+  r->ev_done = 0;
+  r->in_events = count > 0;
+  return 0;
+}
+
+static int range_host_time(ncs_reader_t *r, ncs_range_rec_t *g) {
+  return get_u32(r, &g->thread, "range thread") || gpu_delta(r, &r->prev_ts, &g->ts, "range time");
+}
+
+static int range_labels(ncs_reader_t *r, ncs_range_rec_t *g) {
+  if (get_u64(r, &g->domain_id, "range domain") || get_u64(r, &g->name_id, "range name") ||
+      get_u32(r, &g->category, "range category") || get_u32(r, &g->payload_type, "payload type") ||
+      get_u64(r, &g->payload, "payload"))
+    return -1;
+  if (g->domain_id) g->domain = ncs_reader_string(r, g->domain_id);
+  if (g->name_id) g->name = ncs_reader_string(r, g->name_id);
+  return 0;
+}
+
+static int get_f64(ncs_reader_t *r, double *v) {
+  if (r->end - r->pos < 8) return bad_field(r, "metric value", "runs past the end of the record");
+  uint64_t u = 0;
+  for (int i = 0; i < 8; i++) u |= (uint64_t)r->pos[i] << (8 * i);
+  r->pos += 8;
+  memcpy(v, &u, sizeof *v);
+  return 0;
+}
+
+static int dec_range_fields(ncs_reader_t *r, ncs_range_rec_t *g) {
+  switch (g->kind) {
+  case NCS_RR_BEGIN:
+    return range_host_time(r, g) || get_u64(r, &g->id, "range id") ||
+                   get_u64(r, &g->parent, "range parent") || get_u32(r, &g->depth, "range depth") ||
+                   range_labels(r, g) || get_u64(r, &g->mid, "range metrics id")
+               ? -1
+               : 0;
+  case NCS_RR_END: return range_host_time(r, g) || get_u64(r, &g->id, "range id") ? -1 : 0;
+  case NCS_RR_MARK:
+    return range_host_time(r, g) || get_u64(r, &g->parent, "mark parent") || range_labels(r, g) ? -1 : 0;
+  case NCS_RR_LAUNCH:
+    return get_u64(r, &g->id, "launch range") || get_u64(r, &g->corr, "launch correlation id") ? -1 : 0;
+  default: { /* NCS_RR_METRICS */
+    uint32_t n = 0;
+    if (get_u64(r, &g->mid, "metrics id") || get_u32(r, &n, "metric value count")) return -1;
+    if (n > NCS_RANGE_MAX_METRICS) return bad_field(r, "metric value count", "more than 32");
+    for (uint32_t i = 0; i < n; i++)
+      if (get_f64(r, &g->values[i])) return -1;
+    g->nvalues = n;
+    return 0;
+  }
+  }
+}
+
+/* One RANGES record: u8 kind, varint length, fields; unknown kinds and trailing bytes skipped. */
+static int dec_range_rec(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_range_rec_t *g = &it->range;
+  uint64_t len = 0;
+  if (get_u8(r, &g->kind, "range record kind") || get_u64(r, &len, "range record length")) return -1;
+  if (len > (uint64_t)(r->end - r->pos)) return bad_field(r, "range record", "runs past the end of the chunk");
+  const uint8_t *end = r->pos + len, *chunk_end = r->end;
+  int what = 0;
+  if (g->kind >= NCS_RR_BEGIN && g->kind <= NCS_RR_MAX) {
+    r->end = end;
+    int bad = get_u32(r, &g->flags, "range record flags") || dec_range_fields(r, g);
+    r->end = chunk_end;
+    if (bad) return -1;
+    what = NCS_ITEM_RANGE;
+    it->ts = g->ts;
+  }
+  r->pos = end;
+  return what;
+}
+
+static int next_range_record(ncs_reader_t *r, ncs_item_t *it) {
+  if (r->pos >= r->end) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the RANGES chunk ends after %u of its %u records", r->ev_done, r->ev_count);
+    return bad_field(r, NULL, msg);
+  }
+  int what = dec_range_rec(r, it);
+  if (what < 0) return -1;
+  if (++r->ev_done == r->ev_count) r->in_events = 0;
+  return what;
+}
+
 /* ---------------------------------------------------------------- chunks */
 
 static uint32_t get_le32(const uint8_t *p) {
@@ -1217,6 +1340,8 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
   case NCS_CHUNK_LOSS: return dec_loss(r, it);
   case NCS_CHUNK_GPU_STATE: return dec_gpu_state(r, it);
   case NCS_CHUNK_GPU: return dec_gpu_header(r);
+  case NCS_CHUNK_RANGE_STATE: return dec_range_state(r, it);
+  case NCS_CHUNK_RANGES: return dec_ranges_header(r);
   default: /* NCS_CHUNK_FOOTER */
     r->seg_footer = 1;
     return dec_counters(r, it, NCS_ITEM_FOOTER);
@@ -1379,6 +1504,8 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   for (;;) {
     int what;
     if (r->in_events) {
+  case NCS_CHUNK_RANGE_STATE: return dec_range_state(r, it);
+  case NCS_CHUNK_RANGES: return dec_ranges_header(r);
       what = r->ctype == NCS_CHUNK_GPU ? next_gpu_record(r, item) : next_record(r, item);
     } else if (r->redo) {
       r->pos = r->pay;

@@ -14,6 +14,7 @@
 #include "trace/flight.h"
 #include "trace/format.h"
 #include "trace/gpu.h"
+#include "trace/range.h"
 
 typedef struct ncs_reader ncs_reader_t;
 
@@ -113,6 +114,8 @@ enum {
   NCS_ITEM_LOSS = 10,    /* item->loss: records the plugin lost (a LOSS chunk) */
   NCS_ITEM_GPU_STATE = 11, /* item->gpu_state: CUPTI's state, a clock pair, counters (trace/gpu.h) */
   NCS_ITEM_GPU = 12,       /* item->gpu: one GPU record: a kernel, a launch, graph bookkeeping */
+  NCS_ITEM_RANGE_STATE = 13, /* item->range_state: range recording and metrics state (trace/range.h) */
+  NCS_ITEM_RANGE = 14,       /* item->range: one RANGES record: begin, end, mark, launch, metrics */
 };
 
 /* What a GAP item says: the reader found damage at `offset` and resynchronized on the next valid
@@ -141,6 +144,8 @@ typedef struct {
   ncs_loss_t loss; /* NCS_ITEM_LOSS */
   ncs_gpu_state_t gpu_state; /* NCS_ITEM_GPU_STATE */
   ncs_gpu_rec_t gpu;         /* NCS_ITEM_GPU; item->ts is its host time (LAUNCH, GLAUNCH, PENDING) */
+  ncs_range_state_t range_state; /* NCS_ITEM_RANGE_STATE */
+  ncs_range_rec_t range;         /* NCS_ITEM_RANGE; item->ts is its host time (BEGIN, END, MARK) */
 } ncs_item_t;
 
 /* Open a trace file. Returns NULL and fills err on failure (no such file, not a trace, ...).
