@@ -151,6 +151,7 @@ static void usage(FILE *f) {
       "  --ranges          every iteration inside user ranges (step > comm, optimizer) through the\n"
       "                    plugin's range API, and a mark\n"
       "  --range-truth FILE  with --ranges: append what happened inside each range\n"
+      "  --range-outer     with --ranges: all iterations of a thread inside one more range\n"
       "  --couple on|off   ranks wait for each other's data per collective (default: on with\n"
       "                    --fault, else off)\n"
       "  --fault KIND:RANK:SEQ  inject a fault at the SEQ-th (from 0) kernel collective of global\n"
@@ -208,7 +209,7 @@ enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, 
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
   O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
-  O_CUDA, O_RANGES, O_RANGE_TRUTH,
+  O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -257,6 +258,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"cuda", 1, 0, O_CUDA},
                                           {"ranges", 0, 0, O_RANGES},
                                           {"range-truth", 1, 0, O_RANGE_TRUTH},
+                                          {"range-outer", 0, 0, O_RANGE_OUTER},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -366,6 +368,7 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_CUDA: o->cuda_path = optarg; break;
     case O_RANGES: o->ranges = 1; break;
     case O_RANGE_TRUTH: o->range_truth = optarg; break;
+    case O_RANGE_OUTER: o->range_outer = 1; break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;

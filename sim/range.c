@@ -3,7 +3,8 @@
  * A training program marks its phases with ranges: with --ranges every user thread wraps each
  * iteration in a range "step" (level 1) holding a range "comm" (level 2) around the iteration's
  * NCCL calls and a range "optimizer" (level 2) around compute kernels of its own (with --cupti),
- * and marks "iteration" inside "step". The calls go to the plugin's own range API
+ * and marks "iteration" inside "step" (with --range-outer, all of them inside a range "train"). The
+ * calls go to the plugin's own range API
  * (ncclscopeRangePush, ncclscopeRangePop, ncclscopeMark, include/ncclscope.h), looked up in the
  * plugin nccl-sim loaded. With --range-truth FILE every process appends, per range at its pop,
  * what happened inside it on its thread: the NCCL operations issued, the kernels launched and
@@ -110,6 +111,16 @@ void sim_range_note_launch(uint32_t corr, int compute) {
     t_stack[i].corrsum += corr;
     t_stack[i].compute += compute != 0;
   }
+}
+
+/* --range-outer: a range around all the iterations of a thread ("train", level 1; begin 1, end 0),
+ * which outlives flight-recorder slots and segments. */
+void sim_range_outer(int begin) {
+  if (!R.push || !sim_opt.range_outer) return;
+  if (begin)
+    push("train");
+  else
+    pop();
 }
 
 /* One iteration of a user thread, inside its ranges; device: the thread's first rank's GPU. */

@@ -109,6 +109,7 @@ static void *uthread_main(void *arg) {
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->after_setup_once) wl->after_setup_once();
   pthread_barrier_wait(&W.bar);
+  sim_range_outer(1);
   /* --fault: a thread whose op hung stops; one whose ranks all skipped idles, then stops */
   for (int it = 0; it < sim_opt.iters && !sim_fault_halted(); it++) {
     t_tag = sim_opt.user_tags ? 1 + (uint64_t)it / (uint64_t)sim_opt.user_tags : 0;
@@ -117,6 +118,7 @@ static void *uthread_main(void *arg) {
     if (all_gone(ut) && !sim_fault_halted()) sim_fault_idle();
   }
   if (wl->finish) wl->finish(ut);
+  sim_range_outer(0);
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->before_teardown_once) wl->before_teardown_once();
   pthread_barrier_wait(&W.bar);

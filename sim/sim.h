@@ -106,6 +106,7 @@ typedef struct {
   /* user ranges (range.c) */
   int ranges;              /* --ranges: every iteration inside ranges, through the plugin's API */
   const char *range_truth; /* --range-truth: append what happened inside each range */
+  int range_outer;         /* --range-outer: the iterations inside one more range, "train" */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -462,6 +463,7 @@ void sim_gpu_set_device(int device); /* --cuda: the calling thread's current con
 /* ---------------------------------------------------------------- range.c (--ranges) */
 int sim_range_load(void *plugin);
 void sim_range_iteration(void (*body)(void *arg), void *arg, int device);
+void sim_range_outer(int begin);
 void sim_range_note_ops(int n);
 void sim_range_note_launch(uint32_t corr, int compute);
 

@@ -25,7 +25,8 @@
  * threads launch inside the metrics thread's ranges). --allow-lost: ranges missing from the trace,
  * never ended or ended-unknown are fine when the counters account for losses; an ended-unknown
  * range's end must still not be before its pop. --flight: the trace is a flight file's window:
- * truth ranges before it are not required. Prints "range check: ok ..." or the first problems and
+ * truth ranges before it are not required. --log-once FILE TEXT: FILE (nccl-sim --verbose's
+ * output) says TEXT exactly once per process. Prints "range check: ok ..." or the first problems and
  * exits 1.
  */
 #include <inttypes.h>
@@ -68,12 +69,14 @@ typedef struct {
   unsigned replay;
   uint64_t min_buffers, tol_ns;
   int allow_lost, flight;
+  const char *log, *log_text; /* --log-once FILE TEXT */
 } opts_t;
 
 static truth_t *T;
 static size_t nT, nmarks_truth;
 static struct {
   uint64_t files, ranges, matched, ops, kernels, marks, with_values, level_ranges, buffers, lost;
+  uint64_t restated, forgotten; /* BEGINs restated; truth ranges not in the trace (--flight) */
   const char *state;
 } S;
 static int fails;
@@ -153,7 +156,8 @@ typedef struct {
   ncs_range_state_t st; /* the last final RANGE_STATE, names copied */
   char names[NCS_RANGE_MAX_METRICS][128], reason[512];
   uint64_t counters[NCS_RK_MAX + 1];
-  int have_final, gpu_active;
+  int have_final, gpu_active, flight;
+  uint64_t covered_from; /* a flight file: when its oldest retained slot began */
 } file_t;
 
 static range_t *find_range(file_t *F, uint64_t id) {
@@ -165,7 +169,8 @@ static range_t *find_range(file_t *F, uint64_t id) {
 static void on_range(file_t *F, const ncs_range_rec_t *g) {
   switch (g->kind) {
   case NCS_RR_BEGIN: {
-    if (g->flags & NCS_RF_RESTATED && find_range(F, g->id)) return;
+    S.restated += (g->flags & NCS_RF_RESTATED) != 0;
+    if (find_range(F, g->id)) return; /* restated (a flight slot's keyframe may repeat one) */
     F->r = grow(F->r, &F->cap_r, F->nr, sizeof *F->r);
     range_t *r = &F->r[F->nr++];
     memset(r, 0, sizeof *r);
@@ -176,8 +181,8 @@ static void on_range(file_t *F, const ncs_range_rec_t *g) {
   }
   case NCS_RR_END: {
     range_t *r = find_range(F, g->id);
-    if (!r) {
-      FAIL("pid %ld: END of range %" PRIu64 " that never began", F->pid, g->id);
+    if (!r) { /* a flight window may begin after a range whose END it holds */
+      if (!F->flight) FAIL("pid %ld: END of range %" PRIu64 " that never began", F->pid, g->id);
       return;
     }
     if (r->ended) FAIL("pid %ld: range %" PRIu64 " (%s) ended twice", F->pid, g->id, r->name);
@@ -245,6 +250,7 @@ static int read_file(const char *path, file_t *F) {
     }
   }
   if (ncs_reader_damage(rd)) FAIL("%s: damaged: %s", path, ncs_reader_error(rd));
+  if (ncs_reader_flight(rd)) F->covered_from = ncs_reader_flight(rd)->window_mono;
   ncs_reader_close(rd);
   return 0;
 }
@@ -267,10 +273,10 @@ static void match(file_t *F, range_t *r, const opts_t *o) {
   for (size_t i = 0; i < nT; i++) {
     truth_t *t = &T[i];
     if (t->used || t->pid != F->pid || t->tid != tid || (int)r->depth != t->level || strcmp(t->name, r->name)) continue;
-    uint64_t d = r->begin + tol < t->b0 ? t->b0 - r->begin : r->begin > t->b1 + tol ? r->begin - t->b1 : 0;
+    uint64_t d = r->begin < t->b0 ? t->b0 - r->begin : r->begin > t->b1 ? r->begin - t->b1 : 0;
     if (d < bestd) bestd = d, best = t;
   }
-  if (!best || bestd) {
+  if (!best || bestd > tol) {
     FAIL("pid %ld tid %ld: range %s (level %u) begun at %" PRIu64 " was not pushed then (nearest %" PRIu64 " ns off)",
          F->pid, tid, r->name, r->depth, r->begin, bestd);
     return;
@@ -381,10 +387,16 @@ static void check_kernels_and_ops(file_t *F) {
         kk[nk++] = (ncs_rs_kernel_t){F->launch[i].range, F->kern[j].start, F->kern[j].end};
         break;
       }
-  if (ncs_rs_compute(rr, F->nr, F->ops, F->nops, kk, nk, F->gpu_active, st) != 0) FAIL("rangestat: no memory");
+  if (ncs_rs_compute(rr, F->nr, F->ops, F->nops, kk, nk, F->gpu_active, F->covered_from, st) != 0)
+    FAIL("rangestat: no memory");
   for (size_t i = 0; i < F->nr; i++) {
     const truth_t *t = F->r[i].t;
     if (!t) continue;
+    if (!!(st[i].flags & NCS_RS_PARTIAL) != (F->r[i].begin < F->covered_from)) FAIL("rangestat: coverage flag");
+    if (st[i].flags & NCS_RS_PARTIAL) { /* began before the window: lower bounds */
+      if (st[i].colls + st[i].p2ps > t->ops) FAIL("pid %ld: range %s holds more operations than it had", F->pid, t->name);
+      continue;
+    }
     if (st[i].colls + st[i].p2ps != t->ops)
       FAIL("pid %ld: range %s (seq %u) holds %u operations in the trace, %" PRIu64 " in truth", F->pid, t->name, t->seq,
            st[i].colls + st[i].p2ps, t->ops);
@@ -439,11 +451,25 @@ static void check_file(file_t *F, const opts_t *o) {
   free(byend);
 }
 
+/* --log-once: the plugin said TEXT exactly once per process (nccl-sim --verbose prints its log). */
+static void check_log(const opts_t *o) {
+  FILE *f = fopen(o->log, "r");
+  if (!f) {
+    FAIL("cannot read %s", o->log);
+    return;
+  }
+  char line[4096];
+  uint64_t n = 0;
+  while (fgets(line, sizeof line, f)) n += strstr(line, o->log_text) != NULL;
+  fclose(f);
+  if (n != S.files) FAIL("the log says '%s' %" PRIu64 " times for %" PRIu64 " processes", o->log_text, n, S.files);
+}
+
 int main(int argc, char **argv) {
   if (argc < 3) {
     fprintf(stderr, "usage: ncs-range-check DIR TRUTH [--values all|some|accounted|none] [--state S]\n"
                     "       [--reason TEXT] [--replay P] [--min-buffers N] [--allow-lost] [--flight]\n"
-                    "       [--tolerance-us U]\n");
+                    "       [--tolerance-us U] [--log-once FILE TEXT]\n");
     return 2;
   }
   opts_t o = {.values = "all", .tol_ns = 50000};
@@ -456,6 +482,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(a, "--min-buffers")) o.min_buffers = strtoull(v, NULL, 10), i++;
     else if (!strcmp(a, "--allow-lost")) o.allow_lost = 1;
     else if (!strcmp(a, "--flight")) o.flight = 1;
+    else if (!strcmp(a, "--log-once") && i + 2 < argc) o.log = argv[i + 1], o.log_text = argv[i + 2], i += 2;
     else if (!strcmp(a, "--tolerance-us")) o.tol_ns = strtoull(v, NULL, 10) * 1000, i++;
     else {
       fprintf(stderr, "ncs-range-check: unknown option %s\n", a);
@@ -471,24 +498,28 @@ int main(int argc, char **argv) {
   }
   for (size_t i = 0; i < np; i++) {
     file_t *F = calloc(1, sizeof *F);
+    if (F) F->flight = o.flight;
     if (!F || read_file(paths[i], F) == 0) check_file(F, &o);
     S.files++;
     free(F->r), free(F->ops), free(F->launch), free(F->kern), free(F->mv), free(F);
   }
   ncs_free_paths(paths, np);
+  for (size_t i = 0; i < nT; i++) S.forgotten += !T[i].used;
   for (size_t i = 0; i < nT && !o.allow_lost && !o.flight; i++)
     if (!T[i].used) FAIL("truth range %s (pid %ld tid %ld seq %u) is not in the trace", T[i].name, T[i].pid, T[i].tid, T[i].seq);
   if (S.marks != nmarks_truth && !o.allow_lost && !o.flight)
     FAIL("%" PRIu64 " marks in the trace, %zu in truth", S.marks, nmarks_truth);
   if (S.buffers < o.min_buffers) FAIL("%" PRIu64 " counter buffers filled, expected at least %" PRIu64, S.buffers, o.min_buffers);
+  if (o.log) check_log(&o);
   free(T);
   if (fails) {
     fprintf(stderr, "range check: FAILED (%d problems)\n", fails);
     return 1;
   }
   printf("range check: ok files=%" PRIu64 " ranges=%" PRIu64 " matched=%" PRIu64 " ops=%" PRIu64 " kernels=%" PRIu64
-         " marks=%" PRIu64 " metrics=%" PRIu64 "/%" PRIu64 " buffers=%" PRIu64 " unmeasured=%" PRIu64 " state=%s\n",
+         " marks=%" PRIu64 " metrics=%" PRIu64 "/%" PRIu64 " buffers=%" PRIu64 " unmeasured=%" PRIu64
+         " restated=%" PRIu64 " forgotten=%" PRIu64 " state=%s\n",
          S.files, S.ranges, S.matched, S.ops, S.kernels, S.marks, S.with_values, S.level_ranges, S.buffers, S.lost,
-         S.state ? S.state : "-");
+         S.restated, S.forgotten, S.state ? S.state : "-");
   return 0;
 }

@@ -9,7 +9,9 @@
  *   - interns names by content (the application's strings are copied into the records);
  *   - writes BEGIN, END, MARK, LAUNCH and METRICS records in RANGES chunks, and RANGE_STATE.
  * Open ranges outlive a segment: a new segment (and every flight-recorder slot) restates them,
- * so a range is never cut in two. Memory is bounded: MAX_DEPTH levels per thread, STACKS threads,
+ * so a range is never cut in two. A slot's keyframe is made when the slot opens, which may be
+ * while records older than that wait in the chunk being built: it restates the ranges open now
+ * and those ended in records not written yet, so every END and LAUNCH in the slot has its BEGIN. Memory is bounded: MAX_DEPTH levels per thread, STACKS threads,
  * OPENS start/end ranges and NAMES names (what does not fit is counted: untracked, names_full).
  */
 #include <stdio.h>
@@ -30,6 +32,7 @@
 #define FLUSH_FLIGHT (32u << 10) /* flight mode: chunks must fit a ring slot comfortably */
 #define STATE_NS 1000000000ull
 #define NDOM 256
+#define RECENT 4096 /* flight: ranges ended in records not written yet (a 32 KiB chunk holds fewer) */
 
 typedef struct {
   uint64_t h; /* content hash | 1 */
@@ -64,6 +67,8 @@ static struct {
   size_t name_bytes;
   int opens_full;             /* an END may then belong to an untracked start */
   nref_t dom[NDOM];
+  open_t *recent; /* flight: ended since the last RANGES chunk was written */
+  uint32_t nrecent;
   uint32_t seg;
   ncs_buf_t buf;
   ncs_range_chunk_t c;
@@ -147,6 +152,7 @@ static void chunk_out(void) {
   if (RW.c.count && ncs_writer_chunk(NCS_CHUNK_RANGES, &RW.buf) != 0) RW.k[NCS_RK_WRITE_LOST] += RW.c.count;
   ncs_buf_reset(&RW.buf);
   RW.open = 0;
+  RW.nrecent = 0; /* written: a later slot's keyframe need not restate them */
   RW.last_flush_ns = ncs_mono_ns();
 }
 
@@ -176,6 +182,12 @@ static void end_rec(const open_t *o, uint32_t thread, uint64_t ts, uint32_t flag
   ncs_range_rec_t g = {.kind = NCS_RR_END, .flags = (o->flags & NCS_RF_STARTEND) | flags,
                        .thread = thread, .ts = ts, .id = o->id};
   emit(&g);
+  if (!ncs_g.cfg.flight) return;
+  if (!RW.recent) RW.recent = malloc(RECENT * sizeof *RW.recent);
+  if (RW.recent && RW.nrecent < RECENT)
+    RW.recent[RW.nrecent++] = *o;
+  else
+    RW.k[NCS_RK_UNTRACKED]++; /* a keyframe may miss its BEGIN */
 }
 
 /* ------------------------------------------------------------------ raw records */
@@ -412,11 +424,12 @@ static void kf_one(open_t *o, void *arg) {
 }
 
 size_t ncs_range_keyframe(ncs_buf_t *b, size_t limit) {
-  if (!RW.ok || !each_open(NULL, NULL)) return 0;
+  if (!RW.ok || (!each_open(NULL, NULL) && !RW.nrecent)) return 0;
   ncs_buf_reset(b);
   kf_t k = {b, {0}, limit, 0};
   ncs_range_enc_begin(b, &k.c, ncs_mono_ns());
   each_open(kf_one, &k);
+  for (uint32_t i = 0; i < RW.nrecent; i++) kf_one(&RW.recent[i], &k); /* ended in unwritten records */
   ncs_range_enc_end(b, &k.c);
   return k.c.count ? b->len : 0;
 }
@@ -530,6 +543,8 @@ void ncs_range_writer_free(void) {
   for (uint32_t i = 0; RW.stacks.e && i < RW.stacks.cap; i++) free(((tstack_t *)m_at(&RW.stacks, i))->e);
   for (uint32_t i = 0; RW.names.e && i < RW.names.cap; i++) free(((name_t *)m_at(&RW.names, i))->s);
   m_free(&RW.stacks), m_free(&RW.opens), m_free(&RW.names);
+  free(RW.recent);
+  RW.recent = NULL, RW.nrecent = 0;
   memset(RW.dom, 0, sizeof RW.dom);
   RW.name_bytes = 0, RW.opens_full = 0;
 }

@@ -86,7 +86,8 @@ static long find(const ncs_rs_range_t *r, const size_t *byid, size_t n, uint64_t
 }
 
 int ncs_rs_compute(const ncs_rs_range_t *r, size_t nr, const ncs_rs_op_t *ops, size_t nops,
-                   const ncs_rs_kernel_t *k, size_t nk, int have_kernels, ncs_rs_stat_t *out) {
+                   const ncs_rs_kernel_t *k, size_t nk, int have_kernels, uint64_t covered_from,
+                   ncs_rs_stat_t *out) {
   size_t *order = malloc((nops ? nops : 1) * sizeof *order), *byid = malloc((nr ? nr : 1) * sizeof *byid);
   ivl_t *comm = malloc((nops ? nops : 1) * sizeof *comm);
   /* the kernels of each range, its inner ranges' included: (range, kernel) pairs, grouped by range
@@ -128,6 +129,7 @@ int ncs_rs_compute(const ncs_rs_range_t *r, size_t nr, const ncs_rs_op_t *ops, s
       continue;
     }
     s->wall_ns = r[i].end_ns - r[i].begin_ns;
+    if (r[i].begin_ns < covered_from) s->flags |= NCS_RS_PARTIAL;
     size_t nc = 0;
     if (r[i].startend) {
       for (size_t j = 0; j < nops; j++)

@@ -12,9 +12,10 @@
  *     called on any thread of the process in that time;
  *   - a kernel belongs to the range it was launched in (LAUNCH) and to that range's ancestors;
  *     start/end ranges get none (a launch is tied to the thread's push/pop range only).
- * Nothing is guessed: a range whose end is unknown gets no numbers (NCS_RS_NO_END), operations
- * without GPU times make the communication time a lower bound (NCS_RS_COMM_PARTIAL), and
- * without a kernel source (no CUPTI) GPU busy and exposed communication cannot be told
+ * Nothing is guessed: a range whose end is unknown gets no numbers (NCS_RS_NO_END), one that
+ * began before the trace covers (a flight file's window) gets lower bounds (NCS_RS_PARTIAL),
+ * operations without GPU times make the communication time a lower bound (NCS_RS_COMM_PARTIAL),
+ * and without a kernel source (no CUPTI) GPU busy and exposed communication cannot be told
  * (NCS_RS_NO_KERNELS). Ratios are computed from sums, never averaged.
  */
 #ifndef NCS_TRACE_RANGESTAT_H
@@ -49,6 +50,8 @@ enum {
   NCS_RS_COMM_PARTIAL = 1u << 1, /* operations without GPU times: comm_ns and bus_bw are bounds */
   NCS_RS_NO_KERNELS = 1u << 2,   /* no kernel source (CUPTI off) or a start/end range: busy_ns,
                                     compute_ns and exposed_ns cannot be told */
+  NCS_RS_PARTIAL = 1u << 3,      /* it began before the trace's coverage: counts, bytes and times
+                                    are lower bounds */
 };
 
 typedef struct {
@@ -65,9 +68,11 @@ typedef struct {
 } ncs_rs_stat_t;
 
 /* One stat per range, out[i] for r[i]. have_kernels: a kernel source existed (CUPTI active), so
- * a range without kernels had none. Returns 0, -1 when out of memory. */
+ * a range without kernels had none. covered_from: what the trace holds of the process starts
+ * then (a flight file's oldest slot; 0: everything). Returns 0, -1 when out of memory. */
 int ncs_rs_compute(const ncs_rs_range_t *r, size_t nr, const ncs_rs_op_t *ops, size_t nops,
-                   const ncs_rs_kernel_t *k, size_t nk, int have_kernels, ncs_rs_stat_t *out);
+                   const ncs_rs_kernel_t *k, size_t nk, int have_kernels, uint64_t covered_from,
+                   ncs_rs_stat_t *out);
 
 /* Hardware metrics over several ranges (RANGE_STATE's list: names, NCS_MT_* types; values of
  * range i at values[i * nm + m]). Counters are summed. A ratio or throughput is weighted by GPU
