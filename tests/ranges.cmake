@@ -101,3 +101,22 @@ range_test(outer "matched=61 .*state=off"
 range_test(flight "restated=[1-9][0-9]* forgotten=[1-9][0-9]* state=off"
            --scenario allreduce --ranks 2 --threads 1 --iters 3000 --range-outer
            ENV NCCLSCOPE_MODE=flight NCCLSCOPE_FLIGHT_SIZE=1M CHECK --values none --flight)
+
+# NVTX itself (NVIDIA's header-only NVTX v3, where a CUDA toolkit or NVTX is installed): a program
+# marks its work with NVTX and the range API and reads the trace back (tests/nvtx_ranges.c)
+find_package(CUDAToolkit QUIET)
+find_path(NCS_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATHS /usr/include)
+if(NCS_NVTX_INCLUDE_DIR)
+  add_executable(ncs-nvtx-ranges ${CMAKE_CURRENT_LIST_DIR}/nvtx_ranges.c)
+  target_include_directories(ncs-nvtx-ranges SYSTEM PRIVATE ${NCS_NVTX_INCLUDE_DIR})
+  target_link_libraries(ncs-nvtx-ranges PRIVATE ncs_trace Threads::Threads ${CMAKE_DL_LIBS})
+  foreach(mode nvtx no-nvtx off)
+    add_test(NAME ranges_nvtx_${mode}
+             COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/nvtx-${mode}' && '$<TARGET_FILE:ncs-nvtx-ranges>' \
+'$<TARGET_FILE:nccl-profiler-ncclscope>' '${CMAKE_CURRENT_BINARY_DIR}/nvtx-${mode}' ${mode}")
+    set_tests_properties(ranges_nvtx_${mode} PROPERTIES PASS_REGULAR_EXPRESSION "nvtx ranges: ok"
+                         FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
+  endforeach()
+else()
+  message(STATUS "ncclscope: NVTX headers (nvtx3/nvToolsExt.h) not found; the NVTX range tests are skipped")
+endif()

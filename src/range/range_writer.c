@@ -75,7 +75,7 @@ static struct {
   int open, ok, dirty;
   uint64_t last_flush_ns, last_state_ns;
   uint64_t k[NCS_RK_MAX + 1];
-  uint64_t base_drops, base_ignored, base_no_slot, base_inits;
+  uint64_t base_drops, base_ignored, base_no_slot;
   ncs_mx_status_t mx0; /* the metrics counters when the segment began */
 } RW;
 
@@ -465,7 +465,7 @@ static void fill_state(ncs_range_state_t *s, ncs_range_status_t *rs, ncs_mx_stat
   RW.k[NCS_RK_DROPPED] = drops - RW.base_drops;
   RW.k[NCS_RK_IGNORED] = ignored - RW.base_ignored;
   RW.k[NCS_RK_NO_SLOT] = rs->no_slot - RW.base_no_slot;
-  RW.k[NCS_RK_NVTX_INITS] = rs->nvtx_inits - RW.base_inits;
+  RW.k[NCS_RK_NVTX_INITS] = rs->nvtx_inits; /* since the load: NVTX attaches once per copy */
   RW.k[NCS_RK_OPEN] = each_open(NULL, NULL);
   const ncs_mx_status_t *b = &RW.mx0;
   RW.k[NCS_RK_FORWARDED] = mx->forwarded - b->forwarded;
@@ -512,7 +512,7 @@ void ncs_range_segment_begin(void) {
   ncs_range_status_t rs;
   ncs_range_status(&rs);
   slot_counters(&RW.base_drops, &RW.base_ignored);
-  RW.base_no_slot = rs.no_slot, RW.base_inits = rs.nvtx_inits;
+  RW.base_no_slot = rs.no_slot;
   ncs_mx_status(&RW.mx0);
   RW.last_flush_ns = RW.last_state_ns = ncs_mono_ns();
   if (RW.stacks.e && each_open(NULL, NULL) && ready()) each_open(restate, NULL); /* from before it */

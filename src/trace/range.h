@@ -65,7 +65,8 @@ enum {
   NCS_RK_IGNORED = 14,        /* NVTX calls of ignored domains (NCCL's own ranges) */
   NCS_RK_OPEN = 15,           /* ranges open now (at the end: never ended in the segment) */
   NCS_RK_LAUNCHES = 16,       /* kernel and graph launches made inside a range (LAUNCH records) */
-  NCS_RK_NVTX_INITS = 17,     /* NVTX copies in the process that attached to the plugin */
+  NCS_RK_NVTX_INITS = 17,     /* NVTX copies in the process that attached to the plugin (since it
+                                 was loaded, not per segment) */
   NCS_RK_FORWARDED = 18,      /* ranges given to CUPTI's range profiler */
   NCS_RK_WITH_VALUES = 19,    /* metric ids that got values (METRICS records) */
   NCS_RK_CUPTI_DROPPED = 20,  /* ranges CUPTI says it dropped (numOfRangeDropped) */
