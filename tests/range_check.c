@@ -421,7 +421,7 @@ static void check_state(file_t *F, const opts_t *o) {
     FAIL("pid %ld: RANGE_STATE says begun=%" PRIu64 " ended=%" PRIu64 " marks=%" PRIu64 ", the trace holds %zu, %zu, %" PRIu64,
          F->pid, k[NCS_RK_BEGUN], k[NCS_RK_ENDED], k[NCS_RK_MARKS], F->nr, ended, F->marks);
   if (!o->flight && k[NCS_RK_LAUNCHES] != F->nl) FAIL("pid %ld: launches=%" PRIu64 ", %zu LAUNCH records", F->pid, k[NCS_RK_LAUNCHES], F->nl);
-  const char *st = ncs_mx_state_name(F->st.mx_state);
+  const char *st = ncs_hwm_state_name(F->st.mx_state);
   S.state = st;
   if (o->state && strcmp(st, o->state)) FAIL("pid %ld: metrics state %s, expected %s (%s)", F->pid, st, o->state, F->reason);
   if (o->reason && !strstr(F->reason, o->reason)) FAIL("pid %ld: metrics reason '%s' lacks '%s'", F->pid, F->reason, o->reason);

@@ -6,7 +6,7 @@
 # compares the trace with it. SIM-ARGS may hold --fake: nccl-sim then plays the CUDA driver under
 # the fake CUPTI and the fake libcuda of FAKEDIR (kernels, the range profiler); --fake-no-driver:
 # the fake CUPTI without a CUDA driver. ENV: "VAR=value
-# ..." for the run (NCCLSCOPE_METRICS=..., FAKECUPTI=...). In CHECK-ARGS, @LOG@ is nccl-sim's
+# ..." for the run (NCCLSCOPE_RANGE_METRICS=..., FAKECUPTI=...). In CHECK-ARGS, @LOG@ is nccl-sim's
 # stderr (with --verbose, the plugin's log).
 set -u
 SIM=$1 PLUGIN=$2 FAKE=$3 CHECK=$4 NCS=$5 W=$6 ENVS=$7 CARGS=$8

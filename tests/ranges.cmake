@@ -32,68 +32,68 @@ range_test(api_procs "files=2 ranges=72 matched=72 .*marks=24 "
 # with the fake CUPTI: compute kernels inside their ranges; metrics of the default set, exact
 range_test(metrics "metrics=8/8 .*state=active"
            --scenario allreduce --ranks 4 --threads 1 --iters 8 --compute 2 --fake
-           ENV NCCLSCOPE_METRICS=default)
+           ENV NCCLSCOPE_RANGE_METRICS=default)
 # the 2000-range limit others hit: a counter buffer of 4 ranges, 30 ranges roll over to fresh
 # buffers, none is lost, every value exact (an iteration takes 5 ms: the writer keeps up)
 range_test(metrics_rollover "metrics=30/30 buffers=([8-9]|[1-9][0-9]) unmeasured=0 "
            --scenario allreduce --ranks 2 --threads 1 --iters 30 --compute 1 --slow-rank 0 --slow-us 5000 --fake
-           ENV NCCLSCOPE_METRICS=default NCCLSCOPE_METRICS_RANGES=4 CHECK --min-buffers 8)
+           ENV NCCLSCOPE_RANGE_METRICS=default NCCLSCOPE_RANGE_METRICS_RANGES=4 CHECK --min-buffers 8)
 # a writer too slow for buffers of one range (100 ms to evaluate each): ranges go unmeasured, and
 # every one is counted (no_buffer)
 range_test(metrics_no_buffer "unmeasured=[1-9]"
            --scenario allreduce --ranks 2 --threads 1 --iters 100 --fake
-           ENV NCCLSCOPE_METRICS=default NCCLSCOPE_METRICS_RANGES=1 FAKECUPTI=eval_delay_us=100000
+           ENV NCCLSCOPE_RANGE_METRICS=default NCCLSCOPE_RANGE_METRICS_RANGES=1 FAKECUPTI=eval_delay_us=100000
            CHECK --values some --allow-lost)
 # a metric that needs several passes is refused, with its name and the passes, said once; the
 # ranges are still recorded
 range_test(metrics_multipass "metrics=0/0 .*state=refused"
            --scenario allreduce --ranks 2 --threads 1 --iters 4 --fake --verbose
-           ENV NCCLSCOPE_METRICS=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
+           ENV NCCLSCOPE_RANGE_METRICS=gpu__time_duration.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
            CHECK --values none --state refused --reason sm__throughput.avg.pct_of_peak_sustained_elapsed
                  --log-once @LOG@ needs)
 range_test(metrics_unknown "state=refused"
            --scenario allreduce --ranks 2 --threads 1 --iters 4 --fake
-           ENV NCCLSCOPE_METRICS=gpu__time_duration.sum,no__such_metric.sum
+           ENV NCCLSCOPE_RANGE_METRICS=gpu__time_duration.sum,no__such_metric.sum
            CHECK --values none --state refused --reason no__such_metric.sum)
 # replay, asked for: each of 8 passes measures one of 8 successive steps; 28 steps make 3 groups,
 # the 4 steps of the unfinished fourth are counted lost
 range_test(metrics_replay "metrics=3/28 .*unmeasured=4 "
            --scenario allreduce --ranks 2 --threads 1 --iters 28 --fake
-           ENV NCCLSCOPE_METRICS=gpu__time_duration.sum,dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
+           ENV NCCLSCOPE_RANGE_METRICS=gpu__time_duration.sum,dram__bytes_read.sum,sm__throughput.avg.pct_of_peak_sustained_elapsed
                NCCLSCOPE_RANGE_REPLAY=user
            CHECK --values some --replay 8 --allow-lost)
 # no access to the performance counters: one clear warning; ranges, kernels and everything else
 # are still recorded
 range_test(metrics_privileges "ops=16 kernels=8 .*state=no-privileges"
            --scenario allreduce --ranks 2 --threads 1 --iters 4 --fake --verbose
-           ENV NCCLSCOPE_METRICS=default FAKECUPTI=privileges
+           ENV NCCLSCOPE_RANGE_METRICS=default FAKECUPTI=privileges
            CHECK --values none --state no-privileges --log-once @LOG@ no-privileges)
 # the counters are another tool's; another CUPTI client holds CUPTI; no CUDA driver
 range_test(metrics_counters_busy "state=busy"
            --scenario allreduce --ranks 2 --threads 1 --iters 4 --fake
-           ENV NCCLSCOPE_METRICS=default FAKECUPTI=counters_busy CHECK --values none --state busy --reason counters)
+           ENV NCCLSCOPE_RANGE_METRICS=default FAKECUPTI=counters_busy CHECK --values none --state busy --reason counters)
 range_test(metrics_cupti_busy "state=busy"
            --scenario allreduce --ranks 2 --threads 1 --iters 4 --fake
-           ENV NCCLSCOPE_METRICS=default FAKECUPTI=holder=CUPTI_for_nsys CHECK --values none --state busy --reason nsys)
+           ENV NCCLSCOPE_RANGE_METRICS=default FAKECUPTI=holder=CUPTI_for_nsys CHECK --values none --state busy --reason nsys)
 range_test(metrics_no_driver "state=unavailable"
            --scenario allreduce --ranks 2 --threads 1 --iters 4 --fake-no-driver
-           ENV NCCLSCOPE_METRICS=default CHECK --values none --state unavailable --reason libcuda)
+           ENV NCCLSCOPE_RANGE_METRICS=default CHECK --values none --state unavailable --reason libcuda)
 # the default set leaves NVLink out where the chip has none, or where it needs another pass
 range_test(metrics_no_nvlink "metrics=6/6 .*state=active"
            --scenario allreduce --ranks 2 --threads 1 --iters 6 --fake
-           ENV NCCLSCOPE_METRICS=default FAKECUPTI=no_nvlink CHECK --reason NVLink)
+           ENV NCCLSCOPE_RANGE_METRICS=default FAKECUPTI=no_nvlink CHECK --reason NVLink)
 range_test(metrics_nvlink_passes "metrics=6/6 .*state=active"
            --scenario allreduce --ranks 2 --threads 1 --iters 6 --fake
-           ENV NCCLSCOPE_METRICS=default FAKECUPTI=nvlink_passes=2 CHECK --reason NVLink)
+           ENV NCCLSCOPE_RANGE_METRICS=default FAKECUPTI=nvlink_passes=2 CHECK --reason NVLink)
 # the metrics level: the level-2 ranges (comm, optimizer) of the metrics thread
 range_test(metrics_level2 "metrics=16/16 .*state=active"
            --scenario allreduce --ranks 2 --threads 1 --iters 8 --compute 1 --fake
-           ENV NCCLSCOPE_METRICS=sm__cycles_active.avg,dram__bytes_write.sum NCCLSCOPE_METRICS_LEVEL=2)
+           ENV NCCLSCOPE_RANGE_METRICS=sm__cycles_active.avg,dram__bytes_write.sum NCCLSCOPE_RANGE_METRICS_LEVEL=2)
 # two threads: one is the metrics thread (the other's kernels land in its ranges, as on a GPU, so
 # values are only accounted for); the other's ranges at the level are counted, not measured
 range_test(metrics_threads "metrics=6/6 .*state=active"
            --scenario allreduce --ranks 4 --threads 2 --iters 6 --fake
-           ENV NCCLSCOPE_METRICS=default CHECK --values accounted)
+           ENV NCCLSCOPE_RANGE_METRICS=default CHECK --values accounted)
 # an outer range around every iteration, in a trace and in a flight recorder whose ring holds a
 # fraction of the run: open ranges are restated at every slot
 range_test(outer "matched=61 .*state=off"

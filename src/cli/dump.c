@@ -342,7 +342,7 @@ static void line_range_state(dump_t *d, const ncs_range_state_t *s) {
   ncs_put_str(d->o, s->nvtx_path);
   fputs(" flags=", d->o);
   put_flags(d->o, s->flags, sf, 2);
-  fprintf(d->o, " metrics=%s reason=", ncs_mx_state_name(s->mx_state));
+  fprintf(d->o, " metrics=%s reason=", ncs_hwm_state_name(s->mx_state));
   ncs_put_str(d->o, s->reason);
   fputs(" chip=", d->o);
   ncs_put_str(d->o, s->chip);

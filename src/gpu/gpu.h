@@ -101,21 +101,21 @@ NCS_HIDDEN const char *ncs_gpu_result_str(int r); /* CUPTI's name of a result */
 
 /* ---- metrics.c: hardware metrics per range through CUPTI's range profiler (docs/ranges.md).
  * The ranges of one thread (the first to push a range at the metrics level with a CUDA context
- * current) at one nesting level (NCCLSCOPE_METRICS_LEVEL) go to CUPTI as user ranges; their
+ * current) at one nesting level (NCCLSCOPE_RANGE_METRICS_LEVEL) go to CUPTI as user ranges; their
  * counter buffers are decoded on that thread when full (or a second old) and evaluated on the
  * writer thread. */
 /* the level whose ranges go to CUPTI while metrics are (or may become) active; 0 none */
-extern NCS_HIDDEN _Atomic uint32_t ncs_mx_level;
-NCS_HIDDEN void ncs_mx_setup(void);   /* at a segment's first init, after ncs_gpu_setup (ncs_g.lock) */
-NCS_HIDDEN uint64_t ncs_mx_push(uint64_t id, const char *name, size_t n); /* its metrics id, or 0 */
-NCS_HIDDEN void ncs_mx_pop(void);
-NCS_HIDDEN void ncs_mx_segment_end(void); /* before the writer's last cycle: close the session */
-NCS_HIDDEN void ncs_mx_release(void);     /* after the writer stopped: the profiler object */
-NCS_HIDDEN void ncs_mx_collect(void);     /* writer thread: decoded buffers -> values */
-NCS_HIDDEN void ncs_mx_after_fork(void);
-NCS_HIDDEN void ncs_mx_free(void); /* at unload: what it allocated (no CUPTI call) */
+extern NCS_HIDDEN _Atomic uint32_t ncs_hwm_level;
+NCS_HIDDEN void ncs_hwm_setup(void);   /* at a segment's first init, after ncs_gpu_setup (ncs_g.lock) */
+NCS_HIDDEN uint64_t ncs_hwm_push(uint64_t id, const char *name, size_t n); /* its metrics id, or 0 */
+NCS_HIDDEN void ncs_hwm_pop(void);
+NCS_HIDDEN void ncs_hwm_segment_end(void); /* before the writer's last cycle: close the session */
+NCS_HIDDEN void ncs_hwm_release(void);     /* after the writer stopped: the profiler object */
+NCS_HIDDEN void ncs_hwm_collect(void);     /* writer thread: decoded buffers -> values */
+NCS_HIDDEN void ncs_hwm_after_fork(void);
+NCS_HIDDEN void ncs_hwm_free(void); /* at unload: what it allocated (no CUPTI call) */
 typedef struct {
-  uint32_t state; /* NCS_MX_* */
+  uint32_t state; /* NCS_HWM_* */
   uint64_t since_ns;
   char reason[400], chip[64];
   uint32_t replay, passes, level, thread, buffer_ranges, nmetrics;
@@ -123,8 +123,8 @@ typedef struct {
   uint8_t metric_type[NCS_RANGE_MAX_METRICS];
   uint64_t forwarded, with_values, cupti_dropped, no_buffer, session_lost, buffers, not_forwarded,
       other_threads;
-} ncs_mx_status_t;
-NCS_HIDDEN void ncs_mx_status(ncs_mx_status_t *s);
+} ncs_hwm_status_t;
+NCS_HIDDEN void ncs_hwm_status(ncs_hwm_status_t *s);
 
 /* ---- writer.c: what gpu_writer.c writes through */
 NCS_HIDDEN int ncs_writer_chunk(uint16_t type, const ncs_buf_t *b); /* strings first; -1 lost */

@@ -1,10 +1,10 @@
 /* metrics.c - hardware metrics per user range, through CUPTI's range profiler (docs/ranges.md).
  *
  * What is measured: the ranges of one thread, the metrics thread (the first to push a range at
- * the metrics level, NCCLSCOPE_METRICS_LEVEL, with a CUDA context current), at that level only.
+ * the metrics level, NCCLSCOPE_RANGE_METRICS_LEVEL, with a CUDA context current), at that level only.
  * CUPTI's user ranges belong to a context, not a thread, and each nesting level costs a pass of
  * its own: one thread and one level are what one pass can measure without mixing ranges up.
- * The metric list (NCCLSCOPE_METRICS) must fit one pass; a list that needs more is refused with
+ * The metric list (NCCLSCOPE_RANGE_METRICS) must fit one pass; a list that needs more is refused with
  * the reason, unless NCCLSCOPE_RANGE_REPLAY=user asks for replay: then each pass measures one
  * occurrence of a range, and the values combine as many successive ranges of the same name as
  * there are passes (not for production: the passes are different iterations).
@@ -13,7 +13,7 @@
  * subscription): when another tool holds it, that tool may count too, and ncclscope steps aside.
  *
  * The 2000-range limit others hit is the counter buffer's size: here a buffer holds
- * NCCLSCOPE_METRICS_RANGES ranges, and when it is full (or a second old) the session stops, the
+ * NCCLSCOPE_RANGE_METRICS_RANGES ranges, and when it is full (or a second old) the session stops, the
  * buffer is decoded and handed to the writer thread, and the next range starts a fresh one. With
  * no free buffer ranges go unmeasured until one is free, and are counted (no_buffer); so are
  * CUPTI's own drops (numOfRangeDropped). Each range is named to CUPTI by its id, so a value is
@@ -40,7 +40,7 @@
 
 enum { BUF_FREE = 0, BUF_SESSION = 1, BUF_DECODED = 2 };
 
-_Atomic uint32_t ncs_mx_level;
+_Atomic uint32_t ncs_hwm_level;
 
 static struct {
   pthread_mutex_t mu;
@@ -49,7 +49,7 @@ static struct {
   void *cuda;
   int (*ctx_current)(void **ctx);
   int (*ctx_device)(int *dev);
-  ncs_mx_status_t st;
+  ncs_hwm_status_t st;
   char list[1024];                          /* the metric names, NUL-separated */
   const char *names[NCS_RANGE_MAX_METRICS]; /* into list */
   uint32_t nnames, ncore;                   /* ncore: "default" without its NVLink metrics */
@@ -93,11 +93,11 @@ static void set_state(uint32_t st, const char *fmt, ...) {
   M.st.state = st;
   M.st.since_ns = ncs_mono_ns();
   snprintf(M.st.reason, sizeof M.st.reason, "%s", why);
-  int live = st == NCS_MX_ACTIVE || st == NCS_MX_WAITING;
-  atomic_store(&ncs_mx_level, live ? M.st.level : 0);
-  if (!changed || st == NCS_MX_ACTIVE || st == NCS_MX_OFF) return;
-  if (st == NCS_MX_NO_PRIVILEGES && M.priv_warned++) return;
-  ncs_log(st == NCS_MX_WAITING ? NCS_LOG_INFO : NCS_LOG_WARN, "metrics: %s (%s)%s", ncs_mx_state_name(st),
+  int live = st == NCS_HWM_ACTIVE || st == NCS_HWM_WAITING;
+  atomic_store(&ncs_hwm_level, live ? M.st.level : 0);
+  if (!changed || st == NCS_HWM_ACTIVE || st == NCS_HWM_OFF) return;
+  if (st == NCS_HWM_NO_PRIVILEGES && M.priv_warned++) return;
+  ncs_log(st == NCS_HWM_WAITING ? NCS_LOG_INFO : NCS_LOG_WARN, "metrics: %s (%s)%s", ncs_hwm_state_name(st),
           why, live ? "" : "; ranges and everything else are still recorded");
 }
 
@@ -105,17 +105,17 @@ static void set_state(uint32_t st, const char *fmt, ...) {
 static void failed(const char *call, ncs_cupti_result_t r) {
   const char *rs = ncs_gpu_result_str(r);
   if (r == NCS_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
-    set_state(NCS_MX_NO_PRIVILEGES, "%s: %s: this user may not read the GPU's performance counters; "
+    set_state(NCS_HWM_NO_PRIVILEGES, "%s: %s: this user may not read the GPU's performance counters; "
               "run as root, or load the driver with NVreg_RestrictProfilingToAdminUsers=0 (NVIDIA's "
               "ERR_NVGPUCTRPERM page)", call, rs);
   else if (r == NCS_CUPTI_ERROR_HARDWARE_BUSY)
-    set_state(NCS_MX_BUSY, "%s: %s: another tool (DCGM profiling, Nsight Compute or Systems) is "
+    set_state(NCS_HWM_BUSY, "%s: %s: another tool (DCGM profiling, Nsight Compute or Systems) is "
               "using the performance counters", call, rs);
   else if (r == NCS_CUPTI_ERROR_NOT_SUPPORTED)
-    set_state(NCS_MX_UNAVAILABLE, "%s: %s: not on this GPU or configuration (vGPU, MIG, "
+    set_state(NCS_HWM_UNAVAILABLE, "%s: %s: not on this GPU or configuration (vGPU, MIG, "
               "confidential computing)", call, rs);
   else
-    set_state(NCS_MX_FAILED, "%s failed: %s (%d)", call, rs, r);
+    set_state(NCS_HWM_FAILED, "%s failed: %s (%d)", call, rs, r);
 }
 
 /* ------------------------------------------------------------------ set-up */
@@ -141,7 +141,7 @@ static int bind(void) {
   for (size_t i = 0; lib && i < sizeof syms / sizeof syms[0]; i++) {
     void *p = dlsym(lib, syms[i].name);
     if (!p) {
-      set_state(NCS_MX_UNAVAILABLE, "the libcupti in use has no %s: the range profiler needs CUPTI "
+      set_state(NCS_HWM_UNAVAILABLE, "the libcupti in use has no %s: the range profiler needs CUPTI "
                 "12.6 or later", syms[i].name);
       return -1;
     }
@@ -152,14 +152,14 @@ static int bind(void) {
   *(void **)&M.ctx_current = M.cuda ? dlsym(M.cuda, "cuCtxGetCurrent") : NULL;
   *(void **)&M.ctx_device = M.cuda ? dlsym(M.cuda, "cuCtxGetDevice") : NULL;
   if (!M.ctx_current || !M.ctx_device) {
-    set_state(NCS_MX_UNAVAILABLE, "no CUDA driver (libcuda.so.1) in this process");
+    set_state(NCS_HWM_UNAVAILABLE, "no CUDA driver (libcuda.so.1) in this process");
     return -1;
   }
   M.bound = 1;
   return 0;
 }
 
-/* NCCLSCOPE_METRICS: names separated by commas; "default" stands for the one-pass default set. */
+/* NCCLSCOPE_RANGE_METRICS: names separated by commas; "default" stands for the one-pass default set. */
 static int parse(const char *s) {
   size_t len = 0;
   uint32_t n = 0;
@@ -182,7 +182,7 @@ static int parse(const char *s) {
     p = e + 1;
   }
   if (!n || n > NCS_RANGE_MAX_METRICS) {
-    set_state(NCS_MX_REFUSED, n ? "%u metrics: at most %d are kept per range" : "no metric named",
+    set_state(NCS_HWM_REFUSED, n ? "%u metrics: at most %d are kept per range" : "no metric named",
               n, NCS_RANGE_MAX_METRICS);
     return -1;
   }
@@ -248,12 +248,12 @@ static void refuse(ncs_cupti_result_t r, const char *call, size_t passes) {
   for (uint32_t k = 1; k <= M.nnames; k++) {
     ncs_cupti_result_t rk = host_config(M.names + k - 1, 1, &p, &c);
     if (rk) {
-      set_state(NCS_MX_REFUSED, "metric '%s' is not known on %s (%s: %s)", M.names[k - 1], M.st.chip, c,
+      set_state(NCS_HWM_REFUSED, "metric '%s' is not known on %s (%s: %s)", M.names[k - 1], M.st.chip, c,
                 ncs_gpu_result_str(rk));
       return;
     }
     if (passes > 1 && host_config(M.names, k, &p, &c) == 0 && p > 1) {
-      set_state(NCS_MX_REFUSED, "the metric list needs %zu passes on %s (%s is the first that does "
+      set_state(NCS_HWM_REFUSED, "the metric list needs %zu passes on %s (%s is the first that does "
                 "not fit one pass); ncclscope measures ranges in one pass: choose metrics that fit "
                 "one, or ask for replay (NCCLSCOPE_RANGE_REPLAY=user, record --range-replay user; "
                 "not for production)", passes, M.st.chip, M.names[k - 1]);
@@ -261,7 +261,7 @@ static void refuse(ncs_cupti_result_t r, const char *call, size_t passes) {
     }
   }
   if (r) failed(call, r);
-  else set_state(NCS_MX_REFUSED, "the metric list needs %zu passes on %s", passes, M.st.chip);
+  else set_state(NCS_HWM_REFUSED, "the metric list needs %zu passes on %s", passes, M.st.chip);
 }
 
 static void metric_types(void) {
@@ -281,7 +281,7 @@ static void metric_types(void) {
 static void configure(void *ctx) {
   int dev = -1;
   ncs_cupti_chip_name_t cn = {NCS_PSIZE(ncs_cupti_chip_name_t, pChipName), NULL, 0, NULL};
-  if (M.ctx_device(&dev) != 0 || dev < 0) return set_state(NCS_MX_FAILED, "cuCtxGetDevice failed");
+  if (M.ctx_device(&dev) != 0 || dev < 0) return set_state(NCS_HWM_FAILED, "cuCtxGetDevice failed");
   cn.deviceIndex = (size_t)dev;
   ncs_cupti_result_t r = M.api.DeviceGetChipName(&cn);
   if (r) return failed("cuptiDeviceGetChipName", r);
@@ -290,7 +290,7 @@ static void configure(void *ctx) {
   if ((r = M.api.ProfilerGetCounterAvailability(&ga))) return failed("cuptiProfilerGetCounterAvailability", r);
   free(M.avail);
   M.avail = calloc(1, ga.counterAvailabilityImageSize ? ga.counterAvailabilityImageSize : 1);
-  if (!M.avail) return set_state(NCS_MX_FAILED, "out of memory");
+  if (!M.avail) return set_state(NCS_HWM_FAILED, "out of memory");
   ga.pCounterAvailabilityImage = M.avail;
   if ((r = M.api.ProfilerGetCounterAvailability(&ga))) return failed("cuptiProfilerGetCounterAvailability", r);
   size_t passes = 0;
@@ -306,7 +306,7 @@ static void configure(void *ctx) {
   if (r || (passes > 1 && !replaying())) return refuse(r, call, passes);
   metric_types();
   M.configured = 1;
-  set_state(NCS_MX_ACTIVE, "%u metrics, %zu pass%s on %s%s", M.nnames, passes, passes == 1 ? "" : "es",
+  set_state(NCS_HWM_ACTIVE, "%u metrics, %zu pass%s on %s%s", M.nnames, passes, passes == 1 ? "" : "es",
             M.st.chip, note);
   ncs_log(NCS_LOG_WARN, "metrics: measuring %u metrics per range at level %u of one thread through "
           "CUPTI's range profiler (%zu pass%s%s)%s", M.nnames, M.st.level, passes, passes == 1 ? "" : "es",
@@ -314,22 +314,22 @@ static void configure(void *ctx) {
 }
 
 static int terminal(uint32_t st) {
-  return st == NCS_MX_REFUSED || st == NCS_MX_NO_PRIVILEGES || st == NCS_MX_UNAVAILABLE;
+  return st == NCS_HWM_REFUSED || st == NCS_HWM_NO_PRIVILEGES || st == NCS_HWM_UNAVAILABLE;
 }
 
 static void setup_locked(void) {
-  if (!ncs_g.cfg.metrics[0]) return set_state(NCS_MX_OFF, "not asked for (NCCLSCOPE_METRICS)");
+  if (!ncs_g.cfg.range_metrics[0]) return set_state(NCS_HWM_OFF, "not asked for (NCCLSCOPE_RANGE_METRICS)");
   if (terminal(M.st.state)) return set_state(M.st.state, "%s", M.st.reason); /* said once */
   if (!M.parsed) {
     M.parsed = 1;
-    if (parse(ncs_g.cfg.metrics) != 0) return;
+    if (parse(ncs_g.cfg.range_metrics) != 0) return;
   }
   ncs_gpu_status_t gs;
   ncs_gpu_status(&gs);
   if (gs.state == NCS_GPU_BUSY)
-    return set_state(NCS_MX_BUSY, "another CUPTI client holds CUPTI ('%s'), and metrics need it", gs.holder);
+    return set_state(NCS_HWM_BUSY, "another CUPTI client holds CUPTI ('%s'), and metrics need it", gs.holder);
   if (gs.state != NCS_GPU_ACTIVE)
-    return set_state(gs.state == NCS_GPU_UNAVAILABLE ? NCS_MX_UNAVAILABLE : NCS_MX_FAILED,
+    return set_state(gs.state == NCS_GPU_UNAVAILABLE ? NCS_HWM_UNAVAILABLE : NCS_HWM_FAILED,
                      "CUPTI is %s: %s", ncs_gpu_state_name(gs.state), gs.reason);
   if (!M.bound && bind() != 0) return;
   if (!M.initialized) {
@@ -338,18 +338,18 @@ static void setup_locked(void) {
     if (r) return failed("cuptiProfilerInitialize", r);
     M.initialized = 1;
   }
-  if (M.configured) return set_state(NCS_MX_ACTIVE, "%s", M.st.reason);
+  if (M.configured) return set_state(NCS_HWM_ACTIVE, "%s", M.st.reason);
   void *ctx = NULL;
   if (M.ctx_current(&ctx) == 0 && ctx) return configure(ctx);
-  set_state(NCS_MX_WAITING, "no CUDA context current at NCCL's init: set up at the first range "
+  set_state(NCS_HWM_WAITING, "no CUDA context current at NCCL's init: set up at the first range "
             "pushed at level %u on a thread with one", M.st.level);
 }
 
 /* At a segment's first init (ncs_g.lock held), after CUPTI's subscription: metrics follow it. */
-void ncs_mx_setup(void) {
+void ncs_hwm_setup(void) {
   pthread_mutex_lock(&M.mu);
-  M.st.level = ncs_g.cfg.metrics_level, M.st.replay = (uint32_t)ncs_g.cfg.range_replay;
-  M.st.buffer_ranges = replaying() ? 1 : ncs_g.cfg.metrics_ranges;
+  M.st.level = ncs_g.cfg.range_metrics_level, M.st.replay = (uint32_t)ncs_g.cfg.range_replay;
+  M.st.buffer_ranges = replaying() ? 1 : ncs_g.cfg.range_metrics_ranges;
   setup_locked();
   pthread_mutex_unlock(&M.mu);
 }
@@ -369,7 +369,7 @@ static int enable(void *ctx) {
   for (int i = 0; i < NBUF; i++) {
     M.buf[i].p = calloc(1, M.buf_size ? M.buf_size : 1);
     atomic_store(&M.buf[i].st, BUF_FREE);
-    if (!M.buf[i].p) return set_state(NCS_MX_FAILED, "no memory for %d counter buffers of %zu bytes", NBUF,
+    if (!M.buf[i].p) return set_state(NCS_HWM_FAILED, "no memory for %d counter buffers of %zu bytes", NBUF,
                                       M.buf_size), -1;
   }
   return 0;
@@ -472,8 +472,8 @@ static int claim(ncs_range_tls_t *L, void **ctx) {
     return 0;
   }
   if (M.ctx_current(ctx) != 0 || !*ctx) return 0; /* no context yet: not decided */
-  if (M.st.state == NCS_MX_WAITING) configure(*ctx);
-  if (M.st.state != NCS_MX_ACTIVE) return 0;
+  if (M.st.state == NCS_HWM_WAITING) configure(*ctx);
+  if (M.st.state != NCS_HWM_ACTIVE) return 0;
   if (!M.obj && enable(*ctx) != 0) return 0;
   M.st.thread = ncs_t.slot ? ncs_t.slot->thread_index + 1 : 0;
   L->mx = 1;
@@ -481,14 +481,14 @@ static int claim(ncs_range_tls_t *L, void **ctx) {
 }
 
 /* A push at the metrics level, on any thread: its metrics id (0: not measured). */
-uint64_t ncs_mx_push(uint64_t id, const char *name, size_t n) {
+uint64_t ncs_hwm_push(uint64_t id, const char *name, size_t n) {
   ncs_range_tls_t *L = &ncs_range_t;
   uint64_t mid = 0;
   void *ctx = NULL;
   pthread_mutex_lock(&M.mu);
   if (L->mx == 2)
     M.st.other_threads++;
-  else if (M.st.state != NCS_MX_ACTIVE && M.st.state != NCS_MX_WAITING)
+  else if (M.st.state != NCS_HWM_ACTIVE && M.st.state != NCS_HWM_WAITING)
     M.st.not_forwarded++; /* stopped meanwhile */
   else if (L->mx == 0 && !claim(L, &ctx))
     *(L->mx == 2 ? &M.st.other_threads : &M.st.not_forwarded) += 1;
@@ -501,8 +501,8 @@ uint64_t ncs_mx_push(uint64_t id, const char *name, size_t n) {
   return mid;
 }
 
-/* The pop of a range ncs_mx_push measured. */
-void ncs_mx_pop(void) {
+/* The pop of a range ncs_hwm_push measured. */
+void ncs_hwm_pop(void) {
   ncs_range_t.mx_open = 0;
   pthread_mutex_lock(&M.mu);
   if (M.open) { /* else the segment ended meanwhile and closed it */
@@ -522,9 +522,9 @@ void ncs_mx_pop(void) {
 /* Before the writer's last cycle: nothing more is measured in this segment. A range still open
  * is closed in CUPTI so that the others of its buffer can be decoded; its own values would be
  * partial, so they are dropped (and it counts as lost). A replay group not complete is lost. */
-void ncs_mx_segment_end(void) {
+void ncs_hwm_segment_end(void) {
   pthread_mutex_lock(&M.mu);
-  atomic_store(&ncs_mx_level, 0);
+  atomic_store(&ncs_hwm_level, 0);
   uint64_t discard = 0;
   if (M.open) {
     ncs_cupti_rp_obj_t pp = {NCS_PSIZE(ncs_cupti_rp_obj_t, pRangeProfilerObject), NULL, M.obj};
@@ -550,7 +550,7 @@ void ncs_mx_segment_end(void) {
 
 /* After the writer stopped (it evaluated every decoded buffer): the profiler object goes; the
  * next segment enables it again at its first measured range. */
-void ncs_mx_release(void) {
+void ncs_hwm_release(void) {
   pthread_mutex_lock(&M.mu);
   if (M.obj) {
     ncs_cupti_rp_obj_t d = {NCS_PSIZE(ncs_cupti_rp_obj_t, pRangeProfilerObject), NULL, M.obj};
@@ -567,14 +567,14 @@ void ncs_mx_release(void) {
   pthread_mutex_unlock(&M.mu);
 }
 
-void ncs_mx_free(void) {
+void ncs_hwm_free(void) {
   pthread_mutex_lock(&M.mu);
   free(M.avail), free(M.config);
   M.avail = M.config = NULL, M.config_size = 0, M.configured = 0;
   pthread_mutex_unlock(&M.mu);
 }
 
-void ncs_mx_after_fork(void) {
+void ncs_hwm_after_fork(void) {
   /* CUPTI does not follow a fork: the child measures nothing */
   pthread_mutex_init(&M.mu, NULL);
   M.obj = NULL;
@@ -582,7 +582,7 @@ void ncs_mx_after_fork(void) {
   M.cur = -1, M.started = 0, M.open = 0;
   ncs_range_t.mx = 0, ncs_range_t.mx_open = 0;
   M.st.thread = 0;
-  if (M.st.state != NCS_MX_OFF && !terminal(M.st.state)) set_state(NCS_MX_FAILED, "forked child: no metrics");
+  if (M.st.state != NCS_HWM_OFF && !terminal(M.st.state)) set_state(NCS_HWM_FAILED, "forked child: no metrics");
 }
 
 /* ------------------------------------------------------------------ the writer thread */
@@ -622,7 +622,7 @@ static void evaluate(int b) {
 
 /* Every writer cycle: the buffers the metrics thread decoded. The host object and the names are
  * not changed once the state is active, so they are read without the lock. */
-void ncs_mx_collect(void) {
+void ncs_hwm_collect(void) {
   for (int b = 0; b < NBUF; b++) {
     if (atomic_load_explicit(&M.buf[b].st, memory_order_acquire) != BUF_DECODED) continue;
     evaluate(b);
@@ -630,7 +630,7 @@ void ncs_mx_collect(void) {
   }
 }
 
-void ncs_mx_status(ncs_mx_status_t *s) {
+void ncs_hwm_status(ncs_hwm_status_t *s) {
   pthread_mutex_lock(&M.mu);
   *s = M.st;
   pthread_mutex_unlock(&M.mu);

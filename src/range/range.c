@@ -248,10 +248,10 @@ static int push(label_t *l) {
   ncs_range_tls_t *L = &ncs_range_t;
   uint32_t level = ++L->depth;
   uint64_t id = new_id(), mid = 0;
-  if (NCS_UNLIKELY(level == atomic_load_explicit(&ncs_mx_level, memory_order_relaxed))) {
+  if (NCS_UNLIKELY(level == atomic_load_explicit(&ncs_hwm_level, memory_order_relaxed))) {
     size_t n;
     const char *nm = label_name(l, &n);
-    mid = ncs_mx_push(id, nm, n);
+    mid = ncs_hwm_push(id, nm, n);
   }
   put_labelled(NCS_RG_PUSH, l, id, level, mid);
   return (int)level - 1;
@@ -265,8 +265,8 @@ static int pop(uint32_t dom) {
     return -1;
   }
   uint32_t level = L->depth--;
-  if (NCS_UNLIKELY(L->mx_open) && level == atomic_load_explicit(&ncs_mx_level, memory_order_relaxed))
-    ncs_mx_pop();
+  if (NCS_UNLIKELY(L->mx_open) && level == atomic_load_explicit(&ncs_hwm_level, memory_order_relaxed))
+    ncs_hwm_pop();
   put_short(NCS_RG_POP, level, dom, 0);
   return (int)level - 1;
 }
@@ -361,7 +361,7 @@ void ncs_range_free(void) {
   for (uint32_t i = 0; i < n; i++) free(atomic_exchange(&R.str[i], NULL));
   pthread_mutex_unlock(&R.mu);
   ncs_range_writer_free();
-  ncs_mx_free();
+  ncs_hwm_free();
 }
 
 const char *ncs_range_domain(uint32_t i) {

@@ -76,7 +76,7 @@ static struct {
   uint64_t last_flush_ns, last_state_ns;
   uint64_t k[NCS_RK_MAX + 1];
   uint64_t base_drops, base_ignored, base_no_slot;
-  ncs_mx_status_t mx0; /* the metrics counters when the segment began */
+  ncs_hwm_status_t mx0; /* the metrics counters when the segment began */
 } RW;
 
 /* ------------------------------------------------------------------ names */
@@ -449,9 +449,9 @@ static void put(ncs_range_state_t *s, unsigned key, uint64_t v) {
 }
 
 /* The state and its counters: this segment's (the metrics counters since it began). */
-static void fill_state(ncs_range_state_t *s, ncs_range_status_t *rs, ncs_mx_status_t *mx, int final) {
+static void fill_state(ncs_range_state_t *s, ncs_range_status_t *rs, ncs_hwm_status_t *mx, int final) {
   ncs_range_status(rs);
-  ncs_mx_status(mx);
+  ncs_hwm_status(mx);
   uint64_t drops, ignored;
   slot_counters(&drops, &ignored);
   memset(s, 0, sizeof *s);
@@ -467,7 +467,7 @@ static void fill_state(ncs_range_state_t *s, ncs_range_status_t *rs, ncs_mx_stat
   RW.k[NCS_RK_NO_SLOT] = rs->no_slot - RW.base_no_slot;
   RW.k[NCS_RK_NVTX_INITS] = rs->nvtx_inits; /* since the load: NVTX attaches once per copy */
   RW.k[NCS_RK_OPEN] = each_open(NULL, NULL);
-  const ncs_mx_status_t *b = &RW.mx0;
+  const ncs_hwm_status_t *b = &RW.mx0;
   RW.k[NCS_RK_FORWARDED] = mx->forwarded - b->forwarded;
   RW.k[NCS_RK_WITH_VALUES] = mx->with_values - b->with_values;
   RW.k[NCS_RK_CUPTI_DROPPED] = mx->cupti_dropped - b->cupti_dropped;
@@ -482,7 +482,7 @@ static void fill_state(ncs_range_state_t *s, ncs_range_status_t *rs, ncs_mx_stat
 size_t ncs_range_keyframe_state(ncs_buf_t *b, size_t limit) {
   ncs_range_state_t s;
   ncs_range_status_t rs;
-  ncs_mx_status_t mx;
+  ncs_hwm_status_t mx;
   fill_state(&s, &rs, &mx, 0);
   ncs_buf_reset(b);
   ncs_range_enc_state(b, &s);
@@ -494,7 +494,7 @@ static void write_state(int final) {
   ncs_buf_t b = {mem, 0, sizeof mem, 0};
   ncs_range_state_t s;
   ncs_range_status_t rs;
-  ncs_mx_status_t mx;
+  ncs_hwm_status_t mx;
   chunk_out(); /* records before the state that counts them */
   fill_state(&s, &rs, &mx, final);
   ncs_range_enc_state(&b, &s);
@@ -513,14 +513,14 @@ void ncs_range_segment_begin(void) {
   ncs_range_status(&rs);
   slot_counters(&RW.base_drops, &RW.base_ignored);
   RW.base_no_slot = rs.no_slot;
-  ncs_mx_status(&RW.mx0);
+  ncs_hwm_status(&RW.mx0);
   RW.last_flush_ns = RW.last_state_ns = ncs_mono_ns();
   if (RW.stacks.e && each_open(NULL, NULL) && ready()) each_open(restate, NULL); /* from before it */
   write_state(0);
 }
 
 void ncs_range_cycle(int final) {
-  ncs_mx_collect();
+  ncs_hwm_collect();
   uint64_t now = ncs_mono_ns();
   if (final || now - RW.last_flush_ns >= (uint64_t)ncs_g.cfg.flush_ms * 1000000ull) chunk_out();
   if (!final && RW.dirty && now - RW.last_state_ns >= STATE_NS) write_state(0);

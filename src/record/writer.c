@@ -1455,11 +1455,11 @@ int ncs_writer_start(void) {
 }
 
 void ncs_writer_stop(void) {
-  ncs_mx_segment_end(); /* no range is measured after this: the last buffer is decoded now */
+  ncs_hwm_segment_end(); /* no range is measured after this: the last buffer is decoded now */
   atomic_store_explicit(&ncs_g.writer_stop, 1, memory_order_release);
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
-  ncs_mx_release();
+  ncs_hwm_release();
   ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
   ncs_mx_end(); /* the writer published the last snapshot: the outputs give it out, then go */
   /* close reports what the filesystem could not keep (NFS, a disk that failed late) */

@@ -12,10 +12,10 @@ const char *ncs_nvtx_state_name(unsigned s) {
   return s < NCS_NVTX_NSTATES ? n[s] : "?";
 }
 
-const char *ncs_mx_state_name(unsigned s) {
-  static const char *const n[NCS_MX_NSTATES] = {"off",     "active",  "busy",          "unavailable",
+const char *ncs_hwm_state_name(unsigned s) {
+  static const char *const n[NCS_HWM_NSTATES] = {"off",     "active",  "busy",          "unavailable",
                                                 "failed",  "refused", "no-privileges", "waiting"};
-  return s < NCS_MX_NSTATES ? n[s] : "?";
+  return s < NCS_HWM_NSTATES ? n[s] : "?";
 }
 
 const char *ncs_range_rec_name(unsigned kind) {

@@ -23,15 +23,15 @@ enum {
 
 /* RANGE_STATE: the hardware metrics (CUPTI's range profiler) */
 enum {
-  NCS_MX_OFF = 0,         /* not asked for (NCCLSCOPE_METRICS unset) */
-  NCS_MX_ACTIVE = 1,      /* ranges of the metrics thread at the metrics level get values */
-  NCS_MX_BUSY = 2,        /* another CUPTI client or counter user holds them (reason) */
-  NCS_MX_UNAVAILABLE = 3, /* no CUPTI (reason), or the CUPTI has no range profiler */
-  NCS_MX_FAILED = 4,      /* a CUPTI call failed at set-up or while running (reason) */
-  NCS_MX_REFUSED = 5,     /* the metric list cannot be collected as asked (multi-pass, unknown) */
-  NCS_MX_NO_PRIVILEGES = 6, /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: no access to the counters */
-  NCS_MX_WAITING = 7,     /* asked for, not set up yet (no CUDA context seen on a range thread) */
-  NCS_MX_NSTATES = 8
+  NCS_HWM_OFF = 0,         /* not asked for (NCCLSCOPE_RANGE_METRICS unset) */
+  NCS_HWM_ACTIVE = 1,      /* ranges of the metrics thread at the metrics level get values */
+  NCS_HWM_BUSY = 2,        /* another CUPTI client or counter user holds them (reason) */
+  NCS_HWM_UNAVAILABLE = 3, /* no CUPTI (reason), or the CUPTI has no range profiler */
+  NCS_HWM_FAILED = 4,      /* a CUPTI call failed at set-up or while running (reason) */
+  NCS_HWM_REFUSED = 5,     /* the metric list cannot be collected as asked (multi-pass, unknown) */
+  NCS_HWM_NO_PRIVILEGES = 6, /* CUPTI_ERROR_INSUFFICIENT_PRIVILEGES: no access to the counters */
+  NCS_HWM_WAITING = 7,     /* asked for, not set up yet (no CUDA context seen on a range thread) */
+  NCS_HWM_NSTATES = 8
 };
 
 /* RANGE_STATE flags */
@@ -122,7 +122,7 @@ typedef struct {
   uint32_t flags;
   uint32_t nvtx;           /* NCS_NVTX_* */
   const char *nvtx_path;   /* NVTX_INJECTION64_PATH as found; "" */
-  uint32_t mx_state;       /* NCS_MX_* */
+  uint32_t mx_state;       /* NCS_HWM_* */
   uint64_t since_ns;       /* monotonic ns when mx_state began */
   const char *reason;      /* why metrics are (not) active; "" */
   const char *chip;        /* the GPU's chip as CUPTI names it ("GH100"); "" */
@@ -162,7 +162,7 @@ typedef struct {
 } ncs_range_rec_t;
 
 const char *ncs_nvtx_state_name(unsigned s);    /* "ours"; "?" */
-const char *ncs_mx_state_name(unsigned s);      /* "active"; "?" */
+const char *ncs_hwm_state_name(unsigned s);      /* "active"; "?" */
 const char *ncs_range_rec_name(unsigned kind);  /* "BEGIN"; "?" */
 const char *ncs_range_counter_name(unsigned key); /* "begun"; NULL when unknown */
 const char *ncs_metric_type_name(unsigned t);   /* "counter", "ratio", "throughput", "?" */

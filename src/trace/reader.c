@@ -1024,7 +1024,7 @@ static int dec_range_state(ncs_reader_t *r, ncs_item_t *it) {
       get_u32(r, &n, "metric count"))
     return -1;
   if (s->nvtx >= NCS_NVTX_NSTATES) return bad_field(r, "NVTX state", "unknown state");
-  if (s->mx_state >= NCS_MX_NSTATES) return bad_field(r, "metrics state", "unknown state");
+  if (s->mx_state >= NCS_HWM_NSTATES) return bad_field(r, "metrics state", "unknown state");
   if (n > NCS_RANGE_MAX_METRICS) return bad_field(r, NULL, "more than 32 metrics");
   for (uint32_t i = 0; i < n; i++) {
     uint32_t t = 0;
