@@ -157,6 +157,8 @@ static void metrics_config(ncs_config_t *c) {
   const char *t = env2("OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT", &which);
   /* 2 s rather than OTel's 10 s: the last push of a segment holds up NCCL's finalize */
   c->otlp_timeout_ms = t ? (uint32_t)env_size(c, which, 2000, 1, 600000) : 2000;
+}
+
 /* User ranges and their hardware metrics (docs/ranges.md). Metrics need CUPTI, so asking for
  * them asks for CUPTI: with the same policy (off unless asked for), the same subscription. */
 static void range_config(ncs_config_t *c) {

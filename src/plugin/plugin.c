@@ -151,7 +151,7 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   }
   if (!ncs_g.writer_running) { /* CUPTI and metrics, when asked for: before the segment says so */
     ncs_gpu_setup();
-    ncs_mx_setup();
+    ncs_hwm_setup();
   }
   if (!ncs_g.writer_running && ncs_writer_start() != 0) {
     pthread_mutex_unlock(&ncs_g.lock);

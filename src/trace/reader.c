@@ -1428,9 +1428,11 @@ static int skip_bad_chunk(ncs_reader_t *r, ncs_item_t *it, uint64_t off) {
 /* A second copy of a chunk this segment already read (a write that was replayed): 1 when the
  * loaded chunk is one, with *first the offset of the original. Only a byte-for-byte match is. */
 static int is_copy(ncs_reader_t *r, uint64_t *first) {
-  /* a thread is announced again in each segment, and a string defined again changes nothing */
+  /* a thread is announced again in each segment, and a string defined again changes nothing;
+   * a RANGE_STATE (absolute counters) is restated in every flight keyframe, unchanged when
+   * nothing happened to ranges */
   if (r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == NCS_CHUNK_THREAD ||
-      r->ctype == NCS_CHUNK_STRINGS)
+      r->ctype == NCS_CHUNK_STRINGS || r->ctype == NCS_CHUNK_RANGE_STATE)
     return 0;
   size_t len = (size_t)(r->end - r->pay);
   uint64_t key = fingerprint(r->ctype, (uint32_t)len, get_le32(r->pay - 4)), at = 0;
@@ -1504,9 +1506,9 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   for (;;) {
     int what;
     if (r->in_events) {
-  case NCS_CHUNK_RANGE_STATE: return dec_range_state(r, it);
-  case NCS_CHUNK_RANGES: return dec_ranges_header(r);
-      what = r->ctype == NCS_CHUNK_GPU ? next_gpu_record(r, item) : next_record(r, item);
+      what = r->ctype == NCS_CHUNK_GPU      ? next_gpu_record(r, item)
+             : r->ctype == NCS_CHUNK_RANGES ? next_range_record(r, item)
+                                            : next_record(r, item);
     } else if (r->redo) {
       r->pos = r->pay;
       what = dec_chunk(r, item);
