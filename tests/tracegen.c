@@ -335,3 +335,35 @@ void tg_gpu(tg_t *g) {
   ncs_gpu_enc_end(&g->pay, &c);
   tg_chunk(g, NCS_CHUNK_GPU);
 }
+
+/* RANGE_STATE and a RANGES chunk with one record of every kind (format 1.4): names and domains
+ * from the segment's STRINGS, one name never defined */
+void tg_ranges(tg_t *g) {
+  ncs_range_state_t s;
+  memset(&s, 0, sizeof s);
+  static const char *const metrics[] = {"gpu__time_duration.sum", "dram__bytes_read.sum"};
+  static const uint32_t keys[] = {NCS_RK_BEGUN, NCS_RK_ENDED, NCS_RK_MARKS, NCS_RK_FORWARDED, 999};
+  s.flags = NCS_RSF_FINAL, s.nvtx = NCS_NVTX_OURS, s.nvtx_path = "libnccl-profiler-ncclscope.so";
+  s.mx_state = NCS_HWM_ACTIVE, s.since_ns = 1000000050, s.reason = "", s.chip = "GH100";
+  s.passes = 1, s.level = 1, s.mx_thread = 1, s.buffer_ranges = 512, s.nmetrics = 2;
+  for (uint32_t i = 0; i < 2; i++) s.metric[i] = metrics[i], s.metric_type[i] = NCS_MT_COUNTER;
+  s.ncounters = 5;
+  for (uint32_t i = 0; i < 5; i++) s.keys[i] = keys[i], s.values[i] = i + 1;
+  ncs_range_enc_state(&g->pay, &s);
+  tg_chunk(g, NCS_CHUNK_RANGE_STATE);
+  ncs_range_chunk_t c;
+  ncs_range_enc_begin(&g->pay, &c, 1000000100);
+  for (uint8_t k = NCS_RR_BEGIN; k <= NCS_RR_MAX; k++) {
+    ncs_range_rec_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = k, r.thread = 0, r.ts = 1000000100 + 10u * k, r.id = 7, r.depth = 1;
+    r.name_id = k == NCS_RR_MARK ? TG_NSTRINGS + 5 : 1, r.domain_id = k == NCS_RR_MARK ? 2 : 0;
+    r.payload_type = NCS_PAYLOAD_U64, r.payload = 42, r.category = 3;
+    r.mid = 1, r.corr = 99, r.nvalues = 2, r.values[0] = 1.5e6, r.values[1] = 4096;
+    if (k == NCS_RR_METRICS) r.flags = NCS_RF_REPLAY;
+    ncs_range_enc_rec(&g->pay, &c, &r);
+  }
+  ncs_range_enc_end(&g->pay, &c);
+  tg_chunk(g, NCS_CHUNK_RANGES);
+}
+

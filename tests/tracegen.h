@@ -41,6 +41,7 @@ void tg_counters(tg_t *g, uint16_t type, uint32_t nrecs); /* COUNTERS or FOOTER 
 void tg_gpu_state(ncs_gpu_state_t *s);
 void tg_gpu_rec(ncs_gpu_rec_t *g, uint8_t kind, uint32_t i);
 void tg_gpu(tg_t *g);
+void tg_ranges(tg_t *g); /* RANGE_STATE and RANGES, every record kind */
 
 /* Field lists other than this build's (docs/trace-format.md, format 1.3). extra < 0: none, as
  * format 1.1 wrote (START records then carry format 1.1's fields: tg_nfields_v11); extra > 0:

@@ -112,6 +112,7 @@ static void c_loss(tg_t *g) {
   tg_chunk(g, NCS_CHUNK_LOSS);
 }
 static void c_gpu(tg_t *g) { tg_gpu(g); }
+static void c_ranges(tg_t *g) { tg_ranges(g); }
 static void c_two_segments(tg_t *g) {
   c_footer(g);
   tg_segment(g, 1, 77);
@@ -300,6 +301,7 @@ static void corpus(const char *root) {
   seed(d, "two-segments", c_two_segments);
   seed(d, "loss", c_loss);
   seed(d, "gpu", c_gpu);
+  seed(d, "ranges", c_ranges);
   put_sample(d, "sample-crashed", 1, 1, 88);
   fields_seed(d, "fields-format-1.1", -1);
   fields_seed(d, "fields-later", 2);

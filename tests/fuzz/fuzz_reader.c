@@ -62,6 +62,21 @@ static void check_gpu(const ncs_reader_t *r, const ncs_item_t *it) {
   CHECK(g->name == NULL || strlen(g->name) <= NCS_STRING_MAX);
 }
 
+static void check_range(const ncs_reader_t *r, const ncs_item_t *it) {
+  if (it->what == NCS_ITEM_RANGE_STATE) {
+    const ncs_range_state_t *s = &it->range_state;
+    CHECK(s->nvtx_path && s->reason && s->chip);
+    CHECK(s->nmetrics <= NCS_RANGE_MAX_METRICS && s->ncounters <= NCS_RANGE_MAX_COUNTERS);
+    for (uint32_t i = 0; i < s->nmetrics; i++) CHECK(s->metric[i] && strlen(s->metric[i]) <= NCS_STRING_MAX);
+    return;
+  }
+  const ncs_range_rec_t *g = &it->range;
+  CHECK(g->kind >= NCS_RR_BEGIN && g->kind <= NCS_RR_MAX && g->nvalues <= NCS_RANGE_MAX_METRICS);
+  CHECK(g->name == NULL || g->name == ncs_reader_string(r, g->name_id));
+  CHECK(g->domain == NULL || g->domain == ncs_reader_string(r, g->domain_id));
+  CHECK(g->name == NULL || strlen(g->name) <= NCS_STRING_MAX);
+}
+
 /* what the items said, to compare with ncs_reader_damage_info at the end */
 typedef struct {
   uint32_t gaps, recovered;
@@ -101,6 +116,8 @@ static void check_item(const ncs_reader_t *r, const ncs_item_t *it, size_t size,
   }
   case NCS_ITEM_GPU_STATE:
   case NCS_ITEM_GPU: check_gpu(r, it); break;
+  case NCS_ITEM_RANGE_STATE:
+  case NCS_ITEM_RANGE: check_range(r, it); break;
   default: CHECK(it->what >= NCS_ITEM_SEGMENT && it->what <= NCS_ITEM_FOOTER);
   }
 }
