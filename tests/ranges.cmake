@@ -104,8 +104,7 @@ range_test(flight "restated=[1-9][0-9]* forgotten=[1-9][0-9]* state=off"
 
 # NVTX itself (NVIDIA's header-only NVTX v3, where a CUDA toolkit or NVTX is installed): a program
 # marks its work with NVTX and the range API and reads the trace back (tests/nvtx_ranges.c)
-find_package(CUDAToolkit QUIET)
-find_path(NCS_NVTX_INCLUDE_DIR nvtx3/nvToolsExt.h HINTS ${CUDAToolkit_INCLUDE_DIRS} PATHS /usr/include)
+# (NCS_NVTX_INCLUDE_DIR: the top CMakeLists.txt)
 if(NCS_NVTX_INCLUDE_DIR)
   add_executable(ncs-nvtx-ranges ${CMAKE_CURRENT_LIST_DIR}/nvtx_ranges.c)
   target_include_directories(ncs-nvtx-ranges SYSTEM PRIVATE ${NCS_NVTX_INCLUDE_DIR})
@@ -120,3 +119,15 @@ if(NCS_NVTX_INCLUDE_DIR)
 else()
   message(STATUS "ncclscope: NVTX headers (nvtx3/nvToolsExt.h) not found; the NVTX range tests are skipped")
 endif()
+
+# the range cost benchmark (bench/range_cost.c) records every range it times: none dropped
+if(NCS_NVTX_INCLUDE_DIR)
+  set(NCS_RC_EXPECT "ranges=6002 begun=6002 dropped=0 no_slot=0 untracked=0 damage=none")
+else()
+  set(NCS_RC_EXPECT "ranges=3001 begun=3001 dropped=0 no_slot=0 untracked=0 damage=none")
+endif()
+add_test(NAME ranges_cost_bench
+         COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/range-cost' && '$<TARGET_FILE:ncs-range-cost>' \
+'$<TARGET_FILE:nccl-profiler-ncclscope>' '${CMAKE_CURRENT_BINARY_DIR}/range-cost' 1000 3")
+set_tests_properties(ranges_cost_bench PROPERTIES PASS_REGULAR_EXPRESSION "${NCS_RC_EXPECT}"
+                     FAIL_REGULAR_EXPRESSION "WARNING|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
