@@ -1,4 +1,4 @@
-/* format.h - the ncclscope trace file format (version 1.3), shared by the writer and the reader.
+/* format.h - the ncclscope trace file format (version 1.4), shared by the writer and the reader.
  *
  * docs/trace-format.md is the prose description; this header is the normative list of
  * constants and per-event field schemas. Both sides drive their encoding and decoding from
