@@ -11,6 +11,11 @@
  * ncclProfiler_v6 init after its first ranges (ranges before the first communicator are kept)
  * and finalize at the end, with one range still open. Prints "nvtx ranges: ok ..." or what is
  * wrong, exit 1.
+ *
+ * Under `ncclscope record` (tests/ranges.cmake), the environment is record's: MODE record takes
+ * NCCLSCOPE_DIR and NVTX_INJECTION64_PATH as record set them and expects what MODE nvtx does;
+ * record-other: the user's NVTX_INJECTION64_PATH named another library (here one that does not
+ * exist), which record kept, so only the API's ranges may be there (DIR is then unused).
  */
 #include <dlfcn.h>
 #include <inttypes.h>
@@ -191,18 +196,29 @@ static void check_nvtx(void) {
 
 int main(int argc, char **argv) {
   if (argc != 4) {
-    fprintf(stderr, "usage: ncs-nvtx-ranges PLUGIN DIR nvtx|no-nvtx|off\n");
+    fprintf(stderr, "usage: ncs-nvtx-ranges PLUGIN DIR nvtx|no-nvtx|off|record|record-other\n");
     return 2;
   }
-  const char *mode = argv[3];
-  nvtx = !strcmp(mode, "nvtx");
-  setenv("NCCLSCOPE_DIR", argv[2], 1);
-  setenv("NCCL_PROFILER_PLUGIN", argv[1], 1); /* the range API looks the plugin up from it */
-  if (strcmp(mode, "no-nvtx")) /* off: NVTX loads the plugin, which declines */
-    setenv("NVTX_INJECTION64_PATH", argv[1], 1);
-  else
-    unsetenv("NVTX_INJECTION64_PATH");
-  if (!strcmp(mode, "off")) setenv("NCCLSCOPE_RANGES", "off", 1);
+  const char *mode = argv[3], *dir = argv[2];
+  int rec = !strcmp(mode, "record"), rec_other = !strcmp(mode, "record-other");
+  nvtx = !strcmp(mode, "nvtx") || rec;
+  if (rec || rec_other) { /* record's environment, as it set it */
+    const char *d = getenv("NCCLSCOPE_DIR"), *n = getenv("NVTX_INJECTION64_PATH");
+    if (!d || !*d || !n || !*n || !getenv("NCCL_PROFILER_PLUGIN")) {
+      fprintf(stderr, "nvtx ranges: FAILED: not under ncclscope record (NCCLSCOPE_DIR %s, "
+                      "NVTX_INJECTION64_PATH %s)\n", d ? d : "unset", n ? n : "unset");
+      return 1;
+    }
+    dir = d;
+  } else {
+    setenv("NCCLSCOPE_DIR", dir, 1);
+    setenv("NCCL_PROFILER_PLUGIN", argv[1], 1); /* the range API looks the plugin up from it */
+    if (strcmp(mode, "no-nvtx")) /* off: NVTX loads the plugin, which declines */
+      setenv("NVTX_INJECTION64_PATH", argv[1], 1);
+    else
+      unsetenv("NVTX_INJECTION64_PATH");
+    if (!strcmp(mode, "off")) setenv("NCCLSCOPE_RANGES", "off", 1);
+  }
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   const ncs_profiler_v6_t *p = h ? dlsym(h, "ncclProfiler_v6") : NULL;
   if (!p) {
@@ -212,13 +228,15 @@ int main(int argc, char **argv) {
   void *ctx = NULL;
   int mask = 0;
   emit(p, &ctx, &mask);
-  read_back(argv[2]);
+  read_back(dir);
   if (nvtx) {
     check_nvtx();
-  } else if (!strcmp(mode, "no-nvtx")) { /* NVTX is a no-op: only the API's ranges and mark */
+  } else if (!strcmp(mode, "no-nvtx") || rec_other) { /* NVTX is a no-op: only the API's */
     EXPECT(ngot == 2 && by_name("api before init") && by_name("api") && nmarks == 1,
            "only the API's ranges: %d ranges, %d marks", ngot, nmarks);
-    EXPECT(st.nvtx == NCS_NVTX_UNSET && counters[NCS_RK_NVTX_INITS] == 0, "NVTX not attached");
+    EXPECT(st.nvtx == (rec_other ? NCS_NVTX_OTHER : NCS_NVTX_UNSET) &&
+               counters[NCS_RK_NVTX_INITS] == 0,
+           "NVTX not attached (%s)", ncs_nvtx_state_name(st.nvtx));
   } else {
     EXPECT(ngot == 0 && nmarks == 0 && (st.flags & NCS_RSF_RANGES_OFF), "ranges off: %d ranges", ngot);
   }

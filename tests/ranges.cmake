@@ -101,6 +101,13 @@ range_test(outer "matched=61 .*state=off"
 range_test(flight "restated=[1-9][0-9]* forgotten=[1-9][0-9]* state=off"
            --scenario allreduce --ranks 2 --threads 1 --iters 3000 --range-outer
            ENV NCCLSCOPE_MODE=flight NCCLSCOPE_FLIGHT_SIZE=1M CHECK --values none --flight)
+# under `ncclscope record`: --range-metrics reaches the plugin (the default set, every value
+# exact), and the ranges are recorded as without record
+range_test(record_metrics "metrics=8/8 .*state=active"
+           --scenario allreduce --ranks 4 --threads 1 --iters 8 --compute 2 --fake
+           --record=--range-metrics=default)
+range_test(record_api "files=2 ranges=72 matched=72 .*marks=24 "
+           --scenario mixed --ranks 4 --procs 2 --iters 6 --record CHECK --values none)
 
 # NVTX itself (NVIDIA's header-only NVTX v3, where a CUDA toolkit or NVTX is installed): a program
 # marks its work with NVTX and the range API and reads the trace back (tests/nvtx_ranges.c)
@@ -116,6 +123,25 @@ if(NCS_NVTX_INCLUDE_DIR)
     set_tests_properties(ranges_nvtx_${mode} PROPERTIES PASS_REGULAR_EXPRESSION "nvtx ranges: ok"
                          FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
   endforeach()
+  # under `ncclscope record`, which names the plugin in NVTX_INJECTION64_PATH: NVTX ranges are
+  # recorded; a value the user set is kept (NVTX's ranges go there) and record says so
+  add_test(NAME ranges_record_nvtx
+           COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/nvtx-record' && env -u NVTX_INJECTION64_PATH \
+'$<TARGET_FILE:ncclscope>' record -o '${CMAKE_CURRENT_BINARY_DIR}/nvtx-record' -- \
+'$<TARGET_FILE:ncs-nvtx-ranges>' '$<TARGET_FILE:nccl-profiler-ncclscope>' unused record")
+  set_tests_properties(ranges_record_nvtx PROPERTIES
+                       PASS_REGULAR_EXPRESSION "nvtx ranges: ok mode=record ranges=[0-9]+ marks=3 nvtx=ours"
+                       FAIL_REGULAR_EXPRESSION "FAILED|warning|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
+  add_test(NAME ranges_record_nvtx_other
+           COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/nvtx-record-other' && \
+out=$(NVTX_INJECTION64_PATH=/nonexistent/libother-nvtx-tool.so '$<TARGET_FILE:ncclscope>' record \
+-o '${CMAKE_CURRENT_BINARY_DIR}/nvtx-record-other' -- '$<TARGET_FILE:ncs-nvtx-ranges>' \
+'$<TARGET_FILE:nccl-profiler-ncclscope>' unused record-other 2>&1); echo \"$out\"; \
+echo \"$out\" | grep -q 'NVTX_INJECTION64_PATH is set to /nonexistent/libother-nvtx-tool.so, not to the plugin' \
+|| echo 'record-other: FAILED: no warning'")
+  set_tests_properties(ranges_record_nvtx_other PROPERTIES
+                       PASS_REGULAR_EXPRESSION "nvtx ranges: ok mode=record-other ranges=2 marks=1 nvtx=other"
+                       FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
 else()
   message(STATUS "ncclscope: NVTX headers (nvtx3/nvToolsExt.h) not found; the NVTX range tests are skipped")
 endif()
