@@ -2,7 +2,7 @@
  *
  * Mark phases of a program (a training step, forward, backward, the optimizer) so that ncclscope
  * records them beside NCCL's operations: per range and rank, the time, the NCCL operations
- * inside, and with `ncclscope record --metrics` hardware counters. NVTX ranges
+ * inside, and with `ncclscope record --range-metrics` hardware counters. NVTX ranges
  * (torch.cuda.nvtx.range, nvtxRangePushA, ...) are recorded too under `ncclscope record`; this
  * header is for programs that do not use NVTX.
  *
