@@ -159,11 +159,14 @@ static void fields_seed(const char *dir, const char *name, int extra) {
 
 /* A small flight file (trace/flight.h) made of a sample trace's chunks: the meta chunks in the
  * meta region, the others spread over 1 KiB ring slots whose seq order differs from their
- * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. */
-static void put_flight(const char *dir, const char *name, int crash, int damage) {
+ * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. ranges:
+ * the range chunks of the "ranges" seed follow (RANGE_STATE, RANGES with every record kind; their
+ * STRINGS in the meta region). */
+static void put_flight(const char *dir, const char *name, int crash, int damage, int ranges) {
   tg_t g;
   tg_init(&g);
   tg_sample(&g, 1, crash, 500);
+  if (ranges) tg_ranges(&g);
   enum { SLOT = 1024, NSLOTS = 6, META = 4096 };
   size_t len = NCS_FLIGHT_HDR_LEN + META + (size_t)SLOT * NSLOTS;
   uint8_t *img = calloc(1, len);
@@ -209,7 +212,8 @@ static void put_flight(const char *dir, const char *name, int crash, int damage)
         slot++;
       }
       memcpy((uint8_t *)cur + NCS_FLIGHT_SLOT_HDR + cur->used, g.file.p + off, n);
-      if (!cur->used) cur->kf_len = (uint32_t)n;
+      /* the ranges' slot is read whole (a later slot's keyframe is skipped: it restates) */
+      if (!cur->used && !(ranges && type == NCS_CHUNK_RANGES)) cur->kf_len = (uint32_t)n;
       cur->used += (uint32_t)n;
     }
     off += n;
@@ -305,9 +309,10 @@ static void corpus(const char *root) {
   put_sample(d, "sample-crashed", 1, 1, 88);
   fields_seed(d, "fields-format-1.1", -1);
   fields_seed(d, "fields-later", 2);
-  put_flight(d, "flight-exited", 0, 0);
-  put_flight(d, "flight-killed", 1, 0);
-  put_flight(d, "flight-damaged-slot", 0, 1);
+  put_flight(d, "flight-exited", 0, 0, 0);
+  put_flight(d, "flight-killed", 1, 0, 0);
+  put_flight(d, "flight-damaged-slot", 0, 1, 0);
+  put_flight(d, "flight-ranges", 1, 0, 1);
   damaged_seeds(d);
 }
 
