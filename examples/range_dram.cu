@@ -18,8 +18,10 @@
 #include <string.h>
 
 #include "../include/ncclscope.h"
+extern "C" { /* the project's C headers and libraries */
 #include "abi/ncs_abi.h"
 #include "trace/reader.h"
+}
 
 __global__ void copy(const float4 *a, float4 *b, size_t n) {
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x)

@@ -157,3 +157,15 @@ add_test(NAME ranges_cost_bench
 '$<TARGET_FILE:nccl-profiler-ncclscope>' '${CMAKE_CURRENT_BINARY_DIR}/range-cost' 1000 3")
 set_tests_properties(ranges_cost_bench PROPERTIES PASS_REGULAR_EXPRESSION "${NCS_RC_EXPECT}"
                      FAIL_REGULAR_EXPRESSION "WARNING|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
+
+# examples/range_dram.cu (the GPU proof, built by nvcc on the GPU host only) reads its trace
+# through the project's C headers compiled as C++: keep them so (no _Static_assert, etc.)
+find_program(NCS_CXX NAMES c++ g++ clang++)
+if(NCS_CXX)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/reader_headers.cpp
+       "#include <stdint.h>\nextern \"C\" {\n#include \"ncclscope.h\"\n"
+       "#include \"abi/ncs_abi.h\"\n#include \"trace/reader.h\"\n}\nint main() { return 0; }\n")
+  add_test(NAME reader_headers_cxx
+           COMMAND ${NCS_CXX} -std=c++17 -Wall -Werror -fsyntax-only -I ${CMAKE_SOURCE_DIR}/src -I ${CMAKE_SOURCE_DIR}/include
+                   ${CMAKE_CURRENT_BINARY_DIR}/reader_headers.cpp)
+endif()

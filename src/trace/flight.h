@@ -53,7 +53,9 @@ enum {
 
 #define NCS_FLIGHT_LOSS_WINDOWS 16 /* the latest loss windows kept in the header */
 #define NCS_FLIGHT_LOSS_TYPES 16   /* per-type counts of a window: fixed, whatever NCS_T_COUNT */
+#ifndef __cplusplus /* C++ programs that read traces (examples/range_dram.cu) include this */
 _Static_assert(NCS_T_COUNT <= NCS_FLIGHT_LOSS_TYPES, "a loss window counts every event type");
+#endif
 
 /* One loss window in the header: what a LOSS chunk says (format.h ncs_loss_t), kept in place so
  * that a kill -9 cannot lose it. The total is the sum of by_type. */
@@ -108,12 +110,14 @@ typedef struct {
   uint8_t pad[NCS_FLIGHT_SLOT_HDR - 32];
 } ncs_flight_slot_t;
 
+#ifndef __cplusplus /* C++ programs that read traces (examples/range_dram.cu) include this */
 _Static_assert(sizeof(ncs_flight_hdr_t) <= NCS_FLIGHT_HDR_LEN, "flight header fits its page");
 /* the offsets docs/trace-format.md gives */
 _Static_assert(sizeof(ncs_flight_loss_t) == 160 && offsetof(ncs_flight_hdr_t, features) == 432 &&
                    offsetof(ncs_flight_hdr_t, loss_earlier) == 448 && offsetof(ncs_flight_hdr_t, loss) == 928,
                "flight header loss windows as documented");
 _Static_assert(sizeof(ncs_flight_slot_t) == NCS_FLIGHT_SLOT_HDR, "slot header size");
+#endif
 
 /* What the reader reports about a flight file (ncs_reader_flight). */
 typedef struct {
