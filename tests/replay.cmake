@@ -47,6 +47,9 @@ foreach(root ${NCS_GPU_ROOTS})
     set(flags --expect group,coll,kernel)
     if(name MATCHES "abort")
       list(APPEND flags --allow-missing-completion coll,p2p --no-seq-match)
+    elseif(name MATCHES "1gpu")
+      # one GPU: one-rank communicators, no collectives or kernels, P2p without children
+      set(flags --expect group,p2p,groupapi,p2papi,launch --allow-missing-completion p2p)
     endif()
     add_test(NAME fixture_${name}_check
              COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/replay_check.sh $<TARGET_FILE:nccl-sim>
