@@ -19,8 +19,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "export/hmap.h"
 #include "trace/reader.h"
+#include "util/dtype.h"
+#include "util/hmap.h"
+#include "util/mem.h"
+#include "util/num.h"
+#include "util/pool.h"
 
 const char *const ncs_src_names[NCS_SRC_N] = {"kernel_gpu", "proxy_host", "enqueue_host"};
 
@@ -28,8 +32,7 @@ const char *const ncs_src_names[NCS_SRC_N] = {"kernel_gpu", "proxy_host", "enque
 typedef struct {
   uint32_t comm, proc;
   int32_t rank, peer;
-  const char *func, *dtype;
-  uint32_t fidx; /* func's intern index */
+  const char *func, *dtype; /* interned */
   uint64_t seq, order;
   uint64_t count;
   int64_t root;
@@ -77,7 +80,8 @@ typedef struct { /* a bucket's private part (parallel to a->buckets) */
 } bx_t;
 
 typedef struct { /* an open collective instance */
-  uint32_t comm, fidx;
+  uint32_t comm;
+  const char *func;
   uint64_t seq;
   op_t *ops;
   uint32_t n, cap;
@@ -108,13 +112,13 @@ typedef struct { /* one finished instance's kernel times, by rank */
   size_t ntk, captk;
 } tinst_t;
 typedef struct { /* per (comm, func): the TPUT_KEEP finished instances of the highest seq */
-  uint32_t comm, fidx;
+  uint32_t comm;
+  const char *func;
   tinst_t keep[TPUT_KEEP];
 } stream_t;
 
 typedef struct {
-  char **strs; /* interned strings */
-  size_t nstrs, capstrs;
+  ncs_pool_t strs; /* interned strings */
   int retain, hostpass;
   /* pass 1 clock samples per process */
   int64_t **gaps;
@@ -157,60 +161,8 @@ typedef struct {
   size_t n;
 } priv_t;
 
-/* qsort, but an empty array may be NULL (qsort's pointer must not be, even for 0 elements) */
-static void sort_n(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
-  if (n > 1) qsort(base, n, size, cmp);
-}
-
-void *ncs_xrealloc(void *p, size_t n) {
-  void *q = realloc(p, n ? n : 1);
-  if (!q) {
-    fprintf(stderr, "ncclscope: out of memory\n");
-    abort();
-  }
-  return q;
-}
-
-/* grow *p (elements of size sz, capacity *cap) to hold at least need */
-static void grow(void *pp, size_t *cap, size_t need, size_t sz) {
-  if (need <= *cap) return;
-  size_t c = *cap ? *cap : 16;
-  while (c < need) c *= 2;
-  *(void **)pp = ncs_xrealloc(*(void **)pp, c * sz);
-  *cap = c;
-}
-
-static uint32_t intern_i(priv_t *P, const char *s) {
-  if (!s) s = "";
-  for (size_t i = 0; i < P->nstrs; i++)
-    if (!strcmp(P->strs[i], s)) return (uint32_t)i;
-  grow(&P->strs, &P->capstrs, P->nstrs + 1, sizeof *P->strs);
-  P->strs[P->nstrs] = strdup(s);
-  if (!P->strs[P->nstrs]) abort();
-  return (uint32_t)P->nstrs++;
-}
-static const char *intern(priv_t *P, const char *s) {
-  uint32_t i = intern_i(P, s); /* before reading strs: intern_i may move it */
-  return P->strs[i];
-}
-
-static int cmp_i64(const void *a, const void *b) {
-  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-  return x < y ? -1 : x > y;
-}
-static int cmp_dbl(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-/* nearest rank: the 1-based position ceil(q*n), within [1, n] */
-static size_t nrank(size_t n, double q) {
-  size_t k = (size_t)(q * (double)n);
-  if ((double)k < q * (double)n) k++; /* ceil */
-  if (k > n) k = n;
-  return k ? k : 1;
-}
-/* exact quantile of a sorted array: the value at rank ceil(q*n) (nearest rank) */
-static int64_t qi64(const int64_t *v, size_t n, double q) { return n ? v[nrank(n, q) - 1] : 0; }
+/* interned strings: pointer equality is string equality ("" for NULL) */
+static const char *intern(priv_t *P, const char *s) { return ncs_pool_str(&P->strs, s ? s : ""); }
 
 static int is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
 
@@ -247,7 +199,7 @@ static void qs_add(qs_t *q, double x) {
     return;
   }
   if (q->n < NCS_AN_EXACT_MAX) {
-    grow(&q->v, &q->cap, q->n + 1, sizeof *q->v);
+    ncs_xgrow(&q->v, &q->cap, q->n + 1, sizeof *q->v);
     q->v[q->n++] = x;
     return;
   }
@@ -261,7 +213,7 @@ static int qs_sketched(const qs_t *q) { return q->nbin || q->zeros; }
 /* nearest-rank quantile; call qs_sort first */
 static double qs_q(const qs_t *q, double p) {
   if (!q->total) return 0;
-  size_t k = nrank((size_t)q->total, p);
+  size_t k = ncs_nrank((size_t)q->total, p);
   if (!qs_sketched(q)) return q->v[k - 1];
   double x = q->max;
   if (k <= q->zeros) {
@@ -276,7 +228,7 @@ static double qs_q(const qs_t *q, double p) {
   }
   return x < q->min ? q->min : x > q->max ? q->max : x;
 }
-static void qs_sort(qs_t *q) { sort_n(q->v, q->n, sizeof *q->v, cmp_dbl); }
+static void qs_sort(qs_t *q) { ncs_sort(q->v, q->n, sizeof *q->v, ncs_cmp_dbl); }
 static void qs_free(qs_t *q) { free(q->v), free(q->bin); }
 
 /* ------------------------------------------------------------------ keys */
@@ -331,7 +283,7 @@ typedef struct {
   size_t n, cap;
 } i64vec_t;
 static void push_i64(i64vec_t *v, int64_t x) {
-  grow(&v->v, &v->cap, v->n + 1, sizeof *v->v);
+  ncs_xgrow(&v->v, &v->cap, v->n + 1, sizeof *v->v);
   v->v[v->n++] = x;
 }
 
@@ -387,13 +339,13 @@ static void read_clocks(ncs_analysis_t *a, const char *path, uint32_t pi) {
   }
   ncs_reader_close(r);
   if (clk.n) {
-    sort_n(clk.v, clk.n, sizeof *clk.v, cmp_i64);
-    pr->clk_off = qi64(clk.v, clk.n, 0.5), pr->clk_spread = cmax - cmin;
+    ncs_sort(clk.v, clk.n, sizeof *clk.v, ncs_cmp_i64);
+    pr->clk_off = ncs_qi64(clk.v, clk.n, 0.5), pr->clk_spread = cmax - cmin;
     pr->clk_pairs = nclk > UINT32_MAX ? UINT32_MAX : (uint32_t)nclk;
   }
   if (gaps.n) {
-    sort_n(gaps.v, gaps.n, sizeof *gaps.v, cmp_i64);
-    int64_t med = qi64(gaps.v, gaps.n, 0.5);
+    ncs_sort(gaps.v, gaps.n, sizeof *gaps.v, ncs_cmp_i64);
+    int64_t med = ncs_qi64(gaps.v, gaps.n, 0.5);
     int64_t d = med - pr->clk_off;
     if (clk.n && d < 1000000000 && d > -1000000000) /* within 1 s of realtime: realtime domain */
       pr->gpu_domain = NCS_GPU_REALTIME, pr->gpu_off = pr->clk_off;
@@ -404,7 +356,7 @@ static void read_clocks(ncs_analysis_t *a, const char *path, uint32_t pi) {
       while (top > 1 && gaps.v[top - 1] > med + NCS_AN_GPU_TOL_NS) top--;
       pr->gpu_domain = NCS_GPU_OWN, pr->gpu_off = gaps.v[top - 1];
     }
-    pr->gap_p50 = med - pr->gpu_off, pr->gap_p99 = qi64(gaps.v, gaps.n, 0.99) - pr->gpu_off;
+    pr->gap_p50 = med - pr->gpu_off, pr->gap_p99 = ncs_qi64(gaps.v, gaps.n, 0.99) - pr->gpu_off;
     pr->gap_min = gaps.v[0] - pr->gpu_off, pr->gap_max = gaps.v[gaps.n - 1] - pr->gpu_off;
     pr->gap_n = gaps.n;
   }
@@ -442,7 +394,12 @@ static int64_t duration(const op_t *o, int *src) {
   uint64_t from = o->api_ts ? o->api_ts : o->coll_ts;
   return o->stop_ts > from ? (int64_t)(o->stop_ts - from) : 0;
 }
-static uint64_t op_bytes(const op_t *o, int n) { return ncs_op_bytes(o->func, o->dtype, o->count, n, o->p2p); }
+static uint64_t op_bytes(const op_t *o, int n) {
+  uint64_t b = o->count * ncs_dtype_size(o->dtype);
+  if (!o->p2p && (is_func(o->func, "AllGather") || is_func(o->func, "ReduceScatter")))
+    b *= (uint64_t)(n > 0 ? n : 1);
+  return b;
+}
 static int log2b(uint64_t b) {
   if (!b) return -1;
   int k = 0;
@@ -615,7 +572,7 @@ static void add_cell(ncs_analysis_t *a, priv_t *P, uint32_t bi, uint32_t ri, con
 static void tput_pair(ncs_analysis_t *a, priv_t *P, const stream_t *st, const tinst_t *x,
                       const op_t *yo, size_t yn, int y_first) {
   /* x is the kept instance; yo[0..yn) the new one (sorted by rank); y_first: y precedes x */
-  grow(&P->tiv, &P->captiv, yn + x->ntk, sizeof *P->tiv);
+  ncs_xgrow(&P->tiv, &P->captiv, yn + x->ntk, sizeof *P->tiv);
   size_t n = 0, q = 0;
   for (size_t p = 0; p < x->ntk; p++) { /* the earlier one drives, as the sorted pass did */
     const struct tk_s *t = &x->tk[p];
@@ -629,30 +586,30 @@ static void tput_pair(ncs_analysis_t *a, priv_t *P, const stream_t *st, const ti
     P->tiv[n++] = (int64_t)(s1 - s0);
   }
   if (!n) return;
-  sort_n(P->tiv, n, sizeof *P->tiv, cmp_i64);
-  double t = (double)qi64(P->tiv, n, 0.5);
+  ncs_sort(P->tiv, n, sizeof *P->tiv, ncs_cmp_i64);
+  double t = (double)ncs_qi64(P->tiv, n, 0.5);
   int nr = a->comms[st->comm].nranks;
-  const char *func = P->strs[st->fidx];
+  const char *func = st->func;
   uint64_t bytes = x->bytes; /* the same as the other's */
   ncs_an_bucket_t *b = bucket(a, P, st->comm, func, log2b(bytes), 0);
   qs_add(&bx_of(a, P, b)->tbw, (double)bytes / t * ncs_bus_factor(func, nr));
   b->tput_n++;
 }
 
-static stream_t *stream_of(priv_t *P, uint32_t comm, uint32_t fidx) {
-  uint64_t key = ((uint64_t)comm << 32) | fidx, idx;
+static stream_t *stream_of(priv_t *P, uint32_t comm, const char *func) {
+  uint64_t key = hm_mix2(comm, (uint64_t)(uintptr_t)func), idx;
   if (hm_get(&P->sm, key, &idx)) return &P->streams[idx];
   P->streams = ncs_xrealloc(P->streams, (P->nstreams + 1) * sizeof *P->streams);
   stream_t *s = &P->streams[P->nstreams];
   memset(s, 0, sizeof *s);
-  s->comm = comm, s->fidx = fidx;
+  s->comm = comm, s->func = func;
   hm_put(&P->sm, key, P->nstreams++);
   return s;
 }
 
 static void throughput(ncs_analysis_t *a, priv_t *P, const op_t *ops, size_t n, uint64_t bytes) {
   const op_t *I = &ops[0];
-  stream_t *s = stream_of(P, I->comm, I->fidx);
+  stream_t *s = stream_of(P, I->comm, I->func);
   tinst_t *slot = NULL;
   for (int k = 0; k < TPUT_KEEP; k++) {
     tinst_t *x = &s->keep[k];
@@ -666,20 +623,20 @@ static void throughput(ncs_analysis_t *a, priv_t *P, const op_t *ops, size_t n, 
   }
   if (slot->used && slot->seq > I->seq) return; /* older than all kept */
   slot->used = 1, slot->seq = I->seq, slot->bytes = bytes, slot->ntk = 0;
-  grow(&slot->tk, &slot->captk, n, sizeof *slot->tk);
+  ncs_xgrow(&slot->tk, &slot->captk, n, sizeof *slot->tk);
   for (size_t k = 0; k < n; k++)
     slot->tk[slot->ntk++] = (struct tk_s){ops[k].rank, has_gpu(&ops[k]), ops[k].gpu_start, ops[k].gpu_stop};
 }
 
 /* ------------------------------------------------------------------ one instance */
 static void retain_instance(priv_t *P, const op_t *ops, size_t n, ncs_an_instance_t *x) {
-  grow(&P->rops, &P->caprops, P->nrops + n, sizeof *P->rops);
+  ncs_xgrow(&P->rops, &P->caprops, P->nrops + n, sizeof *P->rops);
   x->first_op = P->nrops;
   for (size_t k = 0; k < n; k++) {
     P->rops[P->nrops] = ops[k];
     P->rops[P->nrops++].inst = P->ninsts;
   }
-  grow(&P->insts, &P->capinsts, P->ninsts + 1, sizeof *P->insts);
+  ncs_xgrow(&P->insts, &P->capinsts, P->ninsts + 1, sizeof *P->insts);
   P->insts[P->ninsts++] = *x;
 }
 
@@ -717,8 +674,8 @@ static int gpu_suspect(ncs_analysis_t *a, priv_t *P, const op_t *ops, size_t n) 
   for (size_t k = 0; k < n; k++) l[k] = kstart(a, &ops[k]) - arrival(a, &ops[k]);
   int64_t *sorted = P->arr + n;
   memcpy(sorted, l, n * sizeof *l);
-  sort_n(sorted, n, sizeof *sorted, cmp_i64);
-  int64_t med = qi64(sorted, n, 0.5), far = -1;
+  ncs_sort(sorted, n, sizeof *sorted, ncs_cmp_i64);
+  int64_t med = ncs_qi64(sorted, n, 0.5), far = -1;
   size_t wk = 0;
   for (size_t k = 0; k < n; k++) {
     int64_t d = l[k] > med ? l[k] - med : med - l[k];
@@ -762,8 +719,8 @@ static void analyse_instance(ncs_analysis_t *a, priv_t *P, const op_t *ops, size
     if (ks > kmax) kmax = ks;
   }
   memcpy(arr, durs, n * sizeof *durs);
-  sort_n(arr, n, sizeof *arr, cmp_i64);
-  int64_t dmed = qi64(arr, n, 0.5);
+  ncs_sort(arr, n, sizeof *arr, ncs_cmp_i64);
+  int64_t dmed = ncs_qi64(arr, n, 0.5);
   int64_t skew = last - first;
   int64_t inst_caused = 0, inst_excess = 0;
   int32_t inst_slowest = -1;
@@ -876,8 +833,8 @@ static void host_offsets(ncs_analysis_t *a, priv_t *P) {
     size_t n = P->hn[h] < NCS_AN_HOST_SAMPLES ? (size_t)P->hn[h] : NCS_AN_HOST_SAMPLES;
     if (!n) continue;
     int64_t *d = &P->hd[h * NCS_AN_HOST_SAMPLES], *sp = &P->hsp[h * NCS_AN_HOST_SAMPLES];
-    sort_n(d, n, sizeof *d, cmp_i64);
-    int64_t med = qi64(d, n, 0.5);
+    ncs_sort(d, n, sizeof *d, ncs_cmp_i64);
+    int64_t med = ncs_qi64(d, n, 0.5);
     /* the deviations go to a new array: rewriting d in place and taking its median again was
      * compiled (gcc 12 -O3) into a reuse of the first median */
     int64_t *dev = ncs_xrealloc(NULL, n * sizeof *dev);
@@ -885,10 +842,10 @@ static void host_offsets(ncs_analysis_t *a, priv_t *P) {
       int64_t x = d[k] - med;
       dev[k] = x < 0 ? -x : x;
     }
-    sort_n(dev, n, sizeof *dev, cmp_i64);
-    sort_n(sp, n, sizeof *sp, cmp_i64);
+    ncs_sort(dev, n, sizeof *dev, ncs_cmp_i64);
+    ncs_sort(sp, n, sizeof *sp, ncs_cmp_i64);
     a->hosts[h].offset = med;
-    a->hosts[h].error = qi64(dev, n, 0.5) + qi64(sp, n, 0.5);
+    a->hosts[h].error = ncs_qi64(dev, n, 0.5) + ncs_qi64(sp, n, 0.5);
     a->hosts[h].samples = P->hn[h];
     free(dev);
   }
@@ -908,26 +865,27 @@ static int cmp_rank(const void *x, const void *y) {
   return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static uint64_t inst_hash(uint32_t comm, uint32_t fidx, uint64_t seq) {
-  return hm_mix(hm_mix(seq) ^ ((uint64_t)comm << 32) ^ fidx);
+static uint64_t inst_hash(uint32_t comm, const char *func, uint64_t seq) {
+  return hm_mix(hm_mix(seq) ^ ((uint64_t)comm << 32) ^ (uint64_t)(uintptr_t)func);
 }
 typedef struct {
-  uint32_t comm, fidx;
+  uint32_t comm;
+  const char *func;
   uint64_t seq;
 } ikeyx_t;
 static int inst_match(const priv_t *P, uint64_t idx, const void *key) {
   const ikeyx_t *k = key;
   const inst_t *x = &P->inst[idx];
-  return x->comm == k->comm && x->fidx == k->fidx && x->seq == k->seq;
+  return x->comm == k->comm && x->func == k->func && x->seq == k->seq;
 }
 
 static void close_instance(ncs_analysis_t *a, priv_t *P, size_t i, int evicted) {
   inst_t *x = &P->inst[i];
-  ikeyx_t k = {x->comm, x->fidx, x->seq};
+  ikeyx_t k = {x->comm, x->func, x->seq};
   uint64_t at;
-  if (vfind(P, &P->im, inst_hash(x->comm, x->fidx, x->seq), inst_match, &k, NULL, &at))
+  if (vfind(P, &P->im, inst_hash(x->comm, x->func, x->seq), inst_match, &k, NULL, &at))
     hm_del(&P->im, at);
-  sort_n(x->ops, x->n, sizeof *x->ops, cmp_rank);
+  ncs_sort(x->ops, x->n, sizeof *x->ops, cmp_rank);
   if (evicted && (int32_t)x->n < a->comms[x->comm].nranks) a->evicted++;
   if (P->hostpass)
     host_instance(a, P, x->ops, x->n);
@@ -937,7 +895,7 @@ static void close_instance(ncs_analysis_t *a, priv_t *P, size_t i, int evicted) 
   P->comm_open[x->comm]--;
   P->nopen--;
   x->used = 0, x->n = 0;
-  grow(&P->inst_free, &P->capinst_free, P->ninst_free + 1, sizeof *P->inst_free);
+  ncs_xgrow(&P->inst_free, &P->capinst_free, P->ninst_free + 1, sizeof *P->inst_free);
   P->inst_free[P->ninst_free++] = (uint32_t)i;
 }
 
@@ -957,19 +915,19 @@ static void peak(ncs_analysis_t *a, const priv_t *P) {
 }
 
 static void add_coll(ncs_analysis_t *a, priv_t *P, const op_t *o) {
-  ikeyx_t k = {o->comm, o->fidx, o->seq};
-  uint64_t h = inst_hash(o->comm, o->fidx, o->seq), idx, at;
+  ikeyx_t k = {o->comm, o->func, o->seq};
+  uint64_t h = inst_hash(o->comm, o->func, o->seq), idx, at;
   int32_t nr = a->comms[o->comm].nranks;
   if (!vfind(P, &P->im, h, inst_match, &k, &idx, NULL)) {
     if (P->ninst_free) {
       idx = P->inst_free[--P->ninst_free];
     } else {
-      grow(&P->inst, &P->capinst, P->ninst + 1, sizeof *P->inst);
+      ncs_xgrow(&P->inst, &P->capinst, P->ninst + 1, sizeof *P->inst);
       idx = P->ninst++;
       memset(&P->inst[idx], 0, sizeof *P->inst);
     }
     inst_t *x = &P->inst[idx];
-    x->comm = o->comm, x->fidx = o->fidx, x->seq = o->seq, x->used = 1, x->n = 0, x->distinct = 0;
+    x->comm = o->comm, x->func = o->func, x->seq = o->seq, x->used = 1, x->n = 0, x->distinct = 0;
     uint32_t words = nr > 0 ? (uint32_t)((nr + 63) / 64) : 0;
     if (words > x->nseen_words) {
       x->seen = ncs_xrealloc(x->seen, words * sizeof *x->seen);
@@ -979,14 +937,14 @@ static void add_coll(ncs_analysis_t *a, priv_t *P, const op_t *o) {
     (void)vput(&P->im, h, idx, &at); /* on failure: an instance of its own, closed by the sweep */
     if (o->comm >= P->ncomm_open) {
       size_t c = P->ncomm_open;
-      grow(&P->comm_open, &P->ncomm_open, o->comm + 1, sizeof *P->comm_open);
+      ncs_xgrow(&P->comm_open, &P->ncomm_open, o->comm + 1, sizeof *P->comm_open);
       memset(P->comm_open + c, 0, (P->ncomm_open - c) * sizeof *P->comm_open);
     }
     P->nopen++, P->comm_open[o->comm]++;
   }
   inst_t *x = &P->inst[idx];
   size_t cap = x->cap;
-  grow(&x->ops, &cap, x->n + 1, sizeof *x->ops);
+  ncs_xgrow(&x->ops, &cap, x->n + 1, sizeof *x->ops);
   x->cap = (uint32_t)cap;
   x->ops[x->n++] = *o;
   x->joined = P->now;
@@ -1031,7 +989,7 @@ static int p2p_before(const pkey_t *k, int is_send, const bx_t *x) {
 static void p2p_drop(priv_t *P, size_t i, uint64_t at) {
   hm_del(&P->pm, at);
   P->pw[i].used = 0, P->npw_used--, P->held--;
-  grow(&P->pw_free, &P->cappw_free, P->npw_free + 1, sizeof *P->pw_free);
+  ncs_xgrow(&P->pw_free, &P->cappw_free, P->npw_free + 1, sizeof *P->pw_free);
   P->pw_free[P->npw_free++] = (uint32_t)i;
 }
 
@@ -1055,7 +1013,7 @@ static void add_p2p(ncs_analysis_t *a, priv_t *P, const op_t *o) {
     x->psend = o->is_send;
   size_t ret = SIZE_MAX;
   if (P->retain) {
-    grow(&P->rp2p, &P->caprp2p, P->nrp2p + 1, sizeof *P->rp2p);
+    ncs_xgrow(&P->rp2p, &P->caprp2p, P->nrp2p + 1, sizeof *P->rp2p);
     ret = P->nrp2p;
     P->rp2p[P->nrp2p++] = *o;
   }
@@ -1071,11 +1029,11 @@ static void add_p2p(ncs_analysis_t *a, priv_t *P, const op_t *o) {
   if (P->npw_free) {
     idx = P->pw_free[--P->npw_free];
   } else {
-    grow(&P->pw, &P->cappw, P->npw + 1, sizeof *P->pw);
+    ncs_xgrow(&P->pw, &P->cappw, P->npw + 1, sizeof *P->pw);
     idx = P->npw++;
   }
   if (vput(&P->pm, h, idx, &at) != 0) { /* VPROBE collisions: stays unpaired */
-    grow(&P->pw_free, &P->cappw_free, P->npw_free + 1, sizeof *P->pw_free);
+    ncs_xgrow(&P->pw_free, &P->cappw_free, P->npw_free + 1, sizeof *P->pw_free);
     P->pw_free[P->npw_free++] = (uint32_t)idx;
     return;
   }
@@ -1137,18 +1095,13 @@ static void release(ncs_analysis_t *a, priv_t *P, src_t *S, uint32_t hi) {
   op_t o = S->held[hi];
   hm_del(&S->ops, o.id);
   S->settle[hi] = 0;
-  grow(&S->free_, &S->capfree, S->nfree + 1, sizeof *S->free_);
+  ncs_xgrow(&S->free_, &S->capfree, S->nfree + 1, sizeof *S->free_);
   S->free_[S->nfree++] = hi;
   P->held--, P->pending--;
   if (o.p2p)
     add_p2p(a, P, &o);
   else
     add_coll(a, P, &o);
-}
-
-static int cmp_u64(const void *a, const void *b) {
-  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
 }
 
 /* every held op of the file (the end of a segment or of the file), in START (id) order, so that
@@ -1158,7 +1111,7 @@ static void release_all(ncs_analysis_t *a, priv_t *P, src_t *S) {
   uint64_t *idx = ncs_xrealloc(NULL, (S->ops.n + 1) * 2 * sizeof *idx); /* (id, held index) */
   for (size_t i = 0; i < S->ops.cap; i++)
     if (S->ops.used[i]) idx[2 * n] = S->ops.keys[i], idx[2 * n + 1] = S->ops.vals[i] - 1, n++;
-  sort_n(idx, n, 2 * sizeof *idx, cmp_u64);
+  ncs_sort(idx, n, 2 * sizeof *idx, ncs_cmp_u64);
   for (size_t i = 0; i < n; i++) release(a, P, S, (uint32_t)idx[2 * i + 1]);
   free(idx);
   S->fhead = S->ftail = 0;
@@ -1200,7 +1153,7 @@ static void start_op(ncs_analysis_t *a, priv_t *P, src_t *S, const ncs_event_t *
   if (S->nfree) {
     hi = S->free_[--S->nfree];
   } else {
-    grow(&S->held, &S->capheld, S->nheld + 1, sizeof *S->held);
+    ncs_xgrow(&S->held, &S->capheld, S->nheld + 1, sizeof *S->held);
     S->settle = ncs_xrealloc(S->settle, S->capheld * sizeof *S->settle);
     hi = (uint32_t)S->nheld++;
   }
@@ -1212,15 +1165,14 @@ static void start_op(ncs_analysis_t *a, priv_t *P, src_t *S, const ncs_event_t *
   o->unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0;
   o->seg = S->seg, o->id = e->id;
   if (e->type == NCS_T_COLL) {
-    o->seq = e->f[NCS_F(Coll, seqNumber)], o->fidx = intern_i(P, e->fstr[NCS_F(Coll, func)]);
+    o->seq = e->f[NCS_F(Coll, seqNumber)], o->func = intern(P, e->fstr[NCS_F(Coll, func)]);
     o->count = e->f[NCS_F(Coll, count)], o->root = (int64_t)e->f[NCS_F(Coll, root)];
     o->dtype = intern(P, e->fstr[NCS_F(Coll, datatype)]);
   } else {
-    o->p2p = 1, o->fidx = intern_i(P, e->fstr[NCS_F(P2p, func)]);
+    o->p2p = 1, o->func = intern(P, e->fstr[NCS_F(P2p, func)]);
     o->dtype = intern(P, e->fstr[NCS_F(P2p, datatype)]);
     o->count = e->f[NCS_F(P2p, count)], o->peer = (int32_t)(int64_t)e->f[NCS_F(P2p, peer)];
   }
-  o->func = P->strs[o->fidx];
   if (o->p2p) {
     o->is_send = is_func(o->func, "Send");
     uint64_t key = hm_mix(((uint64_t)o->comm << 40) ^ ((uint64_t)(uint32_t)o->peer << 1) ^
@@ -1407,7 +1359,7 @@ static uint32_t *reorder(void *base, void *pbase, size_t n, size_t sz, size_t ps
                          int (*cmp)(const void *, const void *)) {
   uint32_t *perm = ncs_xrealloc(NULL, (n + 1) * sizeof *perm), *inv = ncs_xrealloc(NULL, (n + 1) * sizeof *inv);
   for (size_t i = 0; i < n; i++) perm[i] = (uint32_t)i;
-  sort_n(perm, n, sizeof *perm, cmp);
+  ncs_sort(perm, n, sizeof *perm, cmp);
   char *t = ncs_xrealloc(NULL, n * sz + 1), *pt = ncs_xrealloc(NULL, n * psz + 1);
   for (size_t i = 0; i < n; i++) {
     memcpy(t + i * sz, (char *)base + perm[i] * sz, sz);
@@ -1442,7 +1394,7 @@ static int cmp_p2p(const void *x, const void *y) {
 /* retained records in the documented order (analyze.h): instances by (comm, func, seq), their
  * operations by rank; then sends and receives by (comm, sender, receiver, order) */
 static void layout_retained(priv_t *P) {
-  sort_n(P->insts, P->ninsts, sizeof *P->insts, cmp_coll_inst);
+  ncs_sort(P->insts, P->ninsts, sizeof *P->insts, cmp_coll_inst);
   P->n = P->nrops + P->nrp2p;
   P->ops = ncs_xrealloc(NULL, (P->n + 1) * sizeof *P->ops);
   size_t k = 0;
@@ -1456,7 +1408,7 @@ static void layout_retained(priv_t *P) {
   }
   op_t *p2 = P->ops + k;
   for (size_t i = 0; i < P->nrp2p; i++) p2[i] = P->rp2p[i], p2[i].inst = i;
-  sort_n(p2, P->nrp2p, sizeof *p2, cmp_p2p);
+  ncs_sort(p2, P->nrp2p, sizeof *p2, cmp_p2p);
   size_t *at = ncs_xrealloc(NULL, (P->nrp2p + 1) * sizeof *at);
   for (size_t i = 0; i < P->nrp2p; i++) at[p2[i].inst] = k + i;
   for (size_t i = 0; i < P->nrp2p; i++) {
@@ -1581,8 +1533,7 @@ void ncs_analysis_free(ncs_analysis_t *a) {
     free(P->streams), free(P->comm_open), free(P->pw), free(P->pw_free);
     free(P->durs), free(P->arr), free(P->tiv);
     free(P->rops), free(P->rp2p), free(P->insts), free(P->ops);
-    for (size_t i = 0; i < P->nstrs; i++) free(P->strs[i]);
-    free(P->strs);
+    ncs_pool_free(&P->strs);
     free(P);
   }
   free(a->buckets), free(a->ranks), free(a->comms), free(a->hosts), free(a->procs);

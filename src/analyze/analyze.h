@@ -190,8 +190,6 @@ ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen);
 ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
                                       size_t errlen);
 void ncs_analysis_free(ncs_analysis_t *a);
-/* realloc that aborts with a message when memory runs out (the analysis tools' allocator) */
-void *ncs_xrealloc(void *p, size_t n);
 
 /* ---- Per instance and per operation: the matched data behind the aggregates above, for
  * exporters (`ncclscope export --format sqlite`, docs/sqlite.md), kept only when the analysis

@@ -14,7 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "export/hmap.h"
+#include "util/fmt.h"
+#include "util/hmap.h"
+#include "util/mem.h"
+#include "util/pool.h"
 #include "trace/flight.h"
 #include "trace/reader.h"
 
@@ -24,36 +27,12 @@
 /* ------------------------------------------------------------------ helpers */
 
 
-static void *xcalloc(size_t n, size_t size) {
-  void *p = calloc(n ? n : 1, size ? size : 1);
-  if (!p) {
-    fprintf(stderr, "ncclscope: out of memory\n");
-    abort();
-  }
-  return p;
-}
-
 /* Strings come from untrusted files: keep printable ASCII, so that every output line stays one
  * line and the JSON stays valid UTF-8. */
 static void cpy(char *dst, size_t n, const char *src) {
   snprintf(dst, n, "%s", src ? src : "");
   for (char *c = dst; *c; c++)
     if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f) *c = '?';
-}
-
-/* "1.52 s", "15.3 ms", "230 us" */
-static void fmt_dur(char *out, size_t n, int64_t ns) {
-  int neg = ns < 0;
-  uint64_t a = neg ? (uint64_t)(-ns) : (uint64_t)ns;
-  const char *s = neg ? "-" : "";
-  if (a >= 10000000000ull)
-    snprintf(out, n, "%s%.1f s", s, (double)a / 1e9);
-  else if (a >= 1000000000ull)
-    snprintf(out, n, "%s%.2f s", s, (double)a / 1e9);
-  else if (a >= 1000000ull)
-    snprintf(out, n, "%s%.1f ms", s, (double)a / 1e6);
-  else
-    snprintf(out, n, "%s%" PRIu64 " us", s, a / 1000);
 }
 
 /* ------------------------------------------------------------------ model */
@@ -125,9 +104,7 @@ typedef struct {
 
 typedef struct {
   ncs_dg_t pub; /* first: ncs_dg_t * and dg_t * are the same pointer */
-  char **strs;
-  size_t nstrs, capstrs;
-  hmap_t strmap; /* hash -> index + 1 (collisions are resolved by a linear scan fallback) */
+  ncs_pool_t strs; /* strings of the trace, printable */
   dg_proc_t *procs;
   dg_crank_t **cranks;
   uint32_t ncranks, capcranks;
@@ -136,33 +113,12 @@ typedef struct {
   uint32_t capverdicts;
 } dg_t;
 
-static uint64_t str_hash(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
+/* a string of the trace, made printable (cpy), pooled */
 static const char *intern(dg_t *D, const char *raw) {
   if (!raw) return NULL;
   char s[NCS_STRING_MAX + 1];
   cpy(s, sizeof s, raw);
-  uint64_t h = str_hash(s), v;
-  for (uint64_t k = h;; k++) { /* open chain over consecutive keys on collision */
-    if (!hm_get(&D->strmap, k, &v)) break;
-    if (!strcmp(D->strs[v - 1], s)) return D->strs[v - 1];
-  }
-  if (D->nstrs == D->capstrs) {
-    D->capstrs = D->capstrs ? D->capstrs * 2 : 64;
-    D->strs = ncs_xrealloc(D->strs, D->capstrs * sizeof *D->strs);
-  }
-  size_t len = strlen(s);
-  char *c = ncs_xrealloc(NULL, len + 1);
-  cpy(c, len + 1, s);
-  D->strs[D->nstrs++] = c;
-  uint64_t k = h;
-  while (hm_get(&D->strmap, k, NULL)) k++;
-  if (hm_put(&D->strmap, k, D->nstrs) != 0) abort();
-  return c;
+  return ncs_pool_str(&D->strs, s);
 }
 
 static int64_t to_real(const dg_proc_t *P, uint64_t mono) {
@@ -188,7 +144,7 @@ static uint32_t comm_find(dg_t *D, uint64_t comm_id, const char *name, int32_t n
   c->comm_id = comm_id;
   cpy(c->name, sizeof c->name, name);
   c->nranks = nranks;
-  c->cranks = xcalloc((size_t)nranks, sizeof *c->cranks);
+  c->cranks = ncs_xcalloc((size_t)nranks, sizeof *c->cranks);
   return D->ncomms++;
 }
 
@@ -203,7 +159,7 @@ static uint32_t crank_get(dg_t *D, uint32_t comm, int rank, int proc) {
     D->capcranks = D->capcranks ? D->capcranks * 2 : 64;
     D->cranks = ncs_xrealloc(D->cranks, D->capcranks * sizeof *D->cranks);
   }
-  dg_crank_t *cr = xcalloc(1, sizeof *cr);
+  dg_crank_t *cr = ncs_xcalloc(1, sizeof *cr);
   cr->comm = comm, cr->rank = rank, cr->proc = proc, cr->gidx = D->ncranks, cr->thread = -1;
   D->cranks[D->ncranks++] = cr;
   c->cranks[rank] = cr->gidx + 1;
@@ -797,7 +753,7 @@ static int choose_files(dg_t *D, const char *path, const ncs_dg_opts_t *o, char 
       return -1;
     }
   }
-  dump_t *dumps = xcalloc(nd, sizeof *dumps);
+  dump_t *dumps = ncs_xcalloc(nd, sizeof *dumps);
   size_t ndumps = 0;
   for (size_t i = 0; i < nd; i++) {
     if (read_flight_hdr(dpaths[i], &dumps[ndumps].h) != 0) {
@@ -816,7 +772,7 @@ static int choose_files(dg_t *D, const char *path, const ncs_dg_opts_t *o, char 
   if (ndumps) qsort(dumps, ndumps, sizeof *dumps, by_dump_real);
   /* incidents: a gap of more than NCS_DG_INCIDENT_GAP_NS between consecutive dumps */
   uint32_t ninc = 0;
-  size_t *inc_first = xcalloc(ndumps + 1, sizeof *inc_first);
+  size_t *inc_first = ncs_xcalloc(ndumps + 1, sizeof *inc_first);
   for (size_t i = 0; i < ndumps; i++)
     if (!i || (int64_t)(dumps[i].h.dump_real - dumps[i - 1].h.dump_real) > NCS_DG_INCIDENT_GAP_NS)
       inc_first[ninc++] = i;
@@ -853,7 +809,7 @@ static int choose_files(dg_t *D, const char *path, const ncs_dg_opts_t *o, char 
     /* each process's latest dump in the incident, unless it predates the last request (the
      * process missed it: its live file says more) */
     uint32_t nstale = 0, nchosen = 0;
-    size_t *stale = xcalloc(b - a, sizeof *stale), *chosen = xcalloc(b - a, sizeof *chosen);
+    size_t *stale = ncs_xcalloc(b - a, sizeof *stale), *chosen = ncs_xcalloc(b - a, sizeof *chosen);
     for (size_t i = a; i < b; i++) {
       int later = 0;
       for (size_t j2 = a; j2 < b; j2++)
@@ -932,7 +888,7 @@ static int64_t ago(const dg_t *D, int64_t real) { return D->pub.ref_real - real;
 static void ago_str(const dg_t *D, char *out, size_t n, int64_t real) {
   char d[32];
   int64_t a = ago(D, real);
-  fmt_dur(d, sizeof d, a < 0 ? -a : a);
+  ncs_fmt_ns(d, sizeof d, (double)(a < 0 ? -a : a));
   snprintf(out, n, "%s %s %s", d, a < 0 ? "after" : "before", D->pub.ref_name);
 }
 
@@ -1163,7 +1119,7 @@ static void procs_prepare(dg_t *D) {
       int64_t gap = newest - p->snap_real;
       if (G->nprocs > 1 && (gap > NCS_DG_DEAD_NS || clean_after - p->snap_real > 1500000000ll)) {
         p->dead = 1;
-        fmt_dur(d, sizeof d, gap);
+        ncs_fmt_ns(d, sizeof d, (double)gap);
         snprintf(p->dead_why, sizeof p->dead_why,
                  "its trace has no footer%s: the process was killed or crashed; it stopped %s before "
                  "the other processes",
@@ -1176,13 +1132,13 @@ static void procs_prepare(dg_t *D) {
       int64_t gap = newest - hb;
       if (G->nprocs > 1 && (gap > NCS_DG_DEAD_NS || clean_after - hb > 1000000000ll)) {
         p->dead = 1;
-        fmt_dur(d, sizeof d, gap);
+        ncs_fmt_ns(d, sizeof d, (double)gap);
         snprintf(p->dead_why, sizeof p->dead_why,
                  "its live file says running, but its last heartbeat is %s older than the other "
                  "processes' newest: the process died (kill -9, crash)", d);
       } else if (G->incident && trig && hb < trig - 500000000ll) {
         p->dead = 1;
-        fmt_dur(d, sizeof d, trig - hb);
+        ncs_fmt_ns(d, sizeof d, (double)trig - hb);
         snprintf(p->dead_why, sizeof p->dead_why,
                  "it did not answer the incident's dump request; its live file says running, with "
                  "its last heartbeat %s before the request: the process died (kill -9, crash)", d);
@@ -1600,8 +1556,8 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
     for (int q = 0; q < W->k.n; q++)
       if (W->k.ev[q]->type == NCS_T_KERNEL_CH && (!best || W->k.ev[q]->ts < best->ts)) best = W->k.ev[q];
   char ag[80], ld[32], sd[32];
-  fmt_dur(sd, sizeof sd, v->since_ns);
-  fmt_dur(ld, sizeof ld, lead);
+  ncs_fmt_ns(sd, sizeof sd, (double)v->since_ns);
+  ncs_fmt_ns(ld, sizeof ld, (double)lead);
   if (best && best->type == NCS_T_PROXY_STEP) {
     v->channel = best->channel, v->peer = best->peer, v->step = best->step, v->is_send = best->is_send;
     cpy(v->state, sizeof v->state, best->has_state ? short_state(best->state) : "started");
@@ -1678,7 +1634,7 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
     char ks[96] = "";
     if (kfirst && !steps) {
       char kg[32];
-      fmt_dur(kg, sizeof kg, to_real(Q, kfirst) - kmin);
+      ncs_fmt_ns(kg, sizeof kg, (double)to_real(Q, kfirst) - kmin);
       snprintf(ks, sizeof ks, "; kernel started %s after the first rank's", kg);
     }
     ev_line(v, "rank %d (%s-%" PRIu64 "): last progress %s%s%s", x->rank, Q->pub->host, Q->pub->pid, ag, kinds, ks);
@@ -1697,7 +1653,7 @@ static void analyze_comm(dg_t *D, uint32_t c) {
   out->comm_id = C->comm_id;
   cpy(out->name, sizeof out->name, C->name);
   out->nranks = C->nranks;
-  out->ranks = xcalloc((size_t)C->nranks, sizeof *out->ranks);
+  out->ranks = ncs_xcalloc((size_t)C->nranks, sizeof *out->ranks);
   out->stuck_seq = -1, out->stuck_rank = out->stuck_peer = -1;
   /* table: last seqNumber entered/completed per func */
   for (int r = 0; r < C->nranks; r++) {
@@ -1716,7 +1672,7 @@ static void analyze_comm(dg_t *D, uint32_t c) {
       char nm[64], d[32];
       op_name(nm, sizeof nm, l.oldest_pending);
       const dg_proc_t *P = &D->procs[cr->proc];
-      fmt_dur(d, sizeof d, P->pub->snap_real - to_real(P, l.oldest_pending->progress));
+      ncs_fmt_ns(d, sizeof d, (double)P->pub->snap_real - to_real(P, l.oldest_pending->progress));
       if (P->pub->dead)
         snprintf(R->open_desc, sizeof R->open_desc, "%s%s (its recording ends)", nm, l.pending > 1 ? " +more" : "");
       else
@@ -1761,11 +1717,11 @@ static void analyze_comm(dg_t *D, uint32_t c) {
   if (K->seq < 0) snprintf(kname + strlen(kname), sizeof kname - strlen(kname), " (of rank %d)", pk.rank);
   int mismatched = comm_mismatches(D, c, K->func, K->seq);
   /* per rank: entered it? */
-  waiter_t *w = xcalloc((size_t)C->nranks, sizeof *w);
+  waiter_t *w = ncs_xcalloc((size_t)C->nranks, sizeof *w);
   int nw = 0, absent = 0;
-  int *done = xcalloc((size_t)C->nranks, sizeof *done);
+  int *done = ncs_xcalloc((size_t)C->nranks, sizeof *done);
   int ndone = 0;
-  int *waiting_ranks = xcalloc((size_t)C->nranks, sizeof *waiting_ranks);
+  int *waiting_ranks = ncs_xcalloc((size_t)C->nranks, sizeof *waiting_ranks);
   int nwaiting = 0;
   const char *peer_func = K->seq < 0 ? intern(D, strcmp(K->func, "Send") ? "Send" : "Recv") : NULL;
   int64_t oldest_wait = 0;
@@ -1948,14 +1904,14 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
   static const ncs_dg_opts_t defaults = {0};
   if (!opts) opts = &defaults;
   *out = NULL;
-  dg_t *D = xcalloc(1, sizeof *D);
+  dg_t *D = ncs_xcalloc(1, sizeof *D);
   ncs_dg_t *G = &D->pub;
   cpy(G->path, sizeof G->path, path);
   if (choose_files(D, path, opts, err, errlen) != 0) {
     ncs_dg_free(G);
     return -1;
   }
-  D->procs = xcalloc(G->nprocs, sizeof *D->procs);
+  D->procs = ncs_xcalloc(G->nprocs, sizeof *D->procs);
   for (uint32_t i = 0; i < G->nprocs; i++) {
     D->procs[i].pub = &G->procs[i];
     if (read_file(D, (int)i, err, errlen) != 0) {
@@ -1984,7 +1940,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
         G->procs[i].open_children++;
     }
   G->ncomms = D->ncomms;
-  G->comms = xcalloc(D->ncomms, sizeof *G->comms);
+  G->comms = ncs_xcalloc(D->ncomms, sizeof *G->comms);
   for (uint32_t c = 0; c < D->ncomms; c++) analyze_comm(D, c);
   dead_procs(D);
   for (uint32_t k = 0; k < G->nverdicts; k++)
@@ -2016,9 +1972,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
 void ncs_dg_free(ncs_dg_t *G) {
   if (!G) return;
   dg_t *D = (dg_t *)G;
-  for (size_t i = 0; i < D->nstrs; i++) free(D->strs[i]);
-  free(D->strs);
-  hm_free(&D->strmap);
+  ncs_pool_free(&D->strs);
   if (D->procs)
     for (uint32_t i = 0; i < G->nprocs; i++) free(D->procs[i].open);
   free(D->procs);

@@ -5,31 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void ncs_fmt_ns(char *o, size_t n, double ns) {
-  double a = ns < 0 ? -ns : ns;
-  if (a >= 1e9)
-    snprintf(o, n, "%.2f s", ns / 1e9);
-  else if (a >= 1e6)
-    snprintf(o, n, "%.2f ms", ns / 1e6);
-  else if (a >= 1e3)
-    snprintf(o, n, "%.1f us", ns / 1e3);
-  else
-    snprintf(o, n, "%.0f ns", ns);
-}
-
-void ncs_fmt_bytes(char *o, size_t n, int lg) {
-  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  if (lg < 0) {
-    snprintf(o, n, "0 B");
-    return;
-  }
-  int k = lg / 10;
-  if (k > 4) k = 4;
-  snprintf(o, n, "%llu %s", 1ull << (lg - 10 * k), u[k]);
-}
-
-double ncs_pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
-
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b) {
   return b->src[0] >= b->src[1] && b->src[0] >= b->src[2] ? ncs_src_names[0]
          : b->src[1] >= b->src[2]                         ? ncs_src_names[1]

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "analyze/analyze.h"
+#include "util/fmt.h"
 
 typedef enum {
   NCS_FIND_STRAGGLER,  /* a rank that arrived last and made the others wait (rank) */
@@ -39,12 +40,6 @@ void ncs_findings_free(ncs_findings_t *f);
  * trace (function names) are copied as they are: escape the result for HTML. */
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *out, size_t len);
 
-/* "1.50 ms", "12.3 us", "850 ns" */
-void ncs_fmt_ns(char *out, size_t len, double ns);
-/* the lower bound of a size bucket: "256 KiB"; "0 B" for log2 -1 */
-void ncs_fmt_bytes(char *out, size_t len, int log2);
-/* 100 * a / b, 0 when b is 0 */
-double ncs_pct(uint64_t a, uint64_t b);
 /* the name of the timing source most of a bucket's samples used (ncs_src_names) */
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b);
 

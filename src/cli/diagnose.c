@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "trace/flight.h"
 #include "trace/reader.h"
+#include "util/fmt.h"
 
 /* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -52,16 +53,6 @@ static void utc(char *out, size_t n, int64_t real) {
   char b[32];
   strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
   snprintf(out, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
-}
-
-static void dur(char *out, size_t n, int64_t ns) {
-  if (ns < 0) ns = -ns;
-  if (ns >= 1000000000)
-    snprintf(out, n, "%.2f s", (double)ns / 1e9);
-  else if (ns >= 1000000)
-    snprintf(out, n, "%.1f ms", (double)ns / 1e6);
-  else
-    snprintf(out, n, "%" PRId64 " us", ns / 1000);
 }
 
 static const char *status_of(const ncs_dg_t *d) {
@@ -313,7 +304,7 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
     for (uint32_t i = 0; i < d->nprocs; i++) nd += d->procs[i].source == NCS_DG_SRC_DUMP;
     fprintf(o, "  incident %u of %u: dumps from %s", d->incident, d->nincidents, a);
     if (d->incident_last_real > d->incident_first_real) {
-      dur(b, sizeof b, d->incident_last_real - d->incident_first_real);
+      ncs_fmt_ns(b, sizeof b, (double)d->incident_last_real - d->incident_first_real);
       fprintf(o, " over %s", b);
     }
     utc(a, sizeof a, d->request_real);
@@ -342,7 +333,7 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
     else
       snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : "no footer");
     int64_t ag = d->ref_real - p->snap_real;
-    dur(a, sizeof a, ag);
+    ncs_fmt_ns(a, sizeof a, (double)ag);
     fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s %s %s %s\n",
             p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
             p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s",

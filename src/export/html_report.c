@@ -88,18 +88,6 @@ static double nice_step(double range, int target) {
   return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }
 
-/* "1 us", "10 ms", "200 ns" for axis ticks */
-static void tick_ns(char *out, size_t n, double ns) {
-  if (ns >= 1e9)
-    snprintf(out, n, "%g s", ns / 1e9);
-  else if (ns >= 1e6)
-    snprintf(out, n, "%g ms", ns / 1e6);
-  else if (ns >= 1e3)
-    snprintf(out, n, "%g us", ns / 1e3);
-  else
-    snprintf(out, n, "%g ns", ns);
-}
-
 /* "1 MiB" .. "2 MiB" of a bucket */
 static void bucket_range(char *out, size_t n, int lg) {
   char lo[24], hi[24];
@@ -624,7 +612,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
       fprintf(o, "<line%s x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
               m == 1 ? "" : " class=\"minor\"", LX(v), MT - 6, LX(v), H - MB);
       if (m == 1) {
-        tick_ns(t, sizeof t, v);
+        ncs_fmt_dur(t, sizeof t, v, NCS_DUR_SHORT);
         svg_text(o, LX(v), H - MB + 16, "middle", NULL, t);
       }
     }

@@ -32,7 +32,7 @@
 #include <unistd.h>
 
 #include "analyze/analyze.h"
-#include "export/hmap.h"
+#include "util/hmap.h"
 #include "trace/reader.h"
 #include "util/outfile.h"
 

@@ -35,7 +35,10 @@
 #include <unistd.h>
 
 #include "export/export.h"
-#include "export/hmap.h"
+#include "util/dtype.h"
+#include "util/hmap.h"
+#include "util/mem.h"
+#include "util/pool.h"
 #include "export/sink.h"
 #include "trace/reader.h"
 #include "util/outfile.h"
@@ -77,14 +80,6 @@ int tl_sink_close(tl_sink_t *s) {
 #define MAX_WORKERS 16
 #define ST_KERNEL_CH_STOP 22 /* ncs_state_names[22] */
 
-static uint64_t fnv(const void *p, size_t n, uint64_t h) {
-  const uint8_t *s = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
-  return h;
-}
-static uint64_t mix2(uint64_t a, uint64_t b) {
-  return hm_mix(a ^ hm_mix(b + 0x9e3779b97f4a7c15ull));
-}
 static uint64_t nz(uint64_t v) { return v ? v : 1; }
 static uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 
@@ -94,73 +89,10 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* growable array */
-static int grow(void **p, uint32_t *cap, uint32_t need, size_t elem) {
-  if (need <= *cap) return 0;
-  uint32_t n = *cap ? *cap : 16;
-  while (n < need) n *= 2;
-  void *q = realloc(*p, (size_t)n * elem);
-  if (!q) return -1;
-  memset((char *)q + (size_t)*cap * elem, 0, (size_t)(n - *cap) * elem);
-  *p = q;
-  *cap = n;
-  return 0;
-}
-#define GROW(arr, cap, need) grow((void **)&(arr), &(cap), (need), sizeof *(arr))
-
-/* ---------------------------------------------------------------- string pool */
-/* Stable copies of strings, deduplicated by content: sinks intern by pointer. */
-typedef struct {
-  hmap_t map; /* content hash -> char* (probing on collision: hash+1, ...) */
-  char *block;
-  size_t left;
-  char **blocks;
-  uint32_t nblocks, cap;
-} pool_t;
-
-static const char *pool_n(pool_t *p, const char *s, size_t n) {
-  uint64_t h = fnv(s, n, 0xcbf29ce484222325ull), v;
-  for (;; h++) {
-    if (!hm_get(&p->map, h, &v)) break;
-    const char *c = (const char *)(uintptr_t)v;
-    if (strlen(c) == n && memcmp(c, s, n) == 0) return c;
-  }
-  if (n + 1 > p->left) {
-    size_t sz = n + 1 > 65536 ? n + 1 : 65536;
-    char *b = malloc(sz);
-    if (!b || GROW(p->blocks, p->cap, p->nblocks + 1) != 0) {
-      free(b);
-      return "";
-    }
-    p->blocks[p->nblocks++] = b;
-    p->block = b;
-    p->left = sz;
-  }
-  char *c = p->block;
-  memcpy(c, s, n);
-  c[n] = 0;
-  p->block += n + 1;
-  p->left -= n + 1;
-  (void)hm_put(&p->map, h, (uint64_t)(uintptr_t)c); /* on failure: a copy that is not shared */
-  return c;
-}
-static const char *pool(pool_t *p, const char *s) { return s ? pool_n(p, s, strlen(s)) : NULL; }
-static const char *poolf(pool_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static const char *poolf(pool_t *p, const char *fmt, ...) {
-  char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  if (n < 0) return "";
-  return pool_n(p, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
-}
-static void pool_free(pool_t *p) {
-  for (uint32_t i = 0; i < p->nblocks; i++) free(p->blocks[i]);
-  free(p->blocks);
-  hm_free(&p->map);
-  memset(p, 0, sizeof *p);
-}
+/* the pool's strings are stable: sinks intern them by pointer */
+static const char *pool(ncs_pool_t *p, const char *s) { return ncs_pool_str(p, s); }
+#define poolf ncs_pool_fmt
+#define GROW(arr, cap, need) NCS_GROW(arr, cap, need)
 
 /* ================================================================ the index */
 
@@ -251,11 +183,14 @@ typedef struct {
   gpuclk_t clk;        /* KernelCh without a communicator of this file */
   uint64_t min_ts;
   uint64_t *seg_end;   /* per segment: last host ts */
-  uint32_t nseg, seg_cap;
+  uint32_t nseg;
+  size_t seg_cap;
   ent_t *ents;
-  uint32_t nent, ent_cap;
+  uint32_t nent;
+  size_t ent_cap;
   comm_t *comms;
-  uint32_t ncomms, comm_cap;
+  uint32_t ncomms;
+  size_t comm_cap;
   hmap_t comm_map;     /* (seg << 32 | index) -> index in comms */
   uint32_t p0, p1;     /* its procs */
   int damage;
@@ -282,7 +217,8 @@ typedef struct {
   const char *name, *path, *desc;
   int32_t order;
   lane_t *lanes;
-  uint32_t nlanes, lane_cap, free_hint;
+  uint32_t nlanes, free_hint;
+  size_t lane_cap;
 } row_t;
 
 typedef struct {
@@ -312,32 +248,36 @@ typedef struct { /* one worker: everything the emit pass of one file needs */
   ex_t *x;
   pthread_t thread;
   tl_sink_t *sink;
-  pool_t pool; /* strings of the emit pass (the sink interns them by pointer) */
+  ncs_pool_t pool; /* strings of the emit pass (the sink interns them by pointer) */
   ncs_export_stats_t st;
   file_t *f;
   uint32_t fi, seg, ent_cursor;
   uint64_t next_uuid;
   uint32_t next_track;
   row_t *rows;
-  uint32_t nrows, row_cap;
+  uint32_t nrows;
+  size_t row_cap;
   hmap_t row_map;
   group_t *groups;
-  uint32_t ngroups, group_cap;
+  uint32_t ngroups;
+  size_t group_cap;
   hmap_t group_map;
   open_t *open;
-  uint32_t nopen, open_cap, *free_open, nfree, free_cap;
+  uint32_t nopen, *free_open, nfree;
+  size_t open_cap, free_cap;
   hmap_t open_map;   /* id -> open index */
   hmap_t parent_map; /* Coll/P2p id -> func (KernelCh names) */
   hmap_t occ_map;    /* p2p (pair, dir) -> count */
   hmap_t tid_map;    /* thread index -> tid, per segment */
   hmap_t name_map;   /* (kind, value) -> pooled name */
   cdelta_t *heap;
-  uint32_t nheap, heap_cap;
+  uint32_t nheap;
+  size_t heap_cap;
   uint64_t max_coll_start;
   tl_arg_t args[MAX_ARGS];
   uint32_t nargs;
   tl_flow_t *flows;
-  uint32_t flow_cap;
+  size_t flow_cap;
   uint64_t reported; /* bytes of the current file counted in x->bytes_done */
   int oom;
 } wk_t;
@@ -345,16 +285,20 @@ typedef struct { /* one worker: everything the emit pass of one file needs */
 struct ex {
   ncs_export_opts_t o;
   file_t *files;
-  uint32_t nfiles, file_cap;
+  uint32_t nfiles;
+  size_t file_cap;
   proc_t *procs;
-  uint32_t nprocs, proc_cap;
+  uint32_t nprocs;
+  size_t proc_cap;
   inst_t *insts;
-  uint32_t ninsts, inst_cap;
+  uint32_t ninsts;
+  size_t inst_cap;
   hmap_t inst_map; /* key -> inst index */
   pair_t *pairs;
-  uint32_t npairs, pair_cap;
+  uint32_t npairs;
+  size_t pair_cap;
   hmap_t pair_map; /* (commId, src, dst) -> pair index */
-  pool_t pool;     /* strings of the index (under mu while indexing) */
+  ncs_pool_t pool;     /* strings of the index (under mu while indexing) */
   uint64_t next_uuid;
   uint32_t next_track;
   int32_t job_pid;
@@ -473,23 +417,7 @@ static comm_t *file_comm(const file_t *f, uint32_t seg, uint64_t index) {
 
 static uint64_t to_out(const file_t *f, uint64_t host) { return host + (uint64_t)f->host_off; }
 
-static int dtype_size(const char *d) {
-  if (!d) return 0;
-  if (!strncmp(d, "nccl", 4)) d += 4;
-  static const struct {
-    const char *n;
-    int s;
-  } t[] = {{"Int8", 1},     {"Char", 1},    {"Uint8", 1},   {"Float8e4m3", 1},
-           {"Float8e5m2", 1}, {"Float16", 2}, {"Half", 2},    {"Bfloat16", 2},
-           {"Int32", 4},    {"Int", 4},     {"Uint32", 4},  {"Float32", 4},
-           {"Float", 4},    {"Int64", 8},   {"Uint64", 8},  {"Float64", 8},
-           {"Double", 8}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (!strcmp(d, t[i].n)) return t[i].s;
-  return 0;
-}
-
-static const char *fstr(pool_t *p, const ncs_event_t *e, int i) {
+static const char *fstr(ncs_pool_t *p, const ncs_event_t *e, int i) {
   return i >= 0 && i < e->nfields ? pool(p, e->fstr[i]) : NULL;
 }
 static const char *fraw(const ncs_event_t *e, int i) {
@@ -504,10 +432,10 @@ static uint64_t link_id(const comm_t *c, const ncs_event_t *e, int hash_field) {
 }
 
 static uint64_t inst_key(uint64_t comm_id, const char *func, uint64_t seq) {
-  return mix2(mix2(comm_id, fnv(func, strlen(func), 0xcbf29ce484222325ull)), seq);
+  return hm_mix2(hm_mix2(comm_id, hm_bytes(func, strlen(func), NCS_HM_FNV0)), seq);
 }
 static uint64_t pair_key(uint64_t comm_id, int32_t src, int32_t dst) {
-  return mix2(mix2(comm_id, (uint64_t)(uint32_t)src), (uint64_t)(uint32_t)dst + 0x5e4d);
+  return hm_mix2(hm_mix2(comm_id, (uint64_t)(uint32_t)src), (uint64_t)(uint32_t)dst + 0x5e4d);
 }
 
 typedef struct {
@@ -522,7 +450,7 @@ static uint64_t seg_id(uint64_t id, uint32_t seg) { return id ^ ((uint64_t)seg <
 /* KernelLaunch and the Coll/P2p it carries: same thread (the eager path; graph replays start
  * their Coll on a callback thread that has no launch), same communicator */
 static uint64_t launch_key(const ncs_event_t *e, uint32_t seg) {
-  return mix2(((uint64_t)seg << 32) ^ e->thread, e->ctx);
+  return hm_mix2(((uint64_t)seg << 32) ^ e->thread, e->ctx);
 }
 
 /* shared part of indexing a Coll/P2p START: instance or send/recv pair (x->mu held) */
@@ -556,13 +484,13 @@ static void index_link(wk_t *w, idx_tmp_t *tmp, ent_t *n, const comm_t *c,
   if (!cid || !func) return;
   uint64_t seq = fval(e, NCS_F(Coll, seqNumber)), key = inst_key(cid, func, seq);
   int created;
-  uint64_t *occ = hm_ref(&tmp->occ, mix2(key, (uint64_t)(uint32_t)c->rank), 0, &created);
+  uint64_t *occ = hm_ref(&tmp->occ, hm_mix2(key, (uint64_t)(uint32_t)c->rank), 0, &created);
   if (!occ) {
     set_oom(w);
     return;
   }
   uint32_t k = (uint32_t)(*occ)++;
-  if (k) key = mix2(key, k); /* the same rank again: a later incarnation of the comm */
+  if (k) key = hm_mix2(key, k); /* the same rank again: a later incarnation of the comm */
   uint64_t *ii = hm_ref(&x->inst_map, key, x->ninsts, &created);
   if (!ii || (created && GROW(x->insts, x->inst_cap, x->ninsts + 1) != 0)) {
     set_oom(w);
@@ -940,7 +868,7 @@ static void new_track(wk_t *w, tl_track_t *t, uint8_t kind, uint64_t parent, int
 
 /* a pooled name for (kind, value), formatted once per worker */
 static const char *cached_name(wk_t *w, uint64_t kind, int64_t v, const char *fmt) {
-  uint64_t key = mix2(kind, (uint64_t)v), p;
+  uint64_t key = hm_mix2(kind, (uint64_t)v), p;
   if (hm_get(&w->name_map, key, &p)) return (const char *)(uintptr_t)p;
   char buf[64];
   snprintf(buf, sizeof buf, fmt, v);
@@ -973,11 +901,11 @@ static const char *const row_desc[] = {
 static uint32_t group_for(wk_t *w, uint32_t proc, const ncs_event_t *e, const comm_t *c) {
   uint64_t key;
   if (c)
-    key = mix2(proc, c->comm_id ? c->comm_id : mix2(c->seg, c->index));
+    key = hm_mix2(proc, c->comm_id ? c->comm_id : hm_mix2(c->seg, c->index));
   else if (e->ctx_kind == NCS_CTX_FOREIGN)
-    key = mix2(proc, mix2(0xF0, e->ctx));
+    key = hm_mix2(proc, hm_mix2(0xF0, e->ctx));
   else
-    key = mix2(proc, 0xF1);
+    key = hm_mix2(proc, 0xF1);
   int created;
   uint64_t *gi = hm_ref(&w->group_map, key, w->ngroups, &created);
   if (!gi) {
@@ -1017,7 +945,7 @@ static uint32_t group_for(wk_t *w, uint32_t proc, const ncs_event_t *e, const co
 }
 
 static uint32_t row_for(wk_t *w, uint32_t proc, uint32_t group, uint8_t kind, int32_t ch) {
-  uint64_t key = mix2(mix2(proc, group), mix2(kind, (uint64_t)(uint32_t)ch));
+  uint64_t key = hm_mix2(hm_mix2(proc, group), hm_mix2(kind, (uint64_t)(uint32_t)ch));
   int created;
   uint64_t *ri = hm_ref(&w->row_map, key, w->nrows, &created);
   if (!ri) {
@@ -1183,7 +1111,7 @@ static int cmp_inst(const void *a, const void *b) {
 }
 
 static uint64_t hub_flow(const inst_t *in, int32_t rank) {
-  return nz(mix2(in->h, 0xC011ull + (uint64_t)rank));
+  return nz(hm_mix2(in->h, 0xC011ull + (uint64_t)rank));
 }
 
 static void emit_job(wk_t *w) {
@@ -1204,7 +1132,8 @@ static void emit_job(wk_t *w) {
   job.order = -1;
   x->main_sink->track(x->main_sink, &job);
   lane_t *lanes = NULL;
-  uint32_t nl = 0, lcap = 0;
+  uint32_t nl = 0;
+  size_t lcap = 0;
   uint64_t cur = 0;
   const char *row = NULL;
   for (uint32_t i = 0; i < x->ninsts && !w->oom; i++) {
@@ -1222,7 +1151,7 @@ static void emit_job(wk_t *w) {
     for (l = 0; l < nl; l++)
       if (lanes[l].last_end <= s) break;
     if (l == nl) {
-      if (grow((void **)&lanes, &lcap, nl + 1, sizeof *lanes) != 0) {
+      if (GROW(lanes, lcap, nl + 1) != 0) {
         set_oom(w);
         break;
       }
@@ -1361,7 +1290,7 @@ static uint64_t links(wk_t *w, const ncs_event_t *e, const comm_t *c, const ent_
   int32_t src = send ? en->rank : (int32_t)peer, dst = send ? (int32_t)peer : en->rank;
   uint64_t pk = pair_key(cid, src, dst);
   int created;
-  uint64_t *k = hm_ref(&w->occ_map, mix2(pk, (uint64_t)send), 0, &created);
+  uint64_t *k = hm_ref(&w->occ_map, hm_mix2(pk, (uint64_t)send), 0, &created);
   if (!k) {
     set_oom(w);
     return 0;
@@ -1370,7 +1299,7 @@ static uint64_t links(wk_t *w, const ncs_event_t *e, const comm_t *c, const ent_
   uint64_t nth = (*k)++;
   const pair_t *p = &x->pairs[pi];
   if (nth >= p->nsend || nth >= p->nrecv) return 0;
-  uint64_t id = nz(mix2(pk, 0xF10Aull + nth));
+  uint64_t id = nz(hm_mix2(pk, 0xF10Aull + nth));
   a_i64(w, "p2p_seq", (int64_t)nth);
   if (send) {
     bf[*nb].id = id, bf[(*nb)++].out = 1;
@@ -1378,7 +1307,7 @@ static uint64_t links(wk_t *w, const ncs_event_t *e, const comm_t *c, const ent_
   } else {
     ef[*ne].id = id, ef[(*ne)++].out = 0;
   }
-  return nz(mix2(pk, nth));
+  return nz(hm_mix2(pk, nth));
 }
 
 static void coll_p2p(wk_t *w, file_t *f, const ncs_event_t *e, uint32_t proc, const comm_t *c,
@@ -1397,7 +1326,7 @@ static void coll_p2p(wk_t *w, file_t *f, const ncs_event_t *e, uint32_t proc, co
   if (cid) a_ptr(w, "commId", cid);
   if (c) a_i64(w, "comm_rank", c->rank), a_i64(w, "nranks", c->nranks);
   uint64_t count = fval(e, coll ? NCS_F(Coll, count) : NCS_F(P2p, count));
-  int dsz = dtype_size(fraw(e, coll ? NCS_F(Coll, datatype) : NCS_F(P2p, datatype)));
+  int dsz = (int)ncs_dtype_size(fraw(e, coll ? NCS_F(Coll, datatype) : NCS_F(P2p, datatype)));
   uint64_t bytes = count * (uint64_t)dsz;
   if (dsz) a_u64(w, "bytes", bytes);
   uint64_t gs = 0, ge = 0;
@@ -1493,7 +1422,7 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
     kind = RK_API, cat = TC_API;
     const char *fn = fstr(&w->pool, e, e->type == NCS_T_COLL_API ? NCS_F(CollApi, func) : NCS_F(P2pApi, func));
     if (fn) {
-      uint64_t key = mix2(3, (uint64_t)(uintptr_t)fn), p;
+      uint64_t key = hm_mix2(3, (uint64_t)(uintptr_t)fn), p;
       if (hm_get(&w->name_map, key, &p)) {
         name = (const char *)(uintptr_t)p;
       } else {
@@ -1703,7 +1632,7 @@ static void emit_file(wk_t *w, uint32_t fi) {
 static void wk_free(wk_t *w) {
   reset_file_state(w);
   free(w->rows), free(w->groups), free(w->open), free(w->free_open), free(w->heap), free(w->flows);
-  pool_free(&w->pool);
+  ncs_pool_free(&w->pool);
   if (w->sink) w->sink->destroy(w->sink);
   w->sink = NULL;
 }
@@ -1828,7 +1757,7 @@ static void ex_free(ex_t *x) {
   for (uint32_t i = 0; i < x->ninsts; i++) free(x->insts[i].bits);
   free(x->files), free(x->procs), free(x->insts), free(x->pairs);
   hm_free(&x->inst_map), hm_free(&x->pair_map);
-  pool_free(&x->pool);
+  ncs_pool_free(&x->pool);
   pthread_mutex_destroy(&x->mu);
   pthread_cond_destroy(&x->cv);
 }
@@ -1971,7 +1900,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   w0->next_uuid = 1ull << 25; /* processes: from 0x100; files: (index + 1) << 26 */
   w0->next_track = x->next_track;
   if (x->o.types & (1u << NCS_T_COLL)) emit_job(w0);
-  pool_free(&w0->pool);
+  ncs_pool_free(&w0->pool);
   if (w0->oom) goto oom;
   /* pass 2 */
   x->direct = x->nworkers == 1;
