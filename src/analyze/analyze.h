@@ -1,17 +1,17 @@
-/* analyze.h - cross-rank analysis of a recorded job (the engine of `ncclscope report`).
+/* analyze.h - the report's analysis of a recorded job (the engine of `ncclscope report`, its
+ * --json and --html, and the analysis tables of `export --format sqlite`).
  *
- * ncs_analyze_path reads every trace file of a job directory, matches collective instances across
- * ranks by (commId, func, seqNumber), pairs sends with receives by (commId, peer, order), maps
- * clocks, and aggregates per communicator x collective x size bucket and per rank. Every number
- * is defined in docs/report.md. All times are ns; bandwidths are GB/s (1e9 bytes/s).
+ * It consumes the job model (src/model/model.h): files, communicators, clocks, operations,
+ * collective instances and send/receive pairs come from there, and this adds the numbers of
+ * docs/report.md: per instance its latency, bandwidth, skew, who arrived last and who was slowest;
+ * aggregates per communicator x collective x size bucket and per rank; mismatched arguments;
+ * GPU times that cannot be right. All times are ns; bandwidths are GB/s (1e9 bytes/s).
  *
- * Memory is bounded by the ranks, communicators, buckets and the operations in flight, not by the
- * length of the job (docs/report.md, "Memory"): all trace files are read at once, merged in time
- * order; an operation is kept from its START until its completion settled, an instance until all
- * its ranks were seen (or the horizon closed it), and the quantiles of a bucket come from at most
- * NCS_AN_EXACT_MAX exact samples, then from a log-scale sketch. Unless ncs_analyze_opts_t.retain
- * asks for the per-operation and per-instance records (ncs_an_op, ncs_an_instance: exporters),
- * whose memory grows with the job.
+ * Memory is bounded by the ranks, communicators, buckets and the operations in flight (the
+ * model's streaming pass), not by the length of the job (docs/report.md, "Memory"); quantiles of
+ * a bucket come from at most NCS_AN_EXACT_MAX exact samples, then from a log-scale sketch.
+ * ncs_analyze_opts_t.retain also keeps every instance's numbers and the model's operations, for
+ * exporters (ncs_an_instance, ncs_job_op), whose memory then grows with the job.
  */
 #ifndef NCS_ANALYZE_H
 #define NCS_ANALYZE_H
@@ -19,58 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NCS_AN_GAP_MAX 65536 /* KernelCh clock samples kept per process */
+#include "model/model.h"
+
 #define NCS_AN_EVIDENCE 3    /* instances kept as evidence per rank */
 #define NCS_AN_CELL_MAX 262144 /* rank x bucket cells kept (about 10 MB); see cells_dropped */
-/* the streaming analysis's bounds (docs/report.md, "Memory"); -D overrides are for tests */
 #ifndef NCS_AN_EXACT_MAX
 #define NCS_AN_EXACT_MAX 4096 /* exact samples per quantile of a bucket; beyond: the sketch */
 #endif
 #define NCS_AN_SKETCH_ERR 0.005 /* the sketch's largest relative error of a quantile */
-#ifndef NCS_AN_HORIZON_NS
-#define NCS_AN_HORIZON_NS 10000000000ll /* trace time after which an open instance is closed */
-#endif
-#ifndef NCS_AN_SETTLE_NS
-#define NCS_AN_SETTLE_NS 1000000000ll /* trace time a completion waits for its revisions */
-#endif
-#define NCS_AN_OPEN_MAX 4096      /* open instances per communicator at most */
-#define NCS_AN_HOST_SAMPLES 65536 /* host offset samples kept per host (reservoir) */
-/* GPU times that cannot be right (docs/report.md, "GPU times that cannot be right"): a rank's
- * kernel of an AllReduce/AllGather/ReduceScatter ended more than this before any other rank's
- * kernel of the same instance started; and a KernelCh pTimer more than this after the host saw
- * the channel start is not used to map the GPU clock */
-#define NCS_AN_GPU_TOL_NS 1000000ll
-
-enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
-extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
-
-enum { NCS_GPU_NONE = 0, NCS_GPU_REALTIME = 1, NCS_GPU_OWN = 2 };
-
-typedef struct {
-  char file[256], host[128];
-  uint64_t pid;
-  uint32_t host_index;
-  int64_t clk_off;    /* median (realtime - monotonic) over the CLOCK pairs */
-  int64_t clk_spread; /* max - min of (realtime - monotonic) */
-  uint32_t clk_pairs;
-  int gpu_domain;     /* NCS_GPU_*: how pTimer maps to host time */
-  int64_t gpu_off;    /* pTimer - monotonic used to map GPU times to host monotonic time */
-  int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
-  uint64_t gap_n;
-  int damaged;
-} ncs_an_proc_t;
-
-typedef struct {
-  char host[128];
-  int64_t offset; /* ns to subtract from this host's realtime to get the reference host's */
-  int64_t error;  /* median absolute deviation of the per-instance estimates */
-  uint64_t samples;
-} ncs_an_host_t;
-
-typedef struct {
-  uint64_t comm_id;
-  int32_t nranks, nnodes, ranks_seen;
-} ncs_an_comm_t;
+/* GPU times that cannot be right (docs/report.md): a rank's kernel of an AllReduce/AllGather/
+ * ReduceScatter ended more than this before any other rank's kernel of the same instance started */
+#define NCS_AN_GPU_TOL_NS NCS_JOB_GPU_TOL_NS
 
 typedef struct {
   uint32_t comm;
@@ -135,13 +94,7 @@ typedef struct {
 
 typedef struct {
   char path[512];
-  ncs_an_proc_t *procs;
-  uint32_t nprocs;
-  ncs_an_host_t *hosts;
-  uint32_t nhosts;
-  int64_t error; /* error bound of every cross-rank time difference (skew, wait), ns */
-  ncs_an_comm_t *comms;
-  uint32_t ncomms;
+  ncs_job_t *job; /* the job model: files (procs), hosts, communicators, clocks, error bound */
   ncs_an_bucket_t *buckets;
   uint32_t nbuckets;
   ncs_an_rank_t *ranks;
@@ -164,17 +117,10 @@ typedef struct {
   ncs_an_mismatch_t mism[16];
   uint32_t nmism;
   uint64_t sends, recvs, p2p_pairs, p2p_unmatched_send, p2p_unmatched_recv, p2p_bytes_mismatch;
-  uint64_t damaged_files;
+  uint64_t damaged_files; /* files that could not be read, or end early (job->unreadable + damaged) */
   ncs_an_cell_t *cells; /* (bucket, rank) arrival sums, in order of first appearance */
   uint32_t ncells;
   uint64_t cells_dropped; /* rank operations left out of cells: NCS_AN_CELL_MAX reached */
-  /* the streaming analysis (docs/report.md, "Memory") */
-  uint64_t evicted;      /* incomplete instances closed before the end: horizon or cap */
-  uint64_t p2p_evicted;  /* sends/recvs given up unpaired before the end: horizon */
-  uint64_t peak_open_instances; /* most collective instances open at once */
-  uint64_t peak_held_ops; /* most rank operations held at once (pending, open, unpaired) */
-  uint32_t passes;       /* reading passes over the files: 2, 3 with several hosts */
-  double pass_s[3];      /* seconds of each pass */
   /* internal */
   void *priv;
 } ncs_analysis_t;
@@ -189,31 +135,21 @@ ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen);
 /* the same with options (NULL: the defaults, as ncs_analyze_path) */
 ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
                                       size_t errlen);
-void ncs_analysis_free(ncs_analysis_t *a);
+void ncs_analysis_free(ncs_analysis_t *a); /* and its job */
 
-/* ---- Per instance and per operation: the matched data behind the aggregates above, for
- * exporters (`ncclscope export --format sqlite`, docs/sqlite.md), kept only when the analysis
- * ran with ncs_analyze_opts_t.retain. Every number here is the one the aggregates and the
- * per-rank totals were computed from, by the same code.
- *
- * Operations (one Coll or P2p of one rank) are in analysis order: collectives first, sorted by
- * (comm, func, seq, rank) so that each instance's operations are contiguous; then sends and
- * receives by (comm, sender, receiver, order). Pointers stay valid until ncs_analysis_free. */
+/* ---- Per instance: the numbers behind the aggregates, kept only when the analysis ran with
+ * ncs_analyze_opts_t.retain; instance i is the model's ncs_job_inst(a->job, i), its operations
+ * ncs_job_op(a->job, first_op + k). Every number here is the one the aggregates and the per-rank
+ * totals were computed from, by the same code. */
 typedef struct {
-  uint32_t comm;         /* index into communicators */
-  const char *func;
-  uint64_t seq;
   uint64_t bytes;        /* nccl-tests' algbw size of the lowest rank's record */
-  int log2;              /* size bucket: bytes in [2^log2, 2^(log2+1)); -1 for 0 bytes */
-  size_t first_op;       /* its operations: ncs_an_op(a, first_op + k, ...), k < nops, by rank */
-  uint32_t nops;         /* rank records matched (fewer than nranks: incomplete) */
+  int log2;              /* its size bucket: bytes in [2^log2, 2^(log2+1)); -1 for 0 bytes */
   int64_t latency;       /* the largest duration over its ranks, ns */
   int timing;            /* NCS_SRC_* of that largest duration */
   int64_t median_duration;
   double algbw, busbw;   /* GB/s */
-  int64_t first_arrival, last_arrival, skew; /* job time ns (ncs_an_job_offset) */
-  int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival */
-  int last_counted;      /* the report counts last_rank as arriving last (nops > 1, skew > 0) */
+  int64_t skew;          /* last arrival - first arrival */
+  int last_counted;      /* the report counts the instance's last_rank as arriving last */
   int64_t wait_caused;   /* when last_counted: sum over its ranks of (last arrival - arrival) */
   int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
   int64_t slowest_excess; /* its duration - the median duration */
@@ -221,33 +157,6 @@ typedef struct {
   int gpu_suspect;       /* its GPU times cannot be right (a->gpu_suspect, docs/report.md) */
 } ncs_an_instance_t;
 
-typedef struct {
-  uint32_t proc;         /* index into procs (the trace file) */
-  uint32_t seg;          /* segment of that file (0 the first) */
-  uint64_t id;           /* event id of the Coll/P2p START in that segment, as `dump` prints */
-  uint32_t comm;
-  int32_t rank, peer;    /* peer: P2p only */
-  const char *func, *dtype; /* dtype and count: the user's (CollApi/P2pApi) when known */
-  uint64_t seq, count, order; /* seq: Coll; order: P2p, k-th send (recv) to (from) peer */
-  int64_t root;
-  uint64_t bytes;
-  int p2p, is_send;
-  int64_t arrival;       /* job time ns: CollApi/P2pApi start, else the Coll/P2p start */
-  int64_t duration;      /* ns */
-  int timing;            /* NCS_SRC_* */
-  int64_t kernel_start;  /* GPU kernel start in job time ns, 0 unknown */
-  size_t instance;       /* Coll: index of its instance; SIZE_MAX for P2p */
-  size_t pair;           /* P2p: index of the paired recv/send; SIZE_MAX when unpaired or Coll */
-} ncs_an_op_t;
-
-size_t ncs_an_instance_count(const ncs_analysis_t *a);
 const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i); /* NULL: past end */
-size_t ncs_an_op_count(const ncs_analysis_t *a);
-int ncs_an_op(const ncs_analysis_t *a, size_t i, ncs_an_op_t *out); /* 0, or -1 past the end */
-/* the communicator index of a COMM chunk's (commId, nranks); -1 when the analysis has none */
-int64_t ncs_an_comm_index(const ncs_analysis_t *a, uint64_t comm_id, int32_t nranks);
-/* ns to add to a host CLOCK_MONOTONIC time of process `proc` to get job time: 0 on one host,
- * else its clock offset minus its host's offset (docs/report.md, Clocks) */
-int64_t ncs_an_job_offset(const ncs_analysis_t *a, uint32_t proc);
 
 #endif

@@ -43,7 +43,7 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
   for (uint32_t k = 0; k < top && k < a->nranks; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
     if (!r->last || r->wait_caused <= 0) break;
-    const ncs_an_comm_t *c = &a->comms[r->comm];
+    const ncs_job_comm_t *c = &a->job->comms[r->comm];
     if (k > 0 && ncs_pct(r->last, r->instances) < 100.0 / (c->nranks ? c->nranks : 1) * 1.5) break;
     add(f, NCS_FIND_STRAGGLER, r);
   }
@@ -68,7 +68,7 @@ void ncs_findings_free(ncs_findings_t *f) {
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
   char t1[32], t2[32], err[32];
   const ncs_an_rank_t *r = f->rank;
-  ncs_fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   switch (f->kind) {
   case NCS_FIND_STRAGGLER:
     ncs_fmt_ns(t1, sizeof t1, (double)r->wait_caused);
@@ -77,8 +77,8 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
              " collectives on comm 0x%016" PRIx64 ", causing %s of waiting (+-%s); worst: %s seq %" PRIu64
              " by %s",
-             r->rank, a->procs[r->proc].pid, ncs_pct(r->last, r->instances), r->instances,
-             a->comms[r->comm].comm_id, t1, err, r->nev ? r->ev[0].func : "-",
+             r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->instances), r->instances,
+             a->job->comms[r->comm].comm_id, t1, err, r->nev ? r->ev[0].func : "-",
              r->nev ? r->ev[0].seq : 0, t2);
     break;
   case NCS_FIND_SLOW_RANK:
@@ -86,8 +86,8 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
              " collectives on comm 0x%016" PRIx64 ", %s over the median rank in total",
-             r->rank, a->procs[r->proc].pid, ncs_pct(r->slowest, r->instances), r->instances,
-             a->comms[r->comm].comm_id, t1);
+             r->rank, a->job->procs[r->proc].pid, ncs_pct(r->slowest, r->instances), r->instances,
+             a->job->comms[r->comm].comm_id, t1);
     break;
   case NCS_FIND_MISMATCH: {
     const ncs_an_mismatch_t *m = &a->mism[0];
@@ -96,7 +96,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     snprintf(o, n,
              "%" PRIu64 " collective instances differ across ranks, e.g. %s seq %" PRIu64
              " on comm 0x%016" PRIx64 ": rank %d differs from rank %d%s: %s",
-             a->mismatched, m->func, m->seq, a->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
+             a->mismatched, m->func, m->seq, a->job->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
              m->what);
     break;
   }

@@ -43,40 +43,40 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   const ncs_an_rank_t *const *byw = f->by_wait, *const *bys = f->by_slow;
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
-  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->error,
+  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->job->error,
           a->damaged_files);
-  for (uint32_t i = 0; i < a->nprocs; i++) {
-    const ncs_an_proc_t *p = &a->procs[i];
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    const ncs_job_proc_t *p = &a->job->procs[i];
     fprintf(o, "%s\n{\"file\":", i ? "," : "");
-    ncs_json_str(o, p->file);
+    ncs_json_str(o, p->path);
     fprintf(o, ",\"host\":");
     ncs_json_str(o, p->host);
     fprintf(o,
             ",\"pid\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRId64
             ",\"clock_pairs\":%u,\"gpu_clock\":{\"domain\":\"%s\",\"offset_ns\":%" PRId64
             ",\"gap_p50_ns\":%" PRId64 ",\"gap_p99_ns\":%" PRId64 ",\"gap_min_ns\":%" PRId64
-            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}}",
+            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"error_ns\":%" PRId64 "}}",
             p->pid, p->clk_off, p->clk_spread, p->clk_pairs,
             p->gpu_domain == NCS_GPU_REALTIME ? "realtime" : p->gpu_domain == NCS_GPU_OWN ? "own" : "none",
-            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n);
+            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err);
   }
   fprintf(o, "],\n\"hosts\":[");
-  for (uint32_t h = 0; h < a->nhosts; h++) {
+  for (uint32_t h = 0; h < a->job->nhosts; h++) {
     fprintf(o, "%s{\"host\":", h ? "," : "");
-    ncs_json_str(o, a->hosts[h].host);
+    ncs_json_str(o, a->job->hosts[h].host);
     fprintf(o, ",\"offset_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}",
-            a->hosts[h].offset, a->hosts[h].error, a->hosts[h].samples);
+            a->job->hosts[h].offset, a->job->hosts[h].error, a->job->hosts[h].samples);
   }
   fprintf(o, "],\n\"communicators\":[");
-  for (uint32_t c = 0; c < a->ncomms; c++)
+  for (uint32_t c = 0; c < a->job->ncomms; c++)
     fprintf(o, "%s{\"index\":%u,\"comm_id\":\"0x%016" PRIx64 "\",\"nranks\":%d,\"nnodes\":%d,\"ranks_seen\":%d}",
-            c ? "," : "", c, a->comms[c].comm_id, a->comms[c].nranks, a->comms[c].nnodes,
-            a->comms[c].ranks_seen);
+            c ? "," : "", c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes,
+            a->job->comms[c].ranks_seen);
   fprintf(o,
           "],\n\"collectives\":{\"instances\":%" PRIu64 ",\"incomplete\":%" PRIu64
           ",\"evicted\":%" PRIu64 ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64
           ",\"unsampled\":%" PRIu64 ",\"mismatched\":%" PRIu64 ",\"mismatches\":[",
-          a->instances, a->incomplete, a->evicted, a->coll_ops, a->unmatched_seq, a->unsampled,
+          a->instances, a->incomplete, a->job->run.evicted, a->coll_ops, a->unmatched_seq, a->unsampled,
           a->mismatched);
   for (uint32_t k = 0; k < a->nmism; k++) {
     const ncs_an_mismatch_t *m = &a->mism[k];
@@ -99,7 +99,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           ",\"unmatched_sends\":%" PRIu64 ",\"unmatched_recvs\":%" PRIu64
           ",\"bytes_mismatch\":%" PRIu64 ",\"evicted\":%" PRIu64 "},\n\"buckets\":[",
           a->sends, a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
-          a->p2p_bytes_mismatch, a->p2p_evicted);
+          a->p2p_bytes_mismatch, a->job->run.p2p_evicted);
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
     fprintf(o, "%s\n{\"comm\":%u,\"func\":", k ? "," : "", b->comm);
@@ -125,7 +125,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"last_arrivals\":%" PRIu64 ",\"wait_caused_ns\":%" PRId64
             ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
             ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64 "}",
-            k ? "," : "", r->comm, r->rank, a->procs[r->proc].pid, r->instances, r->last,
+            k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
             r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0);
   }
@@ -136,7 +136,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"wait_caused_ns\":%" PRId64
             ",\"error_ns\":%" PRId64 ",\"evidence\":[",
             k ? "," : "", r->comm, r->rank, r->instances ? (double)r->last / (double)r->instances : 0,
-            r->wait_caused, a->error);
+            r->wait_caused, a->job->error);
     for (uint32_t e = 0; e < r->nev; e++) {
       fprintf(o, "%s{\"func\":", e ? "," : "");
       ncs_json_str(o, r->ev[e].func);
@@ -156,18 +156,18 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   fprintf(o,
           "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
           ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g}}\n",
-          a->passes, a->peak_open_instances, a->peak_held_ops, (long long)NCS_AN_HORIZON_NS,
-          (long long)NCS_AN_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
+          a->job->run.passes, a->job->run.peak_open, a->job->run.peak_held, (long long)NCS_JOB_HORIZON_NS,
+          (long long)NCS_JOB_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
 }
 
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
   const ncs_an_rank_t *const *byw = f->by_wait;
   char t1[32], t2[32], err[32];
-  ncs_fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   fprintf(o, "ncclscope report: %s\n", a->path);
   fprintf(o, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
              " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
-          a->nprocs, a->nhosts, a->nhosts == 1 ? "" : "s", a->ncomms, a->instances, a->coll_ops,
+          a->job->nprocs, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
   if (a->unsampled)
     fprintf(o, "%" PRIu64 " instances have no GPU times (unsampled, NCCLSCOPE_UNSAMPLED_EVENTS): "
@@ -218,26 +218,26 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     ncs_fmt_ns(w1, sizeof w1, (double)r->wait_caused), ncs_fmt_ns(w2, sizeof w2, (double)r->wait_suffered);
     ncs_fmt_ns(l, sizeof l, r->launch_n ? (double)r->launch_sum / (double)r->launch_n : 0);
     fprintf(o, "  %-5u %5d %8" PRIu64 " %9" PRIu64 " %6.0f%% %12s %12s %11.0f%% %12s\n", r->comm,
-            r->rank, a->procs[r->proc].pid, r->instances, ncs_pct(r->last, r->instances), w1, w2,
+            r->rank, a->job->procs[r->proc].pid, r->instances, ncs_pct(r->last, r->instances), w1, w2,
             ncs_pct(r->slowest, r->instances), r->launch_n ? l : "-");
   }
   fprintf(o, "\nClocks: ");
-  if (a->nhosts <= 1) {
+  if (a->job->nhosts <= 1) {
     fprintf(o, "one host; all ranks share CLOCK_MONOTONIC, bound = CLOCK pair spread %s\n", err);
   } else {
-    fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->nhosts,
-            a->hosts[0].host);
-    for (uint32_t h = 1; h < a->nhosts; h++) {
-      ncs_fmt_ns(t1, sizeof t1, (double)a->hosts[h].offset), ncs_fmt_ns(t2, sizeof t2, (double)a->hosts[h].error);
-      fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->hosts[h].host, t1, t2, a->hosts[h].samples);
+    fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->job->nhosts,
+            a->job->hosts[0].host);
+    for (uint32_t h = 1; h < a->job->nhosts; h++) {
+      ncs_fmt_ns(t1, sizeof t1, (double)a->job->hosts[h].offset), ncs_fmt_ns(t2, sizeof t2, (double)a->job->hosts[h].error);
+      fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->job->hosts[h].host, t1, t2, a->job->hosts[h].samples);
     }
   }
   int64_t g50 = 0, g99 = 0;
   uint64_t gn = 0;
-  for (uint32_t i = 0; i < a->nprocs; i++) {
-    if (a->procs[i].gap_n) gn += a->procs[i].gap_n;
-    if (llabs(a->procs[i].gap_p50) > llabs(g50)) g50 = a->procs[i].gap_p50;
-    if (llabs(a->procs[i].gap_p99) > llabs(g99)) g99 = a->procs[i].gap_p99;
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    if (a->job->procs[i].gap_n) gn += a->job->procs[i].gap_n;
+    if (llabs(a->job->procs[i].gap_p50) > llabs(g50)) g50 = a->job->procs[i].gap_p50;
+    if (llabs(a->job->procs[i].gap_p99) > llabs(g99)) g99 = a->job->procs[i].gap_p99;
   }
   if (gn) {
     ncs_fmt_ns(t1, sizeof t1, (double)g50), ncs_fmt_ns(t2, sizeof t2, (double)g99);
@@ -313,8 +313,8 @@ int ncs_cmd_report(int argc, char **argv) {
     return NCS_EXIT_NO_INPUT;
   }
   if (timing) {
-    fprintf(stderr, "ncclscope report: %u passes:", a->passes);
-    for (uint32_t k = 0; k < a->passes; k++) fprintf(stderr, "%s %.3f s", k ? " +" : "", a->pass_s[k]);
+    fprintf(stderr, "ncclscope report: %u passes:", a->job->run.passes);
+    for (uint32_t k = 0; k < a->job->run.passes; k++) fprintf(stderr, "%s %.3f s", k ? " +" : "", a->job->run.pass_s[k]);
     fprintf(stderr, "\n");
   }
   ncs_findings_t f;

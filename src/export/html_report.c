@@ -350,7 +350,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   char *has = calloc(a->nbuckets + 1, 1);
   long *colof = malloc((a->nbuckets + 1) * sizeof *colof),
        *rowof = malloc((a->nranks + 1) * sizeof *rowof);
-  heat_t *hs = calloc(a->ncomms + 1, sizeof *hs);
+  heat_t *hs = calloc(a->job->ncomms + 1, sizeof *hs);
   if (!late_sum || !rn || !rlast || !rwait || !has || !colof || !rowof || !hs) abort();
   for (uint32_t k = 0; k < a->ncells; k++) {
     const ncs_an_cell_t *c = &a->cells[k];
@@ -360,7 +360,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   }
   size_t nh = 0, comms_all = 0;
   double vmax = 0, y = 8;
-  for (uint32_t cm = 0; cm < a->ncomms; cm++) {
+  for (uint32_t cm = 0; cm < a->job->ncomms; cm++) {
     heat_t H = {.comm = cm};
     for (uint32_t b = 0; b < a->nbuckets; b++) H.cols_all += has[b] && a->buckets[b].comm == cm;
     for (uint32_t r = 0; r < a->nranks; r++) H.rows_all += a->ranks[r].comm == cm && rn[r];
@@ -433,7 +433,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   char t[96], t2[32], t3[32], colr[16];
   for (size_t i = 0; nh && i < nh; i++) {
     const heat_t *H = &hs[i];
-    const ncs_an_comm_t *c = &a->comms[H->comm];
+    const ncs_job_comm_t *c = &a->job->comms[H->comm];
     double y0 = H->top - COLLAB - 22;
     snprintf(t, sizeof t, "comm %u (0x%016" PRIx64 "), %d ranks%s", H->comm, c->comm_id, c->nranks,
              H->nrows < H->rows_all || H->ncols < H->cols_all ? " (part: see the note below)" : "");
@@ -460,7 +460,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
         snprintf(t, sizeof t, "rank %d", R->rank);
         svg_text(o, LABW - 6, yy + H->ch / 2 + 4, "end", NULL, t);
       }
-      const ncs_an_proc_t *p = &a->procs[R->proc];
+      const ncs_job_proc_t *p = &a->job->procs[R->proc];
       for (size_t k = 0; k <= H->ncols; k++) {
         double x = LABW + (double)k * H->cw + (k == H->ncols ? 8 : 0);
         const ncs_an_cell_t *cell = k < H->ncols ? H->m[r * H->ncols + k] : NULL;
@@ -724,7 +724,7 @@ static void table_ranks(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
   uint32_t n = a->nranks < NCS_HTML_RANK_ROWS ? a->nranks : NCS_HTML_RANK_ROWS;
   for (uint32_t k = 0; k < n; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
-    const ncs_an_proc_t *p = &a->procs[r->proc];
+    const ncs_job_proc_t *p = &a->job->procs[r->proc];
     fprintf(o, "<tr><td>%u</td><td>%d</td><td>%" PRIu64 "</td><td class=\"l\">", r->comm, r->rank,
             p->pid);
     esc(o, p->host);
@@ -749,10 +749,10 @@ static void table_procs(FILE *o, const ncs_analysis_t *a) {
   thead(o, "procs-table",
         "<file|<host|pid|clock offset|clock spread|CLOCK pairs|<GPU clock|gap p50|gap p99|"
         "samples|<state");
-  for (uint32_t i = 0; i < a->nprocs; i++) {
-    const ncs_an_proc_t *p = &a->procs[i];
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    const ncs_job_proc_t *p = &a->job->procs[i];
     fputs("<tr><td class=\"l\">", o);
-    esc(o, p->file);
+    esc(o, p->path);
     fputs("</td><td class=\"l\">", o);
     esc(o, p->host);
     fprintf(o, "</td><td>%" PRIu64 "</td>", p->pid);
@@ -766,7 +766,7 @@ static void table_procs(FILE *o, const ncs_analysis_t *a) {
     else
       fputs("<td>-</td><td>-</td>", o);
     fprintf(o, "<td>%" PRIu64 "</td><td class=\"l\">%s</td></tr>\n", p->gap_n,
-            p->damaged ? "damaged" : "ok");
+            !p->readable ? "unreadable" : p->damage ? "damaged" : "ok");
   }
   fputs("</tbody></table>\n", o);
 }
@@ -802,7 +802,7 @@ static const char css[] =
 
 int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   char err[32];
-  ncs_fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   buckets_t L;
   buckets_build(&L, a);
 
@@ -823,13 +823,13 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<dt>job</dt><dd id=\"job-path\">",
         o);
   esc(o, a->path);
-  fprintf(o, "</dd>\n<dt>trace files</dt><dd>%u (one per process) on %u host%s", a->nprocs,
-          a->nhosts, a->nhosts == 1 ? "" : "s");
+  fprintf(o, "</dd>\n<dt>trace files</dt><dd>%u (one per process) on %u host%s", a->job->nprocs,
+          a->job->nhosts, a->job->nhosts == 1 ? "" : "s");
   if (a->damaged_files) fprintf(o, ", <b>%" PRIu64 " damaged</b>", a->damaged_files);
-  fprintf(o, "</dd>\n<dt>communicators</dt><dd>%u", a->ncomms);
-  for (uint32_t c = 0; c < a->ncomms && c < 16; c++)
-    fprintf(o, "%s%d ranks", c ? ", " : ": ", a->comms[c].nranks);
-  if (a->ncomms > 16) fputs(", ...", o);
+  fprintf(o, "</dd>\n<dt>communicators</dt><dd>%u", a->job->ncomms);
+  for (uint32_t c = 0; c < a->job->ncomms && c < 16; c++)
+    fprintf(o, "%s%d ranks", c ? ", " : ": ", a->job->comms[c].nranks);
+  if (a->job->ncomms > 16) fputs(", ...", o);
   fprintf(o, "</dd>\n<dt>ranks</dt><dd>%u (communicator, rank) pairs recorded</dd>\n", a->nranks);
   fprintf(o,
           "<dt>collectives</dt><dd>%" PRIu64 " instances (%" PRIu64 " rank operations), %" PRIu64
@@ -915,29 +915,29 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<h2>Communicators, processes and clocks</h2>\n",
         o);
   thead(o, "comms-table", "comm|<commId|nranks|nodes|ranks recorded");
-  for (uint32_t c = 0; c < a->ncomms; c++)
+  for (uint32_t c = 0; c < a->job->ncomms; c++)
     fprintf(o,
             "<tr><td>%u</td><td class=\"l\">0x%016" PRIx64 "</td><td>%d</td><td>%d</td>"
             "<td>%d</td></tr>\n",
-            c, a->comms[c].comm_id, a->comms[c].nranks, a->comms[c].nnodes, a->comms[c].ranks_seen);
+            c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes, a->job->comms[c].ranks_seen);
   fputs("</tbody></table>\n", o);
   table_procs(o, a);
-  if (a->nhosts <= 1) {
+  if (a->job->nhosts <= 1) {
     fprintf(o,
             "<p>Clocks: one host; all ranks share CLOCK_MONOTONIC, error bound = the largest "
             "CLOCK pair spread, %s.</p>\n",
             err);
   } else {
     fputs("<p>Clocks: host offsets from collective end times, relative to ", o);
-    esc(o, a->hosts[0].host);
+    esc(o, a->job->hosts[0].host);
     fputs(".</p>\n", o);
     thead(o, "hosts-table", "<host|offset|error|instances");
-    for (uint32_t h = 0; h < a->nhosts; h++) {
+    for (uint32_t h = 0; h < a->job->nhosts; h++) {
       fputs("<tr><td class=\"l\">", o);
-      esc(o, a->hosts[h].host);
+      esc(o, a->job->hosts[h].host);
       fputs("</td>", o);
-      td_ns(o, (double)a->hosts[h].offset), td_ns(o, (double)a->hosts[h].error);
-      fprintf(o, "<td>%" PRIu64 "</td></tr>\n", a->hosts[h].samples);
+      td_ns(o, (double)a->job->hosts[h].offset), td_ns(o, (double)a->job->hosts[h].error);
+      fprintf(o, "<td>%" PRIu64 "</td></tr>\n", a->job->hosts[h].samples);
     }
     fputs("</tbody></table>\n", o);
   }

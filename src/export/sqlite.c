@@ -497,9 +497,9 @@ static int create_schema(sq_t *q) {
 /* ================================================================ communicators and ranks */
 
 static int64_t comm_of(sq_t *q, const ncs_comm_info_t *c) {
-  int64_t k = ncs_an_comm_index(q->a, c->comm_id, c->nranks);
+  int64_t k = ncs_job_comm_index(q->a->job, c->comm_id, c->nranks, q->proc);
   if (k < 0) { /* the analysis skipped it (comm index beyond its table): our own row */
-    for (size_t i = q->a->ncomms; i < q->ncomms; i++)
+    for (size_t i = q->a->job->ncomms; i < q->ncomms; i++)
       if (q->comms[i].comm_id == c->comm_id && q->comms[i].nranks == c->nranks) return (int64_t)i;
     if (q->ncomms == q->cap_comms) {
       size_t n = q->cap_comms ? 2 * q->cap_comms : 16;
@@ -601,17 +601,17 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
   b_u64(s, IN_nccl_count, count), b_txt(s, IN_nccl_datatype, dtype);
   /* the analysis's view of this operation: the same record, found by (segment, event id) */
   uint64_t k;
-  ncs_an_op_t op;
-  if (hm_get(&q->ops, ((uint64_t)q->seg << 40) ^ e->id, &k) && ncs_an_op(q->a, k - 1, &op) == 0 &&
-      op.seg == q->seg && op.id == e->id && op.proc == q->proc) {
+  const ncs_op_t *op;
+  if (hm_get(&q->ops, ((uint64_t)q->seg << 40) ^ e->id, &k) && (op = ncs_job_op(q->a->job, k - 1)) &&
+      op->seg == q->seg && op->id == e->id && op->proc == q->proc) {
     q->op_row[k - 1] = row;
-    count = op.count, dtype = op.dtype;
-    b_u64(s, IN_bytes, op.bytes);
-    b_i64(s, IN_arrival_job_ns, op.arrival), b_i64(s, IN_duration_ns, op.duration);
-    b_txt(s, IN_timing, ncs_src_names[op.timing]);
-    if (op.kernel_start) b_i64(s, IN_kernel_start_job_ns, op.kernel_start);
-    if (op.instance != SIZE_MAX) b_u64(s, IN_collective_id, op.instance + 1);
-    if (op.p2p) b_u64(s, IN_p2p_order, op.order);
+    count = op->count, dtype = op->dtype;
+    b_u64(s, IN_bytes, op->bytes);
+    b_i64(s, IN_arrival_job_ns, op->arrival), b_i64(s, IN_duration_ns, op->duration);
+    b_txt(s, IN_timing, ncs_src_names[op->timing]);
+    if (op->kstart) b_i64(s, IN_kernel_start_job_ns, op->kstart);
+    if (op->inst != SIZE_MAX) b_u64(s, IN_collective_id, op->inst + 1);
+    if (op->p2p) b_u64(s, IN_p2p_order, op->order);
   }
   b_u64(s, IN_count, count), b_txt(s, IN_datatype, dtype);
   insert(q, NCS_SQ_INSTANCES);
@@ -899,32 +899,31 @@ static void progress(sq_t *q, ncs_reader_t *r, int final) {
   uint64_t done = final ? q->bytes_total : q->bytes_before + (r ? ncs_reader_offset(r) : 0);
   double pct = q->bytes_total ? 100.0 * (double)done / (double)q->bytes_total : 100.0;
   fprintf(stderr, "%s: %5.1f%% (file %u of %" PRIu64 ", %" PRIu64 " records, %.1f s)\n", q->o.prog,
-          pct > 100 ? 100 : pct, q->proc + 1 > q->a->nprocs ? q->a->nprocs : q->proc + 1,
-          (uint64_t)q->a->nprocs, q->st->records, (double)(t - q->t0) * 1e-9);
+          pct > 100 ? 100 : pct, q->proc + 1 > q->a->job->nprocs ? q->a->job->nprocs : q->proc + 1,
+          (uint64_t)q->a->job->nprocs, q->st->records, (double)(t - q->t0) * 1e-9);
 }
 
 static void export_file(sq_t *q, uint32_t pi) {
-  const ncs_an_proc_t *p = &q->a->procs[pi];
+  const ncs_job_proc_t *p = &q->a->job->procs[pi];
   q->proc = pi, q->in_seg = 0, q->seg = 0;
   free(q->plugin_version);
   q->plugin_version = NULL;
   /* this file's operations in the analysis, by (segment, event id) */
   hm_clear(&q->ops);
   for (size_t k = q->proc_first[pi]; k < q->proc_first[pi + 1]; k++) {
-    ncs_an_op_t op;
-    if (ncs_an_op(q->a, q->by_proc[k], &op) == 0 &&
-        hm_put(&q->ops, ((uint64_t)op.seg << 40) ^ op.id, q->by_proc[k] + 1) != 0) {
+    const ncs_op_t *op = ncs_job_op(q->a->job, q->by_proc[k]);
+    if (op && hm_put(&q->ops, ((uint64_t)op->seg << 40) ^ op->id, q->by_proc[k] + 1) != 0) {
       oom(q);
       return;
     }
   }
   char err[512] = "";
   struct stat sb;
-  uint64_t size = stat(p->file, &sb) == 0 ? (uint64_t)sb.st_size : 0;
+  uint64_t size = stat(p->path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
   uint64_t records = 0;
   uint32_t nseg = 0;
   const char *damage = NULL;
-  ncs_reader_t *r = ncs_reader_open(p->file, err, sizeof err);
+  ncs_reader_t *r = ncs_reader_open(p->path, err, sizeof err);
   if (!r) {
     damage = "corrupt";
     q->st->damaged++;
@@ -960,7 +959,7 @@ static void export_file(sq_t *q, uint32_t pi) {
         q->st->truncated++;
       else
         q->st->damaged++;
-      fprintf(stderr, "%s: warning: %s: %s\n", q->o.prog, p->file, err);
+      fprintf(stderr, "%s: warning: %s: %s\n", q->o.prog, p->path, err);
     }
     segment_end(q);
     ncs_reader_close(r);
@@ -968,11 +967,11 @@ static void export_file(sq_t *q, uint32_t pi) {
   q->bytes_before += size;
   static const char *const domains[] = {"none", "realtime", "own"};
   sqlite3_stmt *s = q->ins[NCS_SQ_PROCESSES];
-  b_u64(s, PR_id, pi), b_txt(s, PR_file, p->file), b_txt(s, PR_host, p->host);
+  b_u64(s, PR_id, pi), b_txt(s, PR_file, p->path), b_txt(s, PR_host, p->host);
   b_u64(s, PR_pid, p->pid), b_txt(s, PR_plugin_version, q->plugin_version);
   b_u64(s, PR_segments, nseg), b_u64(s, PR_host_id, p->host_index);
   b_i64(s, PR_clock_offset_ns, p->clk_off), b_i64(s, PR_clock_spread_ns, p->clk_spread);
-  b_u64(s, PR_clock_pairs, p->clk_pairs), b_i64(s, PR_job_offset_ns, ncs_an_job_offset(q->a, pi));
+  b_u64(s, PR_clock_pairs, p->clk_pairs), b_i64(s, PR_job_offset_ns, q->a->job->procs[pi].job_off);
   b_txt(s, PR_gpu_clock,
         p->gpu_domain >= 0 && p->gpu_domain <= 2 ? domains[p->gpu_domain] : "none");
   if (p->gpu_domain != NCS_GPU_NONE) {
@@ -991,11 +990,11 @@ static void export_file(sq_t *q, uint32_t pi) {
 static void analysis_tables(sq_t *q) {
   const ncs_analysis_t *a = q->a;
   sqlite3_stmt *s;
-  for (uint32_t h = 0; h < a->nhosts; h++) {
+  for (uint32_t h = 0; h < a->job->nhosts; h++) {
     s = q->ins[NCS_SQ_HOSTS];
-    b_u64(s, HO_id, h), b_txt(s, HO_host, a->hosts[h].host);
-    b_i64(s, HO_offset_ns, a->hosts[h].offset), b_i64(s, HO_error_ns, a->hosts[h].error);
-    b_u64(s, HO_samples, a->hosts[h].samples);
+    b_u64(s, HO_id, h), b_txt(s, HO_host, a->job->hosts[h].host);
+    b_i64(s, HO_offset_ns, a->job->hosts[h].offset), b_i64(s, HO_error_ns, a->job->hosts[h].error);
+    b_u64(s, HO_samples, a->job->hosts[h].samples);
     insert(q, NCS_SQ_HOSTS);
   }
   for (size_t c = 0; c < q->ncomms; c++) {
@@ -1005,7 +1004,7 @@ static void analysis_tables(sq_t *q) {
     s = q->ins[NCS_SQ_COMMS];
     b_u64(s, CM_id, c), b_u64(s, CM_comm_id, ci->comm_id), b_txt(s, CM_comm_hex, hex);
     b_txt(s, CM_name, ci->name), b_i64(s, CM_nranks, ci->nranks), b_i64(s, CM_nnodes, ci->nnodes);
-    b_i64(s, CM_ranks_seen, c < a->ncomms ? a->comms[c].ranks_seen : 0);
+    b_i64(s, CM_ranks_seen, c < a->job->ncomms ? a->job->comms[c].ranks_seen : 0);
     insert(q, NCS_SQ_COMMS);
   }
   /* ranks: the report's per-rank totals belong to (comm, rank) and the process of its first
@@ -1040,21 +1039,23 @@ static void analysis_tables(sq_t *q) {
     insert(q, NCS_SQ_RANKS);
   }
   hm_free(&am);
-  size_t ni = ncs_an_instance_count(a);
+  size_t ni = ncs_job_inst_count(a->job);
   for (size_t i = 0; i < ni && !q->failed; i++) {
+    const ncs_inst_t *in = ncs_job_inst(a->job, i);
     const ncs_an_instance_t *x = ncs_an_instance(a, i);
+    if (!x) continue;
     s = q->ins[NCS_SQ_COLLECTIVES];
-    int32_t nr = a->comms[x->comm].nranks;
-    b_u64(s, CO_id, i + 1), b_u64(s, CO_comm, x->comm), b_txt(s, CO_func, x->func);
-    b_u64(s, CO_seq, x->seq), b_u64(s, CO_bytes, x->bytes), b_i64(s, CO_size_log2, x->log2);
-    b_i64(s, CO_nranks, nr), b_u64(s, CO_nranks_seen, x->nops);
-    b_i64(s, CO_complete, (int32_t)x->nops >= nr), b_i64(s, CO_latency_ns, x->latency);
+    int32_t nr = a->job->comms[in->comm].nranks;
+    b_u64(s, CO_id, i + 1), b_u64(s, CO_comm, in->comm), b_txt(s, CO_func, in->func);
+    b_u64(s, CO_seq, in->seq), b_u64(s, CO_bytes, x->bytes), b_i64(s, CO_size_log2, x->log2);
+    b_i64(s, CO_nranks, nr), b_u64(s, CO_nranks_seen, in->nops);
+    b_i64(s, CO_complete, (int32_t)in->nops >= nr), b_i64(s, CO_latency_ns, x->latency);
     b_txt(s, CO_timing, ncs_src_names[x->timing]);
     b_i64(s, CO_median_duration_ns, x->median_duration);
     b_dbl(s, CO_algbw_gbs, x->algbw), b_dbl(s, CO_busbw_gbs, x->busbw);
-    b_i64(s, CO_first_arrival_job_ns, x->first_arrival);
-    b_i64(s, CO_last_arrival_job_ns, x->last_arrival), b_i64(s, CO_skew_ns, x->skew);
-    b_i64(s, CO_first_rank, x->first_rank), b_i64(s, CO_last_rank, x->last_rank);
+    b_i64(s, CO_first_arrival_job_ns, in->first_arrival);
+    b_i64(s, CO_last_arrival_job_ns, in->last_arrival), b_i64(s, CO_skew_ns, x->skew);
+    b_i64(s, CO_first_rank, in->first_rank), b_i64(s, CO_last_rank, in->last_rank);
     b_i64(s, CO_last_counted, x->last_counted), b_i64(s, CO_wait_caused_ns, x->wait_caused);
     if (x->slowest_rank >= 0)
       b_i64(s, CO_slowest_rank, x->slowest_rank), b_i64(s, CO_slowest_excess_ns, x->slowest_excess);
@@ -1082,10 +1083,10 @@ static void analysis_tables(sq_t *q) {
   }
   /* send/receive pairs: each pair once, from its send */
   for (size_t k = 0; k < q->nops && !q->failed; k++) {
-    ncs_an_op_t x, y;
-    if (ncs_an_op(a, k, &x) != 0 || !x.p2p || !x.is_send || x.pair == SIZE_MAX ||
-        ncs_an_op(a, x.pair, &y) != 0)
+    const ncs_op_t *xp = ncs_job_op(a->job, k), *yp;
+    if (!xp || !xp->p2p || !xp->is_send || xp->pair == SIZE_MAX || !(yp = ncs_job_op(a->job, xp->pair)))
       continue;
+    const ncs_op_t x = *xp, y = *yp;
     s = q->ins[NCS_SQ_P2P];
     b_u64(s, PP_id, ++q->next_row[NCS_SQ_P2P]), b_u64(s, PP_comm, x.comm);
     b_i64(s, PP_sender, x.rank), b_i64(s, PP_receiver, y.rank), b_u64(s, PP_pair_order, x.order);
@@ -1114,7 +1115,7 @@ static void meta(sq_t *q, const char *path) {
               {"recvs", ""},                {"p2p_pairs", ""},   {"p2p_unmatched_sends", ""},
               {"p2p_unmatched_recvs", ""},  {"p2p_bytes_mismatch", ""}, {"damaged_files", ""},
               {"unsampled", ""},            {"gpu_suspect", ""}};
-  uint64_t vals[] = {NCS_FORMAT_VERSION, a->nprocs, (uint64_t)a->error, a->instances,
+  uint64_t vals[] = {NCS_FORMAT_VERSION, a->job->nprocs, (uint64_t)a->job->error, a->instances,
                      a->incomplete, a->coll_ops, a->unmatched_seq, a->mismatched, a->sends,
                      a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
                      a->p2p_bytes_mismatch, a->damaged_files, a->unsampled, a->gpu_suspect};
@@ -1137,7 +1138,7 @@ static void meta(sq_t *q, const char *path) {
     b_txt(s, MT_key, nums[i].k), b_txt(s, MT_value, nums[i].v);
     insert(q, NCS_SQ_META);
   }
-  snprintf(buf, sizeof buf, "%u", a->nhosts);
+  snprintf(buf, sizeof buf, "%u", a->job->nhosts);
   b_txt(s, MT_key, "hosts"), b_txt(s, MT_value, buf);
   insert(q, NCS_SQ_META);
 }
@@ -1160,23 +1161,23 @@ static void sq_free(sq_t *q) {
 /* index the analysis: its operations grouped by process, its communicators first */
 static int prepare_analysis(sq_t *q) {
   const ncs_analysis_t *a = q->a;
-  q->nops = ncs_an_op_count(a);
+  q->nops = ncs_job_op_count(a->job);
   q->by_proc = malloc((q->nops ? q->nops : 1) * sizeof *q->by_proc);
-  q->proc_first = calloc(a->nprocs + 2, sizeof *q->proc_first);
+  q->proc_first = calloc(a->job->nprocs + 2, sizeof *q->proc_first);
   q->op_row = calloc(q->nops ? q->nops : 1, sizeof *q->op_row);
-  q->cap_comms = a->ncomms + 16;
+  q->cap_comms = a->job->ncomms + 16;
   q->comms = calloc(q->cap_comms, sizeof *q->comms);
   if (!q->by_proc || !q->proc_first || !q->op_row || !q->comms) return oom(q), -1;
-  ncs_an_op_t op;
+  const ncs_op_t *op;
   for (size_t k = 0; k < q->nops; k++)
-    if (ncs_an_op(a, k, &op) == 0 && op.proc < a->nprocs) q->proc_first[op.proc + 2]++;
-  for (uint32_t p = 0; p < a->nprocs; p++) q->proc_first[p + 2] += q->proc_first[p + 1];
+    if ((op = ncs_job_op(a->job, k)) && op->proc < a->job->nprocs) q->proc_first[op->proc + 2]++;
+  for (uint32_t p = 0; p < a->job->nprocs; p++) q->proc_first[p + 2] += q->proc_first[p + 1];
   for (size_t k = 0; k < q->nops; k++) /* counting sort: proc_first[p + 1] is p's next slot */
-    if (ncs_an_op(a, k, &op) == 0 && op.proc < a->nprocs)
-      q->by_proc[q->proc_first[op.proc + 1]++] = k;
-  for (uint32_t c = 0; c < a->ncomms; c++)
-    q->comms[c] = (cinfo_t){a->comms[c].comm_id, a->comms[c].nranks, a->comms[c].nnodes, NULL};
-  q->ncomms = a->ncomms;
+    if ((op = ncs_job_op(a->job, k)) && op->proc < a->job->nprocs)
+      q->by_proc[q->proc_first[op->proc + 1]++] = k;
+  for (uint32_t c = 0; c < a->job->ncomms; c++)
+    q->comms[c] = (cinfo_t){a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes, NULL};
+  q->ncomms = a->job->ncomms;
   return 0;
 }
 
@@ -1210,9 +1211,9 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
     goto out;
   }
   st->analysis_seconds = (double)(now_ns() - q->t0) * 1e-9;
-  st->files = q->a->nprocs;
-  for (uint32_t i = 0; i < q->a->nprocs; i++)
-    if (stat(q->a->procs[i].file, &sb) == 0) q->bytes_total += (uint64_t)sb.st_size;
+  st->files = q->a->job->nprocs;
+  for (uint32_t i = 0; i < q->a->job->nprocs; i++)
+    if (stat(q->a->job->procs[i].path, &sb) == 0) q->bytes_total += (uint64_t)sb.st_size;
   st->bytes_in = q->bytes_total;
   if (prepare_analysis(q) != 0) goto fail;
   /* one thread uses this connection: no per-call locks, no allocation statistics (the latter
@@ -1224,7 +1225,7 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
     goto fail;
   }
   if (create_schema(q) != 0) goto fail;
-  for (uint32_t i = 0; i < q->a->nprocs && !q->failed; i++) {
+  for (uint32_t i = 0; i < q->a->job->nprocs && !q->failed; i++) {
     if (exec(q, "BEGIN") != 0) break;
     export_file(q, i);
     exec(q, "COMMIT");

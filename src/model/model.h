@@ -1,0 +1,245 @@
+/* model.h - the job model: one reading of a recorded job that every analysis and output uses
+ * (docs/model.md is the contract in prose).
+ *
+ * A job is the trace files of one directory (or the files given), one per process. The model
+ * reads them and decides, once, for everyone:
+ *   - the files (procs), their segments (one per plugin load) and their damage;
+ *   - the communicators, keyed by (commId, nranks), and their members (one COMM chunk: a rank of
+ *     a communicator as one segment of one file recorded it);
+ *   - the clocks: per file, CLOCK_REALTIME - CLOCK_MONOTONIC (median of its CLOCK pairs, with
+ *     their spread); per host, its offset against host 0 from collective end times (with an
+ *     error); per file, how the GPU's pTimer maps to host time (with an error bound when kernel
+ *     launches were recorded). "Job time" is ns on one time line for the whole job: a file's
+ *     monotonic ns plus ncs_job_proc_t.job_off;
+ *   - the operations (one Coll or P2p of one rank: ncs_op_t), with their arrival, enqueue,
+ *     completion and GPU times in job time, their duration and where it came from;
+ *   - the collective instances: the operations with the same (commId, func, seqNumber), gathered
+ *     while the job is read; a key used again after its instance was complete (a reloaded
+ *     library restarting its seqNumbers) starts a new instance;
+ *   - the send/receive pairs: the k-th Send of rank s to d with the k-th Recv of d from s.
+ *
+ * Two ways to consume it:
+ *   - streaming (ncs_job_stream): every file is read at once, merged in time order, and each
+ *     instance and each send/receive is handed to a sink as soon as it is final. Memory is
+ *     bounded by the operations in flight, not by the length of the job (docs/report.md,
+ *     "Memory");
+ *   - retaining (ncs_job_opts_t.retain): the same pass also keeps every operation and instance,
+ *     in a documented order, for exporters that need all of them (ncs_job_op, ncs_job_inst).
+ *
+ * Strings handed out (function, datatype, host and communicator names) are pooled: they live as
+ * long as the job, and within one job pointer equality is string equality.
+ */
+#ifndef NCS_MODEL_MODEL_H
+#define NCS_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/pool.h"
+
+/* bounds of the streaming pass (docs/report.md, "Memory"); -D overrides are for tests */
+#ifndef NCS_JOB_HORIZON_NS
+#define NCS_JOB_HORIZON_NS 10000000000ll /* trace time after which an open instance is closed */
+#endif
+#ifndef NCS_JOB_SETTLE_NS
+#define NCS_JOB_SETTLE_NS 1000000000ll /* trace time a completion waits for its revisions */
+#endif
+#define NCS_JOB_OPEN_MAX 4096       /* open instances per communicator at most */
+#define NCS_JOB_HOST_SAMPLES 65536  /* host offset samples kept per host (reservoir) */
+#define NCS_JOB_CLOCK_SAMPLES 65536 /* CLOCK pairs and KernelCh clock gaps used per file */
+#define NCS_JOB_COMM_INDEX_MAX 4096 /* communicator indexes of a segment the model follows */
+/* a KernelCh pTimer more than this after the host saw the channel start belongs to another
+ * operation and is not used to map the GPU clock (docs/report.md, "GPU times that cannot be
+ * right") */
+#define NCS_JOB_GPU_TOL_NS 1000000ll
+
+/* where an operation's duration comes from, best first */
+enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
+extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
+
+/* how a file's GPU pTimer maps to host time */
+enum { NCS_GPU_NONE = 0, NCS_GPU_REALTIME = 1, NCS_GPU_OWN = 2 };
+extern const char *const ncs_gpu_domain_names[3]; /* "none", "realtime", "own" */
+
+typedef struct {
+  uint32_t index;     /* 0 the first */
+  uint64_t start_mono, start_real; /* the SEGMENT chunk's */
+  uint64_t last_ns;   /* its latest event, clock pair or counter time (monotonic) */
+  uint32_t mode, mask, epoch;
+  const char *plugin_version, *cmdline; /* pooled */
+  uint64_t pool_bytes;
+  int clean;          /* ended with a FOOTER */
+} ncs_job_seg_t;
+
+/* one recording: a trace (or flight) file, one process */
+typedef struct {
+  const char *path;   /* as listed (pooled) */
+  const char *host;   /* pooled; "?" when no segment could be read */
+  uint64_t pid;
+  uint32_t host_index;
+  int readable;       /* 0: it could not be opened (why: damage_msg) */
+  int damage;         /* NCS_DAMAGE_* of the reader: the file ends early (truncated, corrupt) */
+  char damage_msg[256];
+  ncs_job_seg_t *segs;
+  uint32_t nsegs;
+  uint64_t first_ns;  /* monotonic ns of its earliest event record; 0 none */
+  /* clocks (docs/report.md, "Clocks") */
+  int64_t clk_off;    /* median (realtime - monotonic) over its first NCS_JOB_CLOCK_SAMPLES pairs */
+  int64_t clk_spread; /* max - min of (realtime - monotonic) over all pairs */
+  uint32_t clk_pairs;
+  int64_t job_off;    /* job time = monotonic + job_off: 0 on one host, else clk_off - host offset */
+  int gpu_domain;     /* NCS_GPU_* */
+  int64_t gpu_off;    /* host monotonic = pTimer - gpu_off */
+  int64_t gpu_err;    /* the true gpu_off lies in [gpu_off, gpu_off + gpu_err]; -1 unknown (no
+                       * kernel launch recorded before a kernel) */
+  int gpu_conflict;   /* a kernel would start before its launch with any offset the starts allow */
+  int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
+  uint64_t gap_n;
+} ncs_job_proc_t;
+
+typedef struct {
+  const char *host;   /* pooled */
+  int64_t offset;     /* ns to subtract from this host's realtime to get host 0's */
+  int64_t error;      /* its error bound (docs/report.md, "Clocks") */
+  uint64_t samples;
+} ncs_job_host_t;
+
+typedef struct {
+  uint64_t comm_id;   /* NCCL's commHash; 0 (ABI v1-v3): the communicator of one file only */
+  int32_t nranks, nnodes;
+  const char *name;   /* pooled; "" when none */
+  int32_t ranks_seen; /* distinct ranks recorded (COMM chunks) */
+} ncs_job_comm_t;
+
+/* a communicator member: one COMM chunk, a rank of a communicator as one segment of one file
+ * recorded it */
+typedef struct {
+  uint32_t proc, seg, index; /* the file, its segment, the comm index there */
+  uint32_t comm;             /* index into comms */
+  int32_t rank;
+  uint32_t abi;
+  int32_t device;            /* CUDA device at init, -1 unknown */
+  const char *bus_id;        /* pooled; "" unknown */
+  uint64_t init_ns, fin_ns;  /* monotonic ns of its init and finalize (0: not recorded) */
+} ncs_job_member_t;
+
+/* One Coll or P2p of one rank. Times are job time (ns); 0 is unknown. */
+typedef struct {
+  uint32_t proc, seg;    /* its file and segment */
+  uint64_t id;           /* event id of the Coll/P2p START in that segment, as `dump` prints */
+  uint32_t comm;         /* index into comms */
+  int32_t rank, peer;    /* peer: P2p only */
+  const char *func, *dtype; /* pooled; dtype and count are the user's (CollApi/P2pApi) when known */
+  uint64_t seq;          /* Coll: seqNumber */
+  uint64_t order;        /* P2p: the k-th Send (Recv) of rank to (from) peer on comm, 0-based */
+  uint64_t count;
+  int64_t root;
+  uint64_t bytes;        /* nccl-tests' algbw size: count x type size (x nranks for AllGather and
+                          * ReduceScatter); 0 when the datatype is not known */
+  uint8_t p2p, is_send;
+  uint8_t unsampled;     /* recorded in an unsampled group (NCS_SF_UNSAMPLED): expect no KernelCh */
+  uint8_t complete;      /* a COMPLETE record was seen */
+  uint32_t cflags;       /* its NCS_CF_* flags */
+  int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
+  int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
+  int64_t end;           /* completion from its children (COMPLETE end) */
+  int64_t kstart, kstop; /* GPU kernel start and stop mapped to job time */
+  uint64_t gpu_start, gpu_stop; /* the same as raw pTimer ns: one GPU's clock, no mapping */
+  int64_t duration;      /* ns, from `timing` */
+  int timing;            /* NCS_SRC_*: kernel_gpu (GPU stop - start), proxy_host (completion end -
+                          * first child start), enqueue_host (STOP - arrival: a lower bound) */
+  size_t inst;           /* retained Coll: index of its instance; else SIZE_MAX */
+  size_t pair;           /* retained P2p: index of its partner; SIZE_MAX when unpaired or Coll */
+} ncs_op_t;
+
+/* a collective instance: its operations, sorted by rank */
+typedef struct {
+  uint32_t comm;
+  const char *func;
+  uint64_t seq;
+  uint32_t nops;          /* rank records (fewer than nranks: incomplete) */
+  uint32_t distinct;      /* distinct ranks among them (fewer than nops: duplicate_seq) */
+  int evicted;            /* closed incomplete before the end: the horizon or NCS_JOB_OPEN_MAX */
+  int64_t first_arrival, last_arrival;
+  int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival (lowest on ties) */
+  uint64_t id;            /* order it was handed out in (0, 1, ...) */
+  size_t first_op;        /* retained: its operations are ncs_job_op(j, first_op + k), k < nops */
+} ncs_inst_t;
+
+/* what the streaming pass hands over. Pointers are valid during the call only. */
+typedef struct {
+  /* a finished instance: complete, evicted, or open at the end of the job */
+  void (*instance)(void *arg, const ncs_inst_t *in, const ncs_op_t *ops);
+  /* a send or receive: paired (op is the Send, partner the Recv), or given up unpaired
+   * (partner NULL) by the horizon or at the end */
+  void (*p2p)(void *arg, const ncs_op_t *op, const ncs_op_t *partner);
+} ncs_job_sink_t;
+
+typedef struct {
+  int retain; /* keep every operation and instance (memory grows with the job) */
+} ncs_job_opts_t;
+
+typedef struct {
+  char path[512];
+  ncs_job_proc_t *procs;
+  uint32_t nprocs;
+  ncs_job_host_t *hosts;
+  uint32_t nhosts;
+  ncs_job_comm_t *comms;
+  uint32_t ncomms;
+  ncs_job_member_t *members;
+  uint32_t nmembers;
+  int64_t error;           /* error bound of every cross-rank time difference, ns: the largest
+                            * CLOCK pair spread plus the largest host offset error */
+  int64_t t_first, t_last; /* earliest and latest event of the job (job time); wall = last - first */
+  uint32_t unreadable, damaged; /* files that could not be opened; files that end early */
+  /* the last streaming pass (docs/report.md, "Memory") */
+  struct {
+    uint64_t evicted;       /* incomplete instances closed before the end: horizon or cap */
+    uint64_t p2p_evicted;   /* sends/recvs given up unpaired before the end: horizon */
+    uint64_t peak_open;     /* most collective instances open at once */
+    uint64_t peak_held;     /* most rank operations held at once (pending, open, unpaired) */
+    uint32_t passes;        /* reading passes over the files: 2, 3 with several hosts */
+    double pass_s[3];       /* seconds of each pass */
+  } run;
+  ncs_pool_t strs;
+  void *priv;
+} ncs_job_t;
+
+/* Read the files of a directory (or one file): pass 1 (files, segments, communicators, clocks)
+ * and, with several hosts, the pass that estimates host offsets. NULL with err filled when there
+ * are no trace files. Unreadable files are kept, marked (readable 0), and counted. */
+ncs_job_t *ncs_job_open(const char *path, const ncs_job_opts_t *opts, char *err, size_t errlen);
+/* the same for an explicit list of files */
+ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t *opts, char *err,
+                              size_t errlen);
+/* The streaming pass: every instance and send/receive to the sink (NULL: none; with retain the
+ * job keeps them anyway). Run it once. */
+void ncs_job_stream(ncs_job_t *j, const ncs_job_sink_t *sink, void *arg);
+void ncs_job_free(ncs_job_t *j);
+
+/* the retained operations and instances (opts.retain, after ncs_job_stream): instances by
+ * (comm, func, seq, then time), their operations by rank; then sends and receives by (comm,
+ * sender, receiver, order, send first). NULL past the end. */
+size_t ncs_job_op_count(const ncs_job_t *j);
+const ncs_op_t *ncs_job_op(const ncs_job_t *j, size_t i);
+size_t ncs_job_inst_count(const ncs_job_t *j);
+const ncs_inst_t *ncs_job_inst(const ncs_job_t *j, size_t i);
+
+/* clocks */
+static inline int64_t ncs_job_time(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
+  return mono ? (int64_t)mono + j->procs[proc].job_off : 0;
+}
+static inline int64_t ncs_job_realtime(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
+  return mono ? (int64_t)mono + j->procs[proc].clk_off : 0;
+}
+/* a pTimer value of file proc in job time; 0 when its GPU clock is not mapped */
+int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer);
+
+/* the communicator of (commId, nranks) seen in file proc; -1 when the job has none */
+int64_t ncs_job_comm_index(const ncs_job_t *j, uint64_t comm_id, int32_t nranks, uint32_t proc);
+/* the member of file proc, segment seg, comm index idx; NULL when none was recorded */
+const ncs_job_member_t *ncs_job_member(const ncs_job_t *j, uint32_t proc, uint32_t seg,
+                                       uint64_t idx);
+
+#endif
