@@ -185,14 +185,13 @@ int ncs_cmd_export(int argc, char **argv) {
     if (st.gpu_bounded)
       fprintf(stderr,
               "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
-              " ranks (offset error at most %.1f us for the %d ranks with a bound)\n",
-              st.gpu_mapped, st.processes, (double)st.max_gpu_offset_err_ns / 1e3,
-              st.gpu_bounded);
+              " files (offset error at most %.1f us for the %d files with a bound)\n",
+              st.gpu_mapped, st.files, (double)st.max_gpu_offset_err_ns / 1e3, st.gpu_bounded);
     else if (st.gpu_mapped)
       fprintf(stderr,
               "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
-              " ranks (error bound unknown: no kernel launch recorded before the kernels)\n",
-              st.gpu_mapped, st.processes);
+              " files (error bound unknown: no kernel launch recorded before the kernels)\n",
+              st.gpu_mapped, st.files);
     if (st.unmatched_stops || st.unfinished)
       fprintf(stderr,
               "ncclscope export: %" PRIu64 " stop/state records without their start (dropped "

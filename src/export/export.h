@@ -1,8 +1,8 @@
 /* export.h - turn a directory of ncclscope traces into one timeline file (docs/timeline.md).
  *
- * Two passes over each trace file, never holding a file in memory: the index pass learns what
- * linking across ranks needs (collective instances, send/recv pair counts, completion times,
- * the GPU clock offset), the emit pass streams the timeline to the output as it reads.
+ * The job model (src/model) reads the job once, retaining its operations, instances, pairs and
+ * clocks; the emit pass then streams each trace file to the output as it reads, never holding a
+ * file in memory (timeline.h lists the parts).
  */
 #ifndef NCS_EXPORT_EXPORT_H
 #define NCS_EXPORT_EXPORT_H
@@ -30,10 +30,10 @@ typedef struct {
   uint64_t unfinished;      /* slices closed at the end of their segment (never stopped) */
   uint32_t damaged, truncated;
   double seconds;
-  int gpu_mapped;           /* ranks whose KernelCh GPU times were mapped to host time */
-  int gpu_bounded;          /* of those, ranks with an error bound (KernelLaunch records) */
+  int gpu_mapped;           /* files whose KernelCh GPU times were mapped to host time */
+  int gpu_bounded;          /* of those, files with an error bound (KernelLaunch records) */
   int64_t max_gpu_offset_err_ns; /* the largest such bound */
-  int clock_conflicts;      /* ranks whose GPU and host clocks contradict each other */
+  int clock_conflicts;      /* files whose GPU and host clocks contradict each other */
 } ncs_export_stats_t;
 
 /* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something
