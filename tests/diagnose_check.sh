@@ -162,9 +162,15 @@ usage)
   "$NS" diagnose --incident 2 "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 3
   grep -q "no incident 2" "$W/out.txt" || fail "no incident message"
+  # one file cannot be read: the others are diagnosed, the verdict says it cannot tell
   printf 'NCSTRACE garbage' >"$W/rec/zz-bad.nstrace"
   "$NS" diagnose "$W/rec" >"$W/out.txt" 2>&1
-  expect_rc $? 3
+  expect_rc $? 1
+  grep -q "^CANNOT TELL cannot tell what the process of zz-bad.nstrace did: the file could not be read" "$W/out.txt" ||
+    fail "no cannot-tell verdict for the unreadable file: $(head -5 "$W/out.txt")"
+  grep -q "zz-bad.nstrace  *could not be read" "$W/out.txt" || fail "unreadable file not listed"
+  grep -q "4 ranks (4 recorded)" "$W/out.txt" || fail "the readable ranks are not diagnosed"
+  ! grep -q "^HANG\|^DEAD" "$W/out.txt" || fail "a verdict on the healthy ranks: $(grep '^HANG\|^DEAD' "$W/out.txt")"
   ;;
 incidents)
   # incident 1: the gen skip case; incident 2, a minute later: the same dumps without rank 2's

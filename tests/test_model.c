@@ -1,7 +1,8 @@
 /* test_model.c - the job model's contract (src/model/model.h, docs/model.md) on crafted traces:
  * instances and their first/last arrival, the user's count from CollApi parents (also across a
  * FIFO that grew after old entries expired: the report crashed on jobs longer than 10 s),
- * send/receive pairs, durations and their source, reload cycles kept apart, commId 0 kept per
+ * send/receive pairs, durations and their source, reload cycles kept apart (also when their
+ * records interleave), commId 0 kept per
  * file, unknown datatypes, clocks and job time, member lookups, unreadable files. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -232,6 +233,33 @@ static void apart(const char *dir) {
   ncs_job_free(j);
 }
 
+/* a reload cycle whose records interleave with the last one's: rank 0 runs AllReduce #0 of its
+ * second cycle before rank 1 ran #0 of its first; each rank's n-th #0 belongs to the n-th
+ * instance, so both instances are complete */
+static void interleave(const char *dir) {
+  static const uint64_t t[2][2] = {{1001, 1101}, {1200, 1300}}; /* ms: rank, cycle */
+  for (int r = 0; r < 2; r++) {
+    w_t w = {0};
+    tg_init(&w.g);
+    tg_header(&w.g);
+    for (int seg = 0; seg < 2; seg++) {
+      segment(&w, 70 + (uint64_t)r, 0x7777, r, 2, (t[r][seg] - 1) * MS);
+      coll(&w, 1, t[r][seg] * MS, 0, 0, S_F32);
+      stop_done(&w, NCS_T_COLL, 1, t[r][seg] * MS + 10, 0);
+    }
+    finish(&w, dir, r ? "r1" : "r0", 1400 * MS);
+  }
+  ncs_job_t *j = open_job(dir);
+  CHECK(ncs_job_inst_count(j) == 2);
+  for (size_t i = 0; i < ncs_job_inst_count(j); i++) {
+    const ncs_inst_t *in = ncs_job_inst(j, i);
+    CHECK(in->nops == 2 && in->distinct == 2 && !in->evicted);
+    CHECK(ncs_job_op(j, in->first_op)->seg == ncs_job_op(j, in->first_op + 1)->seg);
+  }
+  CHECK(ncs_job_inst(j, 0) && ncs_job_inst(j, 1) && ncs_job_inst(j, 0)->again + ncs_job_inst(j, 1)->again == 1);
+  ncs_job_free(j);
+}
+
 static void mkdirs(char *dir, const char *base, const char *name) {
   snprintf(dir, 512, "%s/%s", base, name);
   if (mkdir(dir, 0755) != 0) {
@@ -249,6 +277,7 @@ int main(int argc, char **argv) {
   mkdirs(d, argv[1], "basic"), basic(d);
   mkdirs(d, argv[1], "fifo"), api_fifo(d);
   mkdirs(d, argv[1], "apart"), apart(d);
+  mkdirs(d, argv[1], "interleave"), interleave(d);
   if (fails) return 1;
   printf("test_model: ok\n");
   return 0;

@@ -15,8 +15,10 @@
  * stopped progressing first (from proxy step states or kernel starts). Collectives with the same
  * (commId, func, seqNumber) whose count, datatype or root differ are named by majority.
  *
- * All times kept are CLOCK_MONOTONIC ns of their process, mapped to CLOCK_REALTIME with the
- * process's CLOCK pairs when processes are compared.
+ * The files, communicators, ranks and clocks are the job model's (src/model/model.h). All times
+ * kept are CLOCK_MONOTONIC ns of their process, mapped to CLOCK_REALTIME with the model's clock
+ * offset of the file when processes are compared. A file that cannot be read is diagnosed as
+ * "cannot tell", and the others are diagnosed without it.
  */
 #ifndef NCS_DIAGNOSE_H
 #define NCS_DIAGNOSE_H
@@ -42,6 +44,8 @@ enum {
   NCS_DG_V_NOT_ENTERED = 2,   /* a rank never entered the operation the others wait in */
   NCS_DG_V_STUCK_INSIDE = 3,  /* every rank entered it; this rank stopped progressing first */
   NCS_DG_V_NOTHING_STUCK = 4, /* nothing is stuck */
+  NCS_DG_V_CANNOT_TELL = 5,   /* the recordings cannot show it: a file that could not be read,
+                               * records lost where the answer would be, completions unknowable */
 };
 
 /* what a rank is doing with respect to the operation its communicator waits in */
@@ -74,6 +78,7 @@ typedef struct {
   uint32_t dump_reason, dump_index;
   char trigger[128];
   int footer;             /* trace: the last segment ended cleanly */
+  int unreadable;         /* it could not be read at all (damage_msg says why): its ranks are unknown */
   int damage;             /* NCS_DAMAGE_* */
   char damage_msg[256];
   int dead;               /* died: see dead_why */
@@ -169,7 +174,7 @@ typedef struct {
 } ncs_dg_opts_t;
 
 /* Diagnose the job in `path` (a directory, or one file). Returns 0 with *out set (free with
- * ncs_dg_free); -1 with err filled when nothing can be read (no recordings, an unreadable file,
+ * ncs_dg_free); -1 with err filled when there is nothing to read (no recordings,
  * no such incident): that is a usage or input error. */
 int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, char *err, size_t errlen);
 void ncs_dg_free(ncs_dg_t *d);

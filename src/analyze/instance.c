@@ -200,8 +200,7 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   int32_t nr = a->job->comms[I->comm].nranks;
   a->instances++, a->coll_ops += n;
   if ((int32_t)n < nr) a->incomplete++;
-  for (size_t k = 1; k < n; k++) /* sorted by rank: the same rank twice */
-    if (ops[k].rank == ops[k - 1].rank) a->unmatched_seq++;
+  a->unmatched_seq += (uint64_t)in->again;
   check_mismatch(a, ops, n);
   if (2 * n > P->capd) { /* arr: 2n for gpu_suspect */
     P->capd = 2 * n;

@@ -59,12 +59,14 @@ static const char *status_of(const ncs_dg_t *d) {
   if (!d->problem || !d->nverdicts) return "ok";
   switch (d->verdicts[0].kind) {
   case NCS_DG_V_DEAD: return "dead";
+  case NCS_DG_V_CANNOT_TELL: return "cannot_tell";
   case NCS_DG_V_MISMATCH: return "desync";
   default: return "hang";
   }
 }
 
 static const char *proc_state(const ncs_dg_proc_t *p) {
+  if (p->unreadable) return "unreadable";
   if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : "trace_no_footer";
   return ncs_flight_state_name(p->flight_state);
 }
@@ -200,6 +202,7 @@ static const char *label(int kind) {
   case NCS_DG_V_MISMATCH: return "DESYNC";
   case NCS_DG_V_NOT_ENTERED:
   case NCS_DG_V_STUCK_INSIDE: return "HANG";
+  case NCS_DG_V_CANNOT_TELL: return "CANNOT TELL";
   default: return "OK";
   }
 }
@@ -326,6 +329,10 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
   for (uint32_t i = 0; i < d->nprocs; i++) {
     const ncs_dg_proc_t *p = &d->procs[i];
     char what[160];
+    if (p->unreadable) {
+      fprintf(o, "  %-22s could not be read: %s\n", p->name, p->damage_msg);
+      continue;
+    }
     if (p->source == NCS_DG_SRC_DUMP)
       snprintf(what, sizeof what, "%s dump %u", ncs_flight_reason_name(p->dump_reason), p->dump_index);
     else if (p->source == NCS_DG_SRC_LIVE)

@@ -684,8 +684,9 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
       hm_clear(&w->parent_map);
     } else if (it.what == NCS_ITEM_THREAD) {
       if (hm_put(&w->tid_map, it.thread_index, it.thread_tid) != 0) tl_set_oom(w);
-    } else if (it.what == NCS_ITEM_EVENT && nseg) {
-      ev_record(w, f, &it.ev);
+    } else if (it.what == NCS_ITEM_EVENT) {
+      w->st.records++;
+      if (nseg) ev_record(w, f, &it.ev);
     }
   }
   if (nseg) seg_end(w);

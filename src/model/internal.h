@@ -32,6 +32,8 @@ typedef struct {
   uint64_t *seen; /* bitmap of ranks [0, nranks) */
   uint32_t distinct, nseen_words;
   int64_t joined; /* merged time of the last record */
+  uint64_t opened; /* order it was opened in: the oldest open instance of a key comes first */
+  int again;       /* opened by a rank that was in another open instance of the key */
   int used;
 } inst_t;
 
@@ -66,15 +68,15 @@ typedef struct {
   size_t npw, cappw, npw_used;
   uint32_t *pw_free;
   size_t npw_free, cappw_free;
-  uint64_t next_inst_id;
+  uint64_t next_inst_id, next_open;
   /* host offsets (clock.c, during the host pass) */
   int64_t *hd, *hsp; /* [host * NCS_JOB_HOST_SAMPLES + k] */
   uint64_t *hn, rng;
   int64_t *lo, *hi;
   /* retained (opts.retain; retain.c) */
   int retain;
-  ncs_op_t *rops, *rp2p, *ops;
-  size_t nrops, caprops, nrp2p, caprp2p, nops;
+  ncs_op_t *ops;
+  size_t nops, capops;
   ncs_inst_t *insts;
   size_t ninsts, capinsts;
 } jpriv_t;

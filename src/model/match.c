@@ -65,7 +65,8 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   jpriv_t *P = jp(j);
   ncs_sort(x->ops, x->n, sizeof *x->ops, cmp_rank);
   ncs_inst_t in = {.comm = x->comm, .func = x->func, .seq = x->seq, .nops = (uint32_t)x->n,
-                   .distinct = x->distinct, .evicted = evicted, .first_arrival = INT64_MAX,
+                   .distinct = x->distinct, .again = x->again, .evicted = evicted,
+                   .first_arrival = INT64_MAX,
                    .last_arrival = INT64_MIN};
   for (size_t k = 0; k < x->n; k++) {
     const ncs_op_t *o = &x->ops[k];
@@ -111,8 +112,12 @@ static void close_instance(ncs_job_t *j, size_t i, int evicted) {
   jpriv_t *P = jp(j);
   inst_t *x = &P->inst[i];
   ikey_t k = {x->comm, x->func, x->seq};
-  uint64_t at;
-  if (vfind(P, &P->im, inst_hash(&k), inst_match, &k, NULL, &at)) hm_del(&P->im, at);
+  uint64_t h = inst_hash(&k), v;
+  for (uint64_t q = 0; q < VPROBE; q++) /* its own slot: other instances may share the key */
+    if (hm_get(&P->im, h + q, &v) && v == i) {
+      hm_del(&P->im, h + q);
+      break;
+    }
   evicted = evicted && (int32_t)x->distinct < j->comms[x->comm].nranks;
   if (evicted && !P->hostpass) j->run.evicted++;
   hand_instance(j, x, evicted);
@@ -147,6 +152,7 @@ static size_t open_instance(ncs_job_t *j, const ikey_t *k, uint64_t h) {
   inst_t *x = &P->inst[idx];
   int32_t nr = j->comms[k->comm].nranks;
   x->comm = k->comm, x->func = k->func, x->seq = k->seq, x->used = 1, x->n = 0, x->distinct = 0;
+  x->opened = P->next_open++, x->again = 0;
   uint32_t words = nr > 0 ? (uint32_t)((nr + 63) / 64) : 0;
   if (words > x->nseen_words) {
     x->seen = ncs_xrealloc(x->seen, words * sizeof *x->seen);
@@ -159,19 +165,46 @@ static size_t open_instance(ncs_job_t *j, const ikey_t *k, uint64_t h) {
   return idx;
 }
 
+static int has_rank(const inst_t *x, int32_t rank, int32_t nranks) {
+  return rank >= 0 && rank < nranks && (x->seen[rank / 64] >> (rank % 64) & 1);
+}
+
+/* The open instance of o's key that o's rank has not joined yet, the oldest one: a rank's n-th
+ * record of a key belongs to its n-th instance, however the records of a reload cycle (the same
+ * seqNumbers again) interleave with the last ones of the cycle before. */
+static int find_instance(const jpriv_t *P, const ikey_t *k, uint64_t h, const ncs_op_t *o,
+                         int32_t nranks, size_t *idx, int *again) {
+  int found = 0;
+  for (uint64_t q = 0; q < VPROBE; q++) {
+    uint64_t v;
+    if (!hm_get(&P->im, h + q, &v) || !inst_match(P, v, k)) continue;
+    if (has_rank(&P->inst[v], o->rank, nranks)) {
+      *again = 1; /* this rank ran the key again while an instance of it was open */
+      continue;
+    }
+    if (!found || P->inst[v].opened < P->inst[*idx].opened) *idx = (size_t)v, found = 1;
+  }
+  return found;
+}
+
 void match_coll(ncs_job_t *j, const ncs_op_t *o) {
   jpriv_t *P = jp(j);
   ikey_t k = {o->comm, o->func, o->seq};
-  uint64_t h = inst_hash(&k), v;
-  size_t idx = vfind(P, &P->im, h, inst_match, &k, &v, NULL) ? (size_t)v : open_instance(j, &k, h);
-  inst_t *x = &P->inst[idx];
+  uint64_t h = inst_hash(&k);
   int32_t nr = j->comms[o->comm].nranks;
+  size_t idx = 0;
+  int again = 0;
+  if (!find_instance(P, &k, h, o, nr, &idx, &again)) {
+    idx = open_instance(j, &k, h);
+    P->inst[idx].again = again;
+  }
+  inst_t *x = &P->inst[idx];
   NCS_XGROW(x->ops, x->cap, x->n + 1);
   x->ops[x->n++] = *o;
   x->joined = P->now;
   P->held++;
   match_peak(j);
-  if (o->rank >= 0 && o->rank < nr && !(x->seen[o->rank / 64] >> (o->rank % 64) & 1)) {
+  if (o->rank >= 0 && o->rank < nr && !has_rank(x, o->rank, nr)) {
     x->seen[o->rank / 64] |= 1ull << (o->rank % 64);
     x->distinct++;
   }

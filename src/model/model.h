@@ -14,8 +14,8 @@
  *   - the operations (one Coll or P2p of one rank: ncs_op_t), with their arrival, enqueue,
  *     completion and GPU times in job time, their duration and where it came from;
  *   - the collective instances: the operations with the same (commId, func, seqNumber), gathered
- *     while the job is read; a key used again after its instance was complete (a reloaded
- *     library restarting its seqNumbers) starts a new instance;
+ *     while the job is read; a rank's n-th record of a key belongs to the key's n-th instance, so
+ *     a reloaded library restarting its seqNumbers starts new instances;
  *   - the send/receive pairs: the k-th Send of rank s to d with the k-th Recv of d from s.
  *
  * Two ways to consume it:
@@ -158,7 +158,9 @@ typedef struct {
   const char *func;
   uint64_t seq;
   uint32_t nops;          /* rank records (fewer than nranks: incomplete) */
-  uint32_t distinct;      /* distinct ranks among them (fewer than nops: duplicate_seq) */
+  uint32_t distinct;      /* distinct ranks among them (fewer than nops: ranks out of range) */
+  int again;              /* opened by a rank that ran the key again while an instance of it was
+                           * still open (a reload cycle overlapping the last one, or a duplicate) */
   int evicted;            /* closed incomplete before the end: the horizon or NCS_JOB_OPEN_MAX */
   int64_t first_arrival, last_arrival;
   int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival (lowest on ties) */
@@ -218,9 +220,10 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
 void ncs_job_stream(ncs_job_t *j, const ncs_job_sink_t *sink, void *arg);
 void ncs_job_free(ncs_job_t *j);
 
-/* the retained operations and instances (opts.retain, after ncs_job_stream): instances by
- * (comm, func, seq, then time), their operations by rank; then sends and receives by (comm,
- * sender, receiver, order, send first). NULL past the end. */
+/* the retained operations and instances (opts.retain, after ncs_job_stream). Instances are in
+ * (comm, func, seq, then the order they finished) order; the operations of instance i are
+ * ncs_job_op(j, first_op + k), k < nops, by rank. Operations are in the order they were handed
+ * out: a send is directly followed by its receive (ncs_op_t.pair links them). NULL past the end. */
 size_t ncs_job_op_count(const ncs_job_t *j);
 const ncs_op_t *ncs_job_op(const ncs_job_t *j, size_t i);
 size_t ncs_job_inst_count(const ncs_job_t *j);
