@@ -1,5 +1,6 @@
 /* test_util.c - the read side's shared helpers (src/util): the string pool, the formatters, the
  * datatype table, growable arrays and order statistics. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -100,8 +101,36 @@ static void arrays(void) {
   CHECK(hm_bytes("a", 1, NCS_HM_FNV0) != hm_bytes("b", 1, NCS_HM_FNV0));
 }
 
+/* P(X >= k) by summing the terms, for small n */
+static double sf_sum(uint64_t k, uint64_t n, double p) {
+  double s = 0;
+  for (uint64_t i = k; i <= n; i++)
+    s += exp(lgamma((double)n + 1) - lgamma((double)i + 1) - lgamma((double)(n - i) + 1) +
+             (double)i * log(p) + (double)(n - i) * log1p(-p));
+  return s;
+}
+
+static void binom(void) {
+  static const uint64_t ns[] = {1, 2, 7, 20, 99, 300};
+  static const double ps[] = {0.5, 0.125, 1.0 / 16, 0.01};
+  for (size_t a = 0; a < sizeof ns / sizeof ns[0]; a++)
+    for (size_t b = 0; b < sizeof ps / sizeof ps[0]; b++)
+      for (uint64_t k = 0; k <= ns[a]; k++) {
+        double want = k ? sf_sum(k, ns[a], ps[b]) : 1, got = ncs_binom_sf(k, ns[a], ps[b]);
+        double tol = 1e-9 + 1e-6 * want;
+        if (fabs(got - want) > tol) {
+          fprintf(stderr, "binom_sf(%llu, %llu, %g) = %g, want %g\n", (unsigned long long)k,
+                  (unsigned long long)ns[a], ps[b], got, want);
+          fails++;
+        }
+      }
+  /* the demo's headline: 20% of 99 with chance 1/8 is not significant; 45% of 99 is */
+  CHECK(ncs_binom_sf(20, 99, 0.125) > 0.01 && ncs_binom_sf(45, 99, 0.125) < 1e-12);
+  CHECK(ncs_binom_sf(5, 4, 0.5) == 0 && ncs_binom_sf(1000000, 1000000, 0.5) < 1e-300);
+}
+
 int main(void) {
-  pool(), fmt(), dtype(), arrays();
+  pool(), fmt(), dtype(), arrays(), binom();
   if (fails) return 1;
   printf("test_util: ok\n");
   return 0;

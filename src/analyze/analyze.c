@@ -95,6 +95,24 @@ static void finish(ncs_analysis_t *a) {
   }
 }
 
+/* the job model's coverage, summed over the files */
+static void coverage(ncs_analysis_t *a) {
+  const ncs_job_t *j = a->job;
+  static const unsigned op_types[] = {NCS_T_COLL, NCS_T_P2P, NCS_T_COLL_API, NCS_T_P2P_API};
+  a->cov.files = j->nprocs, a->cov.unreadable = j->unreadable, a->cov.damaged = j->damaged;
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_cov_t *c = &j->procs[i].cov;
+    for (unsigned k = 0; k <= NCS_JL_UNKNOWN; k++) a->cov.lost[k] += c->lost[k];
+    for (size_t t = 0; t < sizeof op_types / sizeof op_types[0]; t++)
+      a->cov.op_starts += c->starts[op_types[t]], a->cov.op_lost += c->lost_by_type[op_types[t]];
+    a->cov.write_errors += c->write_errors, a->cov.gaps += c->gaps, a->cov.gap_bytes += c->gap_bytes;
+    a->cov.p2p_lost += c->lost_by_type[NCS_T_P2P];
+    a->cov.groups += c->groups, a->cov.groups_unsampled += c->groups_unsampled;
+    a->cov.no_footer += c->nolog_segs;
+  }
+  for (uint32_t i = 0; i < j->nlosses; i++) a->cov.windows[j->losses[i].kind]++;
+}
+
 ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
                                       size_t errlen) {
   ncs_job_opts_t jo = {.retain = opts && opts->retain};
@@ -109,6 +127,7 @@ ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t
   static const ncs_job_sink_t sink = {on_instance, on_p2p};
   ncs_job_stream(j, &sink, a);
   finish(a);
+  coverage(a);
   return a;
 }
 

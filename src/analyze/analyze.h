@@ -50,6 +50,7 @@ typedef struct {
   /* the latency distribution report --html draws: smallest, p25, p75, largest (nearest rank) */
   double lat_min, lat_p25, lat_p75, lat_max;
   int sketch; /* 0: every quantile exact; 1: over NCS_AN_EXACT_MAX samples, from the sketch */
+  uint64_t suspect; /* of its instances, those whose GPU times cannot be right (doubtful) */
 } ncs_an_bucket_t;
 
 typedef struct {
@@ -63,7 +64,11 @@ typedef struct {
   int32_t rank;
   uint32_t proc;
   uint64_t instances, last, slowest;
-  int64_t wait_caused;   /* sum over instances where it arrived last: sum of (last - arrival) */
+  /* the instances a last arrival (a slowest rank) could be counted in: complete, 2+ ranks (3+),
+   * arrivals further apart than the clock error bound; the binomial test's trials (Findings) */
+  uint64_t last_trials, slow_trials;
+  int64_t wait_caused;   /* sum over instances where it arrived last of the waiting it caused:
+                          * sum over the instance's ranks of (last arrival - their arrival) */
   int64_t wait_suffered; /* sum of (last arrival - own arrival) */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
@@ -121,6 +126,18 @@ typedef struct {
   ncs_an_cell_t *cells; /* (bucket, rank) arrival sums, in order of first appearance */
   uint32_t ncells;
   uint64_t cells_dropped; /* rank operations left out of cells: NCS_AN_CELL_MAX reached */
+  /* what the analysis rests on (docs/report.md, "Coverage"): the job model's files and losses
+   * summed, and where the operations' durations came from */
+  struct {
+    uint32_t files, unreadable, damaged, no_footer; /* no_footer: segments without a footer */
+    uint64_t lost[NCS_JL_UNKNOWN + 1];  /* records lost, by kind (ncs_jl_names; 0 not counted) */
+    uint64_t windows[NCS_JL_UNKNOWN + 1]; /* loss windows, by kind */
+    uint64_t op_starts, op_lost; /* Coll/P2p/CollApi/P2pApi calls the plugin counted; lost */
+    uint64_t p2p_lost;  /* P2p records lost: the k-th send is no longer the k-th receive's */
+    uint64_t write_errors, gaps, gap_bytes;
+    uint64_t groups, groups_unsampled;
+    uint64_t timing[NCS_SRC_N]; /* Coll and P2p operations by the source of their duration */
+  } cov;
   /* internal */
   void *priv;
 } ncs_analysis_t;

@@ -51,9 +51,11 @@ static void add_mismatch(ncs_analysis_t *a, const ncs_op_t *x, const ncs_op_t *y
   snprintf(m->what, sizeof m->what, "%s", what);
 }
 
-/* Same count, datatype (interned: pointer equality) and, for rooted functions, root. */
+/* Same count, datatype (interned: pointer equality) and, for rooted functions, root. When one of
+ * the two lost its CollApi record, its count and datatype are NCCL's (bytes and ncclInt8 for
+ * AllGather and Broadcast): only the byte counts can be compared then. */
 static int same_args(const ncs_op_t *x, const ncs_op_t *y) {
-  if (x->count != y->count || x->dtype != y->dtype) return 0;
+  if (x->api != y->api ? x->bytes != y->bytes : x->count != y->count || x->dtype != y->dtype) return 0;
   return !((an_is_func(x->func, "Broadcast") || an_is_func(x->func, "Reduce")) && x->root != y->root);
 }
 
@@ -139,14 +141,23 @@ static int gpu_suspect(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
 }
 
 /* the durations of an instance's ranks: largest (its latency, and where it came from), smallest
- * positive (the transfer time), median; and the latest kernel start */
+ * positive (the transfer time), median; the latest kernel start; per rank its transfer time (its
+ * duration less its wait for the last rank's kernel, P->durs), largest and median */
 typedef struct {
-  int64_t dmax, dmin, dmed, kmax;
+  int64_t dmax, dmin, dmed, kmax, tmax, tmed;
   int src;
+  int slow_counted; /* complete with 3+ ranks: the slowest is counted */
 } durs_t;
 
-static durs_t durations(priv_t *P, const ncs_op_t *ops, size_t n) {
-  durs_t d = {.dmax = -1, .dmin = INT64_MAX, .src = NCS_SRC_ENQUEUE_HOST};
+/* a rank's kernel cannot exchange data before the last rank's kernel started: that wait, within
+ * its duration (without GPU times, its wait for the last arrival) */
+static int64_t kernel_wait(const ncs_inst_t *in, const ncs_op_t *o, int64_t kmax) {
+  int64_t w = o->kstart && kmax ? kmax - o->kstart : in->last_arrival - o->arrival;
+  return w > o->duration ? o->duration : w < 0 ? 0 : w;
+}
+
+static durs_t durations(priv_t *P, const ncs_inst_t *in, const ncs_op_t *ops, size_t n) {
+  durs_t d = {.dmax = -1, .dmin = INT64_MAX, .tmax = -1, .src = NCS_SRC_ENQUEUE_HOST};
   for (size_t k = 0; k < n; k++) {
     int64_t x = ops[k].duration;
     P->arr[k] = x;
@@ -156,32 +167,36 @@ static durs_t durations(priv_t *P, const ncs_op_t *ops, size_t n) {
   }
   ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
   d.dmed = ncs_qi64(P->arr, n, 0.5);
+  for (size_t k = 0; k < n; k++) {
+    P->durs[k] = P->arr[k] = ops[k].duration - kernel_wait(in, &ops[k], d.kmax);
+    if (P->durs[k] > d.tmax) d.tmax = P->durs[k];
+  }
+  ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
+  d.tmed = ncs_qi64(P->arr, n, 0.5);
   return d;
 }
 
-/* one rank's share: arrival, in-kernel wait, launch delay, last arrival, slowest */
+/* one rank's share: arrival, in-kernel wait, launch delay, last arrival, slowest (by its transfer
+ * time: a rank that waited for late peers took long, but is not slow) */
 static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops, size_t k,
                        size_t lastk, const durs_t *d, uint32_t bi, ncs_an_instance_t *x) {
   const ncs_op_t *o = &ops[k];
   ncs_an_rank_t *r = an_rank(a, o);
-  int64_t t = o->arrival, last = in->last_arrival, dur = o->duration;
+  int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
   r->instances++;
   r->wait_suffered += last - t;
-  /* a rank's kernel cannot exchange data before the last rank's kernel started */
-  int64_t w = o->kstart && d->kmax ? d->kmax - o->kstart : last - t;
-  if (w > dur) w = dur;
-  if (w < 0) w = 0;
-  r->kwait += w, r->transfer += dur - w;
+  r->kwait += o->duration - xfer, r->transfer += xfer;
   if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
+  r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
   int is_last = k == lastk && x->last_counted;
   if (is_last) {
     r->last++;
     r->wait_caused += x->wait_caused;
     add_evidence(r, o, x->skew);
   }
-  if (in->nops > 2 && dur == d->dmax && dur > d->dmed + d->dmed / 20) {
-    r->slowest++, r->excess += dur - d->dmed;
-    if (x->slowest_rank < 0) x->slowest_rank = o->rank, x->slowest_excess = dur - d->dmed;
+  if (d->slow_counted && xfer == d->tmax && xfer > d->tmed + d->tmed / 20) {
+    r->slowest++, r->excess += xfer - d->tmed;
+    if (x->slowest_rank < 0) x->slowest_rank = o->rank, x->slowest_excess = xfer - d->tmed;
   }
   an_cell(a, bi, (uint32_t)(r - a->ranks), o, t - in->first_arrival, last - t, is_last);
 }
@@ -199,22 +214,28 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   const ncs_op_t *I = &ops[0];
   int32_t nr = a->job->comms[I->comm].nranks;
   a->instances++, a->coll_ops += n;
+  for (size_t k = 0; k < n; k++) a->cov.timing[ops[k].timing]++;
   if ((int32_t)n < nr) a->incomplete++;
   a->unmatched_seq += (uint64_t)in->again;
   check_mismatch(a, ops, n);
   if (2 * n > P->capd) { /* arr: 2n for gpu_suspect */
     P->capd = 2 * n;
     P->arr = ncs_xrealloc(P->arr, P->capd * sizeof *P->arr);
+    P->durs = ncs_xrealloc(P->durs, P->capd * sizeof *P->durs);
   }
   ncs_an_instance_t x = {.bytes = I->bytes, .log2 = log2b(I->bytes), .slowest_rank = -1,
                          .skew = in->last_arrival - in->first_arrival};
   x.gpu_suspect = gpu_suspect(a, ops, n);
-  durs_t d = durations(P, ops, n);
+  durs_t d = durations(P, in, ops, n);
   x.latency = d.dmax, x.timing = d.src, x.median_duration = d.dmed;
   size_t lastk = 0;
   for (size_t k = 1; k < n; k++)
     if (ops[k].arrival > ops[lastk].arrival) lastk = k;
-  x.last_counted = n > 1 && x.skew > 0;
+  /* who arrived last counts only when every rank is in and the order is measurable: in an
+   * incomplete instance the missing rank may be the late one */
+  int complete = (int32_t)in->distinct == nr && n == in->distinct;
+  x.last_counted = complete && n > 1 && x.skew > a->job->error;
+  d.slow_counted = complete && n > 2;
   for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += in->last_arrival - ops[k].arrival;
   ncs_an_bucket_t *b = an_bucket(a, I->comm, I->func, log2b(I->bytes), 0);
   uint32_t bi = (uint32_t)(b - a->buckets);
@@ -231,6 +252,7 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
    * duration is only the enqueue, so the instance counts for arrivals and skew but not for
    * latency and bandwidth */
   for (size_t k = 0; k < n; k++) x.unsampled |= ops[k].unsampled && ops[k].timing != NCS_SRC_KERNEL_GPU;
+  b->suspect += (uint64_t)x.gpu_suspect;
   if (x.unsampled)
     a->unsampled++;
   else

@@ -39,8 +39,35 @@ static const char report_help[] =
     "chunks are analysed), 5 the output cannot be written (docs/cli.md)\n";
 
 
-static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
-  const ncs_an_rank_t *const *byw = f->by_wait, *const *bys = f->by_slow;
+/* "coverage" and "warnings" (docs/report.md, "Coverage") */
+static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+  fprintf(o, "\"coverage\":{\"files\":%u,\"unreadable\":%u,\"damaged\":%u,\"segments_without_footer\":%u,"
+             "\"lost_records\":{",
+          a->cov.files, a->cov.unreadable, a->cov.damaged, a->cov.no_footer);
+  for (unsigned k = 1; k <= NCS_JL_UNKNOWN; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncs_jl_names[k], a->cov.lost[k]);
+  fprintf(o, "},\"loss_windows\":{");
+  for (unsigned k = 1; k <= NCS_JL_UNKNOWN; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncs_jl_names[k], a->cov.windows[k]);
+  fprintf(o,
+          "},\"operation_calls\":%" PRIu64 ",\"operation_calls_lost\":%" PRIu64
+          ",\"write_errors\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"gap_bytes\":%" PRIu64
+          ",\"groups\":%" PRIu64 ",\"groups_unsampled\":%" PRIu64 ",\"timing\":{",
+          a->cov.op_starts, a->cov.op_lost, a->cov.write_errors, a->cov.gaps, a->cov.gap_bytes,
+          a->cov.groups, a->cov.groups_unsampled);
+  for (unsigned k = 0; k < NCS_SRC_N; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", ncs_src_names[k], a->cov.timing[k]);
+  fprintf(o, "}},\n\"warnings\":[");
+  for (uint32_t k = 0; k < f->nwarn; k++) {
+    fprintf(o, "%s{\"key\":\"%s\",\"text\":", k ? "," : "", f->warn[k].key);
+    ncs_json_str(o, f->warn[k].text);
+    fputc('}', o);
+  }
+  fprintf(o, "],\"no_finding\":");
+  ncs_json_str(o, f->n ? "" : f->none);
+}
+
+static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->job->error,
@@ -110,33 +137,42 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"enqueue_host\":%" PRIu64 "},\"lat_p50_ns\":%.0f,\"lat_p95_ns\":%.0f,"
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
             "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
-            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\"}",
+            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\","
+            "\"gpu_suspect\":%" PRIu64 "}",
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
             b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
-            b->sketch ? "sketch" : "exact");
+            b->sketch ? "sketch" : "exact", b->suspect);
   }
   fprintf(o, "],\n\"ranks\":[");
   for (uint32_t k = 0; k < a->nranks; k++) {
     const ncs_an_rank_t *r = &a->ranks[k];
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"pid\":%" PRIu64 ",\"instances\":%" PRIu64
-            ",\"last_arrivals\":%" PRIu64 ",\"wait_caused_ns\":%" PRId64
+            ",\"last_arrivals\":%" PRIu64 ",\"last_trials\":%" PRIu64 ",\"slow_trials\":%" PRIu64
+            ",\"wait_caused_ns\":%" PRId64
             ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
             ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64 "}",
             k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
-            r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
+            r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0);
   }
-  fprintf(o, "],\n\"stragglers\":[");
-  for (uint32_t k = 0; k < top && k < a->nranks && byw[k]->last; k++) {
-    const ncs_an_rank_t *r = byw[k];
+  fprintf(o, "],\n");
+  json_coverage(o, a, f);
+  fprintf(o, ",\n\"stragglers\":[");
+  uint32_t ns = 0;
+  for (uint32_t k = 0; k < f->n; k++) {
+    if (f->items[k].kind != NCS_FIND_STRAGGLER) continue;
+    const ncs_an_rank_t *r = f->items[k].rank;
+    const ncs_find_test_t *t = &f->items[k].test;
     fprintf(o,
-            "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"wait_caused_ns\":%" PRId64
-            ",\"error_ns\":%" PRId64 ",\"evidence\":[",
-            k ? "," : "", r->comm, r->rank, r->instances ? (double)r->last / (double)r->instances : 0,
-            r->wait_caused, a->job->error);
+            "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"trials\":%" PRIu64
+            ",\"chance\":%.6f,\"p_value\":%.3e,\"tests\":%u,\"min_share\":%.4f,"
+            "\"wait_caused_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"evidence\":[",
+            ns++ ? "," : "", r->comm, r->rank,
+            r->last_trials ? (double)r->last / (double)r->last_trials : 0, r->last_trials, t->chance,
+            t->p, t->tests, t->min_share, r->wait_caused, a->job->error);
     for (uint32_t e = 0; e < r->nev; e++) {
       fprintf(o, "%s{\"func\":", e ? "," : "");
       ncs_json_str(o, r->ev[e].func);
@@ -145,19 +181,36 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o, "]}");
   }
   fprintf(o, "],\n\"slow_ranks\":[");
-  for (uint32_t k = 0; k < top && k < a->nranks && bys[k]->slowest; k++) {
-    const ncs_an_rank_t *r = bys[k];
+  ns = 0;
+  for (uint32_t k = 0; k < f->n; k++) {
+    if (f->items[k].kind != NCS_FIND_SLOW_RANK) continue;
+    const ncs_an_rank_t *r = f->items[k].rank;
+    const ncs_find_test_t *t = &f->items[k].test;
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"slowest\":%" PRIu64 ",\"slowest_fraction\":%.4f,"
-            "\"excess_ns\":%" PRId64 "}",
-            k ? "," : "", r->comm, r->rank, r->slowest,
-            r->instances ? (double)r->slowest / (double)r->instances : 0, r->excess);
+            "\"trials\":%" PRIu64 ",\"chance\":%.6f,\"p_value\":%.3e,\"tests\":%u,"
+            "\"min_share\":%.4f,\"excess_ns\":%" PRId64 "}",
+            ns++ ? "," : "", r->comm, r->rank, r->slowest,
+            r->slow_trials ? (double)r->slowest / (double)r->slow_trials : 0, r->slow_trials,
+            t->chance, t->p, t->tests, t->min_share, r->excess);
   }
   fprintf(o,
           "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
           ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g}}\n",
           a->job->run.passes, a->job->run.peak_open, a->job->run.peak_held, (long long)NCS_JOB_HORIZON_NS,
           (long long)NCS_JOB_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
+}
+
+/* what the analysis rests on, then the warnings (the same list as --json and --html) */
+static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+  uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
+  fprintf(o, "Coverage: %u of %u files read%s; %" PRIu64 " operations, completion from GPU kernels %.0f%%, "
+             "proxy ops %.0f%%, none (enqueue only) %.0f%%; %.1f%% of the operation calls lost\n",
+          a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "", ops,
+          ncs_pct(a->cov.timing[0], ops), ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops),
+          ncs_pct(a->cov.op_lost, a->cov.op_starts));
+  for (uint32_t k = 0; k < f->nwarn; k++) fprintf(o, "  ! %s\n", f->warn[k].text);
+  fputc('\n', o);
 }
 
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
@@ -169,29 +222,14 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
              " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
           a->job->nprocs, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
-  if (a->unsampled)
-    fprintf(o, "%" PRIu64 " instances have no GPU times (unsampled, NCCLSCOPE_UNSAMPLED_EVENTS): "
-               "counted for arrivals and skew, left out of latency and bandwidth\n\n",
-            a->unsampled);
-  if (a->gpu_suspect) {
-    char g[32], l[32];
-    ncs_fmt_ns(g, sizeof g, (double)a->gsus[0].gap);
-    ncs_fmt_ns(l, sizeof l, (double)a->gsus[0].launch);
-    fprintf(o,
-            "%" PRIu64 " instances have GPU times that cannot be right: a rank's kernel ended before "
-            "another rank's began (NCCL gave a KernelCh another operation's timestamps, or a GPU "
-            "clock is mapped wrong); their latency, bandwidth and waits are doubtful. First: comm %u "
-            "%s #%" PRIu64 ", rank %d's kernel starts %s after its call, %s after another rank's "
-            "kernel ended\n\n",
-            a->gpu_suspect, a->gsus[0].comm, a->gsus[0].func, a->gsus[0].seq, a->gsus[0].rank, l, g);
-  }
+  print_coverage(o, a, f);
   fprintf(o, "Findings\n");
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];
     ncs_finding_text(a, &f->items[k], line, sizeof line);
     fprintf(o, "  - %s\n", line);
   }
-  if (!f->n) fprintf(o, "  - nothing stands out\n");
+  if (!f->n) fprintf(o, "  - %s\n", f->none);
 
   fprintf(o, "\nCollectives per communicator x function x size (latency = slowest rank's duration)\n");
   fprintf(o, "  %-5s %-14s %-10s %7s %10s %10s %10s %9s %9s %10s %10s %s\n", "comm", "func", "size>=",
@@ -324,7 +362,7 @@ int ncs_cmd_report(int argc, char **argv) {
   if (html && write_html(html, force, argv[optind], a, &f) != 0)
     rc = NCS_EXIT_OUTPUT;
   else if (json)
-    print_json(stdout, a, &f, (uint32_t)top);
+    print_json(stdout, a, &f);
   else if (!html_stdout)
     print_text(stdout, a, &f, (uint32_t)top);
   ncs_findings_free(&f);

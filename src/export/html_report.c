@@ -260,20 +260,24 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
       char rng[64], lat[32];
       bucket_range(rng, sizeof rng, b->log2);
       ncs_fmt_ns(lat, sizeof lat, b->lat_p50);
-      fputs("<g class=\"pt\"><title>comm ", o);
+      /* a bucket holding instances whose GPU times cannot be right is drawn hollow, and says so */
+      fprintf(o, "<g class=\"pt%s\"><title>comm ", b->suspect ? " doubtful" : "");
       escf(o,
            "%u %s, %s, %" PRIu64 " instances: busbw p50 %.3f GB/s, p95 %.3f, p99 %.3f (slow side); "
            "algbw p50 %.3f GB/s; latency p50 %s",
            b->comm, b->func, rng, b->count, b->busbw_p50, b->busbw_p95, b->busbw_p99, b->algbw_p50,
            lat);
+      if (b->suspect)
+        escf(o, "; DOUBTFUL: %" PRIu64 " of these instances have GPU times that cannot be right",
+             b->suspect);
       fprintf(o,
               "</title><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1\"/>"
               "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2\"/>"
               "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1\"/>"
-              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"/></g>\n",
+              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"%s/></g>\n",
               x, BY(b->busbw_p99), x, BY(b->busbw_p50), x - 4, BY(b->busbw_p95), x + 4,
               BY(b->busbw_p95), x - 3, BY(b->busbw_p99), x + 3, BY(b->busbw_p99), x,
-              BY(b->busbw_p50));
+              BY(b->busbw_p50), b->suspect ? " fill=\"#fff\" stroke-width=\"2\"" : "");
     }
     fputs("</g>\n", o);
     if (legend < legend_max) {
@@ -782,6 +786,7 @@ static const char css[] =
     "dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:0}"
     "dl.meta dt{color:#666}dl.meta dd{margin:0;overflow-wrap:anywhere}"
     "ul#findings-list{padding-left:20px}ul#findings-list li{margin:5px 0}"
+    "ul#warnings-list{padding-left:20px}li.warn{margin:5px 0;color:#8a4b00}"
     "li.rank{color:#8a1c1c}li.job{color:#7a4a00}li.none{color:#2d6a2d}"
     ".note{color:#666;font-size:13px;max-width:980px}"
     "p.explain{max-width:980px}"
@@ -839,6 +844,14 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
           "<dt>point-to-point</dt><dd>%" PRIu64 " sends, %" PRIu64 " receives, %" PRIu64
           " pairs</dd>\n",
           a->sends, a->recvs, a->p2p_pairs);
+  uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
+  fprintf(o,
+          "<dt>coverage</dt><dd id=\"coverage\">%u of %u files read; completion from GPU kernels "
+          "%.0f%%, proxy ops %.0f%%, none %.0f%% of %" PRIu64 " operations; %.1f%% of the "
+          "operation calls lost</dd>\n",
+          a->cov.files - a->cov.unreadable, a->cov.files, ncs_pct(a->cov.timing[0], ops),
+          ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops), ops,
+          ncs_pct(a->cov.op_lost, a->cov.op_starts));
   fprintf(o,
           "<dt>clock error bound</dt><dd id=\"error-bound\">&#177;%s (of every cross-rank time "
           "difference: skew, lateness, waiting)</dd>\n</dl>\n",
@@ -849,8 +862,18 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<a href=\"#processes\">processes</a></nav>\n</header>\n",
         o);
 
-  /* findings: the terminal report's, in its order */
-  fputs("<section id=\"findings\">\n<h2>Findings</h2>\n<ul id=\"findings-list\">\n", o);
+  /* warnings and findings: the terminal report's, in its order */
+  fputs("<section id=\"findings\">\n<h2>Findings</h2>\n", o);
+  if (f->nwarn) {
+    fputs("<ul id=\"warnings-list\">\n", o);
+    for (uint32_t k = 0; k < f->nwarn; k++) {
+      fprintf(o, "<li class=\"warn\" data-key=\"%s\">", f->warn[k].key);
+      esc(o, f->warn[k].text);
+      fputs("</li>\n", o);
+    }
+    fputs("</ul>\n", o);
+  }
+  fputs("<ul id=\"findings-list\">\n", o);
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];
     const ncs_finding_t *x = &f->items[k];
@@ -860,7 +883,11 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
     esc(o, line);
     fputs("</li>\n", o);
   }
-  if (!f->n) fputs("<li class=\"none\">nothing stands out</li>\n", o);
+  if (!f->n) {
+    fputs("<li class=\"none\">", o);
+    esc(o, f->none);
+    fputs("</li>\n", o);
+  }
   fputs("</ul>\n", o);
   if (a->nmism > 1) {
     thead(o, "mismatch-table", "comm|<func|seq|rank|vs rank|<what");
@@ -887,6 +914,11 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "numbers.</p>\n",
         o);
   chart_busbw(o, &L);
+  if (a->gpu_suspect)
+    fprintf(o, "<p class=\"explain\" id=\"doubtful-note\">Hollow points: buckets holding some of "
+               "the %" PRIu64 " instances whose GPU times cannot be right (see the warnings); their "
+               "bandwidth is doubtful.</p>\n",
+            a->gpu_suspect);
   fputs("</section>\n", o);
   fputs("<section id=\"skew\">\n<h2>Per-rank arrival skew</h2>\n"
         "<p class=\"explain\">One block per communicator: a row per rank, a column per "

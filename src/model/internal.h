@@ -14,7 +14,7 @@
 typedef struct {
   uint32_t proc, seg, comm;
   int32_t rank, peer;
-  uint8_t p2p, is_send, unsampled, complete;
+  uint8_t p2p, is_send, unsampled, complete, api;
   uint32_t cflags;
   uint64_t id, seq, order, count;
   int64_t root;
@@ -50,7 +50,7 @@ typedef struct {
   hmap_t comm_map;   /* hash of (commId, nranks[, file]) + probe -> comm index */
   hmap_t member_map; /* (proc, seg, index) -> member index */
   hmap_t rank_seen;  /* (comm, rank) -> 1 */
-  size_t cap_procs, cap_comms, cap_members, cap_hosts;
+  size_t cap_procs, cap_comms, cap_members, cap_hosts, cap_losses;
   /* the streaming pass */
   const ncs_job_sink_t *sink;
   void *arg;
@@ -91,6 +91,11 @@ void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg);
 void clock_scan_end(void *state, ncs_job_proc_t *p);
 void clock_hosts(ncs_job_t *j);
 void clock_host_instance(ncs_job_t *j, const ncs_op_t *ops, size_t n);
+/* coverage.c */
+void cov_scan_begin(void **state);
+void cov_scan_item(void *state, ncs_job_t *j, uint32_t proc, const ncs_item_t *it, uint32_t seg,
+                   uint64_t seg_start);
+void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc);
 void clock_host_offsets(ncs_job_t *j);
 void clock_job_offsets(ncs_job_t *j);
 /* merge.c */

@@ -120,8 +120,8 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     return;
   }
   p->readable = 1;
-  void *clk;
-  clock_scan_begin(&clk);
+  void *clk, *cov;
+  clock_scan_begin(&clk), cov_scan_begin(&cov);
   ncs_job_seg_t *s = NULL;
   ncs_item_t it;
   int rc;
@@ -130,6 +130,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     if (!s) continue;
     seg_times(s, &it, first);
     clock_scan_item(clk, &it, s->index);
+    cov_scan_item(cov, j, pi, &it, s->index, s->start_mono);
     if (it.what == NCS_ITEM_COMM) add_member(j, pi, s->index, &it.comm);
     if (it.what == NCS_ITEM_FOOTER) s->clean = 1;
     if (it.what == NCS_ITEM_COMM_END) {
@@ -145,6 +146,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
   }
   ncs_reader_close(r);
   clock_scan_end(clk, p);
+  cov_scan_end(cov, j, pi);
 }
 
 /* ------------------------------------------------------------------ open, free */
@@ -232,7 +234,7 @@ void ncs_job_free(ncs_job_t *j) {
   retain_free(j);
   hm_free(&P->comm_map), hm_free(&P->member_map), hm_free(&P->rank_seen);
   for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
-  free(j->procs), free(j->hosts), free(j->comms), free(j->members);
+  free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);
   ncs_pool_free(&j->strs);
   free(P);
   free(j);

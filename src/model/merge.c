@@ -72,6 +72,7 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .peer = h->peer, .func = h->func, .dtype = h->dtype, .seq = h->seq,
                   .order = h->order, .count = h->count, .root = h->root, .p2p = h->p2p,
                   .is_send = h->is_send, .unsampled = h->unsampled, .complete = h->complete,
+                  .api = h->api_ts != 0,
                   .cflags = h->cflags, .gpu_start = h->gpu_start, .gpu_stop = h->gpu_stop,
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);

@@ -35,6 +35,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "trace/format.h"
 #include "util/pool.h"
 
 /* bounds of the streaming pass (docs/report.md, "Memory"); -D overrides are for tests */
@@ -71,6 +72,38 @@ typedef struct {
   int clean;          /* ended with a FOOTER */
 } ncs_job_seg_t;
 
+/* What a file says it lost (docs/model.md, "Coverage"): a time window of the file's monotonic
+ * clock, the records lost in it (0: unknown) and their event types (bit per NCS_T_*; every bit
+ * when not known). */
+enum {
+  NCS_JL_DROPS = 1,   /* the plugin's buffer was full: records dropped on NCCL's thread */
+  NCS_JL_NO_SLOT = 2, /* more producer threads than slots */
+  NCS_JL_WRITE = 3,   /* a chunk could not be written (disk full, I/O error) */
+  NCS_JL_GAP = 4,     /* damaged bytes the reader skipped */
+  NCS_JL_TAIL = 5,    /* the file is damaged or cut from here on: the rest is lost */
+  NCS_JL_UNKNOWN = 6, /* a segment without a footer (a killed process): after its last chunk */
+};
+extern const char *const ncs_jl_names[7]; /* "", "drops", "no_slot", "write", "gap", "tail", "unknown" */
+#define NCS_JL_ALL_TYPES ((1u << NCS_T_COUNT) - 1)
+
+typedef struct {
+  uint32_t proc, seg, kind;
+  uint64_t from_ns, to_ns; /* monotonic; to_ns UINT64_MAX: to the end of the recording */
+  uint64_t records;        /* 0: not known */
+  uint32_t types;
+} ncs_job_loss_t;
+
+/* what one file covers */
+typedef struct {
+  uint64_t lost[NCS_JL_UNKNOWN + 1]; /* records lost by kind (0 when not counted) */
+  uint64_t lost_by_type[NCS_T_COUNT]; /* drops and no-slot losses by event type */
+  uint64_t write_errors;   /* chunks that could not be written */
+  uint64_t gaps, gap_bytes;
+  uint64_t starts[NCS_T_COUNT]; /* calls the plugin counted (footers, else the last snapshot) */
+  uint64_t groups, groups_unsampled; /* group sampling: groups started; of which without GPU times */
+  uint32_t nolog_segs;     /* segments without a footer */
+} ncs_job_cov_t;
+
 /* one recording: a trace (or flight) file, one process */
 typedef struct {
   const char *path;   /* as listed (pooled) */
@@ -95,7 +128,9 @@ typedef struct {
   int gpu_conflict;   /* a kernel would start before its launch with any offset the starts allow */
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
+  ncs_job_cov_t cov;  /* what it lost (loss windows: ncs_job_t.losses) */
 } ncs_job_proc_t;
+
 
 typedef struct {
   const char *host;   /* pooled */
@@ -139,6 +174,8 @@ typedef struct {
   uint8_t p2p, is_send;
   uint8_t unsampled;     /* recorded in an unsampled group (NCS_SF_UNSAMPLED): expect no KernelCh */
   uint8_t complete;      /* a COMPLETE record was seen */
+  uint8_t api;           /* its CollApi/P2pApi record was found: count, datatype and arrival are
+                          * the user's call's */
   uint32_t cflags;       /* its NCS_CF_* flags */
   int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
   int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
@@ -194,6 +231,8 @@ typedef struct {
   int64_t error;           /* error bound of every cross-rank time difference, ns: the largest
                             * CLOCK pair spread plus the largest host offset error */
   int64_t t_first, t_last; /* earliest and latest event of the job (job time); wall = last - first */
+  ncs_job_loss_t *losses;  /* every loss window of every file, by file then time */
+  uint32_t nlosses;
   uint32_t unreadable, damaged; /* files that could not be opened; files that end early */
   /* the last streaming pass (docs/report.md, "Memory") */
   struct {
@@ -238,6 +277,11 @@ static inline int64_t ncs_job_realtime(const ncs_job_t *j, uint32_t proc, uint64
 }
 /* a pTimer value of file proc in job time; 0 when its GPU clock is not mapped */
 int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer);
+
+/* The first loss window of file proc that overlaps [from, to] (monotonic ns) and lost records of
+ * a type in `types`; NULL when the file says it lost none there. */
+const ncs_job_loss_t *ncs_job_lost(const ncs_job_t *j, uint32_t proc, uint64_t from, uint64_t to,
+                                   uint32_t types);
 
 /* the communicator of (commId, nranks) seen in file proc; -1 when the job has none */
 int64_t ncs_job_comm_index(const ncs_job_t *j, uint64_t comm_id, int32_t nranks, uint32_t proc);

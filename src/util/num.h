@@ -15,4 +15,8 @@ size_t ncs_nrank(size_t n, double q);
 /* the nearest-rank quantile of a sorted array; 0 for an empty one */
 int64_t ncs_qi64(const int64_t *v, size_t n, double q);
 
+/* P(X >= k) for X ~ Binomial(n, p): the one-sided p-value of seeing k or more successes in n
+ * trials of chance p (the regularized incomplete beta I_p(k, n - k + 1)); 1 for k 0 */
+double ncs_binom_sf(uint64_t k, uint64_t n, double p);
+
 #endif
