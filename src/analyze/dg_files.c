@@ -30,6 +30,8 @@ static int read_flight_hdr(const char *path, ncs_flight_hdr_t *h) {
   close(fd);
   if (k != (ssize_t)sizeof page || !ncs_flight_is(page, sizeof page)) return -1;
   memcpy(h, page, sizeof *h);
+  h->dump_real = dg_sane_time(h->dump_real), h->trigger_real = dg_sane_time(h->trigger_real);
+  h->dump_mono = dg_sane_time(h->dump_mono);
   h->host[sizeof h->host - 1] = 0;
   h->trigger[sizeof h->trigger - 1] = 0;
   return h->version == NCS_FLIGHT_VERSION ? 0 : -1;

@@ -24,7 +24,14 @@
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
 
-enum { OP_PENDING = 0, OP_DONE = 1, OP_UNKNOWN = 2 };
+enum {
+  OP_PENDING = 0, /* entered, not completed */
+  OP_DONE = 1,    /* completed (or a later operation of its rank and communicator did) */
+  OP_UNKNOWN = 2, /* nothing known: evicted from the writer's table, or its completion is not in a
+                   * recording that ended cleanly (its records were lost) */
+  OP_NOCOMP = 3,  /* enqueued, but no child event could show its completion (NCS_CF_NO_CHILDREN) */
+  OP_LOST = 4,    /* pending, and its file lost records after it started: cannot tell */
+};
 /* why a pending operation's state is final: the recording says it never finished */
 enum { XW_NONE = 0, XW_TIMEOUT = 1, XW_FLUSH = 2, XW_FORCED = 3 };
 
@@ -39,6 +46,8 @@ typedef struct {
   uint32_t nch, kids;
   uint32_t kch_started, kch_stopped; /* its KernelCh events seen */
   uint64_t start, stop, end, progress; /* mono ns; progress: newest event of it or its children */
+  uint8_t inferred;  /* DONE because a later operation of its rank and communicator completed */
+  const ncs_job_loss_t *loss; /* OP_LOST: the file's loss window after it started */
 } dg_op_t;
 
 #define DG_OVER 32 /* pending operations pushed out of a full ring, kept per (comm, rank) */
@@ -102,6 +111,10 @@ typedef struct {
 
 #define DG_EV_MAX (1u << 20) /* open events kept per process */
 
+/* A time from an untrusted file header, as ns that differences cannot overflow: at most 2^62
+ * (the year 2116) */
+static inline uint64_t dg_sane_time(uint64_t t) { return t > (1ull << 62) ? 1ull << 62 : t; }
+
 /* dg_read.c */
 void dg_comms(dg_t *D); /* D->comms: the job model's, with room for their ranks */
 void dg_cpy(char *dst, size_t n, const char *src); /* printable ASCII only */
@@ -110,9 +123,18 @@ int64_t dg_to_real(const dg_proc_t *P, uint64_t mono);
 ncs_dg_fseq_t *dg_fseq(dg_crank_t *cr, const char *func, int p2p);
 dg_op_t *dg_op_at(dg_crank_t *cr, uint32_t idx);
 void dg_for_each_op(dg_crank_t *cr, void (*fn)(dg_op_t *, void *), void *arg);
+void dg_op_done(dg_crank_t *cr, dg_op_t *op);
 void dg_note(dg_t *D, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *dg_base_name(const char *p);
 void dg_read_file(dg_t *D, int proc);
+/* after reading, with the snapshots known: completions inferred from later ones, pending
+ * operations of clean recordings, and those whose file lost records after they started */
+void dg_settle(dg_t *D);
+/* the recording ended cleanly: a trace with a footer, a live flight file marked exited */
+int dg_proc_clean(const dg_t *D, int proc);
+#define DG_COMPLETION_TYPES                                                                        \
+  ((1u << NCS_T_COLL) | (1u << NCS_T_P2P) | (1u << NCS_T_KERNEL_CH) | (1u << NCS_T_PROXY_OP) |    \
+   (1u << NCS_T_PROXY_STEP))
 /* dg_files.c */
 int dg_choose_files(dg_t *D, const char *path, const ncs_dg_opts_t *o, char *err, size_t errlen);
 /* dg_verdict.c */

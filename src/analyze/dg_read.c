@@ -35,7 +35,7 @@ const char *dg_intern(dg_t *D, const char *raw) {
 }
 
 int64_t dg_to_real(const dg_proc_t *P, uint64_t mono) {
-  return mono ? (int64_t)mono + P->clk_off : 0;
+  return mono ? (int64_t)(mono + (uint64_t)P->clk_off) : 0; /* wraps, never UB */
 }
 
 /* ------------------------------------------------------------------ comms and ranks */
@@ -230,7 +230,7 @@ static dg_crank_t *ctx_crank(rd_t *R, const ncs_event_t *e) {
   return R->D->cranks[R->ctxmap[e->ctx] - 1];
 }
 
-static void op_done(dg_crank_t *cr, dg_op_t *op) {
+void dg_op_done(dg_crank_t *cr, dg_op_t *op) {
   if (op->status == OP_DONE) return;
   op->status = OP_DONE;
   op->xwhy = XW_NONE;
@@ -250,7 +250,7 @@ static void kernels_check(dg_crank_t *cr, dg_op_t *op, uint64_t ts) {
       op->kch_started < (op->nch ? op->nch : 1))
     return;
   if (!op->end) op->end = ts;
-  op_done(cr, op);
+  dg_op_done(cr, op);
 }
 
 static void ev_start(rd_t *R, const ncs_event_t *e) {
@@ -409,8 +409,10 @@ static void ev_record(rd_t *R, const ncs_event_t *e) {
     }
     if (e->cflags & NCS_CF_FORCED) {
       if (op->status != OP_DONE && !op->xwhy) op->xwhy = XW_FORCED;
+    } else if (e->cflags & NCS_CF_NO_CHILDREN) { /* "stopped, no completion known" */
+      if (op->status == OP_PENDING) op->status = OP_NOCOMP;
     } else {
-      op_done(cr, op);
+      dg_op_done(cr, op);
     }
     return;
   }
@@ -488,6 +490,9 @@ void dg_read_file(dg_t *D, int proc) {
   const ncs_flight_info_t *fi = ncs_reader_flight(r);
   if (fi) {
     P->fi = *fi;
+    uint64_t *t[] = {&P->fi.heartbeat_mono, &P->fi.heartbeat_real, &P->fi.last_event_mono,
+                     &P->fi.dump_mono,      &P->fi.dump_real,      &P->fi.trigger_real};
+    for (size_t k = 0; k < sizeof t / sizeof t[0]; k++) *t[k] = dg_sane_time(*t[k]);
     P->is_flight = 1;
     pp->flight_state = fi->state;
     pp->dump_reason = fi->dump_reason;
@@ -495,7 +500,7 @@ void dg_read_file(dg_t *D, int proc) {
     dg_cpy(pp->trigger, sizeof pp->trigger, fi->trigger);
     pp->pid = fi->pid;
     dg_cpy(pp->host, sizeof pp->host, fi->host);
-    pp->heartbeat_real = (int64_t)fi->heartbeat_real;
+    pp->heartbeat_real = (int64_t)P->fi.heartbeat_real;
   }
   rd_t R;
   memset(&R, 0, sizeof R);
@@ -575,3 +580,58 @@ void dg_read_file(dg_t *D, int proc) {
   free(R.ctxmap);
 }
 
+
+/* ------------------------------------------------------------------ settling */
+
+typedef struct {
+  uint64_t done_start; /* the latest start of a completed operation */
+} settle_t;
+
+static void latest_done(dg_op_t *op, void *arg) {
+  settle_t *t = arg;
+  if (op->status == OP_DONE && op->start > t->done_start) t->done_start = op->start;
+}
+
+typedef struct {
+  dg_t *D;
+  dg_crank_t *cr;
+  uint64_t done_start;
+} settle_op_t;
+
+/* NCCL runs the operations of a communicator in order: one that started before a completed one
+ * completed; a pending one in a file that lost records after it started cannot be judged; one
+ * without an expiry in a cleanly ended segment lost its completion records */
+static void settle_op(dg_op_t *op, void *arg) {
+  settle_op_t *t = arg;
+  const dg_proc_t *P = &t->D->procs[t->cr->proc];
+  const ncs_job_proc_t *jp = &t->D->job->procs[t->cr->proc];
+  if ((op->status == OP_PENDING || op->status == OP_NOCOMP) && op->start < t->done_start) {
+    op->inferred = 1;
+    dg_op_done(t->cr, op);
+    return;
+  }
+  if (op->status != OP_PENDING || P->pub->dead) return;
+  op->loss = ncs_job_lost(t->D->job, (uint32_t)t->cr->proc, op->start,
+                          P->snap_mono ? P->snap_mono : UINT64_MAX, NCS_JL_RECORDED,
+                          DG_COMPLETION_TYPES);
+  if (op->loss)
+    op->status = OP_LOST;
+  else if (!op->xwhy && op->seg >= 1 && op->seg <= jp->nsegs && jp->segs[op->seg - 1].clean)
+    op->status = OP_UNKNOWN;
+}
+
+void dg_settle(dg_t *D) {
+  for (uint32_t g = 0; g < D->ncranks; g++) {
+    settle_t s = {0};
+    dg_for_each_op(D->cranks[g], latest_done, &s);
+    settle_op_t t = {D, D->cranks[g], s.done_start};
+    dg_for_each_op(D->cranks[g], settle_op, &t);
+  }
+}
+
+int dg_proc_clean(const dg_t *D, int proc) {
+  const ncs_dg_proc_t *q = &D->pub.procs[proc];
+  const dg_proc_t *P = &D->procs[proc];
+  return (q->source == NCS_DG_SRC_TRACE && q->footer) ||
+         (q->source == NCS_DG_SRC_LIVE && P->is_flight && P->fi.state == NCS_FS_EXITED);
+}

@@ -203,7 +203,151 @@ static const dg_ev_t *dg_open_api(const dg_t *D, const dg_crank_t *cr, int any_r
   return best;
 }
 
+/* ------------------------------------------------------------------ what cannot be seen */
+
+/* the newest operation of a rank, and one whose file lost records after it started */
+typedef struct {
+  const dg_op_t *newest, *lost;
+} unseen_t;
+
+static void unseen_fn(dg_op_t *op, void *arg) {
+  unseen_t *u = arg;
+  if (op->status == OP_UNKNOWN) return;
+  if (!u->newest || op->start > u->newest->start) u->newest = op;
+  if (op->status == OP_LOST && !u->lost) u->lost = op;
+}
+
+static void lost_line(dg_t *D, ncs_dg_verdict_t *v, int rank, const dg_proc_t *P, const dg_op_t *op) {
+  char nm[64], a[80];
+  dg_op_name(nm, sizeof nm, op);
+  dg_ago_str(D, a, sizeof a, dg_to_real(P, op->loss->from_ns));
+  dg_ev_line(v, "rank %d's %s is open, and its recording lost %s (%s) from %s on", rank, nm,
+             op->loss->records ? "records" : "an unknown number of records",
+             ncs_jl_names[op->loss->kind], a);
+}
+
+#define OP_TYPES ((1u << NCS_T_COLL) | (1u << NCS_T_P2P) | (1u << NCS_T_COLL_API) | (1u << NCS_T_P2P_API))
+
+/* A rank that did not enter the operation the others wait in, in a file that lost records after
+ * its last known operation: its entry may be among them. */
+static int absent_lost(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
+  const dg_proc_t *P = &D->procs[cr->proc];
+  last_t l = dg_rank_last(D, cr);
+  uint32_t types = DG_COMPLETION_TYPES | (1u << NCS_T_COLL_API) | (1u << NCS_T_P2P_API);
+  const ncs_job_loss_t *x = ncs_job_lost(D->job, (uint32_t)cr->proc, l.entered ? l.entered->start : 0,
+                                         P->snap_mono ? P->snap_mono : UINT64_MAX, NCS_JL_RECORDED,
+                                         types);
+  if (!x) return 0;
+  char a[80];
+  dg_ago_str(D, a, sizeof a, dg_to_real(P, x->from_ns));
+  dg_ev_line(v, "its recording lost %s (%s) from %s on: its entry may be among them",
+             x->records ? "records" : "an unknown number of records", ncs_jl_names[x->kind], a);
+  return 1;
+}
+
+/* what the entries alone show: ranks that never entered a collective others entered */
+static void behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
+  const dg_crank_t *first = NULL;
+  for (int r = 0; r < C->nranks && !first; r++)
+    if (C->cranks[r]) first = D->cranks[C->cranks[r] - 1];
+  for (uint32_t i = 0; first && i < first->nf; i++) {
+    if (first->fs[i].p2p) continue;
+    const char *func = first->fs[i].func;
+    int64_t top = -1;
+    int behind[16], nb = 0;
+    for (int r = 0; r < C->nranks; r++) {
+      const ncs_dg_fseq_t *f = C->cranks[r] ? dg_fseq(D->cranks[C->cranks[r] - 1], func, 0) : NULL;
+      if (f && f->entered > top) top = f->entered;
+    }
+    for (int r = 0; r < C->nranks; r++) {
+      const ncs_dg_fseq_t *f = C->cranks[r] ? dg_fseq(D->cranks[C->cranks[r] - 1], func, 0) : NULL;
+      if (f && f->entered < top && nb < 16) behind[nb++] = r;
+    }
+    if (!nb) continue;
+    char rl[96];
+    dg_rank_list(rl, sizeof rl, behind, nb);
+    dg_ev_line(v, "rank%s %s did not enter %s #%" PRId64 ", which other ranks entered", nb > 1 ? "s" : "",
+               rl, func, top);
+  }
+}
+
+/* a rank of the communicator has an open operation whose file lost records after it started */
+static int comm_lost(dg_t *D, dg_comm_t *C) {
+  for (int r = 0; r < C->nranks; r++) {
+    if (!C->cranks[r]) continue;
+    unseen_t u = {0};
+    dg_for_each_op(D->cranks[C->cranks[r] - 1], unseen_fn, &u);
+    if (u.lost) return 1;
+  }
+  return 0;
+}
+
+/* No operation of the communicator is stuck, but the recording cannot show that every one
+ * completed: a rank's open operation whose file lost records after it started, or a rank whose
+ * newest operation has no event that could show its completion. That is not "nothing stuck". */
+static void cannot_tell_comm(dg_t *D, uint32_t c) {
+  dg_comm_t *C = &D->comms[c];
+  ncs_dg_verdict_t *v = NULL;
+  int nlost = 0, nnocomp = 0;
+  for (int r = 0; r < C->nranks; r++) {
+    if (!C->cranks[r]) continue;
+    dg_crank_t *cr = D->cranks[C->cranks[r] - 1];
+    unseen_t u = {0};
+    dg_for_each_op(cr, unseen_fn, &u);
+    int nocomp = u.newest && u.newest->status == OP_NOCOMP;
+    const ncs_job_loss_t *later = NULL;
+    const dg_proc_t *P = &D->procs[cr->proc];
+    if (!P->pub->dead && !dg_proc_clean(D, cr->proc)) /* an ended process is stuck in nothing */
+      later = ncs_job_lost(D->job, (uint32_t)cr->proc, u.newest ? u.newest->start : 0,
+                           P->snap_mono ? P->snap_mono : UINT64_MAX, NCS_JL_RECORDED, OP_TYPES);
+    if (!u.lost && !nocomp && !later) continue;
+    if (!v) v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, (int)c), v->rank = r, v->proc = cr->proc;
+    if (u.lost) nlost++, lost_line(D, v, r, P, u.lost);
+    if (later && !u.lost) {
+      char a[80];
+      nlost++;
+      dg_ago_str(D, a, sizeof a, dg_to_real(P, later->from_ns));
+      dg_ev_line(v, "rank %d's recording lost %s (%s) from %s on, after its newest operation: a "
+                    "later one may be among them", r, later->records ? "records" : "an unknown number of records",
+                 ncs_jl_names[later->kind], a);
+    }
+    if (nocomp) {
+      char nm[64];
+      dg_op_name(nm, sizeof nm, u.newest);
+      nnocomp++;
+      dg_ev_line(v, "rank %d's newest operation %s stopped (enqueued), but nothing recorded could "
+                    "show its completion (no KernelCh or ProxyOp events for it)", r, nm);
+    }
+  }
+  if (!v) return;
+  behind_lines(D, C, v);
+  snprintf(v->summary, sizeof v->summary,
+           "cannot tell which rank communicator 0x%016" PRIx64 " waits for, or whether it is stuck: "
+           "%d rank%s lost records after an operation started, %d rank%s newest operation has no "
+           "visible completion",
+           C->comm_id, nlost, nlost == 1 ? "" : "s", nnocomp, nnocomp == 1 ? "'s" : "s'");
+}
+
 /* ------------------------------------------------------------------ per communicator */
+
+/* The only operation stuck in communicator c is a dead process's: that death is the verdict
+ * (the DEAD verdict, for this communicator), not a hang of a living rank. */
+static void dead_inside(dg_t *D, uint32_t c, int rank, const dg_op_t *K) {
+  dg_comm_t *C = &D->comms[c];
+  dg_crank_t *cr = D->cranks[C->cranks[rank] - 1];
+  const ncs_dg_proc_t *p = D->procs[cr->proc].pub;
+  ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_DEAD, (int)c);
+  char nm[64], a[80];
+  dg_op_name(nm, sizeof nm, K);
+  dg_cpy(v->func, sizeof v->func, K->func);
+  v->seq = K->seq, v->rank = rank, v->proc = cr->proc, v->where = NCS_DG_W_DEAD;
+  snprintf(v->summary, sizeof v->summary,
+           "rank %d of communicator 0x%016" PRIx64 " died inside %s: its process died", rank,
+           C->comm_id, nm);
+  dg_ev_line(v, "rank %d (%s-%" PRIu64 "): %s", rank, p->host, p->pid, p->dead_why);
+  dg_ago_str(D, a, sizeof a, dg_to_real(&D->procs[cr->proc], K->start));
+  dg_ev_line(v, "it entered %s %s; no living rank of the communicator is stuck", nm, a);
+}
 
 /* the stuck operation of a communicator: the oldest stuck one, on a live process if any */
 typedef struct {
@@ -285,8 +429,7 @@ static int classify_absent(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
             api->func ? " " : "", api->func ? api->func : "", a);
     return NCS_DG_W_IN_API;
   }
-  if ((p->source == NCS_DG_SRC_TRACE && p->footer) ||
-      (P->is_flight && P->fi.state == NCS_FS_EXITED)) {
+  if (dg_proc_clean(D, cr->proc)) {
     dg_ago_str(D, a, sizeof a, p->snap_real);
     dg_ev_line(v, "its process ended cleanly %s%s", a, cr->finalized ? " (communicator finalized)" : "");
     return NCS_DG_W_EXITED;
@@ -447,21 +590,21 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
     v->channel = best->channel, v->peer = best->peer, v->step = best->step, v->is_send = best->is_send;
     dg_cpy(v->state, sizeof v->state, best->has_state ? dg_short_state(best->state) : "started");
     snprintf(v->summary, sizeof v->summary,
-             "every rank entered %s #%" PRId64 "; rank %d is stuck inside it: %s step %d on channel "
+             "every rank of communicator 0x%016" PRIx64 " entered %s #%" PRId64 "; rank %d is stuck inside it: %s step %d on channel "
              "%d %s rank %d in %s, no progress for %s (%s)",
-             func, seq, W->rank, best->is_send ? "send" : "recv", best->step, best->channel,
+             D->comms[c].comm_id, func, seq, W->rank, best->is_send ? "send" : "recv", best->step, best->channel,
              best->is_send ? "to" : "from", best->peer, v->state, sd, why);
   } else if (best) {
     v->channel = best->channel;
     dg_cpy(v->state, sizeof v->state, "KernelCh");
     snprintf(v->summary, sizeof v->summary,
-             "every rank entered %s #%" PRId64 "; rank %d: kernel open on channel %d, no progress "
+             "every rank of communicator 0x%016" PRIx64 " entered %s #%" PRId64 "; rank %d: kernel open on channel %d, no progress "
              "for %s (%s)",
-             func, seq, W->rank, best->channel, sd, why);
+             D->comms[c].comm_id, func, seq, W->rank, best->channel, sd, why);
   } else {
     snprintf(v->summary, sizeof v->summary,
-             "every rank entered %s #%" PRId64 "; rank %d is stuck inside it, no progress for %s (%s)",
-             func, seq, W->rank, sd, why);
+             "every rank of communicator 0x%016" PRIx64 " entered %s #%" PRId64 "; rank %d is stuck inside it, no progress for %s (%s)",
+             D->comms[c].comm_id, func, seq, W->rank, sd, why);
   }
   if (mismatched) {
     size_t l = strlen(v->summary);
@@ -589,10 +732,17 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
   pick_t pk = pick_stuck(D, c);
   if (!pk.op) {
     dg_comm_mismatches(D, c, NULL, -1);
+    cannot_tell_comm(D, c);
     return;
   }
   const dg_op_t *K = pk.op;
   out->has_stuck = 1;
+  if (D->procs[D->cranks[C->cranks[pk.rank] - 1]->proc].pub->dead) {
+    /* no rank of a living process is stuck: the communicator waits for a dead one */
+    dead_inside(D, c, pk.rank, K);
+    dg_comm_mismatches(D, c, K->func, K->seq);
+    return;
+  }
   dg_cpy(out->stuck_func, sizeof out->stuck_func, K->func);
   out->stuck_p2p = K->seq < 0;
   out->stuck_seq = K->seq;
@@ -676,6 +826,7 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
       ncs_dg_rank_t *R = &out->ranks[r];
       if (R->state != NCS_DG_R_NOT_ENTERED && R->state != NCS_DG_R_MISSING) continue;
       ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_NOT_ENTERED, (int)c);
+      const char *why = "no readable recording holds it";
       dg_cpy(v->func, sizeof v->func, K->func);
       v->seq = K->seq;
       v->rank = r;
@@ -705,6 +856,7 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
         v->where = classify_absent(D, cr, v);
         R->where = v->where;
         if (v->where == NCS_DG_W_DEAD) v->kind = NCS_DG_V_DEAD;
+        else if (absent_lost(D, cr, v)) v->kind = NCS_DG_V_CANNOT_TELL, why = "its recording lost records";
       }
       if (nwaiting)
         dg_ev_line(v, "rank%s %s wait%s in %s, entered %s", nwaiting > 1 ? "s" : "", wl,
@@ -725,10 +877,12 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
                  "): %s", r, kname, C->comm_id, where_text(v->where));
       if (v->kind == NCS_DG_V_CANNOT_TELL)
         snprintf(v->summary, sizeof v->summary,
-                 "cannot tell whether rank %d entered %s (communicator 0x%016" PRIx64
-                 "): no readable recording holds it",
-                 r, kname, C->comm_id);
+                 "cannot tell whether rank %d entered %s (communicator 0x%016" PRIx64 "): %s", r,
+                 kname, C->comm_id, why);
     }
+  } else if (nw && comm_lost(D, C)) { /* who stopped first is unknowable with a rank's records lost */
+    out->has_stuck = 0;
+    cannot_tell_comm(D, c);
   } else if (nw) {
     stuck_inside(D, c, K->seq < 0 ? kname : K->func, K->seq, w, nw, done, ndone, mismatched);
   }

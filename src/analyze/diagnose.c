@@ -17,12 +17,35 @@
 
 /* ------------------------------------------------------------------ processes: snapshot, death */
 
+#define DG_PLAUSIBLE_NS 3600000000000ll /* a header time this far from the file's clock is bogus */
+
+/* A flight header's times come from an untrusted file: one that its own clock pairs and records
+ * contradict by more than an hour is not used (the times the records show are). */
+static int far_apart(int64_t a, int64_t b) {
+  uint64_t d = a > b ? (uint64_t)a - (uint64_t)b : (uint64_t)b - (uint64_t)a;
+  return d > (uint64_t)DG_PLAUSIBLE_NS;
+}
+
+static void header_times(dg_t *D, dg_proc_t *P) {
+  ncs_flight_info_t *f = &P->fi;
+  int bad = 0;
+  if (f->heartbeat_mono > P->last_life + DG_PLAUSIBLE_NS) f->heartbeat_mono = 0, bad = 1;
+  if (f->dump_mono > P->last_life + DG_PLAUSIBLE_NS) f->dump_mono = 0, bad = 1;
+  int64_t hb = dg_to_real(P, f->heartbeat_mono ? f->heartbeat_mono : P->last_life);
+  if (f->heartbeat_real && far_apart((int64_t)f->heartbeat_real, hb)) f->heartbeat_real = 0, bad = 1;
+  if (f->dump_real && f->dump_mono && far_apart((int64_t)f->dump_real, dg_to_real(P, f->dump_mono)))
+    f->dump_real = 0, f->dump_mono = 0, bad = 1;
+  P->pub->heartbeat_real = (int64_t)f->heartbeat_real;
+  if (bad) dg_note(D, "%s: its header's heartbeat or dump time contradicts its records; the records' times are used", P->pub->name);
+}
+
 static void procs_prepare(dg_t *D) {
   ncs_dg_t *G = &D->pub;
   for (uint32_t i = 0; i < G->nprocs; i++) {
     dg_proc_t *P = &D->procs[i];
     ncs_dg_proc_t *p = &G->procs[i];
     p->clk_off = P->clk_off;
+    if (P->is_flight) header_times(D, P);
     if (P->is_flight && p->source == NCS_DG_SRC_DUMP && P->fi.dump_mono) {
       P->snap_mono = P->fi.dump_mono;
       p->snap_real = (int64_t)P->fi.dump_real;
@@ -59,8 +82,7 @@ static void procs_prepare(dg_t *D) {
     int64_t clean_after = 0;
     for (uint32_t j = 0; j < G->nprocs; j++) {
       const ncs_dg_proc_t *q = &G->procs[j];
-      int clean = (q->source == NCS_DG_SRC_TRACE && q->footer) ||
-                  (q->source == NCS_DG_SRC_LIVE && D->procs[j].is_flight && D->procs[j].fi.state == NCS_FS_EXITED);
+      int clean = dg_proc_clean(D, (int)j);
       if (j != i && clean && q->snap_real > clean_after) clean_after = q->snap_real;
     }
     if (p->source == NCS_DG_SRC_TRACE && !p->footer) {
@@ -223,6 +245,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
       dg_note(D, "%s: %" PRIu64 " open events not kept (more than %u open)", p->name, p->events_unkept, DG_EV_MAX);
   }
   procs_prepare(D);
+  dg_settle(D);
   for (uint32_t g = 0; g < D->ncranks; g++) {
     const dg_crank_t *cr = D->cranks[g];
     G->procs[cr->proc].ranks++;
@@ -254,6 +277,10 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     else
       snprintf(v->summary, sizeof v->summary,
                "nothing stuck: no open collective; %" PRIu64 " collectives completed on every rank", done);
+    if (D->job->nlosses)
+      dg_ev_line(v, "the recordings lost records (%u loss windows; see dump --stats): every rank's "
+                    "newest operation completed, or its process ended cleanly, so none can hide "
+                    "an operation still open", D->job->nlosses);
     for (uint32_t c = 0; c < G->ncomms; c++)
       dg_ev_line(v, "communicator 0x%016" PRIx64 "%s%s: %d of %d ranks recorded, %" PRIu64
                  " collectives completed on every rank",

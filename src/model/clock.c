@@ -116,7 +116,7 @@ void clock_scan_end(void *state, ncs_job_proc_t *p) {
 int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer) {
   const ncs_job_proc_t *p = &j->procs[proc];
   if (!ptimer || p->gpu_domain == NCS_GPU_NONE) return 0;
-  return ncs_job_time(j, proc, (uint64_t)((int64_t)ptimer - p->gpu_off));
+  return ncs_job_time(j, proc, ptimer - (uint64_t)p->gpu_off);
 }
 
 /* ------------------------------------------------------------------ hosts */

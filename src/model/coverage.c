@@ -180,10 +180,12 @@ void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
 }
 
 const ncs_job_loss_t *ncs_job_lost(const ncs_job_t *j, uint32_t proc, uint64_t from, uint64_t to,
-                                   uint32_t types) {
+                                   uint32_t kinds, uint32_t types) {
   for (uint32_t i = 0; i < j->nlosses; i++) {
     const ncs_job_loss_t *l = &j->losses[i];
-    if (l->proc == proc && (l->types & types) && l->from_ns <= to && l->to_ns >= from) return l;
+    if (l->proc == proc && (kinds >> l->kind & 1) && (l->types & types) && l->from_ns <= to &&
+        l->to_ns >= from)
+      return l;
   }
   return NULL;
 }

@@ -270,18 +270,21 @@ const ncs_inst_t *ncs_job_inst(const ncs_job_t *j, size_t i);
 
 /* clocks */
 static inline int64_t ncs_job_time(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
-  return mono ? (int64_t)mono + j->procs[proc].job_off : 0;
+  return mono ? (int64_t)(mono + (uint64_t)j->procs[proc].job_off) : 0; /* wraps, never UB */
 }
 static inline int64_t ncs_job_realtime(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
-  return mono ? (int64_t)mono + j->procs[proc].clk_off : 0;
+  return mono ? (int64_t)(mono + (uint64_t)j->procs[proc].clk_off) : 0;
 }
 /* a pTimer value of file proc in job time; 0 when its GPU clock is not mapped */
 int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer);
 
-/* The first loss window of file proc that overlaps [from, to] (monotonic ns) and lost records of
- * a type in `types`; NULL when the file says it lost none there. */
+/* The first loss window of file proc, of a kind in `kinds` (bit per NCS_JL_*), that overlaps
+ * [from, to] (monotonic ns) and lost records of a type in `types`; NULL when the file says it lost
+ * none there. (UNKNOWN windows start where a recording without a footer ends: a question about
+ * what happened up to that end leaves them out.) */
+#define NCS_JL_RECORDED (~(1u << NCS_JL_UNKNOWN)) /* every kind but UNKNOWN */
 const ncs_job_loss_t *ncs_job_lost(const ncs_job_t *j, uint32_t proc, uint64_t from, uint64_t to,
-                                   uint32_t types);
+                                   uint32_t kinds, uint32_t types);
 
 /* the communicator of (commId, nranks) seen in file proc; -1 when the job has none */
 int64_t ncs_job_comm_index(const ncs_job_t *j, uint64_t comm_id, int32_t nranks, uint32_t proc);
