@@ -67,6 +67,9 @@ typedef struct {
   /* the instances a last arrival (a slowest rank) could be counted in: complete, 2+ ranks (3+),
    * arrivals further apart than the clock error bound; the binomial test's trials (Findings) */
   uint64_t last_trials, slow_trials;
+  /* the same per quarter of the job's time (by the instance's last arrival): the test asks that
+   * the evidence not come from one quarter alone (Findings) */
+  uint32_t q_last[4], q_last_trials[4], q_slow[4], q_slow_trials[4];
   int64_t wait_caused;   /* sum over instances where it arrived last of the waiting it caused:
                           * sum over the instance's ranks of (last arrival - their arrival) */
   int64_t wait_suffered; /* sum of (last arrival - own arrival) */

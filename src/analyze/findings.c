@@ -34,10 +34,16 @@ ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, i
                               uint32_t tests) {
   int32_t m = a->job->comms[r->comm].nranks;
   uint64_t n = slow ? r->slow_trials : r->last_trials, k = slow ? r->slowest : r->last;
+  const uint32_t *qk = slow ? r->q_slow : r->q_last, *qn = slow ? r->q_slow_trials : r->q_last_trials;
   ncs_find_test_t t = {.chance = m > 0 ? 1.0 / m : 1, .tests = tests ? tests : 1};
   t.min_share = 2 * t.chance < (1 + t.chance) / 2 ? 2 * t.chance : (1 + t.chance) / 2;
   t.p = ncs_binom_sf(k, n, t.chance);
-  t.significant = n && k <= n && t.p <= NCS_FIND_ALPHA / t.tests &&
+  int w = 0; /* the quarter with the most of the count */
+  for (int q = 1; q < 4; q++)
+    if (qk[q] > qk[w]) w = q;
+  t.p_rest = ncs_binom_sf(k - qk[w], n - qn[w], t.chance);
+  double level = NCS_FIND_ALPHA / t.tests;
+  t.significant = n && k <= n && t.p <= level && t.p_rest <= level &&
                   (double)k >= t.min_share * (double)n;
   return t;
 }
@@ -207,11 +213,13 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t3, sizeof t3, per), ncs_fmt_ns(t4, sizeof t4, wall);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
-             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e over %u"
-             " ranks tested); the other %d ranks waited for it %s in total (+-%s), %s each, %.0f%%"
+             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " its busiest quarter, over %u ranks tested); the other %d ranks waited for it %s in"
+             " total (+-%s), %s each, %.0f%%"
              " of the job's %s; worst: %s seq %" PRIu64 " by %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
-             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.tests, m - 1,
+             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
+             f->test.tests, m - 1,
              t1, err, t3, wall > 0 ? 100 * per / wall : 0, t4, r->nev ? r->ev[0].func : "-",
              r->nev ? r->ev[0].seq : 0, t2);
     break;
@@ -220,10 +228,12 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t1, sizeof t1, (double)r->excess);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
-             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e over %u"
-             " ranks tested), %s over the median rank in total",
+             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " its busiest quarter, over %u ranks tested), %s transfer time over the median rank"
+             " in total",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->slowest, r->slow_trials), r->slow_trials,
-             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.tests, t1);
+             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
+             f->test.tests, t1);
     break;
   case NCS_FIND_MISMATCH: {
     const ncs_an_mismatch_t *m = &a->mism[0];

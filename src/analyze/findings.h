@@ -13,17 +13,20 @@
 
 /* The test behind a straggler or slow-rank finding (docs/report.md, "Findings"): a one-sided
  * binomial test of the rank's count (last arrivals, or times slowest) in its trials against the
- * chance 1/nranks, at a family-wise level NCS_FIND_ALPHA over every rank tested (Bonferroni),
- * together with a minimum effect: the count must be at least min(2/nranks, (1 + 1/nranks) / 2)
- * of the trials (twice chance, or halfway from chance to always for small communicators). */
+ * chance 1/nranks, at a family-wise level NCS_FIND_ALPHA over every rank tested (Bonferroni), in
+ * all of the job and again without the quarter of the job's time that holds most of the count (a
+ * rank held up for a while, e.g. descheduled, is not a straggler), together with a minimum
+ * effect: the count must be at least min(2/nranks, (1 + 1/nranks) / 2) of the trials (twice
+ * chance, or halfway from chance to always for small communicators). */
 #define NCS_FIND_ALPHA 0.01
 
 typedef struct {
   double p;          /* P(count or more | chance), one-sided */
+  double p_rest;     /* the same without the quarter of the job holding most of the count */
   double chance;     /* 1/nranks */
   double min_share;  /* the least share of its trials that counts as an effect */
   uint32_t tests;    /* ranks tested (the Bonferroni correction) */
-  int significant;   /* p <= NCS_FIND_ALPHA / tests and the share reaches min_share */
+  int significant;   /* p and p_rest <= NCS_FIND_ALPHA / tests, and the share reaches min_share */
 } ncs_find_test_t;
 
 typedef enum {

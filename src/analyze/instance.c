@@ -176,6 +176,14 @@ static durs_t durations(priv_t *P, const ncs_inst_t *in, const ncs_op_t *ops, si
   return d;
 }
 
+/* the quarter of the job's time a moment falls in (0..3) */
+static int quarter(const ncs_analysis_t *a, int64_t t) {
+  int64_t span = a->job->t_last - a->job->t_first;
+  if (span <= 0 || t <= a->job->t_first) return 0;
+  if (t >= a->job->t_last) return 3;
+  return (int)((double)(t - a->job->t_first) * 4 / (double)span);
+}
+
 /* one rank's share: arrival, in-kernel wait, launch delay, last arrival, slowest (by its transfer
  * time: a rank that waited for late peers took long, but is not slow) */
 static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops, size_t k,
@@ -188,14 +196,16 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
   r->kwait += o->duration - xfer, r->transfer += xfer;
   if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
   r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
+  int q = quarter(a, in->last_arrival); /* when the instance could run */
+  r->q_last_trials[q] += (uint32_t)x->last_counted, r->q_slow_trials[q] += (uint32_t)d->slow_counted;
   int is_last = k == lastk && x->last_counted;
   if (is_last) {
-    r->last++;
+    r->last++, r->q_last[q]++;
     r->wait_caused += x->wait_caused;
     add_evidence(r, o, x->skew);
   }
   if (d->slow_counted && xfer == d->tmax && xfer > d->tmed + d->tmed / 20) {
-    r->slowest++, r->excess += xfer - d->tmed;
+    r->slowest++, r->q_slow[q]++, r->excess += xfer - d->tmed;
     if (x->slowest_rank < 0) x->slowest_rank = o->rank, x->slowest_excess = xfer - d->tmed;
   }
   an_cell(a, bi, (uint32_t)(r - a->ranks), o, t - in->first_arrival, last - t, is_last);

@@ -168,11 +168,11 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     const ncs_find_test_t *t = &f->items[k].test;
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"trials\":%" PRIu64
-            ",\"chance\":%.6f,\"p_value\":%.3e,\"tests\":%u,\"min_share\":%.4f,"
-            "\"wait_caused_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"evidence\":[",
+            ",\"chance\":%.6f,\"p_value\":%.3e,\"p_value_rest\":%.3e,\"tests\":%u,"
+            "\"min_share\":%.4f,\"wait_caused_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"evidence\":[",
             ns++ ? "," : "", r->comm, r->rank,
             r->last_trials ? (double)r->last / (double)r->last_trials : 0, r->last_trials, t->chance,
-            t->p, t->tests, t->min_share, r->wait_caused, a->job->error);
+            t->p, t->p_rest, t->tests, t->min_share, r->wait_caused, a->job->error);
     for (uint32_t e = 0; e < r->nev; e++) {
       fprintf(o, "%s{\"func\":", e ? "," : "");
       ncs_json_str(o, r->ev[e].func);
@@ -188,11 +188,11 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     const ncs_find_test_t *t = &f->items[k].test;
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"slowest\":%" PRIu64 ",\"slowest_fraction\":%.4f,"
-            "\"trials\":%" PRIu64 ",\"chance\":%.6f,\"p_value\":%.3e,\"tests\":%u,"
-            "\"min_share\":%.4f,\"excess_ns\":%" PRId64 "}",
+            "\"trials\":%" PRIu64 ",\"chance\":%.6f,\"p_value\":%.3e,\"p_value_rest\":%.3e,"
+            "\"tests\":%u,\"min_share\":%.4f,\"excess_ns\":%" PRId64 "}",
             ns++ ? "," : "", r->comm, r->rank, r->slowest,
             r->slow_trials ? (double)r->slowest / (double)r->slow_trials : 0, r->slow_trials,
-            t->chance, t->p, t->tests, t->min_share, r->excess);
+            t->chance, t->p, t->p_rest, t->tests, t->min_share, r->excess);
   }
   fprintf(o,
           "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
