@@ -184,7 +184,7 @@ usage)
   # one file cannot be read: the others are diagnosed, the verdict says it cannot tell
   printf 'NCSTRACE garbage' >"$W/rec/zz-bad.nstrace"
   "$NS" diagnose "$W/rec" >"$W/out.txt" 2>&1
-  expect_rc $? 1
+  expect_rc $? 4
   grep -q "^CANNOT TELL cannot tell what the process of zz-bad.nstrace did: the file could not be read" "$W/out.txt" ||
     fail "no cannot-tell verdict for the unreadable file: $(head -5 "$W/out.txt")"
   grep -q "zz-bad.nstrace  *could not be read" "$W/out.txt" || fail "unreadable file not listed"
@@ -249,6 +249,25 @@ repro-flightdrops)
   diag "$W/rec"
   py "assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','dead')], r['verdicts']
 assert r['status'] in ('ok','cannot_tell'), r['status']" "drops: no hang"
+  ;;
+nocomp)
+  # issue 14: a healthy job recorded without the events that show a completion (Coll only): no
+  # all-clear and no hang, but CANNOT TELL (exit 4: nothing found in what could be seen); the same
+  # job with the default events is OK
+  NCCLSCOPE_EVENTS=coll NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce \
+    --ranks 4 --iters 10 >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  diag "$W/rec"
+  expect_rc $rc 4
+  py "assert r['status']=='cannot_tell' and not r['problem'], r
+assert [x['kind'] for x in r['verdicts']]==['cannot_tell'] and r['verdicts'][0]['comm_id'], r['verdicts']" \
+    "no completions: cannot tell"
+  grep -q "4 ranks' newest operation has no visible completion" "$W/out.txt" || fail "nocomp text"
+  rm -rf "$W/rec"
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --iters 10 \
+    >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  diag "$W/rec"
+  expect_rc $rc 0
+  py "assert r['status']=='ok' and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r" "default: ok"
   ;;
 repro-sampled-hang)
   # issue 14: a hang recorded with GPU times sampled (opt-in NCCLSCOPE_SAMPLE=64): the operations

@@ -40,3 +40,22 @@ add_test(NAME defaults_every_operation
                  $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope>
                  ${CMAKE_CURRENT_BINARY_DIR}/defaults)
 set_tests_properties(defaults_every_operation PROPERTIES TIMEOUT 180 PASS_REGULAR_EXPRESSION "defaults check: ok")
+# Findings against chance (docs/report.md, "Findings"; tests/findings_check.sh): 20 healthy jobs
+# (mixed) of each size have no straggler or slow-rank finding; a rank slowed by 100 ms is named,
+# and no other rank, in 3 jobs (AllReduce) of each size
+foreach(sz 4x4 8x2 8x8 16x4)
+  add_test(NAME report_findings_healthy_${sz}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/findings_check.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/findings-healthy-${sz} healthy ${sz})
+  set_tests_properties(report_findings_healthy_${sz} PROPERTIES TIMEOUT 300
+                       PASS_REGULAR_EXPRESSION "findings check healthy ${sz}: ok")
+endforeach()
+foreach(sz 4x4 8x8 16x4)
+  add_test(NAME report_findings_slowed_${sz}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/findings_check.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/findings-slowed-${sz} slowed ${sz} 100000)
+  set_tests_properties(report_findings_slowed_${sz} PROPERTIES TIMEOUT 300
+                       PASS_REGULAR_EXPRESSION "findings check slowed ${sz}: ok")
+endforeach()

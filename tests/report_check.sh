@@ -52,7 +52,7 @@ b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==
   json
   py "assert r['collectives']['gpu_suspect']==0, r['collectives']
 assert not [w for w in r['warnings'] if w['key']=='gpu_suspect'], r['warnings']" "false suspect"
-  "$NCS" report --html "$W/r.html" "$W/t" >/dev/null 2>&1 || fail "report --html"
+  "$NCS" report --force --html "$W/r.html" "$W/t" >/dev/null 2>&1 || fail "report --html"
   ! grep -q 'doubtful' "$W/r.html" || fail "doubtful points on a page without suspect instances"
   ;;
 json)

@@ -245,9 +245,10 @@ static int absent_lost(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
   return 1;
 }
 
-/* what the entries alone show: ranks that never entered a collective others entered */
-static void behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
+/* what the entries alone show: ranks that never entered a collective others entered (1 if any) */
+static int behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
   const dg_crank_t *first = NULL;
+  int any = 0;
   for (int r = 0; r < C->nranks && !first; r++)
     if (C->cranks[r]) first = D->cranks[C->cranks[r] - 1];
   for (uint32_t i = 0; first && i < first->nf; i++) {
@@ -264,11 +265,13 @@ static void behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
       if (f && f->entered < top && nb < 16) behind[nb++] = r;
     }
     if (!nb) continue;
+    any = 1;
     char rl[96];
     dg_rank_list(rl, sizeof rl, behind, nb);
     dg_ev_line(v, "rank%s %s did not enter %s #%" PRId64 ", which other ranks entered", nb > 1 ? "s" : "",
                rl, func, top);
   }
+  return any;
 }
 
 /* a rank of the communicator has an open operation whose file lost records after it started */
@@ -285,7 +288,7 @@ static int comm_lost(dg_t *D, dg_comm_t *C) {
 /* No operation of the communicator is stuck, but the recording cannot show that every one
  * completed: a rank's open operation whose file lost records after it started, or a rank whose
  * newest operation has no event that could show its completion. That is not "nothing stuck". */
-static void cannot_tell_comm(dg_t *D, uint32_t c) {
+static void cannot_tell_comm(dg_t *D, uint32_t c, int waiting) {
   dg_comm_t *C = &D->comms[c];
   ncs_dg_verdict_t *v = NULL;
   int nlost = 0, nnocomp = 0;
@@ -301,7 +304,10 @@ static void cannot_tell_comm(dg_t *D, uint32_t c) {
       later = ncs_job_lost(D->job, (uint32_t)cr->proc, u.newest ? u.newest->start : 0,
                            P->snap_mono ? P->snap_mono : UINT64_MAX, NCS_JL_RECORDED, OP_TYPES);
     if (!u.lost && !nocomp && !later) continue;
-    if (!v) v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, (int)c), v->rank = r, v->proc = cr->proc;
+    if (!v) {
+      v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, (int)c);
+      v->rank = r, v->proc = cr->proc, v->waiting = waiting;
+    }
     if (u.lost) nlost++, lost_line(D, v, r, P, u.lost);
     if (later && !u.lost) {
       char a[80];
@@ -320,12 +326,15 @@ static void cannot_tell_comm(dg_t *D, uint32_t c) {
     }
   }
   if (!v) return;
-  behind_lines(D, C, v);
+  if (behind_lines(D, C, v)) v->waiting = 1; /* the others wait for those behind */
+  char lost[64] = "", nocomp[80] = "";
+  if (nlost) snprintf(lost, sizeof lost, "%d rank%s lost records after an operation started", nlost,
+                      nlost == 1 ? "" : "s");
+  if (nnocomp) snprintf(nocomp, sizeof nocomp, "%d rank%s newest operation has no visible completion",
+                        nnocomp, nnocomp == 1 ? "'s" : "s'");
   snprintf(v->summary, sizeof v->summary,
            "cannot tell which rank communicator 0x%016" PRIx64 " waits for, or whether it is stuck: "
-           "%d rank%s lost records after an operation started, %d rank%s newest operation has no "
-           "visible completion",
-           C->comm_id, nlost, nlost == 1 ? "" : "s", nnocomp, nnocomp == 1 ? "'s" : "s'");
+           "%s%s%s", C->comm_id, lost, nlost && nnocomp ? ", " : "", nocomp);
 }
 
 /* ------------------------------------------------------------------ per communicator */
@@ -732,7 +741,7 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
   pick_t pk = pick_stuck(D, c);
   if (!pk.op) {
     dg_comm_mismatches(D, c, NULL, -1);
-    cannot_tell_comm(D, c);
+    cannot_tell_comm(D, c, 0);
     return;
   }
   const dg_op_t *K = pk.op;
@@ -835,7 +844,7 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
         dg_ev_line(v, "no recording in this directory holds rank %d of this communicator", r);
         for (uint32_t i = 0; i < D->pub.nprocs; i++) /* it may be in a file that could not be read */
           if (D->pub.procs[i].unreadable) {
-            v->kind = NCS_DG_V_CANNOT_TELL;
+            v->kind = NCS_DG_V_CANNOT_TELL, v->waiting = 1;
             dg_ev_line(v, "%s could not be read (%s): it may hold rank %d", D->pub.procs[i].name,
                        D->pub.procs[i].damage_msg, r);
           }
@@ -856,7 +865,8 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
         v->where = classify_absent(D, cr, v);
         R->where = v->where;
         if (v->where == NCS_DG_W_DEAD) v->kind = NCS_DG_V_DEAD;
-        else if (absent_lost(D, cr, v)) v->kind = NCS_DG_V_CANNOT_TELL, why = "its recording lost records";
+        else if (absent_lost(D, cr, v))
+          v->kind = NCS_DG_V_CANNOT_TELL, v->waiting = 1, why = "its recording lost records";
       }
       if (nwaiting)
         dg_ev_line(v, "rank%s %s wait%s in %s, entered %s", nwaiting > 1 ? "s" : "", wl,
@@ -882,7 +892,7 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
     }
   } else if (nw && comm_lost(D, C)) { /* who stopped first is unknowable with a rank's records lost */
     out->has_stuck = 0;
-    cannot_tell_comm(D, c);
+    cannot_tell_comm(D, c, 1);
   } else if (nw) {
     stuck_inside(D, c, K->seq < 0 ? kname : K->func, K->seq, w, nw, done, ndone, mismatched);
   }

@@ -264,9 +264,13 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
   G->comms = ncs_xcalloc(D->ncomms, sizeof *G->comms);
   for (uint32_t c = 0; c < D->ncomms; c++) dg_analyze_comm(D, c);
   dead_procs(D);
-  for (uint32_t k = 0; k < G->nverdicts; k++)
-    if (G->verdicts[k].kind != NCS_DG_V_NOTHING_STUCK) G->problem = 1;
-  if (!G->problem) {
+  for (uint32_t k = 0; k < G->nverdicts; k++) {
+    const ncs_dg_verdict_t *v = &G->verdicts[k];
+    if (v->kind == NCS_DG_V_CANNOT_TELL) G->cannot_tell = 1;
+    if (v->kind != NCS_DG_V_NOTHING_STUCK && (v->kind != NCS_DG_V_CANNOT_TELL || v->waiting))
+      G->problem = 1;
+  }
+  if (!G->problem && !G->cannot_tell) {
     ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_NOTHING_STUCK, -1);
     uint64_t done = 0, flight = 0;
     for (uint32_t c = 0; c < G->ncomms; c++) done += G->comms[c].ops_completed_all, flight += G->comms[c].in_flight;

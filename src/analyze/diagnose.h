@@ -136,6 +136,8 @@ typedef struct {
   char func[32];
   int64_t seq;             /* -1 for P2p or none */
   int where;               /* NCS_DG_W_* for NOT_ENTERED / DEAD */
+  int waiting;             /* CANNOT TELL: ranks of the communicator wait (a problem, whose cause
+                            * the recordings cannot show); 0: nothing found in what they show */
   /* STUCK_INSIDE details (-1 unknown) */
   int channel, peer, step, is_send;
   char state[32];          /* ProxyStep state name, "KernelCh", "" */
@@ -163,7 +165,9 @@ typedef struct {
   uint32_t ncomms;
   ncs_dg_verdict_t *verdicts;
   uint32_t nverdicts;
-  int problem;             /* a hang, a desync or a death was found */
+  int problem;             /* a hang, a desync or a death was found (a CANNOT TELL with waiting
+                            * ranks too: something is stuck, the culprit unknown) */
+  int cannot_tell;         /* a CANNOT TELL verdict: no all-clear, whatever else was found */
   uint32_t mismatches;     /* mismatched (commId, func, seqNumber) found in total */
   char notes[8][NCS_DG_LINE]; /* remarks: live files used, damaged files, ... */
   uint32_t nnotes;

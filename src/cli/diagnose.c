@@ -2,7 +2,8 @@
  * verdicts with evidence over the recordings (traces, flight files and dumps) of every rank of a
  * job. The analysis is src/analyze/diagnose.c; docs/diagnose.md describes the verdicts and the
  * --json schema. Exit status (docs/cli.md): 0 nothing wrong, 1 a problem found, 2 usage, 3 no
- * readable recording, 4 nothing found but a recording is damaged.
+ * readable recording, 4 nothing found but a recording is damaged or unreadable, or the recordings
+ * cannot show whether everything completed (CANNOT TELL).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -38,9 +39,11 @@ static const char diagnose_help[] =
     "  --latest        diagnose the last incident\n"
     "  -h, --help      this help\n"
     "\n"
-    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found, 2 usage error,\n"
-    "3 no readable recording (or no such incident), 4 nothing found but a recording is damaged\n"
-    "(the verdict covers what could be read), 5 the output cannot be written.\n";
+    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found (or ranks wait\n"
+    "for a cause the recordings cannot show), 2 usage error, 3 no readable recording (or no such\n"
+    "incident), 4 nothing found but a recording is damaged or unreadable, or it cannot tell\n"
+    "whether every operation completed (the verdict covers what could be read), 5 the output\n"
+    "cannot be written.\n";
 
 
 static void utc(char *out, size_t n, int64_t real) {
@@ -56,6 +59,7 @@ static void utc(char *out, size_t n, int64_t real) {
 }
 
 static const char *status_of(const ncs_dg_t *d) {
+  if (!d->problem && d->cannot_tell) return "cannot_tell";
   if (!d->problem || !d->nverdicts) return "ok";
   switch (d->verdicts[0].kind) {
   case NCS_DG_V_DEAD: return "dead";
@@ -388,11 +392,12 @@ int ncs_cmd_diagnose(int argc, char **argv) {
     print_json(stdout, d);
   else
     print_text(stdout, d);
-  /* a problem found is the answer; without one, damage means the "nothing found" covers only
-   * what could be read, which is not a clean bill */
+  /* a problem found is the answer; without one, damage (or what the recordings cannot show)
+   * means the "nothing found" covers only what could be read, which is not a clean bill */
   int damaged = 0;
-  for (uint32_t i = 0; i < d->nprocs; i++) damaged |= d->procs[i].damage == NCS_DAMAGE_CORRUPT;
-  int rc = d->problem ? NCS_EXIT_FOUND : damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  for (uint32_t i = 0; i < d->nprocs; i++)
+    damaged |= d->procs[i].unreadable || d->procs[i].damage == NCS_DAMAGE_CORRUPT;
+  int rc = d->problem ? NCS_EXIT_FOUND : damaged || d->cannot_tell ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_dg_free(d);
   return rc;
 }

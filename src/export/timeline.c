@@ -397,9 +397,9 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
     fail(x, "%s", "stopped"); /* wakes the workers if something went wrong; harmless if not */
     for (unsigned i = 0; i < x->nworkers; i++)
       if (ws[i].thread) pthread_join(ws[i].thread, NULL);
-    int all = 1;
-    for (uint32_t fi = 0; fi < x->nfiles; fi++) all &= x->files[fi].frag_done;
-    if (all) {
+    int done = 1;
+    for (uint32_t fi = 0; fi < x->nfiles; fi++) done &= x->files[fi].frag_done;
+    if (done) {
       atomic_store(&x->failed, 0);
     } else if (!atomic_load(&x->oom) && strcmp(x->fail_msg, "stopped")) {
       snprintf(err, errlen, "%s", x->fail_msg); /* writing the output or a fragment failed */
