@@ -99,7 +99,9 @@ static void finish(ncs_analysis_t *a) {
 static void coverage(ncs_analysis_t *a) {
   const ncs_job_t *j = a->job;
   static const unsigned op_types[] = {NCS_T_COLL, NCS_T_P2P, NCS_T_COLL_API, NCS_T_P2P_API};
-  a->cov.files = j->nprocs, a->cov.unreadable = j->unreadable, a->cov.damaged = j->damaged;
+  a->cov.files = j->nprocs - j->duplicates - j->other_job;
+  a->cov.unreadable = j->unreadable, a->cov.damaged = j->damaged;
+  a->cov.duplicates = j->duplicates, a->cov.other_job = j->other_job;
   for (uint32_t i = 0; i < j->nprocs; i++) {
     const ncs_job_cov_t *c = &j->procs[i].cov;
     for (unsigned k = 0; k <= NCS_JL_UNKNOWN; k++) a->cov.lost[k] += c->lost[k];
@@ -115,7 +117,8 @@ static void coverage(ncs_analysis_t *a) {
 
 ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
                                       size_t errlen) {
-  ncs_job_opts_t jo = {.retain = opts && opts->retain};
+  ncs_job_opts_t jo = {.retain = opts && opts->retain, .job = opts ? opts->job : 0,
+                       .why = opts ? opts->why : NULL};
   ncs_job_t *j = ncs_job_open(path, &jo, err, errlen);
   if (!j) return NULL;
   ncs_analysis_t *a = ncs_xcalloc(1, sizeof *a);

@@ -133,6 +133,7 @@ typedef struct {
    * summed, and where the operations' durations came from */
   struct {
     uint32_t files, unreadable, damaged, no_footer; /* no_footer: segments without a footer */
+    uint32_t duplicates, other_job; /* listed files left out: copies, another job's (model.h) */
     uint64_t lost[NCS_JL_UNKNOWN + 1];  /* records lost, by kind (ncs_jl_names; 0 not counted) */
     uint64_t windows[NCS_JL_UNKNOWN + 1]; /* loss windows, by kind */
     uint64_t op_starts, op_lost; /* Coll/P2p/CollApi/P2pApi calls the plugin counted; lost */
@@ -148,6 +149,8 @@ typedef struct {
 typedef struct {
   int retain; /* keep every operation and instance for ncs_an_op/ncs_an_instance (memory grows
                * with the job); without it their counts are 0 */
+  uint32_t job; /* which job when the files hold several (ncs_job_opts_t.job) */
+  int *why;     /* optional out: NCS_JOB_ERR_* when it fails */
 } ncs_analyze_opts_t;
 
 /* Analyse the traces of a directory (or one file). NULL with err filled on failure. */

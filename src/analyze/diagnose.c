@@ -73,7 +73,7 @@ static void procs_prepare(dg_t *D) {
   for (uint32_t i = 0; i < G->nprocs; i++) {
     dg_proc_t *P = &D->procs[i];
     ncs_dg_proc_t *p = &G->procs[i];
-    if (p->unreadable) continue; /* nothing is known of it, its death included */
+    if (p->unreadable || p->excluded) continue; /* nothing is known of it, its death included */
     int64_t newest = 0;
     for (uint32_t j = 0; j < G->nprocs; j++)
       if (j != i && G->procs[j].snap_real > newest) newest = G->procs[j].snap_real;
@@ -197,14 +197,36 @@ static void unreadable_verdict(dg_t *D, int i) {
                 "are diagnosed without it");
 }
 
+/* a recording the job model left out: a copy of another, or another run's */
+static int excluded(dg_t *D, uint32_t i) {
+  const ncs_job_proc_t *jp = &D->job->procs[i];
+  ncs_dg_proc_t *p = &D->pub.procs[i];
+  if (!jp->excluded) return 0;
+  p->excluded = jp->excluded;
+  dg_cpy(p->host, sizeof p->host, jp->host), p->pid = jp->pid;
+  if (jp->excluded == NCS_JX_DUPLICATE)
+    dg_cpy(p->same_as, sizeof p->same_as, D->pub.procs[jp->same_as].name);
+  return 1;
+}
+
 /* the job model of the chosen recordings: files, members, clocks */
-static int open_job(dg_t *D, char *err, size_t errlen) {
+static int open_job(dg_t *D, const ncs_dg_opts_t *o, char *err, size_t errlen) {
   ncs_dg_t *G = &D->pub;
   char **paths = ncs_xcalloc(G->nprocs, sizeof *paths);
   for (uint32_t i = 0; i < G->nprocs; i++) paths[i] = G->procs[i].file;
-  D->job = ncs_job_open_files(paths, G->nprocs, NULL, err, errlen);
+  ncs_job_opts_t jo = {.job = o->job, .why = o->why};
+  D->job = ncs_job_open_files(paths, G->nprocs, &jo, err, errlen);
   free(paths);
   if (!D->job) return -1;
+  const ncs_job_t *j = D->job;
+  if (j->duplicates)
+    dg_note(D, "%u recording%s repeat%s another (the same host, pid and start) and %s read once",
+            j->duplicates, j->duplicates == 1 ? "" : "s", j->duplicates == 1 ? "s" : "",
+            j->duplicates == 1 ? "is" : "are");
+  if (j->other_job)
+    dg_note(D, "the recordings hold %u runs (recordings that never held ranks of one communicator together): "
+            "this is run %u; %u recording%s of the others left out (choose with --run N)", j->njobs,
+            j->job, j->other_job, j->other_job == 1 ? "" : "s");
   dg_comms(D);
   return 0;
 }
@@ -220,7 +242,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     ncs_dg_free(G);
     return -1;
   }
-  if (open_job(D, err, errlen) != 0) {
+  if (open_job(D, opts, err, errlen) != 0) {
     ncs_dg_free(G);
     return -1;
   }
@@ -229,6 +251,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     ncs_dg_proc_t *p = &G->procs[i];
     D->procs[i].pub = p;
     const ncs_job_proc_t *jp = &D->job->procs[i];
+    if (excluded(D, i)) continue;
     if (!jp->readable || !jp->nsegs) { /* diagnose the readable ranks, and say which are not */
       p->unreadable = 1;
       dg_cpy(p->damage_msg, sizeof p->damage_msg, jp->readable ? "no segment could be read" : jp->damage_msg);

@@ -79,6 +79,8 @@ typedef struct {
   char trigger[128];
   int footer;             /* trace: the last segment ended cleanly */
   int unreadable;         /* it could not be read at all (damage_msg says why): its ranks are unknown */
+  int excluded;           /* NCS_JX_* of the job model: a copy of same_as, or another job's; not read */
+  char same_as[160];      /* the file read in its place (NCS_JX_DUPLICATE) */
   int damage;             /* NCS_DAMAGE_* */
   char damage_msg[256];
   int dead;               /* died: see dead_why */
@@ -175,6 +177,8 @@ typedef struct {
 
 typedef struct {
   int incident; /* 0: the first; -1: the latest; N: the N-th (1-based) */
+  uint32_t job; /* which job when the recordings hold several (ncs_job_opts_t.job; 0: one) */
+  int *why;     /* optional out: NCS_JOB_ERR_* when the job model could not be opened */
 } ncs_dg_opts_t;
 
 /* Diagnose the job in `path` (a directory, or one file). Returns 0 with *out set (free with

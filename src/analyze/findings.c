@@ -70,10 +70,25 @@ static void warn(ncs_findings_t *f, const char *key, const char *fmt, ...) {
 /* what the files lost */
 static void warn_files(ncs_findings_t *f, const ncs_analysis_t *a) {
   const ncs_job_t *j = a->job;
-  for (uint32_t i = 0; i < j->nprocs; i++)
-    if (!j->procs[i].readable)
-      warn(f, "unreadable", "%s could not be read (%s): its ranks are not in this report",
-           j->procs[i].path, j->procs[i].damage_msg);
+  const ncs_job_proc_t *dup = NULL;
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_proc_t *p = &j->procs[i];
+    if (p->excluded == NCS_JX_DUPLICATE && !dup) dup = p;
+    if (!p->readable && !p->excluded)
+      warn(f, "unreadable", "%s could not be read (%s): its ranks are not in this report", p->path,
+           p->damage_msg);
+  }
+  if (dup)
+    warn(f, "duplicate",
+         "%u file%s repeat%s another recording (the same host, pid and start) and %s read once; "
+         "first: %s is %s", j->duplicates, j->duplicates == 1 ? "" : "s",
+         j->duplicates == 1 ? "s" : "", j->duplicates == 1 ? "is" : "are", dup->path,
+         j->procs[dup->same_as].path);
+  if (j->other_job)
+    warn(f, "other_jobs",
+         "the traces hold %u runs (recordings that never held ranks of one communicator together): this is run "
+         "%u; %u file%s of the others left out (choose with --run N)", j->njobs, j->job, j->other_job,
+         j->other_job == 1 ? "" : "s");
   if (a->cov.damaged)
     warn(f, "damaged",
          "%u trace file%s end%s early (damaged or cut short): what followed the damage is lost",

@@ -20,7 +20,7 @@
 #include "util/outfile.h"
 
 static const char report_help[] =
-    "usage: ncclscope report [--json] [--top N] [--html FILE] [--timing] DIR|FILE\n"
+    "usage: ncclscope report [--json] [--top N] [--html FILE] [--run N] [--timing] DIR|FILE\n"
     "\n"
     "Cross-rank analysis of a recorded job: collectives matched across ranks by (commId, func,\n"
     "seqNumber), arrival skew and who arrived last, durations and bus bandwidth per size bucket,\n"
@@ -33,17 +33,21 @@ static const char report_help[] =
     "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
     "                stdout. The text (or --json) report is still printed.\n"
     "  --force       replace an existing --html FILE (it is refused otherwise)\n"
+    "  --run N|last  the N-th job (by start time) when DIR holds the traces of several runs;\n"
+    "                without it such a DIR is refused, with the list of its runs\n"
     "  -h, --help    this help\n"
     "\n"
-    "exit status: 0 ok, 2 usage error, 3 no traces found, 4 a trace file is damaged (its readable\n"
-    "chunks are analysed), 5 the output cannot be written (docs/cli.md)\n";
+    "exit status: 0 ok, 2 usage error (or several runs and no --run), 3 no traces found, 4 a\n"
+    "trace file is damaged (its readable chunks are analysed), 5 the output cannot be written\n"
+    "(docs/cli.md)\n";
 
 
 /* "coverage" and "warnings" (docs/report.md, "Coverage") */
 static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   fprintf(o, "\"coverage\":{\"files\":%u,\"unreadable\":%u,\"damaged\":%u,\"segments_without_footer\":%u,"
-             "\"lost_records\":{",
-          a->cov.files, a->cov.unreadable, a->cov.damaged, a->cov.no_footer);
+             "\"duplicates\":%u,\"other_job_files\":%u,\"job\":%u,\"jobs\":%u,\"lost_records\":{",
+          a->cov.files, a->cov.unreadable, a->cov.damaged, a->cov.no_footer, a->cov.duplicates,
+          a->cov.other_job, a->job->job, a->job->njobs);
   for (unsigned k = 1; k <= NCS_JL_UNKNOWN; k++)
     fprintf(o, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncs_jl_names[k], a->cov.lost[k]);
   fprintf(o, "},\"loss_windows\":{");
@@ -72,9 +76,10 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   ncs_json_str(o, a->path);
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->job->error,
           a->damaged_files);
-  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+  for (uint32_t i = 0, n = 0; i < a->job->nprocs; i++) {
     const ncs_job_proc_t *p = &a->job->procs[i];
-    fprintf(o, "%s\n{\"file\":", i ? "," : "");
+    if (p->excluded) continue; /* not of this job: coverage and warnings say so */
+    fprintf(o, "%s\n{\"file\":", n++ ? "," : "");
     ncs_json_str(o, p->path);
     fprintf(o, ",\"host\":");
     ncs_json_str(o, p->host);
@@ -220,7 +225,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   fprintf(o, "ncclscope report: %s\n", a->path);
   fprintf(o, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
              " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
-          a->job->nprocs, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
+          a->cov.files, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
   print_coverage(o, a, f);
   fprintf(o, "Findings\n");
@@ -315,10 +320,12 @@ int ncs_cmd_report(int argc, char **argv) {
                                        {"top", required_argument, 0, 't'},
                                        {"html", required_argument, 0, 'H'},
                                        {"force", no_argument, 0, 'F'},
+                                       {"run", required_argument, 0, 'J'},
                                        {"timing", no_argument, 0, 'T'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int c, json = 0, timing = 0, force = 0;
+  int c, json = 0, timing = 0, force = 0, why = 0;
+  uint32_t job = 0;
   const char *html = NULL;
   uint64_t top = 5;
   optind = 0;
@@ -328,6 +335,9 @@ int ncs_cmd_report(int argc, char **argv) {
     case 'j': json = 1; break;
     case 'T': timing = 1; break;
     case 'F': force = 1; break;
+    case 'J':
+      if (ncs_parse_run("report", optarg, &job) != 0) return NCS_EXIT_USAGE;
+      break;
     case 't':
       if (ncs_parse_count(optarg, 1, 100000, &top) != 0)
         return ncs_usage_error("report", "--top needs a number from 1 to 100000, not '%s'", optarg);
@@ -344,11 +354,12 @@ int ncs_cmd_report(int argc, char **argv) {
   if (html_stdout && json) return ncs_usage_error("report", "--json and --html - both write to stdout");
   if (optind >= argc) return ncs_usage_error("report", "which traces? give a trace directory");
   if (optind + 1 < argc) return ncs_usage_error("report", "one trace directory, please");
-  char err[512];
-  ncs_analysis_t *a = ncs_analyze_path(argv[optind], err, sizeof err);
+  char err[4096];
+  ncs_analyze_opts_t ao = {.job = job, .why = &why};
+  ncs_analysis_t *a = ncs_analyze_path_opts(argv[optind], &ao, err, sizeof err);
   if (!a) {
     ncs_error("report: %s", err);
-    return NCS_EXIT_NO_INPUT;
+    return ncs_job_exit(why);
   }
   if (timing) {
     fprintf(stderr, "ncclscope report: %u passes:", a->job->run.passes);

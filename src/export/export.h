@@ -16,6 +16,7 @@ typedef struct {
   int format;          /* NCS_EXPORT_* */
   const char *out;     /* output path; "-" is stdout (written as src/util/outfile.h says) */
   int force;           /* replace an existing output file */
+  uint32_t job;        /* which job when the files hold several (ncs_job_opts_t.job; 0: one) */
   uint32_t types;      /* event types to export (bit per NCS_T_*); 0 means all */
   int progress;        /* print progress lines to stderr for long exports */
   int jobs;            /* threads; 0: one per core (the output is the same for any number) */
@@ -37,7 +38,8 @@ typedef struct {
 } ncs_export_stats_t;
 
 /* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something
- * was exported but an input file is damaged in the middle, 2 when there are no traces, -1 on
+ * was exported but an input file is damaged in the middle, 2 when there are no traces, 3 when
+ * they hold several jobs and o->job chooses none (err lists them), -1 on
  * failure (err says why: out of memory), -2 when the output was refused or could not be written
  * (err says why; nothing was left under its name). */
 int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,

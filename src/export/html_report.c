@@ -755,6 +755,7 @@ static void table_procs(FILE *o, const ncs_analysis_t *a) {
         "samples|<state");
   for (uint32_t i = 0; i < a->job->nprocs; i++) {
     const ncs_job_proc_t *p = &a->job->procs[i];
+    if (p->excluded) continue; /* not of this job: the warnings say so */
     fputs("<tr><td class=\"l\">", o);
     esc(o, p->path);
     fputs("</td><td class=\"l\">", o);
@@ -828,7 +829,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<dt>job</dt><dd id=\"job-path\">",
         o);
   esc(o, a->path);
-  fprintf(o, "</dd>\n<dt>trace files</dt><dd>%u (one per process) on %u host%s", a->job->nprocs,
+  fprintf(o, "</dd>\n<dt>trace files</dt><dd>%u (one per process) on %u host%s", a->cov.files,
           a->job->nhosts, a->job->nhosts == 1 ? "" : "s");
   if (a->damaged_files) fprintf(o, ", <b>%" PRIu64 " damaged</b>", a->damaged_files);
   fprintf(o, "</dd>\n<dt>communicators</dt><dd>%u", a->job->ncomms);

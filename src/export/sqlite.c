@@ -178,16 +178,18 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
     goto out;
   }
   opened = 1;
-  const ncs_analyze_opts_t ao = {.retain = 1}; /* every operation and instance: rows */
+  int why = 0; /* every operation and instance: rows */
+  const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why};
   q->a = ncs_analyze_path_opts(path, &ao, err, errlen);
   if (!q->a) {
-    rc = 2;
+    rc = why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
     goto out;
   }
   st->analysis_seconds = (double)(now_ns() - q->t0) * 1e-9;
-  st->files = q->a->job->nprocs;
+  st->files = q->a->cov.files;
   for (uint32_t i = 0; i < q->a->job->nprocs; i++)
-    if (stat(q->a->job->procs[i].path, &sb) == 0) q->bytes_total += (uint64_t)sb.st_size;
+    if (!q->a->job->procs[i].excluded && stat(q->a->job->procs[i].path, &sb) == 0)
+      q->bytes_total += (uint64_t)sb.st_size;
   st->bytes_in = q->bytes_total;
   if (prepare_analysis(q) != 0) goto fail;
   /* one thread uses this connection: no per-call locks, no allocation statistics (the latter
@@ -200,6 +202,7 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
   }
   if (sq_create_schema(q) != 0) goto fail;
   for (uint32_t i = 0; i < q->a->job->nprocs && !q->failed; i++) {
+    if (q->a->job->procs[i].excluded) continue; /* a copy, or another job's: not read */
     if (sq_exec(q, "BEGIN") != 0) break;
     sq_export_file(q, i);
     sq_exec(q, "COMMIT");

@@ -118,6 +118,10 @@
   X(P, state_code, I) X(P, mono_ns, I) X(P, until_mono_ns, I) X(P, duration_ns, I) X(P, arg0, I)   \
   X(P, arg1, I)
 
+#define COLS_LOSSES(X, P)                                                                          \
+  X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, kind, T)        \
+  X(P, from_mono_ns, I) X(P, to_mono_ns, I) X(P, records, I) X(P, types, I)
+
 #define X_ENUM(P, n, t) P##_##n,
 #define X_DEF(P, n, t) {#n, t},
 enum { COLS_META(X_ENUM, MT) MT_N };
@@ -134,6 +138,7 @@ enum { COLS_KERNEL_CHANNELS(X_ENUM, KC) KC_N };
 enum { COLS_PROXY_OPS(X_ENUM, PO) PO_N };
 enum { COLS_PROXY_STEPS(X_ENUM, PS) PS_N };
 enum { COLS_PROXY_STATES(X_ENUM, PT) PT_N };
+enum { COLS_LOSSES(X_ENUM, LS) LS_N };
 
 
 

@@ -10,7 +10,7 @@
 const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
-    "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states"};
+    "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses"};
 
 typedef struct {
   const char *name, *decl;
@@ -29,6 +29,7 @@ static const col_t c_kernel_channels[] = {COLS_KERNEL_CHANNELS(X_DEF, KC)};
 static const col_t c_proxy_ops[] = {COLS_PROXY_OPS(X_DEF, PO)};
 static const col_t c_proxy_steps[] = {COLS_PROXY_STEPS(X_DEF, PS)};
 static const col_t c_proxy_states[] = {COLS_PROXY_STATES(X_DEF, PT)};
+static const col_t c_losses[] = {COLS_LOSSES(X_DEF, LS)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -50,6 +51,7 @@ static const struct {
     [NCS_SQ_PROXY_OPS] = TBL(c_proxy_ops, NULL),
     [NCS_SQ_PROXY_STEPS] = TBL(c_proxy_steps, NULL),
     [NCS_SQ_PROXY_STATES] = TBL(c_proxy_states, NULL),
+    [NCS_SQ_LOSSES] = TBL(c_losses, NULL),
 };
 #undef TBL
 

@@ -7,13 +7,30 @@
 #include <string.h>
 #include <time.h>
 
+#include "analyze/findings.h"
 #include "export/sqlite_int.h"
 
 /* ================================================================ the analysis tables */
 
+/* what the files lost: the job model's loss windows (docs/model.md, "Coverage") */
+static void losses(sq_t *q) {
+  const ncs_job_t *j = q->a->job;
+  sqlite3_stmt *s = q->ins[NCS_SQ_LOSSES];
+  for (uint32_t i = 0; i < j->nlosses; i++) {
+    const ncs_job_loss_t *l = &j->losses[i];
+    b_u64(s, LS_id, i), b_u64(s, LS_process_id, l->proc), b_u64(s, LS_segment, l->seg);
+    b_txt(s, LS_kind, ncs_jl_names[l->kind]), b_u64(s, LS_from_mono_ns, l->from_ns);
+    if (l->to_ns != UINT64_MAX) b_u64(s, LS_to_mono_ns, l->to_ns); /* NULL: to the end */
+    if (l->records) b_u64(s, LS_records, l->records);                /* NULL: not known */
+    b_u64(s, LS_types, l->types);
+    sq_insert(q, NCS_SQ_LOSSES);
+  }
+}
+
 void sq_analysis_tables(sq_t *q) {
   const ncs_analysis_t *a = q->a;
   sqlite3_stmt *s;
+  losses(q);
   for (uint32_t h = 0; h < a->job->nhosts; h++) {
     s = q->ins[NCS_SQ_HOSTS];
     b_u64(s, HO_id, h), b_txt(s, HO_host, a->job->hosts[h].host);
@@ -122,29 +139,55 @@ void sq_analysis_tables(sq_t *q) {
   }
 }
 
+static void meta_txt(sq_t *q, const char *k, const char *v) {
+  sqlite3_stmt *s = q->ins[NCS_SQ_META];
+  b_txt(s, MT_key, k), b_txt(s, MT_value, v);
+  sq_insert(q, NCS_SQ_META);
+}
+static void meta_i64(sq_t *q, const char *k, int64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "%" PRId64, v);
+  meta_txt(q, k, b);
+}
+
+/* what the job covers and lost, and the report's warnings (docs/sqlite.md, "meta") */
+static void meta_coverage(sq_t *q) {
+  const ncs_analysis_t *a = q->a;
+  char k[64];
+  meta_i64(q, "unreadable_files", a->cov.unreadable);
+  meta_i64(q, "duplicate_files", a->cov.duplicates);
+  meta_i64(q, "other_run_files", a->cov.other_job);
+  meta_i64(q, "run", a->job->job), meta_i64(q, "runs", a->job->njobs);
+  meta_i64(q, "segments_without_footer", a->cov.no_footer);
+  meta_i64(q, "operation_calls", (int64_t)a->cov.op_starts);
+  meta_i64(q, "operation_calls_lost", (int64_t)a->cov.op_lost);
+  meta_i64(q, "write_errors", (int64_t)a->cov.write_errors);
+  meta_i64(q, "gaps", (int64_t)a->cov.gaps);
+  for (unsigned t = 1; t <= NCS_JL_UNKNOWN; t++) {
+    snprintf(k, sizeof k, "lost_records_%s", ncs_jl_names[t]);
+    meta_i64(q, k, (int64_t)a->cov.lost[t]);
+  }
+  for (unsigned t = 0; t < NCS_SRC_N; t++) {
+    snprintf(k, sizeof k, "timing_%s", ncs_src_names[t]);
+    meta_i64(q, k, (int64_t)a->cov.timing[t]);
+  }
+  ncs_findings_t f;
+  ncs_findings_build(&f, a, 1);
+  for (uint32_t i = 0; i < f.nwarn; i++) {
+    snprintf(k, sizeof k, "warning_%s", f.warn[i].key);
+    meta_txt(q, k, f.warn[i].text);
+  }
+  ncs_findings_free(&f);
+}
+
 void sq_meta(sq_t *q, const char *path) {
-  char abs[PATH_MAX], buf[64];
+  char abs[PATH_MAX];
   const ncs_analysis_t *a = q->a;
   time_t now = time(NULL);
   struct tm tm;
   gmtime_r(&now, &tm);
   char created[32];
   strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  struct {
-    const char *k;
-    char v[64];
-  } nums[] = {{"trace_format_version", ""}, {"files", ""},       {"error_bound_ns", ""},
-              {"instances", ""},            {"incomplete", ""},  {"rank_ops", ""},
-              {"duplicate_seq", ""},        {"mismatched", ""},  {"sends", ""},
-              {"recvs", ""},                {"p2p_pairs", ""},   {"p2p_unmatched_sends", ""},
-              {"p2p_unmatched_recvs", ""},  {"p2p_bytes_mismatch", ""}, {"damaged_files", ""},
-              {"unsampled", ""},            {"gpu_suspect", ""}};
-  uint64_t vals[] = {NCS_FORMAT_VERSION, a->job->nprocs, (uint64_t)a->job->error, a->instances,
-                     a->incomplete, a->coll_ops, a->unmatched_seq, a->mismatched, a->sends,
-                     a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
-                     a->p2p_bytes_mismatch, a->damaged_files, a->unsampled, a->gpu_suspect};
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++)
-    snprintf(nums[i].v, sizeof nums[i].v, "%" PRId64, (int64_t)vals[i]);
   const char *kv[][2] = {{"schema", NCS_SQLITE_SCHEMA},
                          {"tool_version", NCS_VERSION},
                          {"sqlite_version", sqlite3_libversion()},
@@ -153,17 +196,21 @@ void sq_meta(sq_t *q, const char *path) {
                          {"created_utc", created},
                          {"time_unit", "ns"},
                          {"bandwidth_unit", "GB/s (1e9 bytes/s)"}};
-  sqlite3_stmt *s = q->ins[NCS_SQ_META];
-  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) {
-    b_txt(s, MT_key, kv[i][0]), b_txt(s, MT_value, kv[i][1]);
-    sq_insert(q, NCS_SQ_META);
-  }
-  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) {
-    b_txt(s, MT_key, nums[i].k), b_txt(s, MT_value, nums[i].v);
-    sq_insert(q, NCS_SQ_META);
-  }
-  snprintf(buf, sizeof buf, "%u", a->job->nhosts);
-  b_txt(s, MT_key, "hosts"), b_txt(s, MT_value, buf);
-  sq_insert(q, NCS_SQ_META);
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) meta_txt(q, kv[i][0], kv[i][1]);
+  const struct {
+    const char *k;
+    int64_t v;
+  } nums[] = {{"trace_format_version", NCS_FORMAT_VERSION}, {"files", a->cov.files},
+              {"error_bound_ns", a->job->error}, {"instances", (int64_t)a->instances},
+              {"incomplete", (int64_t)a->incomplete}, {"rank_ops", (int64_t)a->coll_ops},
+              {"duplicate_seq", (int64_t)a->unmatched_seq}, {"mismatched", (int64_t)a->mismatched},
+              {"sends", (int64_t)a->sends}, {"recvs", (int64_t)a->recvs},
+              {"p2p_pairs", (int64_t)a->p2p_pairs}, {"p2p_unmatched_sends", (int64_t)a->p2p_unmatched_send},
+              {"p2p_unmatched_recvs", (int64_t)a->p2p_unmatched_recv},
+              {"p2p_bytes_mismatch", (int64_t)a->p2p_bytes_mismatch},
+              {"damaged_files", (int64_t)a->damaged_files}, {"unsampled", (int64_t)a->unsampled},
+              {"gpu_suspect", (int64_t)a->gpu_suspect}, {"hosts", a->job->nhosts}};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) meta_i64(q, nums[i].k, nums[i].v);
+  meta_coverage(q);
 }
 

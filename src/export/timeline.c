@@ -31,7 +31,7 @@
 
 const char *const tl_cat_names[TC_COUNT] = {
     "api", "group", "coll", "p2p", "ce", "kernel", "proxyop", "proxystep", "proxyctrl", "net",
-    "phase", "state", "job", "other"};
+    "phase", "state", "job", "loss", "other"};
 
 void tl_out_flush(tl_sink_t *s) {
   size_t off = 0;
@@ -254,8 +254,10 @@ static int list_paths(char *const *paths, size_t npaths, char ***all, size_t *na
 
 /* the job model of the files, retaining every operation */
 static int read_job(ex_t *x, char **all, size_t nall, char *err, size_t errlen) {
-  x->job = ncs_job_open_files(all, nall, &(ncs_job_opts_t){.retain = 1}, err, errlen);
-  if (!x->job) return 2;
+  int why = 0;
+  x->job = ncs_job_open_files(all, nall, &(ncs_job_opts_t){.retain = 1, .job = x->o.job, .why = &why},
+                              err, errlen);
+  if (!x->job) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
   ncs_job_stream(x->job, NULL, NULL);
   return 0;
 }
@@ -334,7 +336,11 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   if (rc) goto out;
   if (tl_files(x) != 0 || tl_make_procs(x) != 0) goto oom;
   st->bytes_in = x->bytes_total;
-  st->files = x->nfiles;
+  st->files = x->nfiles - x->job->duplicates - x->job->other_job;
+  if (x->job->other_job)
+    fprintf(stderr, "%s: warning: the traces hold %u runs (recordings that never held ranks of one communicator together): "
+            "this is run %u; %u files of the others are left out\n", x->o.prog, x->job->njobs,
+            x->job->job, x->job->other_job);
   x->nworkers = workers_for(x);
   if (x->o.progress && now_ns() - x->t0_ns > 1000000000ull)
     fprintf(stderr, "%s: read the job (%u files) in %.1f s\n", x->o.prog, x->nfiles,
@@ -348,6 +354,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   w0->next_uuid = 1ull << 25; /* processes: from 0x100; files: (index + 1) << 26 */
   w0->next_track = x->next_track;
   if (x->o.types & (1u << NCS_T_COLL)) tl_emit_job(w0);
+  if (x->job->nlosses) tl_emit_losses(w0);
   ncs_pool_free(&w0->pool);
   if (w0->oom) goto oom;
   /* pass 2 */
@@ -417,6 +424,10 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   st->bytes_out += ms->bytes_out; /* with workers, the fragments were counted by them */
   for (uint32_t i = 0; i < x->nfiles; i++) {
     const ncs_job_proc_t *p = &x->job->procs[i];
+    if (p->excluded == NCS_JX_DUPLICATE)
+      fprintf(stderr, "%s: warning: %s is the same recording as %s: read once\n", x->o.prog, p->path,
+              x->job->procs[p->same_as].path);
+    if (p->excluded) continue;
     if (!p->readable || p->damage == NCS_DAMAGE_CORRUPT) st->damaged++, rc = rc ? rc : 1;
     if (p->damage == NCS_DAMAGE_TRUNCATED) st->truncated++;
     if (!p->readable || p->damage) fprintf(stderr, "%s: warning: %s: %s\n", x->o.prog, p->path, p->damage_msg);
@@ -432,8 +443,8 @@ out:
     wk_free(&ws[i]);
   }
   if (ms) ms->destroy(ms);
-  if (opened && rc >= 0 && ncs_out_commit(&of, err, errlen) != 0) rc = -2;
-  if (opened && rc < 0) ncs_out_abort(&of);
+  if (opened && (rc == 0 || rc == 1) && ncs_out_commit(&of, err, errlen) != 0) rc = -2;
+  if (opened && rc != 0 && rc != 1) ncs_out_abort(&of); /* nothing under its name */
   ncs_free_paths(all, nall);
   st->seconds = (double)(now_ns() - x->t0_ns) * 1e-9;
   ex_free(x);

@@ -34,6 +34,7 @@ int tl_files(ex_t *x) {
     file_t *f = &x->files[i];
     struct stat sb;
     f->path = j->procs[i].path, f->frag_fd = -1;
+    if (j->procs[i].excluded) continue; /* not of this job: not read */
     f->size = stat(f->path, &sb) == 0 ? (uint64_t)sb.st_size : 0;
     x->bytes_total += f->size;
   }

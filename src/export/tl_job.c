@@ -100,7 +100,8 @@ typedef struct {
   const char *name;
 } jrow_t;
 
-static lane_t *job_lane(wk_t *w, jrow_t *r, const tl_track_t *job, uint64_t start) {
+static lane_t *job_lane(wk_t *w, jrow_t *r, const tl_track_t *job, uint64_t start,
+                        const char *desc) {
   uint32_t l;
   for (l = 0; l < r->n; l++)
     if (r->lanes[l].last_end <= start) return &r->lanes[l];
@@ -113,9 +114,7 @@ static lane_t *job_lane(wk_t *w, jrow_t *r, const tl_track_t *job, uint64_t star
   ln->t.name = ln->t.path = ln->t.merge_key = r->name;
   ln->t.lane = (uint16_t)(l < 0xFFFF ? l : 0xFFFF);
   ln->t.sort = l;
-  ln->t.desc = "Collective instances (commId, func, seqNumber) of the job model: from the first "
-               "rank's arrival (its API call) to the last rank's completion. skew_ns: last "
-               "arrival - first arrival; straggler_rank: the rank that arrived last.";
+  ln->t.desc = desc;
   w->x->main_sink->track(w->x->main_sink, &ln->t);
   return ln;
 }
@@ -184,11 +183,54 @@ void tl_emit_job(wk_t *w) {
       const ncs_op_t *op = ncs_job_op(x->job, in->first_op + k);
       if (tl_op_end(x, op) > e || last < 0) e = max64(e, tl_op_end(x, op)), last = op->rank;
     }
-    lane_t *ln = job_lane(w, &row, &job, s);
+    lane_t *ln = job_lane(w, &row, &job, s,
+                          "Collective instances (commId, func, seqNumber) of the job model: from "
+                          "the first rank's arrival (its API call) to the last rank's completion. "
+                          "skew_ns: last arrival - first arrival; straggler_rank: the rank that "
+                          "arrived last.");
     if (!ln) break;
     ln->last_end = e;
     job_slice(w, ln, order[i], in, e, last);
   }
   free(row.lanes);
   free(order);
+}
+
+/* What the files lost (docs/model.md, "Coverage"): a row per file with loss windows, a slice per
+ * window, on the job's tracks. The windows come by file, then by time. */
+void tl_emit_losses(wk_t *w) {
+  ex_t *x = w->x;
+  const ncs_job_t *j = x->job;
+  tl_track_t grp;
+  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
+  grp.name = grp.path = "lost records";
+  grp.desc = "What each trace file says it lost: dropped records, failed writes, damaged ranges, a "
+             "damaged tail, or nothing known after the last chunk of a process without a footer.";
+  grp.order = -2;
+  x->main_sink->track(x->main_sink, &grp);
+  jrow_t row = {.comm = NONE32};
+  for (uint32_t i = 0; i < j->nlosses && !w->oom; i++) {
+    const ncs_job_loss_t *l = &j->losses[i];
+    if (l->proc != row.comm) row.comm = l->proc, row.n = 0, row.name = j->procs[l->proc].path;
+    uint64_t s = to_out(x, l->proc, l->from_ns);
+    uint64_t e = l->to_ns == UINT64_MAX ? (uint64_t)j->t_last : to_out(x, l->proc, l->to_ns);
+    e = max64(e, s + 1);
+    lane_t *ln = job_lane(w, &row, &grp, s, "Loss windows of one trace file (model.h ncs_job_loss_t): "
+                                            "records 0 means the count is not known.");
+    if (!ln) break;
+    ln->last_end = e;
+    w->nargs = 0;
+    tl_arg_str(w, "kind", ncs_jl_names[l->kind <= NCS_JL_UNKNOWN ? l->kind : 0]);
+    tl_arg_u64(w, "records", l->records);
+    tl_arg_u64(w, "types", l->types);
+    tl_arg_u64(w, "segment", l->seg);
+    static const char *const names[] = {"lost", "lost: drops", "lost: no_slot", "lost: write",
+                                        "lost: gap", "lost: tail", "lost: unknown"};
+    tl_slice_t sl = {&ln->t, s, names[l->kind <= NCS_JL_UNKNOWN ? l->kind : 0], TC_LOSS, w->args,
+                     w->nargs, NULL, 0, 0};
+    x->main_sink->begin(x->main_sink, &sl);
+    x->main_sink->end(x->main_sink, &ln->t, e, NULL, 0);
+    w->st.slices++;
+  }
+  free(row.lanes);
 }

@@ -124,13 +124,18 @@ void clock_hosts(ncs_job_t *j) {
   jpriv_t *P = jp(j);
   for (uint32_t i = 0; i < j->nprocs; i++) {
     uint32_t h = 0;
+    if (!j->procs[i].nsegs) continue; /* unread: no host of the job (host_index 0) */
     while (h < j->nhosts && j->hosts[h].host != j->procs[i].host) h++; /* pooled */
     if (h == j->nhosts) {
       NCS_XGROW(j->hosts, P->cap_hosts, j->nhosts + 1);
-      j->hosts[j->nhosts++].host = j->procs[i].host;
+      j->hosts[j->nhosts++] = (ncs_job_host_t){.host = j->procs[i].host};
     }
     j->procs[i].host_index = h;
     j->procs[i].job_off = j->procs[i].clk_off; /* realtime, for the host pass */
+  }
+  if (!j->nhosts) { /* nothing could be read: one unknown host */
+    NCS_XGROW(j->hosts, P->cap_hosts, 1);
+    j->hosts[j->nhosts++] = (ncs_job_host_t){.host = "?"};
   }
   if (j->nhosts > 1) {
     size_t n = (size_t)j->nhosts * NCS_JOB_HOST_SAMPLES;

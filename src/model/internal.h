@@ -85,6 +85,17 @@ static inline jpriv_t *jp(const ncs_job_t *j) { return (jpriv_t *)j->priv; }
 
 /* job.c */
 uint32_t job_comm(ncs_job_t *j, const ncs_comm_info_t *c, uint32_t proc);
+/* jobs.c: which files form the job, decided after pass 1 */
+typedef struct {
+  int *excl;           /* per file: NCS_JX_* */
+  uint32_t *same_as;   /* per file: NCS_JX_DUPLICATE's kept file */
+  uint32_t *job_no;    /* per file: its job, 1-based; 0 unknown */
+  ncs_job_part_t *parts;
+  uint32_t njobs, job, nexcluded;
+} job_plan_t;
+/* 0, or -1 with err (and *why) when `want` (0: the only one) names no job */
+int job_plan(const ncs_job_t *j, uint32_t want, job_plan_t *pl, int *why, char *err, size_t errlen);
+void job_plan_free(job_plan_t *pl);
 /* clock.c */
 void clock_scan_begin(void **state);
 void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg);

@@ -165,27 +165,57 @@ static void job_span(ncs_job_t *j) {
   if (j->t_first == INT64_MAX) j->t_first = j->t_last = 0;
 }
 
-ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t *opts, char *err,
-                              size_t errlen) {
-  if (!n) {
-    snprintf(err, errlen, "no trace files");
-    return NULL;
-  }
+/* pass 1 over the files; those the plan excludes (NULL: none) are only named */
+static ncs_job_t *scan_files(char *const *paths, size_t n, const ncs_job_opts_t *opts,
+                             const job_plan_t *pl, const ncs_job_t *before) {
   ncs_job_t *j = ncs_xcalloc(1, sizeof *j);
   jpriv_t *P = ncs_xcalloc(1, sizeof *P);
   j->priv = P;
   P->retain = opts && opts->retain;
   j->procs = ncs_xcalloc(n, sizeof *j->procs);
   j->nprocs = (uint32_t)n;
-  double t0 = now_s();
   for (uint32_t i = 0; i < j->nprocs; i++) {
     ncs_job_proc_t *p = &j->procs[i];
     p->path = ncs_pool_str(&j->strs, paths[i]);
     p->host = "?", p->gpu_err = -1;
+    if (pl) p->job_no = pl->job_no[i];
+    if (pl && pl->excl[i]) {
+      p->excluded = pl->excl[i], p->same_as = pl->same_as[i];
+      p->host = ncs_pool_str(&j->strs, before->procs[i].host), p->pid = before->procs[i].pid;
+      *(p->excluded == NCS_JX_DUPLICATE ? &j->duplicates : &j->other_job) += 1;
+      continue;
+    }
     uint64_t first = UINT64_MAX;
     scan_file(j, i, &first);
     p->first_ns = first == UINT64_MAX ? 0 : first;
   }
+  return j;
+}
+
+ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t *opts, char *err,
+                              size_t errlen) {
+  if (!n) {
+    snprintf(err, errlen, "no trace files");
+    if (opts && opts->why) *opts->why = NCS_JOB_ERR_NO_INPUT;
+    return NULL;
+  }
+  double t0 = now_s();
+  ncs_job_t *j = scan_files(paths, n, opts, NULL, NULL);
+  job_plan_t pl;
+  if (job_plan(j, opts ? opts->job : 0, &pl, opts ? opts->why : NULL, err, errlen) != 0) {
+    job_plan_free(&pl);
+    ncs_job_free(j);
+    return NULL;
+  }
+  if (pl.nexcluded) { /* read again without them: nothing of theirs reaches the job */
+    ncs_job_t *k = scan_files(paths, n, opts, &pl, j);
+    ncs_job_free(j);
+    j = k;
+  }
+  j->parts = pl.parts, j->njobs = pl.njobs, j->job = pl.job;
+  pl.parts = NULL;
+  job_plan_free(&pl);
+  jpriv_t *P = jp(j);
   clock_hosts(j);
   j->run.pass_s[j->run.passes++] = now_s() - t0;
   if (j->nhosts > 1) { /* host offsets from the instances' completion ends */
@@ -205,9 +235,13 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
 ncs_job_t *ncs_job_open(const char *path, const ncs_job_opts_t *opts, char *err, size_t errlen) {
   char **paths = NULL;
   size_t n = 0;
-  if (ncs_list_traces(path, &paths, &n, err, errlen) != 0) return NULL;
+  if (ncs_list_traces(path, &paths, &n, err, errlen) != 0) {
+    if (opts && opts->why) *opts->why = NCS_JOB_ERR_NO_INPUT;
+    return NULL;
+  }
   if (!n) {
     snprintf(err, errlen, "no trace files (*.nstrace, *.nsflight) in '%s'", path);
+    if (opts && opts->why) *opts->why = NCS_JOB_ERR_NO_INPUT;
     ncs_free_paths(paths, n);
     return NULL;
   }
@@ -235,6 +269,7 @@ void ncs_job_free(ncs_job_t *j) {
   hm_free(&P->comm_map), hm_free(&P->member_map), hm_free(&P->rank_seen);
   for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
   free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);
+  free(j->parts);
   ncs_pool_free(&j->strs);
   free(P);
   free(j);

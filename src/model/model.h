@@ -16,7 +16,10 @@
  *   - the collective instances: the operations with the same (commId, func, seqNumber), gathered
  *     while the job is read; a rank's n-th record of a key belongs to the key's n-th instance, so
  *     a reloaded library restarting its seqNumbers starts new instances;
- *   - the send/receive pairs: the k-th Send of rank s to d with the k-th Recv of d from s.
+ *   - the send/receive pairs: the k-th Send of rank s to d with the k-th Recv of d from s;
+ *   - which files form the job: a file that repeats another (the same host, pid and first
+ *     segment: a copy) is read once; files of runs that share no communicator at the same time
+ *     are other jobs, never merged into this one (one is chosen: ncs_job_opts_t.job).
  *
  * Two ways to consume it:
  *   - streaming (ncs_job_stream): every file is read at once, merged in time order, and each
@@ -93,6 +96,14 @@ typedef struct {
   uint32_t types;
 } ncs_job_loss_t;
 
+/* why a listed file is not part of the job (it is kept in procs, with no segments, so that
+ * indexes stay those of the list) */
+enum {
+  NCS_JX_NONE = 0,
+  NCS_JX_DUPLICATE = 1, /* the same recording as the file same_as (host, pid, first segment) */
+  NCS_JX_OTHER_JOB = 2, /* it belongs to another job (job_no) than the one chosen */
+};
+
 /* what one file covers */
 typedef struct {
   uint64_t lost[NCS_JL_UNKNOWN + 1]; /* records lost by kind (0 when not counted) */
@@ -129,7 +140,19 @@ typedef struct {
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
   ncs_job_cov_t cov;  /* what it lost (loss windows: ncs_job_t.losses) */
+  int excluded;       /* NCS_JX_*: not read (host and pid are still known) */
+  uint32_t same_as;   /* NCS_JX_DUPLICATE: the file read in its place */
+  uint32_t job_no;    /* the job (1-based, ncs_job_t.parts) its file belongs to; 0 unknown (a
+                       * file that could not be read belongs to whichever is chosen) */
 } ncs_job_proc_t;
+
+/* one job found among the listed files: files joined by a communicator they held at the same time */
+typedef struct {
+  uint32_t files;     /* readable files of it, duplicates not counted */
+  uint32_t first;     /* index of its first file */
+  uint64_t comm_id;   /* the commId of one of its communicators (0: none recorded) */
+  int64_t start_real, end_real; /* realtime span of its files' segments */
+} ncs_job_part_t;
 
 
 typedef struct {
@@ -214,8 +237,20 @@ typedef struct {
   void (*p2p)(void *arg, const ncs_op_t *op, const ncs_op_t *partner);
 } ncs_job_sink_t;
 
+/* why ncs_job_open failed */
+enum {
+  NCS_JOB_ERR_NO_INPUT = 1, /* no trace files */
+  NCS_JOB_ERR_SEVERAL = 2,  /* the files hold several jobs and none was chosen (err lists them) */
+  NCS_JOB_ERR_NO_JOB = 3,   /* the chosen job does not exist */
+};
+
+#define NCS_JOB_LAST UINT32_MAX
+
 typedef struct {
-  int retain; /* keep every operation and instance (memory grows with the job) */
+  int retain;   /* keep every operation and instance (memory grows with the job) */
+  uint32_t job; /* which job, when the files hold several (1-based, by start time; NCS_JOB_LAST
+                 * the latest); 0: they must hold one */
+  int *why;     /* optional out: NCS_JOB_ERR_* when the open fails */
 } ncs_job_opts_t;
 
 typedef struct {
@@ -234,6 +269,10 @@ typedef struct {
   ncs_job_loss_t *losses;  /* every loss window of every file, by file then time */
   uint32_t nlosses;
   uint32_t unreadable, damaged; /* files that could not be opened; files that end early */
+  uint32_t duplicates;     /* files left out as copies of another (NCS_JX_DUPLICATE) */
+  uint32_t other_job;      /* files left out as another job's (NCS_JX_OTHER_JOB) */
+  ncs_job_part_t *parts;   /* the jobs found among the listed files, by start time */
+  uint32_t njobs, job;     /* how many; which one this is (1-based) */
   /* the last streaming pass (docs/report.md, "Memory") */
   struct {
     uint64_t evicted;       /* incomplete instances closed before the end: horizon or cap */
@@ -248,8 +287,10 @@ typedef struct {
 } ncs_job_t;
 
 /* Read the files of a directory (or one file): pass 1 (files, segments, communicators, clocks)
- * and, with several hosts, the pass that estimates host offsets. NULL with err filled when there
- * are no trace files. Unreadable files are kept, marked (readable 0), and counted. */
+ * and, with several hosts, the pass that estimates host offsets. NULL with err filled (and
+ * opts->why) when there are no trace files, or when they hold several jobs and opts->job does not
+ * choose one. Unreadable files are kept, marked (readable 0), and counted; duplicates and
+ * other jobs' files are kept, marked (excluded), and counted. */
 ncs_job_t *ncs_job_open(const char *path, const ncs_job_opts_t *opts, char *err, size_t errlen);
 /* the same for an explicit list of files */
 ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t *opts, char *err,

@@ -1,7 +1,8 @@
-/* fmt.c - durations, sizes and shares (fmt.h). */
+/* fmt.c - durations, sizes, shares and UTC times (fmt.h). */
 #include "util/fmt.h"
 
 #include <stdio.h>
+#include <time.h>
 
 void ncs_fmt_dur(char *o, size_t n, double ns, int style) {
   static const struct {
@@ -37,3 +38,14 @@ void ncs_fmt_size(char *o, size_t n, uint64_t b) {
 }
 
 double ncs_pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
+
+void ncs_fmt_utc(char *o, size_t n, int64_t real) {
+  time_t s = (time_t)(real / 1000000000);
+  struct tm tm;
+  char b[32];
+  if (real <= 0 || !gmtime_r(&s, &tm) || !strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm)) {
+    snprintf(o, n, "?");
+    return;
+  }
+  snprintf(o, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
+}

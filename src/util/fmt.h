@@ -18,6 +18,8 @@ static inline void ncs_fmt_ns(char *out, size_t len, double ns) {
 void ncs_fmt_bytes(char *out, size_t len, int log2);
 /* a byte count: "512 B", "1.5 KiB", "3.0 GiB" */
 void ncs_fmt_size(char *out, size_t len, uint64_t bytes);
+/* a realtime in ns as "2026-01-31 12:00:00.123 UTC" ("?" when not a time) */
+void ncs_fmt_utc(char *out, size_t len, int64_t real_ns);
 /* 100 * a / b, 0 when b is 0 */
 double ncs_pct(uint64_t a, uint64_t b);
 
