@@ -75,3 +75,14 @@ foreach(c dup runs loose)
                    ${CMAKE_CURRENT_BINARY_DIR}/jobs-${c} ${c})
   set_tests_properties(jobs_${c} PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "jobs check ${c}: ok")
 endforeach()
+# Every consumer of the job model names the same instances, times, stragglers, losses and
+# warnings on the same recording: report (terminal, JSON, HTML), the timeline, SQLite, diagnose
+# (tests/consistency_check.py)
+foreach(c slowed drops hang)
+  add_test(NAME consistency_${c}
+           COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/consistency_check.py $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/consistency-${c} ${c})
+  set_tests_properties(consistency_${c} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       PASS_REGULAR_EXPRESSION "consistency check ${c}: ok")
+endforeach()

@@ -149,7 +149,7 @@ void ncs_analysis_free(ncs_analysis_t *a) {
     free(P->bx), free(P->rkey), free(P->ckey);
     hm_free(&P->bm), hm_free(&P->rm), hm_free(&P->cm);
     an_throughput_free(P);
-    free(P->durs), free(P->arr), free(P->tiv), free(P->insts);
+    free(P->durs), free(P->arr), free(P->tiv), free(P->fresh), free(P->insts);
     free(P);
   }
   free(a->buckets), free(a->ranks), free(a->cells);

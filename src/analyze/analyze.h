@@ -70,9 +70,11 @@ typedef struct {
   /* the same per quarter of the job's time (by the instance's last arrival): the test asks that
    * the evidence not come from one quarter alone (Findings) */
   uint32_t q_last[4], q_last_trials[4], q_slow[4], q_slow_trials[4];
-  int64_t wait_caused;   /* sum over instances where it arrived last of the waiting it caused:
-                          * sum over the instance's ranks of (last arrival - their arrival) */
-  int64_t wait_suffered; /* sum of (last arrival - own arrival) */
+  int64_t wait_caused;   /* over instances where it arrived last, the waiting it caused: summed
+                          * over the other ranks, the new part of their waiting (below) */
+  int64_t wait_suffered; /* time it waited for the last arrival: the union of its
+                          * [own arrival, last arrival] intervals (at most the job's wall time) */
+  int64_t wait_mark;     /* the end of that union so far */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;
@@ -173,7 +175,7 @@ typedef struct {
   double algbw, busbw;   /* GB/s */
   int64_t skew;          /* last arrival - first arrival */
   int last_counted;      /* the report counts the instance's last_rank as arriving last */
-  int64_t wait_caused;   /* when last_counted: sum over its ranks of (last arrival - arrival) */
+  int64_t wait_caused;   /* when last_counted: sum over its ranks of their new waiting time */
   int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
   int64_t slowest_excess; /* its duration - the median duration */
   int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */

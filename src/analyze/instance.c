@@ -192,7 +192,6 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
   ncs_an_rank_t *r = an_rank(a, o);
   int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
   r->instances++;
-  r->wait_suffered += last - t;
   r->kwait += o->duration - xfer, r->transfer += xfer;
   if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
   r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
@@ -218,6 +217,20 @@ static void retain_numbers(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_an
   if (in->id >= P->ninsts) P->ninsts = in->id + 1;
 }
 
+/* How long the rank of ops[k] newly waited for this instance's last arrival. NCCL calls return at
+ * once, so a rank enqueues ahead and its waits for successive instances overlap: summed, they
+ * could exceed the job's wall time. A rank's waiting is the union of its [arrival, last arrival]
+ * intervals; its arrivals on a communicator come in order, so a mark (the union's end) makes the
+ * union exact per communicator. */
+static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last) {
+  ncs_an_rank_t *r = an_rank(a, o);
+  int64_t from = o->arrival > r->wait_mark ? o->arrival : r->wait_mark;
+  int64_t fresh = last > from ? last - from : 0;
+  if (last > r->wait_mark) r->wait_mark = last;
+  r->wait_suffered += fresh;
+  return fresh;
+}
+
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   priv_t *P = an_priv(a);
   size_t n = in->nops;
@@ -232,6 +245,7 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
     P->capd = 2 * n;
     P->arr = ncs_xrealloc(P->arr, P->capd * sizeof *P->arr);
     P->durs = ncs_xrealloc(P->durs, P->capd * sizeof *P->durs);
+    P->fresh = ncs_xrealloc(P->fresh, P->capd * sizeof *P->fresh);
   }
   ncs_an_instance_t x = {.bytes = I->bytes, .log2 = log2b(I->bytes), .slowest_rank = -1,
                          .skew = in->last_arrival - in->first_arrival};
@@ -246,7 +260,8 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   int complete = (int32_t)in->distinct == nr && n == in->distinct;
   x.last_counted = complete && n > 1 && x.skew > a->job->error;
   d.slow_counted = complete && n > 2;
-  for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += in->last_arrival - ops[k].arrival;
+  for (size_t k = 0; k < n; k++) P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival);
+  for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += P->fresh[k];
   ncs_an_bucket_t *b = an_bucket(a, I->comm, I->func, log2b(I->bytes), 0);
   uint32_t bi = (uint32_t)(b - a->buckets);
   ikey_min(&P->bx[bi].first, op_key(I));

@@ -54,7 +54,7 @@ typedef struct {
   stream_t *streams;
   size_t nstreams, capstreams;
   size_t capbuckets, capranks, capcells;
-  int64_t *durs, *arr, *tiv; /* scratch */
+  int64_t *durs, *arr, *tiv, *fresh; /* scratch */
   size_t capd, captiv;
   ncs_an_instance_t *insts; /* retained, by the model's instance id */
   size_t ninsts, capinsts;

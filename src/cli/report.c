@@ -74,8 +74,9 @@ static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t
 static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
-  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->job->error,
-          a->damaged_files);
+  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64
+             ",\n\"processes\":[",
+          a->job->error, a->job->t_last - a->job->t_first, a->damaged_files);
   for (uint32_t i = 0, n = 0; i < a->job->nprocs; i++) {
     const ncs_job_proc_t *p = &a->job->procs[i];
     if (p->excluded) continue; /* not of this job: coverage and warnings say so */
