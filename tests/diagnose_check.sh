@@ -250,6 +250,17 @@ repro-flightdrops)
   py "assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','dead')], r['verdicts']
 assert r['status'] in ('ok','cannot_tell'), r['status']" "drops: no hang"
   ;;
+abi3)
+  # NCCL profiler ABI v3 passes no rank, size or commId: diagnose cannot match ranks and says so
+  # (before: it ran out of memory on the size -1; then "OK nothing stuck" on nothing)
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario mixed --abi 3 --ranks 2 --procs 2 \
+    --iters 3 >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  diag "$W/rec"
+  expect_rc $rc 4
+  py "assert r['status']=='cannot_tell' and not r['problem'], r
+assert r['verdicts'] and all(x['kind']=='cannot_tell' for x in r['verdicts']), r['verdicts']" "abi 3: cannot tell"
+  grep -q "recorded without its ranks and size" "$W/out.txt" || fail "abi 3 text"
+  ;;
 nocomp)
   # issue 14: a healthy job recorded without the events that show a completion (Coll only): no
   # all-clear and no hang, but CANNOT TELL (exit 4: nothing found in what could be seen); the same

@@ -21,7 +21,9 @@
 #include "util/pool.h"
 
 /* Every line is built with snprintf into a fixed buffer; a cut line is acceptable. */
+#ifndef __clang__ /* gcc only: clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 
 enum {

@@ -690,8 +690,15 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
   out->comm_id = C->comm_id;
   dg_cpy(out->name, sizeof out->name, C->name);
   out->nranks = C->nranks;
-  out->ranks = ncs_xcalloc((size_t)C->nranks, sizeof *out->ranks);
+  out->ranks = ncs_xcalloc(C->nranks > 0 ? (size_t)C->nranks : 1, sizeof *out->ranks);
   out->stuck_seq = -1, out->stuck_rank = out->stuck_peer = -1;
+  if (C->nranks <= 0) { /* NCCL's profiler ABI v1-v3 pass no rank, size or commId */
+    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, (int)c);
+    snprintf(v->summary, sizeof v->summary,
+             "cannot tell whether communicator %u is stuck: it was recorded without its ranks and "
+             "size (NCCL profiler ABI v1-v3 do not pass them), so its ranks cannot be matched", c);
+    return;
+  }
   /* table: last seqNumber entered/completed per func */
   for (int r = 0; r < C->nranks; r++) {
     ncs_dg_rank_t *R = &out->ranks[r];

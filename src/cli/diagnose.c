@@ -19,7 +19,9 @@
 #include "util/fmt.h"
 
 /* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
+#ifndef __clang__ /* gcc only: clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 static const char diagnose_help[] =
     "usage: ncclscope diagnose [--json] [--incident N | --latest] [--run N] DIR\n"

@@ -172,10 +172,12 @@ void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
     c->tail = 1;
   }
   seg_end(c, p, proc, 0);
-  jpriv_t *P = jp(j);
-  NCS_XGROW(j->losses, P->cap_losses, j->nlosses + c->n);
-  memcpy(j->losses + j->nlosses, c->w, c->n * sizeof *c->w);
-  j->nlosses += (uint32_t)c->n;
+  if (c->n) {
+    jpriv_t *P = jp(j);
+    NCS_XGROW(j->losses, P->cap_losses, j->nlosses + c->n);
+    memcpy(j->losses + j->nlosses, c->w, c->n * sizeof *c->w);
+    j->nlosses += (uint32_t)c->n;
+  }
   free(c->w), free(c->pend), free(c);
 }
 
