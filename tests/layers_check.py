@@ -15,11 +15,12 @@ import re
 import sys
 import tempfile
 
-LAYERS = {"util": 0, "abi": 0, "trace": 1, "core": 2, "gpu": 3, "record": 4, "plugin": 5,
+LAYERS = {"util": 0, "abi": 0, "trace": 1, "core": 2, "gpu": 3, "metrics": 3, "record": 4, "plugin": 5,
           "model": 2, "analyze": 3, "export": 4, "cli": 5}
 # folders that must not use each other although their layers would allow it: the plugin side
-# (core, gpu, record, plugin) and the read side above trace
-APART = {("core", "util"), ("gpu", "util"), ("record", "util"), ("plugin", "util"),
+# (core, gpu, metrics, record, plugin) and the read side above trace
+APART = {("core", "util"), ("gpu", "util"), ("metrics", "util"), ("record", "util"), ("plugin", "util"),
+         ("gpu", "metrics"), ("metrics", "model"), ("metrics", "export"), ("metrics", "cli"),
          ("core", "model"), ("gpu", "model"), ("record", "model"), ("plugin", "model"),
          ("record", "analyze"), ("plugin", "analyze"), ("plugin", "export"), ("plugin", "cli")}
 INC = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)

@@ -1,10 +1,9 @@
-/* test_util.c - the read side's shared helpers (src/util): the string pool, the formatters, the
- * datatype table, growable arrays and order statistics. */
+/* test_util.c - the read side's shared helpers (src/util): the string pool, the formatters,
+ * growable arrays and order statistics. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "util/dtype.h"
 #include "util/fmt.h"
 #include "util/hmap.h"
 #include "util/mem.h"
@@ -71,13 +70,6 @@ static void fmt(void) {
   CHECK(ncs_pct(1, 4) == 25.0 && ncs_pct(1, 0) == 0);
 }
 
-static void dtype(void) {
-  CHECK(ncs_dtype_size("ncclFloat32") == 4 && ncs_dtype_size("ncclBfloat16") == 2);
-  CHECK(ncs_dtype_size("ncclUint64") == 8 && ncs_dtype_size("ncclFloat8e5m2") == 1);
-  CHECK(ncs_dtype_size("Unknown") == 1); /* NCCL's name for ncclUint8 */
-  CHECK(ncs_dtype_size("ncclFloat128") == 0 && ncs_dtype_size("") == 0 && ncs_dtype_size(NULL) == 0);
-}
-
 static void arrays(void) {
   int *a = NULL;
   size_t cap = 0;
@@ -130,7 +122,7 @@ static void binom(void) {
 }
 
 int main(void) {
-  pool(), fmt(), dtype(), arrays(), binom();
+  pool(), fmt(), arrays(), binom();
   if (fails) return 1;
   printf("test_util: ok\n");
   return 0;

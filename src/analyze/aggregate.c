@@ -37,14 +37,6 @@ int log2b(uint64_t b) {
   return k;
 }
 
-/* nccl-tests: algbw bytes and bus factor */
-double bus_factor(const char *f, int n) {
-  if (n <= 1) return 1.0;
-  if (an_is_func(f, "AllReduce")) return 2.0 * (n - 1) / n;
-  if (an_is_func(f, "AllGather") || an_is_func(f, "ReduceScatter")) return (double)(n - 1) / n;
-  return 1.0;
-}
-
 ncs_an_bucket_t *an_bucket(ncs_analysis_t *a, uint32_t comm, const char *func, int lg, int p2p) {
   priv_t *P = an_priv(a);
   uint64_t key = hm_mix(((uint64_t)comm << 40) ^ ((uint64_t)(uintptr_t)func << 8) ^ (uint64_t)(lg + 1));

@@ -272,7 +272,7 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
    * wait, not as lower bandwidth; back-to-back this is what nccl-tests' busbw measures. */
   double lat = (double)d.dmax, xfer = d.dmin < INT64_MAX ? (double)d.dmin : lat;
   x.algbw = xfer > 0 ? (double)I->bytes / xfer : 0; /* bytes/ns = GB/s */
-  x.busbw = x.algbw * bus_factor(I->func, nr);
+  x.busbw = x.algbw * ncs_bus_factor(I->func, nr);
   /* an unsampled group (NCCLSCOPE_UNSAMPLED_EVENTS) left some rank without GPU times: its
    * duration is only the enqueue, so the instance counts for arrivals and skew but not for
    * latency and bandwidth */

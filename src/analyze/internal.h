@@ -68,7 +68,6 @@ int ikey_cmp(const ikey_t *x, const ikey_t *y);
 int ikey_min(ikey_t *k, ikey_t x);
 ikey_t op_key(const ncs_op_t *o);
 int log2b(uint64_t b);
-double bus_factor(const char *func, int nranks);
 ncs_an_bucket_t *an_bucket(ncs_analysis_t *a, uint32_t comm, const char *func, int lg, int p2p);
 void an_bucket_add(ncs_analysis_t *a, ncs_an_bucket_t *b, uint64_t bytes, double lat, double bw,
                    double abw, double skew, int src);

@@ -40,7 +40,7 @@ static void tput_pair(ncs_analysis_t *a, const stream_t *st, const tinst_t *x, c
   const char *func = st->func;
   uint64_t bytes = x->bytes; /* the same as the other's */
   ncs_an_bucket_t *b = an_bucket(a, st->comm, func, log2b(bytes), 0);
-  qs_add(&P->bx[b - a->buckets].tbw, (double)bytes / t * bus_factor(func, nr));
+  qs_add(&P->bx[b - a->buckets].tbw, (double)bytes / t * ncs_bus_factor(func, nr));
   b->tput_n++;
 }
 

@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "model/internal.h"
-#include "util/dtype.h"
 #include "util/mem.h"
 #include "util/num.h"
 
@@ -82,9 +81,7 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
   if (o->kstart) o->kstop = ncs_job_gpu_time(j, p, h->gpu_stop);
   duration(h, o);
   int32_t n = h->p2p ? 1 : j->comms[h->comm].nranks;
-  o->bytes = h->count * ncs_dtype_size(h->dtype);
-  if (!h->p2p && (is_func(h->func, "AllGather") || is_func(h->func, "ReduceScatter")))
-    o->bytes *= (uint64_t)(n > 0 ? n : 1);
+  o->bytes = ncs_op_bytes(h->func, h->dtype, h->count, n, h->p2p);
 }
 
 /* an operation leaves its file: to its instance or its pair */
