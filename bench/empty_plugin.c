@@ -1,6 +1,6 @@
 /* empty_plugin.c - a profiler plugin that does nothing, the baseline of the benchmarks.
  *
- * It exports ncclProfiler_v6 .. v1, asks NCCL for a set of events, hands out one constant
+ * It exports ncclProfiler_v7 .. v1, asks NCCL for a set of events, hands out one constant
  * non-NULL handle for the events it asked for (so their stops and states are called too) and a
  * NULL handle for the others (ancestors NCCL starts anyway, as ncclscope does for events it does
  * not record), and returns at once from everything else. Any cost measured with it is the cost of the calls themselves plus the work NCCL does
@@ -17,7 +17,8 @@
  *                              switched at each GroupApi stop, ending at the first send/recv
  *                              or CUDA graph capture; ABI v1-v4 do not sample. Default 1 (every
  *                              group). NCS_EMPTY_KERNEL_SAMPLE is its earlier name.
- *   NCS_EMPTY_UNSAMPLED_EVENTS=LIST  as NCCLSCOPE_UNSAMPLED_EVENTS (default: every event but kernel)
+ *   NCS_EMPTY_UNSAMPLED_EVENTS=LIST  as NCCLSCOPE_UNSAMPLED_EVENTS (default: every event but kernel
+ *                              and kernelphase)
  *   NCS_EMPTY_ANNOUNCE=1       print "ncclscope-empty: abi=vN mask=0x... sample=N" on stderr at
  *                              the first init (bench/overhead.sh checks that it was loaded)
  */
@@ -60,11 +61,14 @@ static void config(void) {
   if (!s || !*s) s = getenv("NCS_EMPTY_KERNEL_SAMPLE");
   long n = s && *s ? strtol(s, NULL, 10) : 1;
   const char *u = getenv("NCS_EMPTY_UNSAMPLED_EVENTS");
-  cfg_unsampled = NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH; /* as ncclscope: every event but KernelCh */
+  /* as ncclscope: every event but the GPU times (KernelCh, KernelPhase) */
+  const uint32_t gpu = NCS_EV_KERNEL_CH | NCS_EV_KERNEL_PHASE;
+  cfg_unsampled = NCS_EV_ALL & ~gpu;
   if (u && *u && ncs_parse_event_list(u, &cfg_unsampled, &bad, &badlen) != 0) {
     fprintf(stderr, "ncclscope-empty: bad NCS_EMPTY_UNSAMPLED_EVENTS '%s'; every event but kernel\n", u);
-    cfg_unsampled = NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH;
+    cfg_unsampled = NCS_EV_ALL & ~gpu;
   }
+  if (m & NCS_EV_KERNEL_PHASE) m |= NCS_EV_KERNEL_CH; /* as ncclscope (and NCCL 2.31) */
   __atomic_store_n(&cfg_events, m, __ATOMIC_RELAXED);
   cfg_sample = n > 1 ? (uint32_t)n : 1;
 }
@@ -80,7 +84,8 @@ static void set_mask(int *mask, uint32_t all_of_version, int abi) {
   }
   if (!mask) return;
   /* v5+ group sampling: the same masks and condition as ncclscope's do_init */
-  uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (cfg_unsampled & bits)) & all_of_version;
+  uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (cfg_unsampled & bits)) & all_of_version &
+                  ~(uint32_t)(NCS_EV_KERNEL_CH | NCS_EV_KERNEL_PHASE);
   __atomic_store_n(&mask_hook, hook, __ATOMIC_RELAXED);
   __atomic_store_n(&group_sampling, abi >= 5 && cfg_sample > 1 && hook != bits &&
                                         (bits & ~(uint32_t)NCS_EV_PROXY_CTRL) != 0, __ATOMIC_RELAXED);
@@ -121,11 +126,19 @@ static void group_captured(void) {
     __atomic_store_n(&hold_hook, 1, __ATOMIC_RELAXED);
 }
 
+static ncs_result_t init_v7(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+                            int nranks, int rank, ncs_logger_t log) {
+  (void)id, (void)name, (void)nnodes, (void)nranks, (void)rank, (void)log;
+  *ctx = &token;
+  set_mask(mask, NCS_EV_ALL, 7);
+  return NCS_SUCCESS;
+}
+
 static ncs_result_t init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
                             int nranks, int rank, ncs_logger_t log) {
   (void)id, (void)name, (void)nnodes, (void)nranks, (void)rank, (void)log;
   *ctx = &token;
-  set_mask(mask, NCS_EV_ALL, 6);
+  set_mask(mask, NCS_EV_ALL_V6, 6);
   return NCS_SUCCESS;
 }
 
@@ -175,21 +188,26 @@ static inline void *handle_of(uint64_t type) {
     *eh = d ? handle_of(d->type) : NULL;                                                          \
     return NCS_SUCCESS;                                                                           \
   }
-/* v5+: GroupApi starts and stops drive group sampling */
-static ncs_result_t start_v6(void *ctx, void **eh, ncs_descr_v6_t *d) {
-  (void)ctx;
-  if (d) {
-    if (d->type == NCS_EV_GROUP_API && d->groupApi.graphCaptured) group_captured();
-    sample(d->type);
-  }
+/* v5+: GroupApi starts and stops drive group sampling (v7's descriptor has v6's offsets) */
+static ncs_result_t start_v5plus(void **eh, uint64_t type, int captured) {
+  if (type == NCS_EV_GROUP_API && captured) group_captured();
+  if (type) sample(type);
   /* GroupApi's stop switches the sampled mask: its handle is non-NULL while sampling is set up,
    * as ncclscope's hook handle is */
-  if (d && d->type == NCS_EV_GROUP_API && __atomic_load_n(&group_sampling, __ATOMIC_RELAXED))
+  if (type == NCS_EV_GROUP_API && __atomic_load_n(&group_sampling, __ATOMIC_RELAXED))
     *eh = &gapi_token;
   else
-    *eh = d ? handle_of(d->type) : NULL;
+    *eh = type ? handle_of(type) : NULL;
   return NCS_SUCCESS;
 }
+#define START_V5PLUS(V)                                                                           \
+  static ncs_result_t start_v##V(void *ctx, void **eh, ncs_descr_v##V##_t *d) {                   \
+    (void)ctx;                                                                                    \
+    uint64_t t = d ? d->type : 0;                                                                 \
+    return start_v5plus(eh, t, t == NCS_EV_GROUP_API && d->groupApi.graphCaptured);               \
+  }
+START_V5PLUS(7)
+START_V5PLUS(6)
 START_FN(4)
 START_FN(3)
 START_FN(2)
@@ -200,6 +218,7 @@ START_FN(1)
     (void)eh, (void)s, (void)a;                                                                   \
     return NCS_SUCCESS;                                                                           \
   }
+RECORD_FN(7)
 RECORD_FN(6)
 RECORD_FN(4)
 RECORD_FN(1)
@@ -216,6 +235,8 @@ static ncs_result_t finalize_any(void *ctx) {
   return NCS_SUCCESS;
 }
 
+EXPORT ncs_profiler_v7_t ncclProfiler_v7 = {"ncclscope-empty", init_v7, start_v7, stop_any,
+                                            record_v7, finalize_any};
 EXPORT ncs_profiler_v6_t ncclProfiler_v6 = {"ncclscope-empty", init_v6, start_v6, stop_any,
                                             record_v6, finalize_any};
 EXPORT ncs_profiler_v5_t ncclProfiler_v5 = {"ncclscope-empty", init_v5, start_v6, stop_any,

@@ -15,6 +15,9 @@
 #   RUN_TIMEOUT  seconds one run may take before it is killed (default 120)
 #   BUDGET_S     seconds for all runs together; runs not started by then are SKIPPED (default 420)
 #   VERBOSE=1    NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE into the logs (default NCCL_DEBUG=WARN)
+#   EXPECT_ABI   N: every run's traces must say NCCL called the plugin through profiler ABI vN
+#                (ncs-trace-check --abi; the proof of which version that NCCL picks: 5 for 2.28,
+#                6 for 2.29-2.30, 7 for 2.31, docs/gpu.md "Each NCCL generation")
 #   PACK=1       pack everything but summary.txt into $OUT/gpu-run.tgz (default: 1 when OUT was
 #                given, for tools that bring back only a few files; 0 otherwise)
 #
@@ -170,6 +173,7 @@ run_one() { # example transport expect want flags
   local cflags=()
   [ "$flags" != - ] && read -r -a cflags <<<"$flags"
   local cargs=(--expect "$expect")
+  [ -n "${EXPECT_ABI:-}" ] && cargs+=(--abi "$EXPECT_ABI")
   [ "$want" != - ] && cargs+=(--want "$want")
   "$CHECK" "$dir" "${cargs[@]}" "${cflags[@]}" >"$OUT/summary/$run.check" 2>&1
   local verdict warns drops events

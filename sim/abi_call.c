@@ -1,10 +1,11 @@
-/* abi_call.c - load a profiler plugin and call it the way NCCL 2.23 .. 2.30 does.
+/* abi_call.c - load a profiler plugin and call it the way NCCL 2.23 .. 2.31 does.
  *
- * NCCL's core always builds a v6 descriptor. A v6 plugin gets it as is; older plugins get it
- * through an adapter that copies what their version knows and drops the rest (R§2.8). The
- * adapters here behave like NCCL's: which events and states they drop, whether *eHandle is
- * written for a dropped event, the v1 enum conversion, the v5 adapter's uninitialised
- * descriptor bytes. Every call that reaches the plugin is counted in sim_cnt.
+ * NCCL's core builds a v7 descriptor (2.31). A v7 plugin gets it as is; older plugins get it
+ * through an adapter that copies what their version knows and drops the rest (R§2.8; 2.31's v6
+ * shim drops KernelPhase, its state and the appended fields). The adapters here behave like
+ * NCCL's: which events and states they drop, whether *eHandle is written for a dropped event, the
+ * v1 enum conversion, the v5 adapter's uninitialised descriptor bytes. Every call that reaches
+ * the plugin is counted in sim_cnt.
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@ sim_calls_t sim_calls;
 static void *g_lib;
 static int g_abi;
 static const char *g_name;
+static ncs_profiler_v7_t *g_v7;
 static ncs_profiler_v6_t *g_v6; /* also v5: same table shape */
 static ncs_profiler_v4_t *g_v4;
 static ncs_profiler_v3_t *g_v3;
@@ -32,7 +34,7 @@ static int g_mask;
 const char *const sim_type_names[NCS_NTYPES] = {
     "Group",     "Coll",         "P2p",       "ProxyOp",  "ProxyStep",
     "ProxyCtrl", "KernelCh",     "NetPlugin", "GroupApi", "CollApi",
-    "P2pApi",    "KernelLaunch", "CeColl",    "CeSync",   "CeBatch"};
+    "P2pApi",    "KernelLaunch", "CeColl",    "CeSync",   "CeBatch",    "KernelPhase"};
 
 unsigned sim_type_index(uint64_t type_bit) { return (unsigned)__builtin_ctzll(type_bit); }
 
@@ -49,7 +51,7 @@ void sim_mask_kernel_ch(int on) {
 /* ------------------------------------------------------------ activation (R§3.1) */
 int sim_active(int mask, unsigned type) {
   static const int need[NCS_NTYPES] = {
-      [SIM_T_GROUP_API] = 0x7FFF & ~NCS_EV_PROXY_CTRL,
+      [SIM_T_GROUP_API] = NCS_EV_ALL_V6 & ~NCS_EV_PROXY_CTRL, /* not KernelPhase: it needs KernelCh */
       [SIM_T_COLL_API] = NCS_EV_COLL_API | NCS_EV_COLL | NCS_EV_PROXY_OP | NCS_EV_PROXY_STEP |
                          NCS_EV_KERNEL_CH | NCS_EV_NET_PLUGIN | NCS_EV_CE_COLL | NCS_EV_CE_SYNC |
                          NCS_EV_CE_BATCH,
@@ -70,6 +72,8 @@ int sim_active(int mask, unsigned type) {
       [SIM_T_CE_COLL] = NCS_EV_CE_COLL | NCS_EV_CE_SYNC | NCS_EV_CE_BATCH,
       [SIM_T_CE_SYNC] = NCS_EV_CE_SYNC,
       [SIM_T_CE_BATCH] = NCS_EV_CE_BATCH,
+      /* posted only for work with KernelCh, which NCCL 2.31 turns on for it at init */
+      [SIM_T_KERNEL_PHASE] = NCS_EV_KERNEL_PHASE,
   };
   return type < NCS_NTYPES && (mask & need[type]) != 0;
 }
@@ -80,6 +84,7 @@ static int is_ce(unsigned t) { return t >= SIM_T_CE_COLL && t <= SIM_T_CE_BATCH;
 
 int sim_abi_has_type(int abi, unsigned t) {
   if (t >= NCS_NTYPES) return 0;
+  if (t == SIM_T_KERNEL_PHASE) return abi >= 7;
   if (abi >= 6) return 1;
   if (abi == 5) return !is_ce(t);
   if (is_api(t) || is_ce(t)) return 0;
@@ -95,7 +100,8 @@ static int is_step_state_v1(int s) {
 }
 
 int sim_abi_has_state(int abi, int s) {
-  if (abi >= 6) return 1;
+  if (abi >= 7) return 1;
+  if (abi == 6) return s != NCS_ST_KERNEL_PHASE_STOP;
   if (abi == 5) return s < NCS_ST_CE_COLL_START;
   if (abi == 4)
     return is_ctrl_state(s) || is_step_state_v1(s) || s == NCS_ST_PROXY_OP_IN_PROGRESS_V4 ||
@@ -104,39 +110,68 @@ int sim_abi_has_state(int abi, int s) {
   return is_ctrl_state(s) || is_step_state_v1(s); /* v1 .. v3 */
 }
 
-/* ------------------------------------------------------------ adapters: v5 */
-static ncs_result_t v5_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
+/* ------------------------------------------------------------ adapters: v6, v5 */
+/* Every v6 member is a prefix of its v7 member (the same offsets, v7 appends): copy a member's v6
+ * size, which leaves v7's appended fields out. Group and ProxyCtrl have no fields. */
+static void copy_v6(ncs_descr_v6_t *o, const ncs_descr_v7_t *d, unsigned t) {
+#define CP(m) memcpy(&o->m, &d->m, sizeof o->m)
+  o->type = d->type;
+  o->parentObj = d->parentObj;
+  o->rank = d->rank;
+  switch (t) {
+  case SIM_T_GROUP_API: CP(groupApi); break;
+  case SIM_T_COLL_API: CP(collApi); break;
+  case SIM_T_P2P_API: CP(p2pApi); break;
+  case SIM_T_KERNEL_LAUNCH: CP(kernelLaunch); break;
+  case SIM_T_COLL: CP(coll); break;
+  case SIM_T_P2P: CP(p2p); break;
+  case SIM_T_PROXY_OP: CP(proxyOp); break;
+  case SIM_T_PROXY_STEP: CP(proxyStep); break;
+  case SIM_T_KERNEL_CH: CP(kernelCh); break;
+  case SIM_T_NET_PLUGIN: CP(netPlugin); break;
+  case SIM_T_CE_COLL: CP(ceColl); break;
+  case SIM_T_CE_SYNC: CP(ceCollSync); break;
+  case SIM_T_CE_BATCH: CP(ceCollBatch); break;
+  default: break;
+  }
+#undef CP
+}
+
+/* v6: NCCL 2.29-2.30 build this descriptor themselves; 2.31's shim copies into a zeroed one */
+static ncs_result_t v6_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
+  unsigned t = sim_type_index(d->type);
+  if (!sim_abi_has_type(6, t)) { /* KernelPhase: 2.31's shim writes NULL */
+    *eh = NULL;
+    return NCS_SUCCESS;
+  }
+  ncs_descr_v6_t d6;
+  memset(&d6, 0, sizeof d6);
+  copy_v6(&d6, d, t);
+  return g_v6->startEvent(ctx, eh, &d6);
+}
+
+static ncs_result_t v6_record(void *eh, ncs_state_t s, ncs_args_v7_t *a) {
+  if (!sim_abi_has_state(6, s)) return NCS_SUCCESS;
+  return g_v6->recordEventState(eh, s, a);
+}
+
+static ncs_result_t v5_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
   unsigned t = sim_type_index(d->type);
   if (!sim_abi_has_type(5, t)) return NCS_SUCCESS; /* *eh not written, as NCCL's adapter */
   /* NCCL copies into an uninitialised local: bytes of the union it does not copy are garbage. */
   ncs_descr_v5_t d5;
   memset(&d5, 0xA5, sizeof d5);
-  d5.type = d->type;
-  d5.parentObj = d->parentObj;
-  d5.rank = d->rank;
-  switch (t) {
-  case SIM_T_GROUP_API: d5.groupApi = d->groupApi; break;
-  case SIM_T_COLL_API: d5.collApi = d->collApi; break;
-  case SIM_T_P2P_API: d5.p2pApi = d->p2pApi; break;
-  case SIM_T_KERNEL_LAUNCH: d5.kernelLaunch = d->kernelLaunch; break;
-  case SIM_T_COLL: d5.coll = d->coll; break;
-  case SIM_T_P2P: d5.p2p = d->p2p; break;
-  case SIM_T_PROXY_OP: d5.proxyOp = d->proxyOp; break;
-  case SIM_T_PROXY_STEP: d5.proxyStep = d->proxyStep; break;
-  case SIM_T_KERNEL_CH: d5.kernelCh = d->kernelCh; break;
-  case SIM_T_NET_PLUGIN: d5.netPlugin = d->netPlugin; break;
-  default: break; /* Group, ProxyCtrl: no fields */
-  }
+  copy_v6(&d5, d, t);
   return g_v6->startEvent(ctx, eh, &d5);
 }
 
-static ncs_result_t v5_record(void *eh, ncs_state_t s, ncs_args_v6_t *a) {
+static ncs_result_t v5_record(void *eh, ncs_state_t s, ncs_args_v7_t *a) {
   if (!sim_abi_has_state(5, s)) return NCS_SUCCESS;
   return g_v6->recordEventState(eh, s, a);
 }
 
 /* ------------------------------------------------------------ adapters: v4 */
-static ncs_result_t v4_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
+static ncs_result_t v4_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
   unsigned t = sim_type_index(d->type);
   if (!sim_abi_has_type(4, t)) return NCS_SUCCESS; /* API/CE: *eh not written (R§3.10) */
   ncs_descr_v4_t d4;
@@ -190,7 +225,7 @@ static ncs_result_t v4_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
   return g_v4->startEvent(ctx, eh, &d4);
 }
 
-static ncs_result_t v4_record(void *eh, ncs_state_t s, ncs_args_v6_t *a) {
+static ncs_result_t v4_record(void *eh, ncs_state_t s, ncs_args_v7_t *a) {
   if (!sim_abi_has_state(4, s)) return NCS_SUCCESS;
   return g_v4->recordEventState(eh, s, a); /* v4 args have the v6 layout */
 }
@@ -237,7 +272,7 @@ static ncs_result_t v4_record(void *eh, ncs_state_t s, ncs_args_v6_t *a) {
     (D).proxyOp.isSend = d->proxyOp.isSend;                                                       \
   } while (0)
 
-static ncs_result_t v3_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
+static ncs_result_t v3_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
   *eh = NULL; /* the v1..v3 adapters clear the handle first */
   unsigned t = sim_type_index(d->type);
   if (!sim_abi_has_type(3, t)) return NCS_SUCCESS;
@@ -269,7 +304,7 @@ static ncs_result_t v3_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
   return g_v3->startEvent(ctx, eh, &d3);
 }
 
-static ncs_result_t v2_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
+static ncs_result_t v2_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
   *eh = NULL;
   unsigned t = sim_type_index(d->type);
   if (!sim_abi_has_type(2, t)) return NCS_SUCCESS;
@@ -311,7 +346,7 @@ static const char *const v1_dtype_names[SIM_NDTYPES] = {
     "ncclInt8", NULL, "ncclInt32", "ncclUint32", "ncclInt64", "ncclUint64", "ncclFloat16",
     "ncclFloat32", "ncclFloat64", "ncclBfloat16"};
 
-static ncs_result_t v1_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
+static ncs_result_t v1_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
   *eh = NULL;
   unsigned t = sim_type_index(d->type);
   if (!sim_abi_has_type(1, t)) return NCS_SUCCESS;
@@ -342,7 +377,7 @@ static ncs_result_t v1_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
 
 /* v1..v3 state args: ProxyCtrl keeps appendedProxyOps; the ProxyStep states go out with zeroed
  * args (NCCL does not translate transSize for them). */
-static ncs_result_t old_record(int abi, void *eh, ncs_state_t s, ncs_args_v6_t *a) {
+static ncs_result_t old_record(int abi, void *eh, ncs_state_t s, ncs_args_v7_t *a) {
   if (!sim_abi_has_state(abi, s)) return NCS_SUCCESS;
   ncs_args_v1_t o;
   memset(&o, 0, sizeof o);
@@ -353,13 +388,13 @@ static ncs_result_t old_record(int abi, void *eh, ncs_state_t s, ncs_args_v6_t *
   default: return g_v1->recordEventState(eh, s, &o);
   }
 }
-static ncs_result_t v3_record(void *eh, ncs_state_t s, ncs_args_v6_t *a) {
+static ncs_result_t v3_record(void *eh, ncs_state_t s, ncs_args_v7_t *a) {
   return old_record(3, eh, s, a);
 }
-static ncs_result_t v2_record(void *eh, ncs_state_t s, ncs_args_v6_t *a) {
+static ncs_result_t v2_record(void *eh, ncs_state_t s, ncs_args_v7_t *a) {
   return old_record(2, eh, s, a);
 }
-static ncs_result_t v1_record(void *eh, ncs_state_t s, ncs_args_v6_t *a) {
+static ncs_result_t v1_record(void *eh, ncs_state_t s, ncs_args_v7_t *a) {
   return old_record(1, eh, s, a);
 }
 
@@ -379,11 +414,18 @@ static ncs_result_t noop_finalize(void *ctx) {
 }
 static void noop_mask(int *mask, int bits) { __atomic_store_n(mask, bits, __ATOMIC_RELAXED); }
 
-static ncs_result_t noop_init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+static ncs_result_t noop_init_v7(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
                                  int nranks, int rank, ncs_logger_t log) {
   (void)id, (void)name, (void)nnodes, (void)nranks, (void)rank, (void)log;
   *ctx = &noop_token;
   noop_mask(mask, NCS_EV_ALL);
+  return NCS_SUCCESS;
+}
+static ncs_result_t noop_init_v6(void **ctx, uint64_t id, int *mask, const char *name, int nnodes,
+                                 int nranks, int rank, ncs_logger_t log) {
+  (void)id, (void)name, (void)nnodes, (void)nranks, (void)rank, (void)log;
+  *ctx = &noop_token;
+  noop_mask(mask, NCS_EV_ALL_V6);
   return NCS_SUCCESS;
 }
 static ncs_result_t noop_init_v4(void **ctx, int *mask, const char *name, uint64_t id, int nnodes,
@@ -414,6 +456,7 @@ static ncs_result_t noop_init_v1(void **ctx, int *mask) {
     (void)eh, (void)s, (void)a;                                                                   \
     return NCS_SUCCESS;                                                                           \
   }
+NOOP_FNS(7)
 NOOP_FNS(6)
 NOOP_FNS(4)
 NOOP_FNS(3)
@@ -421,6 +464,8 @@ NOOP_FNS(2)
 NOOP_FNS(1)
 #undef NOOP_FNS
 
+static ncs_profiler_v7_t noop_v7 = {"none",    noop_init_v7,   noop_start_v7,
+                                    noop_stop, noop_record_v7, noop_finalize};
 static ncs_profiler_v6_t noop_v6 = {"none",    noop_init_v6,   noop_start_v6,
                                     noop_stop, noop_record_v6, noop_finalize};
 static ncs_profiler_v4_t noop_v4 = {"none",    noop_init_v4,   noop_start_v4,
@@ -457,17 +502,18 @@ static void set_calls(int abi) {
   static const sim_calls_t tab[7] = {
       [1] = {v1_start, NULL, v1_record}, [2] = {v2_start, NULL, v2_record},
       [3] = {v3_start, NULL, v3_record}, [4] = {v4_start, NULL, v4_record},
-      [5] = {v5_start, NULL, v5_record},
+      [5] = {v5_start, NULL, v5_record}, [6] = {v6_start, NULL, v6_record},
   };
-  if (abi == 6) {
-    sim_calls.start = g_v6->startEvent;
-    sim_calls.stop = g_v6->stopEvent;
-    sim_calls.record = g_v6->recordEventState;
+  if (abi == 7) {
+    sim_calls.start = g_v7->startEvent;
+    sim_calls.stop = g_v7->stopEvent;
+    sim_calls.record = g_v7->recordEventState;
     return;
   }
   sim_calls = tab[abi];
   /* stopEvent has the same shape in every version: NCCL calls the plugin's directly */
   switch (abi) {
+  case 6:
   case 5: sim_calls.stop = g_v6->stopEvent; break;
   case 4: sim_calls.stop = g_v4->stopEvent; break;
   case 3: sim_calls.stop = g_v3->stopEvent; break;
@@ -479,10 +525,11 @@ static void set_calls(int abi) {
 static int bind_version(int v) {
   char sym[32];
   snprintf(sym, sizeof sym, "ncclProfiler_v%d", v);
-  static void *const noop[7] = {NULL, &noop_v1, &noop_v2, &noop_v3, &noop_v4, &noop_v6, &noop_v6};
+  static void *const noop[8] = {NULL, &noop_v1, &noop_v2, &noop_v3, &noop_v4, &noop_v6, &noop_v6, &noop_v7};
   void *p = g_lib ? dlsym(g_lib, sym) : noop[v];
   if (!p) return 0;
   switch (v) {
+  case 7: g_v7 = p; g_name = g_v7->name; break;
   case 6:
   case 5: g_v6 = p; g_name = g_v6->name; break;
   case 4: g_v4 = p; g_name = g_v4->name; break;
@@ -496,7 +543,7 @@ static int bind_version(int v) {
 
 int sim_plugin_load(const char *name, int abi, char *err, size_t errlen) {
   err[0] = 0;
-  g_v6 = NULL, g_v4 = NULL, g_v3 = NULL, g_v2 = NULL, g_v1 = NULL;
+  g_v7 = NULL, g_v6 = NULL, g_v4 = NULL, g_v3 = NULL, g_v2 = NULL, g_v1 = NULL;
   __atomic_store_n(&g_mask, 0, __ATOMIC_RELAXED);
   int none = strcmp(name, "none") == 0;
   g_lib = none ? NULL : open_lib(name, err, errlen);
@@ -505,12 +552,12 @@ int sim_plugin_load(const char *name, int abi, char *err, size_t errlen) {
   if (abi)
     ok = bind_version(abi);
   else
-    for (int v = 6; v >= 1 && !ok; v--) ok = bind_version(v); /* newest first, like NCCL */
+    for (int v = 7; v >= 1 && !ok; v--) ok = bind_version(v); /* newest first, like NCCL */
   if (!ok) {
     if (abi)
       snprintf(err, errlen, "%s does not export ncclProfiler_v%d (forced by --abi)", name, abi);
     else
-      snprintf(err, errlen, "%s exports no ncclProfiler_v1..v6 symbol", name);
+      snprintf(err, errlen, "%s exports no ncclProfiler_v1..v7 symbol", name);
     if (g_lib) dlclose(g_lib);
     g_lib = NULL;
     return -1;
@@ -527,6 +574,7 @@ void sim_plugin_unload(void) {
 }
 
 int sim_plugin_loaded(void) { return sim_calls.start != NULL; }
+void *sim_plugin_lib(void) { return g_lib; }
 int sim_plugin_abi(void) { return g_abi; }
 const char *sim_plugin_name(void) { return g_name ? g_name : "?"; }
 
@@ -546,6 +594,7 @@ static void sim_logfn(int level, unsigned long flags, const char *file, int line
 static ncs_result_t call_init(void **ctx, uint64_t id, const char *name, int nnodes, int nranks,
                               int rank) {
   switch (g_abi) {
+  case 7: return g_v7->init(ctx, id, &g_mask, name, nnodes, nranks, rank, sim_logfn);
   case 6:
   case 5: return g_v6->init(ctx, id, &g_mask, name, nnodes, nranks, rank, sim_logfn);
   case 4: return g_v4->init(ctx, &g_mask, name, id, nnodes, nranks, rank, sim_logfn);
@@ -566,10 +615,14 @@ int sim_comm_init(void **ctx, uint64_t comm_id, const char *name, int nnodes, in
     fprintf(stderr, "nccl-sim: plugin init failed with %d for comm %s rank %d\n", r,
             name ? name : "(null)", rank);
   }
-  /* The v5 adapter clears the CE bits after the plugin's init (R§2.8). */
+  /* The v5 adapter clears the CE bits after the plugin's init (R§2.8), 2.31's v6 shim the
+   * KernelPhase bit. 2.31 then turns KernelCh on when the mask has KernelPhase without it. */
   if (g_abi == 5)
     __atomic_fetch_and(&g_mask, ~(NCS_EV_CE_COLL | NCS_EV_CE_SYNC | NCS_EV_CE_BATCH),
                        __ATOMIC_RELAXED);
+  if (g_abi <= 6) __atomic_fetch_and(&g_mask, ~NCS_EV_KERNEL_PHASE, __ATOMIC_RELAXED);
+  if ((sim_mask() & NCS_EV_KERNEL_PHASE) && !(sim_mask() & NCS_EV_KERNEL_CH))
+    __atomic_fetch_or(&g_mask, NCS_EV_KERNEL_CH, __ATOMIC_RELAXED);
   if (sim_opt.mask_override >= 0)
     __atomic_store_n(&g_mask, (int)sim_opt.mask_override, __ATOMIC_RELAXED);
   static _Atomic int other_done; /* --cupti-other: once, after the first init */
@@ -581,6 +634,7 @@ void sim_comm_finalize(void *ctx) {
   if (!ctx) return; /* NCCL skips finalize for a NULL context */
   atomic_fetch_add(&sim_cnt->finalizes, 1);
   switch (g_abi) {
+  case 7: g_v7->finalize(ctx); break;
   case 6:
   case 5: g_v6->finalize(ctx); break;
   case 4: g_v4->finalize(ctx); break;
@@ -591,7 +645,7 @@ void sim_comm_finalize(void *ctx) {
 }
 
 /* ------------------------------------------------------------ counted calls */
-void sim_ev_start(void *ctx, void **eh, ncs_descr_v6_t *d) {
+void sim_ev_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
   unsigned t = sim_type_index(d->type);
   if (!sim_abi_has_type(g_abi, t)) {
     if (g_abi <= 3) *eh = NULL; /* what the adapter does; the plugin is not called */
@@ -611,7 +665,7 @@ void sim_ev_stop(unsigned type, void **eh) {
   *eh = NULL; /* NCCL clears most handle slots after the stop */
 }
 
-void sim_ev_state(unsigned type, void *eh, int state, ncs_args_v6_t *a) {
+void sim_ev_state(unsigned type, void *eh, int state, ncs_args_v7_t *a) {
   if (!eh || !sim_abi_has_state(g_abi, state)) return;
   sim_calls.record(eh, state, a);
   atomic_fetch_add_explicit(&sim_cnt->state[type], 1, memory_order_relaxed);
@@ -626,7 +680,7 @@ void sim_ev_stop_unchecked(unsigned type, void *eh) {
   atomic_fetch_add_explicit(&sim_cnt->stop[type], 1, memory_order_relaxed);
 }
 
-void sim_ev_state_unchecked(unsigned type, void *eh, int state, ncs_args_v6_t *a) {
+void sim_ev_state_unchecked(unsigned type, void *eh, int state, ncs_args_v7_t *a) {
   if (!sim_abi_has_state(g_abi, state)) return;
   if (!eh) {
     sim_ev_bad_state(SIM_BAD_NULL, type, eh, state, a);
@@ -651,7 +705,7 @@ void sim_ev_bad_stop(int kind, unsigned type, void *eh) {
   atomic_fetch_add_explicit(bad_counter(kind, 1), 1, memory_order_relaxed);
 }
 
-void sim_ev_bad_state(int kind, unsigned type, void *eh, int state, ncs_args_v6_t *a) {
+void sim_ev_bad_state(int kind, unsigned type, void *eh, int state, ncs_args_v7_t *a) {
   (void)type;
   if (!sim_abi_has_state(g_abi, state)) return;
   sim_calls.record(eh, state, a);

@@ -51,6 +51,7 @@ struct sim_cpl {
   _Atomic uint64_t ticks; /* bumped by every change: a hung instance stops ticking */
   _Atomic int nranks; /* rewritten (same value) by each claimer while stragglers still read it */
   int pad;
+  _Atomic uint64_t all_in_ns; /* CLOCK_MONOTONIC when the last rank entered (0 not yet) */
   /* followed by _Atomic int marks[2][g_ranks][g_lanes] */
 };
 
@@ -157,6 +158,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
       if (atomic_compare_exchange_strong(&s->claiming, &z, 1)) {
         if (atomic_load(&s->tag) == idx - CPL_NINST) {
           atomic_store(&s->entered, 0);
+          atomic_store(&s->all_in_ns, 0);
           atomic_store(&s->out, 0);
           atomic_store(&s->left, 0);
           atomic_store(&s->ticks, 0);
@@ -179,7 +181,8 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
     }
     sim_sleep_us(50);
   }
-  atomic_fetch_add(&s->entered, 1);
+  uint64_t now = sim_now_ns();
+  if (atomic_fetch_add(&s->entered, 1) + 1 == nranks) atomic_store(&s->all_in_ns, now);
   atomic_fetch_add(&s->ticks, 1);
   return s;
 }
@@ -199,6 +202,10 @@ void sim_cpl_leave(sim_cpl_t *c) {
 }
 
 int sim_cpl_entered_all(sim_cpl_t *c) { return atomic_load(&c->entered) >= cpl_nranks(c); }
+
+uint64_t sim_cpl_all_in_ns(sim_cpl_t *c) {
+  return sim_cpl_entered_all(c) ? atomic_load(&c->all_in_ns) : 0;
+}
 
 int sim_cpl_ready(sim_cpl_t *c) {
   int n = cpl_nranks(c);

@@ -45,7 +45,7 @@ static pthread_barrier_t g_bar;
 static uint64_t g_deadline, g_t_start;
 static double g_rate_pt; /* calls per second per thread; 0 = unpaced */
 
-static inline void f_start(producer_t *p, unsigned t, void **h, ncs_descr_v6_t *d) {
+static inline void f_start(producer_t *p, unsigned t, void **h, ncs_descr_v7_t *d) {
   *h = NULL;
   F.start(p->ctx, h, d);
   p->start[t] += (uint64_t)fwd_type[t];
@@ -60,7 +60,7 @@ static inline void f_stop(producer_t *p, unsigned t, void **h) {
   p->calls++;
 }
 
-static inline void f_state(producer_t *p, unsigned t, void *h, int s, ncs_args_v6_t *a) {
+static inline void f_state(producer_t *p, unsigned t, void *h, int s, ncs_args_v7_t *a) {
   if (!h) return;
   F.record(h, s, a);
   p->state[t] += (uint64_t)fwd_state[s];
@@ -68,7 +68,7 @@ static inline void f_state(producer_t *p, unsigned t, void *h, int s, ncs_args_v
 }
 
 typedef struct {
-  ncs_descr_v6_t coll, kch, op, step, gapi, capi, grp, launch;
+  ncs_descr_v7_t coll, kch, op, step, gapi, capi, grp, launch;
   unsigned char *sweep; /* --cold */
   size_t sweep_len;
   void *coll_h, *kch_h;
@@ -110,7 +110,7 @@ static void flood_descrs(flood_state_t *s, int index) {
 /* --cold: one AllReduce with the default events, the calls NCCL 2.28 makes for it (13) */
 static void flood_api_round(producer_t *p, flood_state_t *s) {
   void *g, *c, *grp, *coll, *l;
-  ncs_args_v6_t a;
+  ncs_args_v7_t a;
   memset(&a, 0, sizeof a);
   f_start(p, SIM_T_GROUP_API, &g, &s->gapi);
   f_state(p, SIM_T_GROUP_API, g, NCS_ST_GROUP_START_API_STOP, &a);
@@ -147,7 +147,7 @@ static void flood_round(producer_t *p, flood_state_t *s, uint64_t r) {
     f_start(p, SIM_T_KERNEL_CH, &s->kch_h, &s->kch);
   }
   void *op_h, *st_h;
-  ncs_args_v6_t a;
+  ncs_args_v7_t a;
   memset(&a, 0, sizeof a);
   s->op.parentObj = s->coll_h;
   f_start(p, SIM_T_PROXY_OP, &op_h, &s->op);
@@ -209,7 +209,7 @@ static void *producer_main(void *arg) {
       now = sim_now_ns();
     }
   }
-  ncs_args_v6_t a = {.kernelCh.pTimer = sim_gpu_ns()};
+  ncs_args_v7_t a = {.kernelCh.pTimer = sim_gpu_ns()};
   f_state(p, SIM_T_KERNEL_CH, s.kch_h, NCS_ST_KERNEL_CH_STOP, &a); /* close an open Coll */
   f_stop(p, SIM_T_KERNEL_CH, &s.kch_h);
   f_stop(p, SIM_T_COLL, &s.coll_h);

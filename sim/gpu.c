@@ -27,6 +27,7 @@ static struct {
   uint32_t (*instantiate)(uint32_t graph);
   uint32_t (*graph_launch)(uint32_t exec, void *stream);
   int (*other)(const char *name, char *holder, size_t n);
+  void (*set_device)(int device); /* --cuda */
   int truth;
 } S = {.truth = -1};
 
@@ -57,6 +58,15 @@ int sim_gpu_load(void) {
             sim_opt.cupti_path);
     return -1;
   }
+  if (sim_opt.cuda_path) { /* the plugin asks the driver for the current context (metrics) */
+    void *cuda = dlopen(sim_opt.cuda_path, RTLD_NOW | RTLD_GLOBAL);
+    *(void **)&S.set_device = cuda ? dlsym(cuda, "fakecuda_set_device") : NULL;
+    if (!S.set_device) {
+      fprintf(stderr, "nccl-sim: --cuda %s is not a fake libcuda (%s)\n", sim_opt.cuda_path,
+              cuda ? "no fakecuda_set_device" : dlerror());
+      return -1;
+    }
+  }
   if (sim_opt.gpu_truth) {
     S.truth = open(sim_opt.gpu_truth, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (S.truth < 0) {
@@ -86,7 +96,13 @@ static void truth(const char *fmt, ...) {
 
 uint32_t sim_gpu_launch(uint32_t graph, uint64_t *node) {
   if (node) *node = 0;
-  return S.lib ? S.launch((int)graph, node) : 0;
+  uint32_t corr = S.lib ? S.launch((int)graph, node) : 0;
+  if (corr && !graph) sim_range_note_launch(corr, 0);
+  return corr;
+}
+
+void sim_gpu_set_device(int device) {
+  if (S.set_device) S.set_device(device);
 }
 
 uint32_t sim_gpu_graph_new(void) { return S.lib ? S.graph_new() : 0; }
@@ -131,6 +147,7 @@ void sim_gpu_compute(int device, uint32_t graph, uint64_t *nodes, int n) {
   for (int k = 0; S.lib && k < n; k++) {
     uint64_t node = 0;
     uint32_t corr = S.launch((int)graph, &node);
+    if (!graph) sim_range_note_launch(corr, 1);
     if (graph) { /* captured: runs at every replay */
       if (nodes) nodes[k] = node;
       continue;

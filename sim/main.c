@@ -29,10 +29,11 @@ uint64_t sim_now_ns(void) {
 }
 
 /* The GPU's %globaltimer is a separate clock that runs ahead of host time (DESIGN.md "Time"). */
-uint64_t sim_gpu_ns(void) {
-  uint64_t h = sim_now_ns();
+uint64_t sim_gpu_at(uint64_t h) {
   return h + (uint64_t)sim_opt.gpu_offset_ns + (uint64_t)((double)h * sim_opt.gpu_drift_ppm * 1e-6);
 }
+
+uint64_t sim_gpu_ns(void) { return sim_gpu_at(sim_now_ns()); }
 
 uint64_t sim_rand(uint64_t *s) {
   uint64_t x = *s ? *s : 0x2545F4914F6CDD1Dull;
@@ -99,11 +100,12 @@ static void usage(FILE *f) {
   fprintf(
       f,
       "usage: nccl-sim [--plugin PATH|NAME|none] [--scenario NAME] [options]\n"
-      "Drives an NCCL profiler plugin the way NCCL 2.23..2.30 does, on a CPU.\n\n"
+      "Drives an NCCL profiler plugin the way NCCL 2.23..2.31 does, on a CPU.\n\n"
       "  --plugin P        plugin .so (path, NCCL-style name, or 'none' for built-in no-ops);\n"
       "                    default $NCCL_PROFILER_PLUGIN, else libnccl-profiler.so\n"
       "  --scenario S      what to run (default allreduce); --list shows them\n"
-      "  --abi N           call through ncclProfiler_vN (1..6); default: newest exported\n"
+      "  --abi N           call through ncclProfiler_vN (1..7); default: newest exported. v7\n"
+      "                    plays NCCL 2.31.2, v6 2.29-2.30, v5 2.28, ... (docs/nccl-sim.md)\n"
       "  --ranks N         ranks (default 4, at most %d)\n"
       "  --procs P         run the ranks in P processes (default 1; pxn needs 2)\n"
       "  --threads T       user threads per process (default one per rank); flood: producers\n"
@@ -117,6 +119,10 @@ static void usage(FILE *f) {
       "  --replays K       graph: replays of the captured graph (default 4)\n"
       "  --capture-at N    graph: capture the group of iteration N (default 0); eager\n"
       "                    operations only before it\n"
+      "  --user-tags N     ABI v7: the operations of iteration i carry userTag 1 + i/N (default 1;\n"
+      "                    0: untagged)\n"
+      "  --profiler-lag-us U  ABI v7: the profiler thread sleeps U us whenever it takes up new\n"
+      "                    KernelCh work (a profiler thread left behind)\n"
       "  --late-comm       graph: every rank creates one more communicator two iterations after\n"
       "                    the capture (as a lazily created one; three replays have run) and\n"
       "                    runs an AllReduce on it per iteration from then on\n"
@@ -140,6 +146,12 @@ static void usage(FILE *f) {
       "  --compute N       with --cupti: N compute kernels after every group (captured into the\n"
       "                    graph of the graph scenario, where they run at every replay)\n"
       "  --cupti-other     with --cupti: another CUPTI client subscribes after the first init\n"
+      "  --cuda LIB        a fake libcuda.so.1 (tests/fake_cuda.c): each user thread makes its\n"
+      "                    first rank's device current, as cudaSetDevice does\n"
+      "  --ranges          every iteration inside user ranges (step > comm, optimizer) through the\n"
+      "                    plugin's range API, and a mark\n"
+      "  --range-truth FILE  with --ranges: append what happened inside each range\n"
+      "  --range-outer     with --ranges: all iterations of a thread inside one more range\n"
       "  --couple on|off   ranks wait for each other's data per collective (default: on with\n"
       "                    --fault, else off)\n"
       "  --fault KIND:RANK:SEQ  inject a fault at the SEQ-th (from 0) kernel collective of global\n"
@@ -184,8 +196,8 @@ static int parse_mask(const char *s, long *out) {
   char *e;
   errno = 0;
   long v = strtol(s, &e, 0);
-  if (e == s || *e || errno || v < 0 || v > 0x7FFF) {
-    fprintf(stderr, "nccl-sim: bad value for --mask: '%s' (expected 0..0x7fff)\n", s);
+  if (e == s || *e || errno || v < 0 || v > NCS_EV_ALL) {
+    fprintf(stderr, "nccl-sim: bad value for --mask: '%s' (expected 0..0xffff)\n", s);
     return -1;
   }
   *out = v;
@@ -196,7 +208,8 @@ enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, 
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
-  O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER,
+  O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
+  O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -240,6 +253,12 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"gpu-truth", 1, 0, O_GPU_TRUTH},
                                           {"compute", 1, 0, O_COMPUTE},
                                           {"cupti-other", 0, 0, O_CUPTI_OTHER},
+                                          {"user-tags", 1, 0, O_USER_TAGS},
+                                          {"profiler-lag-us", 1, 0, O_PROFILER_LAG},
+                                          {"cuda", 1, 0, O_CUDA},
+                                          {"ranges", 0, 0, O_RANGES},
+                                          {"range-truth", 1, 0, O_RANGE_TRUTH},
+                                          {"range-outer", 0, 0, O_RANGE_OUTER},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -258,6 +277,7 @@ static void set_defaults(sim_opts_t *o) {
   o->slow_rank = o->slow_link_rank = -1;
   o->couple = -1; /* auto: on with --fault */
   o->hang_s = 10;
+  o->user_tags = 1;
 }
 
 /* Returns 0 to run, 1 to exit successfully (help, list), -1 on a bad argument. */
@@ -277,7 +297,7 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     switch (c) {
     case O_PLUGIN: o->plugin = optarg; break;
     case O_SCENARIO: o->scenario = optarg; break;
-    case O_ABI: NUM(1, 6, o->abi); break;
+    case O_ABI: NUM(1, 7, o->abi); break;
     case O_RANKS: NUM(1, SIM_MAX_RANKS, o->ranks); break;
     case O_PROCS: NUM(1, 16, o->procs); break;
     case O_THREADS: NUM(1, 256, o->threads); o->threads_set = 1; break;
@@ -343,6 +363,12 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_GPU_TRUTH: o->gpu_truth = optarg; break;
     case O_COMPUTE: NUM(0, 1000, o->compute); break;
     case O_CUPTI_OTHER: o->cupti_other = 1; break;
+    case O_USER_TAGS: NUM(0, 1e9, o->user_tags); break;
+    case O_PROFILER_LAG: NUM(0, 1e6, o->profiler_lag_us); break;
+    case O_CUDA: o->cuda_path = optarg; break;
+    case O_RANGES: o->ranges = 1; break;
+    case O_RANGE_TRUTH: o->range_truth = optarg; break;
+    case O_RANGE_OUTER: o->range_outer = 1; break;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;
@@ -369,7 +395,7 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          "states=%llu open=%lld null_stops=%llu null_states=%llu garbage_stops=%llu "
          "garbage_states=%llu double_stops=%llu double_states=%llu stale_stops=%llu "
          "stale_states=%llu null_args=%llu null_ctx_starts=%llu foreign_starts=%llu "
-         "graph_colls=%llu kch_stuck=%llu kch_foreign=%llu mask=0x%x seconds=%.3f\n",
+         "graph_colls=%llu kch_stuck=%llu kch_foreign=%llu user_tags=%d mask=0x%x seconds=%.3f\n",
          o->scenario, o->plugin, sim_plugin_abi(), o->procs, o->ranks, o->comms, o->threads,
          o->iters, (unsigned long long)ld(&c->loads), (unsigned long long)ld(&c->inits),
          (unsigned long long)ld(&c->finalizes), (unsigned long long)ld(&c->init_failures),
@@ -381,7 +407,7 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          (unsigned long long)ld(&c->stale_stops), (unsigned long long)ld(&c->stale_states),
          (unsigned long long)ld(&c->null_args), (unsigned long long)ld(&c->null_ctx_starts),
          (unsigned long long)ld(&c->foreign_starts), (unsigned long long)ld(&c->graph_colls),
-         (unsigned long long)ld(&c->kch_stuck), (unsigned long long)ld(&c->kch_foreign),
+         (unsigned long long)ld(&c->kch_stuck), (unsigned long long)ld(&c->kch_foreign), o->user_tags,
          (unsigned)sim_mask(), seconds);
   if (o->cupti_path)
     printf("nccl-sim-gpu: nccl=%llu replays=%llu compute=%llu hung=%llu untraced=%llu other=%d holder=%s\n",

@@ -33,6 +33,7 @@ static const int dtype_size[SIM_NDTYPES] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 /* ------------------------------------------------------------------ plans */
 typedef struct {
   int func, dtype, algo, proto, nch, kind, root, is_p2p;
+  uint64_t tag;     /* userTag (ABI v7), kept for graph replays like NCCL's task */
   size_t count;     /* the task's count: bytes for AllGather/Broadcast (R§2.9) */
   int tdtype;       /* the task's datatype: ncclInt8 for AllGather/Broadcast */
   size_t ucount;    /* the user's count (CE descriptor) */
@@ -226,8 +227,11 @@ sim_comm_t *sim_comm_create(uint64_t comm_id, int rank, int nranks, int gbase, i
   if (share_proxy_with) { /* split with shared resources: ProxyCtrl keeps the creator's context */
     c->proxy = share_proxy_with->proxy;
     sim_proxy_ref(c->proxy);
+    if ((c->prof = share_proxy_with->prof)) sim_proxy_ref(c->prof);
   } else {
-    c->proxy = sim_proxy_create(c->ctx, index);
+    c->proxy = sim_proxy_create(c->ctx, index, 0);
+    /* NCCL 2.31 polls KernelCh on a profiler thread of its own, shared like the proxy */
+    if (sim_plugin_abi() >= 7) c->prof = sim_proxy_create(c->ctx, index, 1);
   }
   return c;
 }
@@ -251,13 +255,26 @@ void sim_comm_drain(sim_comm_t *c) {
 void sim_comm_destroy(sim_comm_t *c, int abort) {
   if (!abort) sim_comm_drain(c);
   sim_proxy_unref(c->proxy, abort);
+  if (c->prof) sim_proxy_unref(c->prof, abort);
   sim_comm_finalize(c->ctx);
   for (int ch = 0; ch < SIM_MAX_CHANNELS; ch++) free((void *)atomic_load(&c->kch_ring[ch]));
   free(c);
 }
 
 /* ------------------------------------------------------------------ descriptors */
-static void coll_descr(ncs_descr_v6_t *d, const sim_plan_t *p, const sim_task_t *t, void *group_h,
+/* A symmetric kernel's name, as NCCL 2.31's ncclSymkKernelIdToString gives it (an LL kernel for
+ * small messages), or NULL for a function without symmetric kernels. */
+static const char *sym_variant(const sim_task_t *t) {
+  int small = t->bytes <= 65536;
+  switch (t->func) {
+  case F_ALLREDUCE: return small ? "AllReduce_AGxLL_R" : "AllReduce_RSxLD_AGxST";
+  case F_ALLGATHER: return small ? "AllGather_LL" : "AllGather_ST";
+  case F_REDUCESCATTER: return small ? "ReduceScatter_LL" : "ReduceScatter_LD";
+  default: return NULL;
+  }
+}
+
+static void coll_descr(ncs_descr_v7_t *d, const sim_plan_t *p, const sim_task_t *t, void *group_h,
                        uint64_t seq) {
   memset(d, 0, sizeof *d);
   d->type = NCS_EV_COLL;
@@ -275,9 +292,17 @@ static void coll_descr(ncs_descr_v6_t *d, const sim_plan_t *p, const sim_task_t 
   d->coll.algo = sim_algo_str[t->algo];
   d->coll.proto = sim_proto_str[t->proto];
   d->coll.parentGroup = group_h;
+  d->coll.userTag = t->tag;
+  if (t->kind == K_SYM) { /* 2.31: the variant, algo its part after the first '_', no protocol */
+    const char *v = sym_variant(t), *u = strchr(v, '_');
+    d->coll.isSymColl = 1;
+    d->coll.kernelVariant = v;
+    d->coll.algo = u ? u + 1 : v;
+    d->coll.proto = "";
+  }
 }
 
-static void p2p_descr(ncs_descr_v6_t *d, const sim_plan_t *p, const sim_task_t *t, void *group_h) {
+static void p2p_descr(ncs_descr_v7_t *d, const sim_plan_t *p, const sim_task_t *t, void *group_h) {
   memset(d, 0, sizeof *d);
   d->type = NCS_EV_P2P;
   d->parentObj = t->api_h;
@@ -289,6 +314,7 @@ static void p2p_descr(ncs_descr_v6_t *d, const sim_plan_t *p, const sim_task_t *
   d->p2p.peer = t->root;
   d->p2p.nChannels = (uint8_t)t->nch;
   d->p2p.parentGroup = group_h;
+  d->p2p.userTag = t->tag;
 }
 
 /* ------------------------------------------------------------------ proxy ops of a plan */
@@ -336,6 +362,7 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
   if (kind == POP_KERNEL && sim_opt.gpu_gbps > 0) o->kern_ns = kernel_ns(t, p->comm->nranks);
   if (kind == POP_KERNEL && t->fault == SIM_FAULT_KTIME) o->kshift = SIM_KTIME_SHIFT_NS;
   if (kind == POP_KERNEL) o->kbase = t->kbase[ch], o->kdev = t->kdev[ch];
+  o->sym = t->kind == K_SYM;
   return o;
 }
 
@@ -363,7 +390,8 @@ static void task_ops(sim_pop_t **list, const sim_plan_t *p, const sim_task_t *t,
    * (seen on 2xH200: the self Send/Recv of an AlltoAll have no children). */
   if (t->is_p2p && t->root == c->rank && !nostop) return;
   for (int ch = 0; ch < t->nch; ch++) {
-    if (t->is_p2p) {
+    if (t->kind == K_SYM) { /* in GPU memory only: no proxy ops; KernelCh from its own counters */
+    } else if (t->is_p2p) {
       if (nostop || crosses_node(c, t->root)) {
         int kind = nostop ? POP_NOSTOP : (t->func == F_SEND ? POP_SEND : POP_RECV);
         add_op(list, new_op(p, t, kind, ch, t->root, in, ti));
@@ -397,6 +425,7 @@ static int plan_has_proxy(const sim_plan_t *p) {
     if (t->kind == K_CE) continue;
     if (t->is_p2p && t->root == p->comm->rank && t->kind != K_NOSTOP) continue; /* self copy */
     if ((t->mask & NCS_EV_KERNEL_CH) || t->kind == K_NOSTOP) return 1;
+    if (t->kind == K_SYM) continue;
     if (t->is_p2p ? crosses_node(p->comm, t->root) : ring_crosses(p->comm)) return 1;
   }
   return 0;
@@ -418,7 +447,7 @@ static int plan_has_proxy(const sim_plan_t *p) {
  * value (transport/profiler.cc profilerProxyProgress), with the timestamps of whichever item
  * wrote it. A slot that never gets there leaves the op pending: ncclCommDestroy waits forever. */
 static int kch_item(const sim_plan_t *p, const sim_task_t *t) {
-  if (t->kind == K_CE) return 0;
+  if (t->kind == K_CE || t->kind == K_SYM) return 0; /* a symmetric kernel has counters of its own */
   return !(t->is_p2p && t->root == p->comm->rank && t->kind != K_NOSTOP); /* self copy */
 }
 
@@ -505,7 +534,7 @@ static void start_tasks(sim_plan_t *p, void *group_h, int replay) {
     sim_task_t *t = &p->tasks[i];
     t->ev_h = NULL;
     if (t->kind == K_CE) continue;
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     if (t->is_p2p) {
       if (!sim_active(t->mask, SIM_T_P2P)) continue;
       p2p_descr(&d, p, t, group_h);
@@ -562,6 +591,20 @@ static void couple_count_sends(const sim_plan_t *p, sim_inst_t *in, const sim_po
   if (!sends && !stall) sim_cpl_out(in->cpl);
 }
 
+/* KernelCh ops go to NCCL 2.31's profiler thread when the comm has one, the rest to its proxy. */
+static void post_ops(sim_comm_t *c, sim_pop_t *ops) {
+  sim_pop_t *net = NULL, *kern = NULL;
+  while (ops) {
+    sim_pop_t *o = ops;
+    ops = o->next;
+    sim_pop_t **to = o->kind == POP_KERNEL && c->prof ? &kern : &net;
+    o->next = *to;
+    *to = o;
+  }
+  if (net) sim_proxy_post(c->proxy, net);
+  if (kern) sim_proxy_post(c->prof, kern);
+}
+
 /* dev0: the GPU's work counters before this execution; NULL when no GPU work runs (a plan
  * without proxy ops whose task runs once at capture). gl: the graph launch of a replay, or the
  * queue item of an eager plan that waited behind graph work. */
@@ -570,7 +613,7 @@ static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, cons
   void *group_h = NULL;
   if (dev0) kch_execute(p, dev0, replay);
   if (sim_active(p->mask, SIM_T_GROUP)) {
-    ncs_descr_v6_t d = {.type = NCS_EV_GROUP};
+    ncs_descr_v7_t d = {.type = NCS_EV_GROUP};
     sim_ev_start(c->ctx, &group_h, &d);
   }
   start_tasks(p, group_h, replay);
@@ -587,7 +630,7 @@ static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, cons
   for (int i = 0; i < p->ntasks; i++)
     if (p->tasks[i].kind != K_CE) task_ops(&ops, p, &p->tasks[i], in, i);
   if (in->cpl) couple_count_sends(p, in, ops);
-  if (ops) sim_proxy_post(c->proxy, ops);
+  post_ops(c, ops);
   if (in->cpl && sim_fault_active()) { /* waited for at the end of the group */
     if (t_pend.n == t_pend.cap) {
       t_pend.cap = t_pend.cap ? 2 * t_pend.cap : 16;
@@ -631,7 +674,7 @@ static void ce_launch(sim_comm_t *c, sim_task_t *t) {
   int mask = sim_mask(); /* CE tasks read the global mask directly (R§3.1) */
   void *cc = NULL;
   if (sim_active(mask, SIM_T_CE_COLL)) {
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_CE_COLL;
     d.parentObj = t->api_h;
@@ -646,6 +689,7 @@ static void ce_launch(sim_comm_t *c, sim_task_t *t) {
     d.ceColl.syncStrategy = "UC";
     d.ceColl.ceSeqNum = c->ce_seq;
     d.ceColl.stream = c->stream;
+    d.ceColl.userTag = t->tag;
     sim_ev_start(c->ctx, &cc, &d);
   }
   c->ce_seq++;
@@ -653,7 +697,7 @@ static void ce_launch(sim_comm_t *c, sim_task_t *t) {
     int sync = phase == 0 || phase == 3; /* sync, two batches, sync */
     unsigned ty = sync ? SIM_T_CE_SYNC : SIM_T_CE_BATCH;
     if (!sim_active(mask, ty)) continue;
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = sync ? NCS_EV_CE_SYNC : NCS_EV_CE_BATCH;
     d.parentObj = cc;
@@ -675,20 +719,26 @@ static void ce_launch(sim_comm_t *c, sim_task_t *t) {
 /* ------------------------------------------------------------------ launch */
 static void launch_plan(sim_plan_t *p, sim_graph_t *capture) {
   sim_comm_t *c = p->comm;
-  int kernel_tasks = 0;
+  int kernel_tasks = 0; /* the plan keeps its kernel's tasks only */
   for (int i = 0; i < p->ntasks; i++) {
-    if (p->tasks[i].kind == K_CE)
-      ce_launch(c, &p->tasks[i]);
-    else
-      kernel_tasks++;
+    sim_task_t *t = &p->tasks[i];
+    if (t->kind == K_CE) {
+      ce_launch(c, t);
+      continue;
+    }
+    /* NCCL before 2.31 reports a symmetric kernel by its API events only: no KernelLaunch, Coll
+     * nor KernelCh (R§3.9) */
+    if (t->kind == K_SYM && sim_plugin_abi() < 7) continue;
+    p->tasks[kernel_tasks++] = *t;
   }
+  p->ntasks = kernel_tasks;
   if (!kernel_tasks) {
     plan_free(p);
     return;
   }
   void *launch_h = NULL;
   if (p->mask & NCS_EV_KERNEL_LAUNCH) { /* KernelLaunch has no ancestors rule: own bit only */
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_KERNEL_LAUNCH;
     d.parentObj = p->tasks[0].group_api_h;
@@ -739,7 +789,7 @@ static void fill_task(sim_task_t *t, const sim_call_t *k, int mask, void *gapi) 
   t->nch =
       k->nchannels < 1 ? 1 : (k->nchannels > SIM_MAX_CHANNELS ? SIM_MAX_CHANNELS : k->nchannels);
   t->kind = k->kind, t->root = k->root, t->mask = mask, t->group_api_h = gapi;
-  t->fault = k->fault, t->opidx = k->opidx;
+  t->fault = k->fault, t->opidx = k->opidx, t->tag = k->tag;
   t->is_p2p = k->func == F_SEND || k->func == F_RECV;
   t->ucount = k->count;
   t->bytes = k->count * (size_t)dtype_size[k->dtype];
@@ -755,7 +805,7 @@ static void fill_task(sim_task_t *t, const sim_call_t *k, int mask, void *gapi) 
 static void api_event(sim_task_t *t, const sim_call_t *k, void *gapi, int captured) {
   unsigned ty = t->is_p2p ? SIM_T_P2P_API : SIM_T_COLL_API;
   if (!sim_active(t->mask, ty)) return;
-  ncs_descr_v6_t d;
+  ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.parentObj = gapi;
   if (t->is_p2p) {
@@ -765,6 +815,7 @@ static void api_event(sim_task_t *t, const sim_call_t *k, void *gapi, int captur
     d.p2pApi.datatype = sim_dtype_str[k->dtype];
     d.p2pApi.stream = k->comm->stream;
     d.p2pApi.graphCaptured = captured;
+    d.p2pApi.userTag = k->tag;
   } else {
     d.type = NCS_EV_COLL_API;
     d.collApi.func = sim_func_str[k->func];
@@ -773,6 +824,7 @@ static void api_event(sim_task_t *t, const sim_call_t *k, void *gapi, int captur
     d.collApi.root = k->root;
     d.collApi.stream = k->comm->stream;
     d.collApi.graphCaptured = captured;
+    d.collApi.userTag = k->tag;
   }
   sim_ev_start(k->comm->ctx, &t->api_h, &d);
   void *h = t->api_h; /* the task keeps the value: Coll's parent, even at graph replays */
@@ -835,7 +887,7 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
   void *gapi = NULL;
   void *ctx0 = calls[0].comm->ctx; /* the first communicator's context owns the GroupApi */
   if (sim_active(mask, SIM_T_GROUP_API)) {
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_GROUP_API;
     d.groupApi.graphCaptured = capture != NULL;
@@ -854,6 +906,7 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
     api_event(&tasks[i], &calls[i], gapi, capture != NULL);
   }
   atomic_fetch_add(&sim_cnt->ops, (uint64_t)n);
+  sim_range_note_ops(n);
   sim_ev_state(SIM_T_GROUP_API, gapi, NCS_ST_GROUP_END_API_START, NULL);
   t_one_rank = 1;
   for (int i = 1; i < n; i++)

@@ -63,7 +63,7 @@ static void serve(sim_netreq_t *r, uint64_t *rng) {
     if (!(r->mask & NCS_EV_NET_PLUGIN)) break; /* NCCL does not start it (R§4) */
     net_descr_t nd;
     fill_descr(&nd, r, r->len / (size_t)nev);
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_NET_PLUGIN;
     d.parentObj = *r->step_h; /* p->stepEventHandle */
@@ -77,7 +77,7 @@ static void serve(sim_netreq_t *r, uint64_t *rng) {
     int updates = r->net_kind == SIM_NET_IB ? 0 : (int)(sim_rand(rng) % 3);
     for (int u = 0; u < updates; u++) {
       if (r->net_kind != SIM_NET_IB) nd.sock.sock.length += 1;
-      ncs_args_v6_t a = {.netPlugin.data = &nd};
+      ncs_args_v7_t a = {.netPlugin.data = &nd};
       sim_ev_state_unchecked(SIM_T_NET_PLUGIN, neh, NCS_ST_NET_PLUGIN_UPDATE, &a);
     }
     sim_ev_stop_unchecked(SIM_T_NET_PLUGIN, neh); /* no NULL check in NCCL's callback */

@@ -14,7 +14,9 @@
  *              KernelChStop with the GPU stop time once the network part of the plan is done.
  *              It starts only once the GPU's ring slot of its work counter is there
  *              (kernel_ready, nccl.c "KernelCh work counters"); one that never is stays pending
- *              and is dropped, counted as stuck, when its communicator is destroyed.
+ *              and is dropped, counted as stuck, when its communicator is destroyed. NCCL 2.31
+ *              (ABI v7) polls them on a profiler thread of its own (the same loop without
+ *              ProxyCtrl) and reports each one's phases (KernelPhase) just before its stop.
  * All of it races with the launching thread's Coll/P2p stop, as in NCCL.
  */
 #include <sched.h>
@@ -41,13 +43,13 @@ void sim_inst_put(sim_inst_t *in) {
 /* NCCL re-reads the global mask for every ProxyCtrl start and record (R§3.1). */
 static void *ctrl_begin(sim_proxy_t *p, int state, int appended) {
   void *h = NULL;
-  if (!(sim_mask() & NCS_EV_PROXY_CTRL)) return NULL;
-  ncs_descr_v6_t d;
+  if (p->profiler || !(sim_mask() & NCS_EV_PROXY_CTRL)) return NULL;
+  ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.type = NCS_EV_PROXY_CTRL;
   sim_ev_start(p->ctrl_ctx, &h, &d);
   if (h && (sim_mask() & NCS_EV_PROXY_CTRL)) {
-    ncs_args_v6_t a = {.proxyCtrl.appendedProxyOps = appended};
+    ncs_args_v7_t a = {.proxyCtrl.appendedProxyOps = appended};
     sim_ev_state(SIM_T_PROXY_CTRL, h, state, &a);
   }
   return h;
@@ -55,13 +57,14 @@ static void *ctrl_begin(sim_proxy_t *p, int state, int appended) {
 
 static void ctrl_end(void **h, int state, int appended) {
   if (*h && state >= 0 && (sim_mask() & NCS_EV_PROXY_CTRL)) {
-    ncs_args_v6_t a = {.proxyCtrl.appendedProxyOps = appended};
+    ncs_args_v7_t a = {.proxyCtrl.appendedProxyOps = appended};
     sim_ev_state(SIM_T_PROXY_CTRL, *h, state, &a);
   }
   sim_ev_stop(SIM_T_PROXY_CTRL, h);
 }
 
 static void ctrl_event(sim_proxy_t *p, int state) {
+  if (p->profiler) return;
   void *h = ctrl_begin(p, state, 0);
   ctrl_end(&h, -1, 0);
 }
@@ -69,7 +72,7 @@ static void ctrl_event(sim_proxy_t *p, int state) {
 /* ------------------------------------------------------------------ op lifecycle */
 static void start_op(sim_pop_t *o) {
   if (o->kind == POP_KERNEL || !sim_active(o->mask, SIM_T_PROXY_OP)) return;
-  ncs_descr_v6_t d;
+  ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.type = NCS_EV_PROXY_OP;
   d.parentObj = o->parent;
@@ -140,7 +143,7 @@ static void start_step(sim_pop_t *o) {
   st->phase = o->kind == POP_SEND ? PH_S_GPUWAIT : PH_R_WAIT;
   sim_delay_point(o->comm ? sim_global_rank(o->comm, o->rank) : o->rank, SIM_AT_STEP);
   if (!sim_active(o->mask, SIM_T_PROXY_STEP)) return;
-  ncs_descr_v6_t d;
+  ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.type = NCS_EV_PROXY_STEP;
   d.parentObj = o->op_h;
@@ -150,7 +153,7 @@ static void start_step(sim_pop_t *o) {
 }
 
 static void step_state(struct sim_step *st, int state, size_t trans) {
-  ncs_args_v6_t a;
+  ncs_args_v7_t a;
   memset(&a, 0, sizeof a);
   a.proxyStep.transSize = trans;
   sim_ev_state(SIM_T_PROXY_STEP, st->h, state, &a);
@@ -242,7 +245,7 @@ static int progress_hang(sim_proxy_t *p, sim_pop_t *o) {
 /* Returns 0 nothing happened, 1 progress, 2 finished. */
 static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
   if (!o->started) {
-    ncs_args_v6_t a;
+    ncs_args_v7_t a;
     memset(&a, 0, sizeof a);
     sim_ev_state(SIM_T_PROXY_OP, o->op_h, NCS_ST_PROXY_OP_IN_PROGRESS_V4, &a);
     o->started = 1;
@@ -274,6 +277,7 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
  * whatever work item wrote it. Returns 1 ready, 0 wait, -1 stuck (its communicator is being
  * destroyed and the GPU has no more work: NCCL's proxy would wait forever). */
 static int kernel_ready(sim_pop_t *o) {
+  if (o->sym) return 1; /* NCCL 2.31 reserves a symmetric kernel's counters before its launch */
   sim_comm_t *c = o->comm;
   int final = c && atomic_load_explicit(&c->kch_final, memory_order_acquire);
   uint64_t v = c ? sim_kch_slot(c, o->channel, o->kbase) : o->kbase;
@@ -291,12 +295,46 @@ static int kernel_ready(sim_pop_t *o) {
   return r;
 }
 
+/* NCCL 2.31's KernelPhase events of a KernelCh from start to stop (GPU ns): the kernel stamps
+ * when its opening barrier with the peers ends and when its closing one begins. The opening one
+ * ends when the last rank entered the instance (coupled), else after a short wait; the closing
+ * one takes a short while. Each phase is started, given its end (KernelPhaseStop) and stopped at
+ * once, before the KernelCh's own stop; NCCL skips phases of no length. */
+static void kernel_phases(sim_proxy_t *p, sim_pop_t *o, uint64_t start, uint64_t stop) {
+  static const char *const names[NCS_NPHASES] = {"initial_sync", "compute", "final_sync"};
+  if (!(o->mask & NCS_EV_KERNEL_PHASE) || stop <= start) return;
+  uint64_t len = stop - start, ts[NCS_NPHASES + 1];
+  ts[0] = start, ts[3] = stop;
+  ts[1] = o->entered_gpu ? o->entered_gpu + o->kshift : start + len / 16 + sim_rand(&p->rng) % (len / 16 + 1);
+  ts[2] = stop - len / 32 - sim_rand(&p->rng) % (len / 32 + 1);
+  if (ts[1] < ts[0] || ts[1] > ts[3]) ts[1] = ts[1] < ts[0] ? ts[0] : ts[3];
+  if (ts[2] < ts[1]) ts[2] = ts[1];
+  for (int i = 0; i < NCS_NPHASES; i++) {
+    if (ts[i] == ts[i + 1]) continue;
+    ncs_descr_v7_t d;
+    memset(&d, 0, sizeof d);
+    d.type = NCS_EV_KERNEL_PHASE;
+    d.parentObj = o->kch_h;
+    d.kernelPhase.channelId = (uint8_t)o->channel;
+    d.kernelPhase.phaseId = (uint8_t)i;
+    d.kernelPhase.phaseName = names[i];
+    d.kernelPhase.pTimer = ts[i];
+    void *h = NULL;
+    sim_ev_start(o->ctx, &h, &d);
+    ncs_args_v7_t a;
+    memset(&a, 0, sizeof a);
+    a.kernelCh.pTimer = ts[i + 1];
+    sim_ev_state(SIM_T_KERNEL_PHASE, h, NCS_ST_KERNEL_PHASE_STOP, &a);
+    sim_ev_stop(SIM_T_KERNEL_PHASE, &h);
+  }
+}
+
 static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   if (!o->started) { /* the proxy saw the channel's start slot fill in (R§3.5) */
     int r = kernel_ready(o);
     if (r < 0) return 2; /* never started, never stopped: dropped (NCCL hangs here) */
     if (r == 0) return 0;
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_KERNEL_CH;
     d.parentObj = o->parent;
@@ -312,6 +350,12 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
     return 1;
   }
   if (o->hang) return 0; /* the kernel never ends: KernelCh stays open */
+  /* coupled: the GPU time the last rank entered, the end of the kernels' opening barrier
+     (KernelPhase): a fact of the GPUs, not of when this thread happened to look */
+  if (o->inst->cpl && !o->entered_gpu) {
+    uint64_t in = sim_cpl_all_in_ns(o->inst->cpl);
+    if (in) o->entered_gpu = sim_gpu_at(in);
+  }
   if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
   /* coupled: the kernel ends only when every rank entered and sent its data (fault.c) */
   if (o->inst->cpl && !sim_cpl_ready(o->inst->cpl)) return 0;
@@ -334,7 +378,8 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
     stop = end;
   }
   if (stop <= o->gpu_start) stop = o->gpu_start + 100;
-  ncs_args_v6_t a;
+  kernel_phases(p, o, o->gpu_start + o->kshift, stop + o->kshift);
+  ncs_args_v7_t a;
   memset(&a, 0, sizeof a);
   a.kernelCh.pTimer = stop + o->kshift;
   sim_ev_state(SIM_T_KERNEL_CH, o->kch_h, NCS_ST_KERNEL_CH_STOP, &a);
@@ -422,6 +467,9 @@ static void *proxy_main(void *arg) {
     p->pending = p->pending_tail = NULL;
     pthread_mutex_unlock(&p->mu);
     if (list) append_ops(p, list, &act);
+    /* --profiler-lag-us: a profiler thread that falls behind (a busy host): its KernelCh events
+       come late, after the proxy thread's ProxyOps of the same operations */
+    if (list && p->profiler && sim_opt.profiler_lag_us) sim_sleep_us(sim_opt.profiler_lag_us);
     if (act.head && idle) ctrl_event(p, NCS_ST_PROXY_CTRL_ACTIVE), idle = 0;
     int moved = progress_all(p, &act);
     if (!act.head && !idle) ctrl_event(p, NCS_ST_PROXY_CTRL_IDLE), idle = 1;
@@ -436,14 +484,15 @@ static void *proxy_main(void *arg) {
   return NULL;
 }
 
-sim_proxy_t *sim_proxy_create(void *ctrl_ctx, int index) {
+sim_proxy_t *sim_proxy_create(void *ctrl_ctx, int index, int profiler) {
   sim_proxy_t *p = sim_xcalloc(1, sizeof *p);
+  p->profiler = profiler;
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->cv, NULL);
   p->ctrl_ctx = ctrl_ctx;
   p->index = index;
   p->refs = 1;
-  p->rng = sim_mix(sim_opt.seed, 0x9e3779b97f4a7c15ull * (uint64_t)(index + 1)) | 1;
+  p->rng = sim_mix(sim_opt.seed ^ (uint64_t)profiler << 40, 0x9e3779b97f4a7c15ull * (uint64_t)(index + 1)) | 1;
   sim_net_acquire();
   if (pthread_create(&p->th, NULL, proxy_main, p) != 0) sim_fail("cannot start a proxy thread");
   return p;

@@ -6,7 +6,12 @@
  * (one plugin load) every recorded thread gets a thread that makes its calls in order, paced by
  * the recorded times (--speed), and waits where the calls depend on another thread: a child's
  * START on its parent's handle, an event on its communicator's init, a finalize on the events
- * before it. Handles are mapped from the recorded ids to what the plugin under test returns.
+ * before it. And every call waits until the other threads made their calls recorded before it,
+ * so the calls reach the plugin in the recorded order across threads (ties run together): the
+ * plugin's writer decides completions by how long children stay quiet (20 ms), so a thread left
+ * behind (a proxy or profiler thread on a busy machine) would make it complete, then revise,
+ * operations the capture completed once. Handles are mapped from the recorded ids to what the
+ * plugin under test returns.
  * As NCCL does, only the events the plugin's activation mask asks for (with their ancestors,
  * sim_active) are started; the others get a NULL handle and their stop/state calls are skipped.
  */
@@ -283,8 +288,9 @@ static void *ref_of(uint8_t kind, uint64_t v) {
   return kind == NCS_REF_NONE ? NULL : (void *)(uintptr_t)v;
 }
 
-/* The v6 descriptor NCCL would have passed, from the recorded fields (src/trace/format.c). */
-static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *sock,
+/* The v7 descriptor NCCL would have passed, from the recorded fields (src/trace/format.c); a
+ * plugin called through an older version gets it through nccl-sim's adapter. */
+static void build_descr(const call_t *c, ncs_descr_v7_t *d, ncs_net_sock_v1_t *sock,
                         ncs_net_ib_v1_t *ib) {
   const uint64_t *f = c->f;
   memset(d, 0, sizeof *d);
@@ -303,12 +309,15 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
     d->coll.nWarps = (uint8_t)V(Coll, nWarps), d->coll.algo = S(Coll, algo);
     d->coll.proto = S(Coll, proto);
     d->coll.parentGroup = ref_of(c->fref[NCS_F(Coll, parentGroup)], V(Coll, parentGroup));
+    d->coll.kernelVariant = S(Coll, kernelVariant), d->coll.isSymColl = V(Coll, isSymColl) != 0;
+    d->coll.userTag = V(Coll, userTag);
     break;
   case SIM_T_P2P:
     d->p2p.func = S(P2p, func), d->p2p.buff = P(P2p, buff), d->p2p.datatype = S(P2p, datatype);
     d->p2p.count = V(P2p, count), d->p2p.peer = (int)V(P2p, peer);
     d->p2p.nChannels = (uint8_t)V(P2p, nChannels);
     d->p2p.parentGroup = ref_of(c->fref[NCS_F(P2p, parentGroup)], V(P2p, parentGroup));
+    d->p2p.userTag = V(P2p, userTag);
     break;
   case SIM_T_PROXY_OP: {
     pid_t me = getpid(), pid = (pid_t)V(ProxyOp, pid);
@@ -348,11 +357,13 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
     d->collApi.func = S(CollApi, func), d->collApi.count = V(CollApi, count);
     d->collApi.datatype = S(CollApi, datatype), d->collApi.root = (int)V(CollApi, root);
     d->collApi.stream = P(CollApi, stream), d->collApi.graphCaptured = V(CollApi, graphCaptured) != 0;
+    d->collApi.userTag = V(CollApi, userTag);
     break;
   case SIM_T_P2P_API:
     d->p2pApi.func = S(P2pApi, func), d->p2pApi.count = V(P2pApi, count);
     d->p2pApi.datatype = S(P2pApi, datatype), d->p2pApi.stream = P(P2pApi, stream);
     d->p2pApi.graphCaptured = V(P2pApi, graphCaptured) != 0;
+    d->p2pApi.userTag = V(P2pApi, userTag);
     break;
   case SIM_T_KERNEL_LAUNCH: d->kernelLaunch.stream = P(KernelLaunch, stream); break;
   case SIM_T_CE_COLL:
@@ -364,6 +375,7 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
     d->ceColl.batchSize = (uint32_t)V(CeColl, batchSize);
     d->ceColl.numBatches = (uint32_t)V(CeColl, numBatches);
     d->ceColl.ceSeqNum = (uint32_t)V(CeColl, ceSeqNum), d->ceColl.stream = P(CeColl, stream);
+    d->ceColl.userTag = V(CeColl, userTag);
     break;
   case SIM_T_CE_SYNC:
     d->ceCollSync.isComplete = V(CeSync, isComplete) != 0, d->ceCollSync.nRanks = (int)V(CeSync, nRanks);
@@ -371,6 +383,11 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
   case SIM_T_CE_BATCH:
     d->ceCollBatch.numOps = (int)V(CeBatch, numOps), d->ceCollBatch.totalBytes = V(CeBatch, totalBytes);
     d->ceCollBatch.useIntraSync = V(CeBatch, useIntraSync) != 0;
+    break;
+  case SIM_T_KERNEL_PHASE:
+    d->kernelPhase.channelId = (uint8_t)V(KernelPhase, channelId);
+    d->kernelPhase.phaseId = (uint8_t)V(KernelPhase, phaseId);
+    d->kernelPhase.phaseName = S(KernelPhase, phaseName), d->kernelPhase.pTimer = V(KernelPhase, pTimer);
     break;
   default: break;
   }
@@ -380,12 +397,12 @@ static void build_descr(const call_t *c, ncs_descr_v6_t *d, ncs_net_sock_v1_t *s
 }
 
 static void make_call(const call_t *c) {
-  ncs_args_v6_t a;
+  ncs_args_v7_t a;
   memset(&a, 0, sizeof a);
   memcpy(&a, &c->arg0, sizeof c->arg0);
   switch (c->op) {
   case OP_START: {
-    ncs_descr_v6_t d;
+    ncs_descr_v7_t d;
     ncs_net_sock_v1_t sock;
     ncs_net_ib_v1_t ib;
     void *ctx = ctx_of(c), *h = NULL;
@@ -413,12 +430,36 @@ static void make_call(const call_t *c) {
   }
 }
 
+static worker_t *g_ws;
+static uint32_t g_nws;
+
+/* Wait while another thread's next call was recorded before this one. The thread with the
+ * earliest next call never waits here, and what it waits for otherwise (a parent, an init) was
+ * recorded earlier, so the replay always moves on. Most threads wait here at any time: after a
+ * few yields they sleep, or a loaded machine (TSan) would give the one thread that can move on a
+ * small share of the cores, and stall it past the writer's quiet time. */
+static void in_order(const worker_t *w, uint64_t ts) {
+  uint64_t deadline = sim_now_ns() + WAIT_NS;
+  unsigned spins = 0;
+  for (uint32_t i = 0; i < g_nws; i++) {
+    if (&g_ws[i] == w) continue;
+    for (uint64_t n; (n = atomic_load(&g_ws[i].next_ts)) != UINT64_MAX && n < ts;) {
+      if (sim_now_ns() > deadline) return;
+      if (++spins < 64)
+        sched_yield();
+      else
+        sim_sleep_us(20);
+    }
+  }
+}
+
 static void *worker_main(void *arg) {
   worker_t *w = arg;
   for (size_t i = 0; i < w->calls->n; i++) {
     const call_t *c = &w->calls->v[i];
     atomic_store(&w->next_ts, c->ts);
     pace(w->s, c->ts);
+    in_order(w, c->ts);
     wait_inits(c->ts);
     make_call(c);
   }
@@ -447,6 +488,7 @@ static void replay_segment(seg_t *s) {
     ws[i].s = s, ws[i].calls = &s->thr[i];
     atomic_store(&ws[i].next_ts, s->thr[i].n ? s->thr[i].v[0].ts : UINT64_MAX);
   }
+  g_ws = ws, g_nws = s->nthr;
   for (uint32_t i = 0; i < s->nthr; i++)
     if (pthread_create(&ws[i].th, NULL, worker_main, &ws[i]) != 0) abort();
   int *done = sim_xcalloc(s->ncomms + 1, sizeof *done);
@@ -466,6 +508,7 @@ static void replay_segment(seg_t *s) {
     atomic_store_explicit(&g_ctl_next, i + 1, memory_order_release);
   }
   for (uint32_t i = 0; i < s->nthr; i++) pthread_join(ws[i].th, NULL);
+  g_ws = NULL, g_nws = 0;
   /* a capture cut short never finalized: finalize what is left, as NCCL would at teardown */
   for (uint32_t i = 0; i < s->ncomms; i++)
     if (s->comms[i].seen && !done[i] && atomic_load(&g_ctx_ready[i])) sim_comm_finalize(g_ctx[i]);

@@ -87,19 +87,38 @@ static int all_gone(const uthread_t *ut) {
   return ut->n > 0;
 }
 
+/* --user-tags: the userProfilerTag the thread's calls of this iteration carry (ABI v7; older
+ * versions drop it): 1 + iteration / N, a step number as a framework might set it. */
+static _Thread_local uint64_t t_tag;
+typedef struct {
+  uthread_t *ut;
+  int it;
+} iter_arg_t;
+
+static void run_iter(void *arg) {
+  iter_arg_t *a = arg;
+  a->ut->wl->iter(a->ut, a->it);
+}
+
 static void *uthread_main(void *arg) {
   uthread_t *ut = arg;
   const workload_t *wl = ut->wl;
+  int device = W.first + (ut->n ? ut->lr[0] : 0); /* a rank's GPU is its global rank */
+  sim_gpu_set_device(device);
   (wl->setup ? wl->setup : default_setup)(ut); /* inits run concurrently, as in NCCL */
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->after_setup_once) wl->after_setup_once();
   pthread_barrier_wait(&W.bar);
+  sim_range_outer(1);
   /* --fault: a thread whose op hung stops; one whose ranks all skipped idles, then stops */
   for (int it = 0; it < sim_opt.iters && !sim_fault_halted(); it++) {
-    wl->iter(ut, it);
+    t_tag = sim_opt.user_tags ? 1 + (uint64_t)it / (uint64_t)sim_opt.user_tags : 0;
+    iter_arg_t a = {ut, it};
+    sim_range_iteration(run_iter, &a, device); /* --ranges: inside ranges */
     if (all_gone(ut) && !sim_fault_halted()) sim_fault_idle();
   }
   if (wl->finish) wl->finish(ut);
+  sim_range_outer(0);
   pthread_barrier_wait(&W.bar);
   if (ut->index == 0 && wl->before_teardown_once) wl->before_teardown_once();
   pthread_barrier_wait(&W.bar);
@@ -151,7 +170,7 @@ static int load(void) {
 /* One plugin load around one run of a workload. */
 static int run_loaded(int proc, const workload_t *wl) {
   set_local_ranks(proc);
-  if (load()) return 1;
+  if (load() || sim_range_load(sim_plugin_lib())) return 1;
   int rc = run_threads(wl);
   sim_plugin_unload();
   return rc;
@@ -174,6 +193,7 @@ static sim_call_t mkcall(sim_comm_t *comm, int func, int root, uint64_t orng, in
   k.nchannels = 1 + (int)(sim_rand(&orng) % (uint64_t)sim_opt.channels);
   k.count = sim_opt.count;
   k.opidx = -1;
+  k.tag = t_tag;
   return k;
 }
 
@@ -368,6 +388,18 @@ SIMPLE_WL(ce);
 SIMPLE_WL(mixed);
 SIMPLE_WL(neverstop);
 
+/* Symmetric-memory kernels (NCCL 2.31, ABI v7): AllReduce, AllGather and ReduceScatter from
+ * registered windows, and a regular AllReduce every 4th iteration. */
+static void it_symmetric(uthread_t *ut, int it) {
+  static const int funcs[3] = {F_ALLREDUCE, F_ALLGATHER, F_REDUCESCATTER};
+  int c = it % sim_opt.comms;
+  if (it % 4 == 3)
+    coll_op(ut, it, c, F_ALLREDUCE, K_NORMAL);
+  else
+    coll_op(ut, it, c, funcs[it % 4], K_SYM);
+}
+SIMPLE_WL(symmetric);
+
 #define SIMPLE_RUN(fn)                                                                            \
   static int run_##fn(int proc) { return run_loaded(proc, &wl_##fn); }
 SIMPLE_RUN(allreduce)
@@ -381,6 +413,7 @@ SIMPLE_RUN(grouped)
 SIMPLE_RUN(ce)
 SIMPLE_RUN(mixed)
 SIMPLE_RUN(neverstop)
+SIMPLE_RUN(symmetric)
 
 /* ------------------------------------------------------------------ split */
 /* Communicator 0 is split by rank parity into communicator 1, which shares 0's proxy thread.
@@ -558,7 +591,7 @@ static void keep_stale(void *h) {
 
 static void *ctrl_start(void *ctx) {
   void *h = NULL;
-  ncs_descr_v6_t d;
+  ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.type = NCS_EV_PROXY_CTRL;
   sim_ev_start(ctx, &h, &d);
@@ -572,7 +605,7 @@ static void null_args_state(void *h, int state) {
 }
 
 static void abuse(sim_comm_t *c) {
-  ncs_args_v6_t a = {.proxyCtrl.appendedProxyOps = 3};
+  ncs_args_v7_t a = {.proxyCtrl.appendedProxyOps = 3};
   void *h = ctrl_start(c->ctx);
   sim_ev_state(SIM_T_PROXY_CTRL, h, NCS_ST_PROXY_CTRL_APPEND, &a);
   void *kept = h;
@@ -618,7 +651,7 @@ static int run_stale(int proc) {
   set_local_ranks(proc);
   if (load()) return 1;
   sim_comm_t *c = sim_comm_create(comm_id_of(7), W.first, sim_opt.ranks, 0, 1, "stale", NULL);
-  ncs_args_v6_t a = {.proxyCtrl.appendedProxyOps = 1};
+  ncs_args_v7_t a = {.proxyCtrl.appendedProxyOps = 1};
   for (int i = 0; i < W.nstale; i++) {
     sim_ev_bad_stop(SIM_BAD_STALE, SIM_T_PROXY_CTRL, W.stale[i]);
     sim_ev_bad_state(SIM_BAD_STALE, SIM_T_PROXY_CTRL, W.stale[i], NCS_ST_PROXY_CTRL_IDLE, &a);
@@ -643,6 +676,10 @@ static const sim_scenario_t scenarios[] = {
      "ncclGroupStart/End across communicators: one GroupApi, CollApis of several contexts",
      run_grouped, 1, 2},
     {"ce", "copy-engine AllGather: CollApi -> CeColl -> CeSync/CeBatch (v6)", run_ce, 1, 1},
+    {"symmetric",
+     "symmetric-memory AllReduce/AllGather/ReduceScatter kernels: Coll with isSymColl and KernelCh "
+     "(v7), API events only before",
+     run_symmetric, 1, 1},
     {"split", "comm split sharing the parent's proxy; parent finalized while the proxy runs on",
      run_split, 1, 1},
     {"pxn", "2 processes: sends progressed by the other process's proxy with our pointers and pid",

@@ -1,6 +1,6 @@
 /* sim.h - nccl-sim: a simulated NCCL that drives any profiler plugin on a CPU.
  *
- * nccl-sim reproduces how NCCL 2.23 .. 2.30 calls a profiler plugin: which events it starts for
+ * nccl-sim reproduces how NCCL 2.23 .. 2.31 calls a profiler plugin: which events it starts for
  * a given activation mask, on which threads, with which descriptors and parents, and in which
  * (racy) order. It never touches a GPU. The facts it follows are in
  * shared/research/nccl-profiler-api.md (sections 1-4 and 7); comments cite them as "R§n".
@@ -39,7 +39,7 @@
 enum {
   SIM_T_GROUP = 0, SIM_T_COLL, SIM_T_P2P, SIM_T_PROXY_OP, SIM_T_PROXY_STEP, SIM_T_PROXY_CTRL,
   SIM_T_KERNEL_CH, SIM_T_NET_PLUGIN, SIM_T_GROUP_API, SIM_T_COLL_API, SIM_T_P2P_API,
-  SIM_T_KERNEL_LAUNCH, SIM_T_CE_COLL, SIM_T_CE_SYNC, SIM_T_CE_BATCH
+  SIM_T_KERNEL_LAUNCH, SIM_T_CE_COLL, SIM_T_CE_SYNC, SIM_T_CE_BATCH, SIM_T_KERNEL_PHASE
 };
 
 /* ---------------------------------------------------------------- options */
@@ -100,6 +100,13 @@ typedef struct {
   const char *gpu_truth;  /* --gpu-truth: append what really ran here */
   int compute;            /* --compute N: compute kernels per group (and captured per graph) */
   int cupti_other;        /* --cupti-other: another CUPTI client subscribes after the first init */
+  int user_tags;   /* ABI v7: the operations of iteration i carry userTag 1 + i / N (0: none) */
+  unsigned profiler_lag_us; /* ABI v7: the profiler thread takes up new KernelCh work this late */
+  const char *cuda_path;  /* --cuda: a fake libcuda.so.1 (the current context the plugin asks for) */
+  /* user ranges (range.c) */
+  int ranges;              /* --ranges: every iteration inside ranges, through the plugin's API */
+  const char *range_truth; /* --range-truth: append what happened inside each range */
+  int range_outer;         /* --range-outer: the iterations inside one more range, "train" */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -135,6 +142,7 @@ extern sim_counts_t *sim_cnt;
 /* ---------------------------------------------------------------- util (main.c) */
 uint64_t sim_now_ns(void);           /* CLOCK_MONOTONIC */
 uint64_t sim_gpu_ns(void);           /* fake %globaltimer: ahead of CLOCK_MONOTONIC */
+uint64_t sim_gpu_at(uint64_t host_ns); /* what sim_gpu_ns said at CLOCK_MONOTONIC host_ns */
 uint64_t sim_rand(uint64_t *state);  /* xorshift64* */
 uint64_t sim_mix(uint64_t a, uint64_t b);
 void sim_sleep_us(unsigned us);
@@ -146,11 +154,13 @@ void *sim_xcalloc(size_t n, size_t size);
 enum { SIM_AT_ENQUEUE = 0, SIM_AT_STEP = 1 };
 void sim_delay_point(int rank, int where);
 
-/* ---------------------------------------------------------------- abi_call.c */
-typedef ncs_result_t (*sim_start_fn)(void *ctx, void **eh, ncs_descr_v6_t *d);
+/* ---------------------------------------------------------------- abi_call.c
+ * NCCL's core builds a v7 descriptor (NCCL 2.31); a plugin called through an older version gets
+ * it through an adapter, as NCCL's shims and the NCCL of that version's time give it. */
+typedef ncs_result_t (*sim_start_fn)(void *ctx, void **eh, ncs_descr_v7_t *d);
 typedef ncs_result_t (*sim_stop_fn)(void *eh);
-typedef ncs_result_t (*sim_record_fn)(void *eh, ncs_state_t st, ncs_args_v6_t *a);
-/* The functions NCCL's core calls: the v6 plugin's own, an adapter for older versions, or the
+typedef ncs_result_t (*sim_record_fn)(void *eh, ncs_state_t st, ncs_args_v7_t *a);
+/* The functions NCCL's core calls: the v7 plugin's own, an adapter for older versions, or the
  * built-in no-op plugin ("--plugin none"). */
 typedef struct {
   sim_start_fn start;
@@ -159,6 +169,7 @@ typedef struct {
 } sim_calls_t;
 extern sim_calls_t sim_calls;
 
+void *sim_plugin_lib(void); /* the loaded plugin's handle (NULL for none) */
 int sim_plugin_load(const char *name, int abi, char *err, size_t errlen);
 void sim_plugin_unload(void);
 int sim_plugin_loaded(void);
@@ -175,16 +186,16 @@ unsigned sim_type_index(uint64_t type_bit);
 extern const char *const sim_type_names[NCS_NTYPES];
 
 /* Counted calls, shaped like NCCL's call sites: stop/state skip NULL handles, as NCCL does. */
-void sim_ev_start(void *ctx, void **eh, ncs_descr_v6_t *d);
+void sim_ev_start(void *ctx, void **eh, ncs_descr_v7_t *d);
 void sim_ev_stop(unsigned type, void **eh);     /* stops *eh if non-NULL, then clears it */
-void sim_ev_state(unsigned type, void *eh, int state, ncs_args_v6_t *a);
+void sim_ev_state(unsigned type, void *eh, int state, ncs_args_v7_t *a);
 /* Unchecked variants: the net-plugin callback passes whatever it holds (R§3.10 item 2). */
 void sim_ev_stop_unchecked(unsigned type, void *eh);
-void sim_ev_state_unchecked(unsigned type, void *eh, int state, ncs_args_v6_t *a);
+void sim_ev_state_unchecked(unsigned type, void *eh, int state, ncs_args_v7_t *a);
 /* Raw calls for the stale scenario; 'kind' says which invalid-handle counter to bump. */
 enum { SIM_BAD_NULL, SIM_BAD_GARBAGE, SIM_BAD_DOUBLE, SIM_BAD_STALE };
 void sim_ev_bad_stop(int kind, unsigned type, void *eh);
-void sim_ev_bad_state(int kind, unsigned type, void *eh, int state, ncs_args_v6_t *a);
+void sim_ev_bad_state(int kind, unsigned type, void *eh, int state, ncs_args_v7_t *a);
 
 /* NCCL's "ancestors are emitted too" table (R§3.1): does this mask start an event of 'type'? */
 int sim_active(int mask, unsigned type);
@@ -251,12 +262,14 @@ typedef struct sim_pop {
   uint64_t gpu_start;
   uint64_t kern_ns;      /* --gpu-gbps: KernelCh lasts this long (bus bytes / G) */
   uint64_t kshift;       /* --fault ktime: added to its KernelCh pTimers */
-  uint64_t ready_gpu;    /* coupled: fake GPU time when it saw every rank enter (0 not yet) */
+  uint64_t ready_gpu;    /* coupled: fake GPU time when every rank entered and sent its data */
+  uint64_t entered_gpu;  /* coupled: fake GPU time when the last rank entered (0 not yet) */
   void *kch_h;
   /* KernelCh work counters: the host's expectation (sub->base) and the GPU's counter value of
      this work item; the op starts once ring slot kbase % 64 holds a value >= kbase */
   uint64_t kbase, kdev;
   int kwait;             /* counted in inst->kch_wait */
+  int sym;               /* a symmetric kernel's channel (NCCL 2.31): its own work counters */
 } sim_pop_t;
 
 struct sim_proxy {
@@ -267,11 +280,13 @@ struct sim_proxy {
   void *ctrl_ctx;        /* context of the communicator that created it (R§1.4) */
   int refs;
   int stop, abort;
+  int profiler;          /* NCCL 2.31's profiler thread: KernelCh only, no ProxyCtrl */
   sim_pop_t *pending, *pending_tail;
   uint64_t rng;
 };
 
-sim_proxy_t *sim_proxy_create(void *ctrl_ctx, int index);
+/* profiler: the thread NCCL 2.31 polls KernelCh (and KernelPhase) from, instead of the proxy */
+sim_proxy_t *sim_proxy_create(void *ctrl_ctx, int index, int profiler);
 void sim_proxy_ref(sim_proxy_t *p);
 /* Drops a reference; the last one stops and joins the thread ('abort': leave ops open). */
 void sim_proxy_unref(sim_proxy_t *p, int abort);
@@ -312,8 +327,9 @@ extern const char *const sim_dtype_str[SIM_NDTYPES];
 extern const char *const sim_algo_str[SIM_NALGOS];
 extern const char *const sim_proto_str[SIM_NPROTOS];
 
-/* How a task's proxy ops behave. */
-enum { K_NORMAL = 0, K_NOSTOP = 1, K_HANG = 2, K_CE = 3 };
+/* How a task's proxy ops behave. K_SYM: a symmetric-memory kernel (no proxy ops; NCCL 2.31 reports
+ * it as a Coll with isSymColl and KernelCh, older NCCL only with its API events). */
+enum { K_NORMAL = 0, K_NOSTOP = 1, K_HANG = 2, K_CE = 3, K_SYM = 4 };
 
 typedef struct sim_cbq sim_cbq_t;
 
@@ -325,6 +341,7 @@ struct sim_comm {
   void *ctx;
   int init_failed;
   sim_proxy_t *proxy;
+  sim_proxy_t *prof;     /* NCCL 2.31's profiler thread (ABI v7), shared like the proxy */
   _Atomic uint64_t seq[SIM_NFUNCS];
   uint32_t ce_seq;
   void *stream;
@@ -356,6 +373,7 @@ typedef struct {
   int root;              /* root, or the peer for Send/Recv */
   int fault;             /* SIM_FAULT_STALL: this call's sends freeze (fault.c) */
   int64_t opidx;         /* index among the rank's counted collectives (--fault SEQ), or -1 */
+  uint64_t tag;          /* ncclCollConfig_t userProfilerTag (ABI v7), 0 untagged */
 } sim_call_t;
 
 typedef struct sim_graph sim_graph_t;
@@ -390,6 +408,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx); /* NULL: uncoup
 void sim_cpl_out(sim_cpl_t *c); /* this rank's data has all left */
 void sim_cpl_leave(sim_cpl_t *c); /* this rank no longer touches the instance */
 int sim_cpl_entered_all(sim_cpl_t *c);
+uint64_t sim_cpl_all_in_ns(sim_cpl_t *c); /* CLOCK_MONOTONIC when the last rank entered; 0 not yet */
 int sim_cpl_ready(sim_cpl_t *c); /* every rank entered and its data is out */
 uint64_t sim_cpl_ticks(sim_cpl_t *c); /* changes whenever any rank makes progress in it */
 void sim_cpl_mark(sim_cpl_t *c, int which, int rank, int lane, int value); /* atomic max */
@@ -439,6 +458,14 @@ void sim_gpu_compute_replay(int device, uint32_t exec, uint32_t corr, uint32_t r
                             const uint64_t *nodes, int n);
 void sim_gpu_other(void);
 void sim_gpu_flood_kernel(uint32_t corr); /* flood --cold: the launched kernel ran (no truth line) */
+void sim_gpu_set_device(int device); /* --cuda: the calling thread's current context */
+
+/* ---------------------------------------------------------------- range.c (--ranges) */
+int sim_range_load(void *plugin);
+void sim_range_iteration(void (*body)(void *arg), void *arg, int device);
+void sim_range_outer(int begin);
+void sim_range_note_ops(int n);
+void sim_range_note_launch(uint32_t corr, int compute);
 
 /* ---------------------------------------------------------------- scenarios.c / flood.c */
 typedef struct {

@@ -19,7 +19,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 ITERS=30
 # --couple on: a collective ends when every rank has arrived, as in NCCL (docs/nccl-sim.md); the
 # host offsets are estimated from those common ends
-NCCLSCOPE_DIR="$W/one" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 \
+NCCLSCOPE_EVENTS=default,kernelphase NCCLSCOPE_DIR="$W/one" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 \
   --iters $ITERS --slow-rank 2 --slow-us 10000 --couple on >"$W/sim.out" || fail "nccl-sim"
 "$NCS" report --json "$W/one" >"$W/one.json" || fail "report of the one-host job"
 rank_of() { "$NCS" dump --stats "$1" | sed -n 's/.* rank \([0-9]*\)\/4 .*/\1/p' | head -1; }
@@ -57,7 +57,7 @@ for x, y in zip(a, b):
         continue
     # relative times (t=, end=, firstChild=) are unchanged; GPU and segment start times moved by M
     fields = "gpuStart|gpuStop|pTimer|startRealtime|startMono|end_ns|clockMono|clockCupti|flush_ns" + \
-        ("|arg0" if "STATE KernelCh" in y else "") + ("|start|end" if re.search(r"GPU (KERNEL|SUMMARY)", y) else "")
+        ("|arg0" if re.search(r"STATE Kernel(Ch|Phase) ", y) else "") + ("|start|end" if re.search(r"GPU (KERNEL|SUMMARY)", y) else "")
     g = lambda s: re.sub(r"\b(%s)=(\d+)" % fields, lambda k: "%s=%d" % (k.group(1), int(k.group(2)) - (m if int(k.group(2)) else 0)), s)
     assert x == g(y), (x, y)
 assert n > 0

@@ -13,6 +13,13 @@ set_target_properties(fake_cupti PROPERTIES OUTPUT_NAME cupti SUFFIX ".so.13" NO
                       LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecupti)
 target_link_options(fake_cupti PRIVATE -Wl,-soname,libcupti.so.13)
 
+# a fake CUDA driver beside it (the current context the range profiler needs; nccl-sim --cuda)
+add_library(fake_cuda SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_cuda.c)
+target_compile_options(fake_cuda PRIVATE -fvisibility=hidden -Wno-missing-prototypes)
+set_target_properties(fake_cuda PROPERTIES OUTPUT_NAME cuda SUFFIX ".so.1" NO_SONAME ON
+                      LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/fakecupti)
+target_link_options(fake_cuda PRIVATE -Wl,-soname,libcuda.so.1)
+
 # the checker: a trace's GPU records against what really ran (also used on real GPUs)
 add_executable(ncs-cupti-check ${CMAKE_CURRENT_LIST_DIR}/cupti_check.c)
 target_link_libraries(ncs-cupti-check PRIVATE ncs_trace)

@@ -4,8 +4,8 @@
 # Record a small nccl-sim job, export it with `ncclscope export` and check the result:
 #   golden  ncs-pftrace-lint passes, and its --summary matches what nccl-sim says it did:
 #           one process per rank, one slice per event of each kind, one phase per ProxyOp /
-#           ProxyStep / ProxyCtrl state, one instant per other state (KernelChStop is the GPU
-#           end of its slice), one job slice per collective instance, one flow per Coll (to its
+#           ProxyStep / ProxyCtrl state, one instant per other state (KernelChStop and
+#           KernelPhaseStop are the GPU ends of their slices), one job slice per collective instance, one flow per Coll (to its
 #           job slice) and per send/recv pair; -j1 and -j3 give the same bytes
 #   golden-nolink  the same without the job-slice and flow counts (scenarios whose
 #           communicators do not span every rank, such as split)
@@ -109,6 +109,7 @@ check slices.coll "$(get slices.coll)" "$(S Coll)"
 check slices.p2p "$(get slices.p2p)" "$(S P2p)"
 check slices.ce "$(get slices.ce)" $(($(S CeColl) + $(S CeSync) + $(S CeBatch)))
 check slices.kernel "$(get slices.kernel)" "$(S KernelCh)"
+check slices.kernelphase "$(get slices.kernelphase)" "$(S KernelPhase)"
 check slices.proxyop "$(get slices.proxyop)" "$(S ProxyOp)"
 check slices.proxystep "$(get slices.proxystep)" "$(S ProxyStep)"
 check slices.proxyctrl "$(get slices.proxyctrl)" "$(S ProxyCtrl)"
@@ -124,9 +125,9 @@ fi
 # a clean recording lost nothing: no loss window (tests/consistency_check.sh has one that did)
 check slices.loss "$(get slices.loss)" 0
 exp_slices=$(($(get slices.api) + $(get slices.group) + $(get slices.coll) + $(get slices.p2p) +
-  $(get slices.ce) + $(get slices.kernel) + $(get slices.proxyop) + $(get slices.proxystep) +
-  $(get slices.proxyctrl) + $(get slices.net) + $(get slices.phase) + $(get slices.job) +
-  $(get slices.loss)))
+  $(get slices.ce) + $(get slices.kernel) + $(get slices.kernelphase) + $(get slices.proxyop) +
+  $(get slices.proxystep) + $(get slices.proxyctrl) + $(get slices.net) + $(get slices.phase) +
+  $(get slices.job) + $(get slices.loss)))
 check "slices (sum of kinds)" "$(get slices)" "$exp_slices"
 grep -q 'disagree' "$work/export.err" && { echo "FAIL: the export reports clocks that disagree" >&2; bad=1; }
 # the same bytes whatever the number of threads

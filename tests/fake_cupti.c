@@ -27,6 +27,19 @@
  *   buffer_records=N   hand a buffer back after N records (default: when full)
  *   skew_ns=N          CUPTI's clock reads N ns off CLOCK_REALTIME
  *   no_clone           no GRAPHNODE_CLONED callbacks;  no_graph_launch  no cuGraphLaunch callback
+ * and for the range profiler (below):
+ *   privileges         cuptiRangeProfilerEnable fails with CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+ *   counters_busy      ... with CUPTI_ERROR_HARDWARE_BUSY
+ *   no_nvlink          the chip has no NVLink metrics (unknown names)
+ *   nvlink_passes=N    its NVLink metrics need N passes
+ *   eval_delay_us=N    each cuptiProfilerHostEvaluateToGpuValues takes N us (a slow writer)
+ *
+ * The range profiler (cupti_range_profiler.h and the host API): a user range counts what nccl-sim
+ * launched while it was open (fakecupti_launch, on any thread: the context's work), per pass: a
+ * launch of correlation id c adds one launch and c. Metric values are made from those counts
+ * (rp_value below), so a test knows each range's values from what nccl-sim launched inside it
+ * (its --range-truth). A metric's pass is its index in the list modulo the passes the list
+ * needs, which is the most any of its metrics needs (sm__throughput.* 8, like GH100's).
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -34,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "gpu/cupti_decl.h"
 
@@ -74,6 +88,8 @@ static struct {
   int sub_err, enable_err, no_clone, no_glaunch;
   long flush_ok, bad_every, other_every, corrupt_after, drop_every, buffer_records;
   int64_t skew;
+  int privileges, counters_busy, no_nvlink, nvlink_passes;
+  long eval_delay_us;
 } F = {.mu = PTHREAD_MUTEX_INITIALIZER, .next_corr = 1, .next_graph = 1};
 
 static uint64_t clk(clockid_t id) {
@@ -103,6 +119,9 @@ __attribute__((constructor)) static void fake_init(void) {
   F.drop_every = opt(s, "drop_every", 0), F.buffer_records = opt(s, "buffer_records", 0);
   F.skew = opt(s, "skew_ns", 0), F.no_clone = (int)opt(s, "no_clone", 0);
   F.no_glaunch = (int)opt(s, "no_graph_launch", 0);
+  F.privileges = (int)opt(s, "privileges", 0), F.counters_busy = (int)opt(s, "counters_busy", 0);
+  F.no_nvlink = (int)opt(s, "no_nvlink", 0), F.nvlink_passes = (int)opt(s, "nvlink_passes", 1);
+  F.eval_delay_us = opt(s, "eval_delay_us", 0);
   F.rt_minus_mono = (int64_t)(clk(CLOCK_REALTIME) - clk(CLOCK_MONOTONIC));
 }
 
@@ -296,11 +315,14 @@ EXPORT uint32_t fakecupti_graph_new(void) {
   return g;
 }
 
+static void rp_launch(uint32_t corr);
+
 /* cuLaunchKernelEx on a stream, capturing into `graph` (0: not capturing). Returns the
  * correlation id; *node the captured node's id (0 when not captured). */
 EXPORT uint32_t fakecupti_launch(int graph, uint64_t *node) {
   pthread_mutex_lock(&F.mu);
   uint32_t corr = F.next_corr++;
+  if (graph <= 0) rp_launch(corr);
   pthread_mutex_unlock(&F.mu);
   ncs_cupti_cbdata_t cb = {.callbackSite = NCS_CUPTI_API_ENTER, .functionName = "cuLaunchKernelEx",
                            .correlationId = corr};
@@ -434,4 +456,274 @@ EXPORT int fakecupti_subscribe_other(const char *name, char *holder, size_t n) {
   ncs_cupti_result_t r = cuptiSubscribe_v2(&s, NULL, NULL, &p);
   if (!r) cuptiUnsubscribe(s);
   return r;
+}
+
+/* ------------------------------------------------------------------ the range profiler */
+
+#define RP_NAME 48
+#define RP_PASSES 8
+#define RP_MAGIC 0x46524e47u /* "GNRF" */
+#define RP_METRICS 32
+
+typedef struct {
+  char name[RP_NAME];
+  uint64_t launches[RP_PASSES], corrsum[RP_PASSES];
+} rp_range_t;
+
+typedef struct { /* a counter data image: this header, then `max` ranges */
+  uint32_t magic, max, n, pad;
+} rp_image_t;
+
+typedef struct { /* a config image, and the host object's list */
+  uint32_t magic, n;
+  int passes;
+  char names[RP_METRICS][64];
+} rp_config_t;
+
+static struct {
+  int enabled;
+  rp_image_t *image; /* of SetConfig */
+  size_t max_per_pass;
+  int passes, pass, started, open, slot;
+  size_t pushed;     /* ranges pushed in the pass */
+  uint64_t dropped;  /* reported by the next decode */
+} RP = {.slot = -1};
+
+static const struct {
+  const char *name;
+  int passes, type; /* CUpti_MetricType */
+} rp_known[] = {{"gpu__time_duration.sum", 1, 0},  {"dram__bytes_read.sum", 1, 0},
+                {"dram__bytes_write.sum", 1, 0},   {"nvlrx__bytes.sum", 1, 0},
+                {"nvltx__bytes.sum", 1, 0},        {"sm__cycles_active.avg", 1, 0},
+                {"dram__throughput.avg.pct_of_peak_sustained_elapsed", 1, 1},
+                {"sm__throughput.avg.pct_of_peak_sustained_elapsed", 8, 2}};
+
+static int rp_metric(const char *name) {
+  if (!name) return -1;
+  for (size_t i = 0; i < sizeof rp_known / sizeof rp_known[0]; i++)
+    if (!strcmp(rp_known[i].name, name)) return F.no_nvlink && strstr(name, "nvl") == name ? -1 : (int)i;
+  return -1;
+}
+
+static int rp_passes(int m) { return strstr(rp_known[m].name, "nvl") == rp_known[m].name ? F.nvlink_passes : rp_known[m].passes; }
+
+/* A metric's value for a range: made from what was launched inside it in the metric's pass. */
+static double rp_value(const char *name, uint64_t n, uint64_t sum) {
+  if (!strcmp(name, "gpu__time_duration.sum")) return (double)n * 10000.0;
+  if (!strcmp(name, "dram__bytes_read.sum")) return (double)n * 1048576.0 + (double)sum;
+  if (!strcmp(name, "dram__bytes_write.sum")) return (double)n * 524288.0 + (double)sum;
+  if (!strcmp(name, "nvlrx__bytes.sum")) return (double)n * 4096.0;
+  if (!strcmp(name, "nvltx__bytes.sum")) return (double)n * 2048.0;
+  if (!strcmp(name, "sm__cycles_active.avg")) return (double)n * 1000.0;
+  return 100.0 * (double)n / (double)(n + 1); /* the ratios */
+}
+
+static void rp_launch(uint32_t corr) { /* F.mu held */
+  if (!RP.open || RP.slot < 0 || !RP.image) return;
+  rp_range_t *r = (rp_range_t *)(RP.image + 1) + RP.slot;
+  r->launches[RP.pass]++;
+  r->corrsum[RP.pass] += corr;
+}
+
+/* the calls that change the profiler's state hold F.mu (launches come from other threads) */
+static ncs_cupti_result_t rp_done(ncs_cupti_result_t r) {
+  pthread_mutex_unlock(&F.mu);
+  return r;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerInitialize(ncs_cupti_prof_init_t *p) { return p && p->structSize ? 0 : 1; }
+
+EXPORT ncs_cupti_result_t cuptiDeviceGetChipName(ncs_cupti_chip_name_t *p) {
+  if (!p || p->structSize != NCS_PSIZE(ncs_cupti_chip_name_t, pChipName)) return 1;
+  p->pChipName = "FAKE100";
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerGetCounterAvailability(ncs_cupti_avail_t *p) {
+  if (!p || !p->ctx || p->structSize != NCS_PSIZE(ncs_cupti_avail_t, pCounterAvailabilityImage)) return 1;
+  if (!p->pCounterAvailabilityImage) {
+    p->counterAvailabilityImageSize = 64;
+    return 0;
+  }
+  if (p->counterAvailabilityImageSize < 64) return 1;
+  memset(p->pCounterAvailabilityImage, 0xA5, 64);
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostInitialize(ncs_cupti_host_init_t *p) {
+  if (!p || p->structSize != NCS_PSIZE(ncs_cupti_host_init_t, pHostObject) || !p->pChipName ||
+      strcmp(p->pChipName, "FAKE100") || !p->pCounterAvailabilityImage || p->profilerType != 0)
+    return 1;
+  rp_config_t *h = calloc(1, sizeof *h);
+  if (!h) return 1;
+  h->magic = RP_MAGIC, h->passes = 1;
+  p->pHostObject = h;
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostDeinitialize(ncs_cupti_host_deinit_t *p) {
+  if (!p || !p->pHostObject) return 1;
+  free(p->pHostObject);
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostConfigAddMetrics(ncs_cupti_host_add_t *p) {
+  rp_config_t *h = p ? p->pHostObject : NULL;
+  if (!h || h->magic != RP_MAGIC) return 1;
+  for (size_t i = 0; i < p->numMetrics; i++) {
+    int m = rp_metric(p->ppMetricNames[i]);
+    if (m < 0 || h->n >= RP_METRICS) return 17; /* CUPTI_ERROR_INVALID_METRIC_NAME */
+    snprintf(h->names[h->n++], sizeof h->names[0], "%s", rp_known[m].name);
+    if (rp_passes(m) > h->passes) h->passes = rp_passes(m);
+  }
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostGetConfigImageSize(ncs_cupti_host_config_size_t *p) {
+  if (!p || !p->pHostObject) return 1;
+  p->configImageSize = sizeof(rp_config_t);
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostGetConfigImage(ncs_cupti_host_config_t *p) {
+  if (!p || !p->pHostObject || !p->pConfigImage || p->configImageSize < sizeof(rp_config_t)) return 1;
+  memcpy(p->pConfigImage, p->pHostObject, sizeof(rp_config_t));
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostGetNumOfPasses(ncs_cupti_host_passes_t *p) {
+  const rp_config_t *c = p ? (const rp_config_t *)p->pConfigImage : NULL;
+  if (!c || p->configImageSize < sizeof *c || c->magic != RP_MAGIC) return 1;
+  p->numOfPasses = (size_t)c->passes;
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostGetMetricProperties(ncs_cupti_host_props_t *p) {
+  int m = p ? rp_metric(p->pMetricName) : -1;
+  if (m < 0) return 17;
+  p->metricType = rp_known[m].type;
+  p->pDescription = p->pHwUnit = p->pDimUnit = "";
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiProfilerHostEvaluateToGpuValues(ncs_cupti_host_eval_t *p) {
+  const rp_config_t *h = p ? p->pHostObject : NULL;
+  const rp_image_t *im = p ? (const rp_image_t *)p->pCounterDataImage : NULL;
+  if (!h || h->magic != RP_MAGIC || !im || im->magic != RP_MAGIC || p->rangeIndex >= im->n) return 1;
+  if (F.eval_delay_us) usleep((useconds_t)F.eval_delay_us);
+  const rp_range_t *r = (const rp_range_t *)(im + 1) + p->rangeIndex;
+  for (size_t i = 0; i < p->numMetrics; i++) {
+    int pass = (int)(i % (size_t)h->passes);
+    p->pMetricValues[i] = rp_value(p->ppMetricNames[i], r->launches[pass], r->corrsum[pass]);
+  }
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerEnable(ncs_cupti_rp_enable_t *p) {
+  if (!p || !p->ctx || p->structSize != NCS_PSIZE(ncs_cupti_rp_enable_t, pRangeProfilerObject)) return 1;
+  if (F.privileges) return NCS_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES;
+  if (F.counters_busy) return NCS_CUPTI_ERROR_HARDWARE_BUSY;
+  pthread_mutex_lock(&F.mu);
+  if (RP.enabled) return rp_done(7); /* CUPTI_ERROR_INVALID_OPERATION */
+  RP.enabled = 1;
+  p->pRangeProfilerObject = &RP;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerDisable(ncs_cupti_rp_obj_t *p) {
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->pRangeProfilerObject != &RP || !RP.enabled) return rp_done(1);
+  RP.enabled = 0, RP.image = NULL, RP.started = RP.open = 0;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerGetCounterDataSize(ncs_cupti_rp_size_t *p) {
+  if (!p || p->pRangeProfilerObject != &RP || !p->maxNumOfRanges || p->maxNumRangeTreeNodes < p->maxNumOfRanges)
+    return 1;
+  p->counterDataSize = sizeof(rp_image_t) + p->maxNumOfRanges * sizeof(rp_range_t);
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerCounterDataImageInitialize(ncs_cupti_rp_image_init_t *p) {
+  if (!p || p->pRangeProfilerObject != &RP || !p->pCounterData || p->counterDataSize < sizeof(rp_image_t))
+    return 1;
+  memset(p->pCounterData, 0, p->counterDataSize);
+  rp_image_t *im = (rp_image_t *)p->pCounterData;
+  im->magic = RP_MAGIC;
+  im->max = (uint32_t)((p->counterDataSize - sizeof *im) / sizeof(rp_range_t));
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerSetConfig(ncs_cupti_rp_config_t *p) {
+  const rp_config_t *c = p ? (const rp_config_t *)p->pConfig : NULL;
+  rp_image_t *im = p ? (rp_image_t *)p->pCounterDataImage : NULL;
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->structSize != NCS_PSIZE(ncs_cupti_rp_config_t, targetNestingLevel) ||
+      p->pRangeProfilerObject != &RP || !RP.enabled || RP.started || !c || c->magic != RP_MAGIC || !im ||
+      im->magic != RP_MAGIC || p->range != NCS_CUPTI_USER_RANGE || p->replayMode != NCS_CUPTI_USER_REPLAY ||
+      !p->maxRangesPerPass || p->numNestingLevels != 1)
+    return rp_done(1);
+  RP.image = im, RP.max_per_pass = p->maxRangesPerPass, RP.passes = c->passes, RP.pass = 0;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerStart(ncs_cupti_rp_obj_t *p) {
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->pRangeProfilerObject != &RP || !RP.image || RP.started) return rp_done(7);
+  RP.started = 1, RP.pushed = 0;
+  return rp_done(0);
+}
+
+/* A range of the same name in the buffer is the same range in another pass (replay). Beyond the
+ * buffer's ranges, or the pass's, it is dropped, and counted at the next decode. */
+EXPORT ncs_cupti_result_t cuptiRangeProfilerPushRange(ncs_cupti_rp_push_t *p) {
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->pRangeProfilerObject != &RP || !RP.started || RP.open || !p->pRangeName) return rp_done(7);
+  rp_range_t *rs = (rp_range_t *)(RP.image + 1);
+  RP.slot = -1;
+  for (uint32_t i = 0; i < RP.image->n; i++)
+    if (!strcmp(rs[i].name, p->pRangeName)) RP.slot = (int)i;
+  if (RP.slot < 0 && RP.image->n < RP.image->max && RP.pushed < RP.max_per_pass) {
+    RP.slot = (int)RP.image->n++;
+    snprintf(rs[RP.slot].name, RP_NAME, "%s", p->pRangeName);
+  }
+  if (RP.slot < 0) RP.dropped++;
+  RP.pushed++, RP.open = 1;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerPopRange(ncs_cupti_rp_obj_t *p) {
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->pRangeProfilerObject != &RP || !RP.open) return rp_done(7);
+  RP.open = 0, RP.slot = -1;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerStop(ncs_cupti_rp_stop_t *p) {
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->pRangeProfilerObject != &RP || !RP.started || RP.open) return rp_done(7);
+  RP.started = 0, RP.pass = (RP.pass + 1) % RP.passes;
+  p->isAllPassSubmitted = RP.pass == 0, p->passIndex = (size_t)RP.pass, p->targetNestingLevel = 1;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerDecodeData(ncs_cupti_rp_decode_t *p) {
+  pthread_mutex_lock(&F.mu);
+  if (!p || p->pRangeProfilerObject != &RP || RP.started || RP.pass) return rp_done(7);
+  p->numOfRangeDropped = (size_t)RP.dropped, RP.dropped = 0;
+  return rp_done(0);
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerGetCounterDataInfo(ncs_cupti_rp_info_t *p) {
+  const rp_image_t *im = p ? (const rp_image_t *)p->pCounterDataImage : NULL;
+  if (!im || im->magic != RP_MAGIC) return 1;
+  p->numTotalRanges = im->n;
+  return 0;
+}
+
+EXPORT ncs_cupti_result_t cuptiRangeProfilerCounterDataGetRangeInfo(ncs_cupti_rp_range_t *p) {
+  const rp_image_t *im = p ? (const rp_image_t *)p->pCounterDataImage : NULL;
+  if (!im || im->magic != RP_MAGIC || p->rangeIndex >= im->n) return 1;
+  p->rangeName = ((const rp_range_t *)(im + 1))[p->rangeIndex].name;
+  return 0;
 }

@@ -7,7 +7,8 @@ Usage: layers_check.py SRC_DIR        check the tree (exit 1 with the offending 
 Every `#include "folder/file.h"` of a file in src/<dir>/ is an edge dir -> folder. The test fails
 on any cycle between folders, and on an edge that goes down the read path's layers
 (docs/architecture.md): util < trace < model < analyze < export < cli, with the plugin's own
-stack abi < core < record < plugin beside them (they may use trace, the format they write).
+stack abi < core < gpu, metrics < range < record < plugin beside them (they may use trace, the
+format they write).
 A folder that is not listed here also fails: place it in LAYERS first.
 """
 import os
@@ -15,14 +16,16 @@ import re
 import sys
 import tempfile
 
-LAYERS = {"util": 0, "abi": 0, "trace": 1, "core": 2, "gpu": 3, "metrics": 3, "record": 4, "plugin": 5,
-          "model": 2, "analyze": 3, "export": 4, "cli": 5}
+LAYERS = {"util": 0, "abi": 0, "trace": 1, "core": 2, "gpu": 3, "metrics": 3, "range": 4, "record": 5,
+          "plugin": 6, "model": 2, "analyze": 3, "export": 4, "cli": 5}
 # folders that must not use each other although their layers would allow it: the plugin side
 # (core, gpu, metrics, record, plugin) and the read side above trace
 APART = {("core", "util"), ("gpu", "util"), ("metrics", "util"), ("record", "util"), ("plugin", "util"),
          ("gpu", "metrics"), ("metrics", "model"), ("metrics", "export"), ("metrics", "cli"),
          ("core", "model"), ("gpu", "model"), ("record", "model"), ("plugin", "model"),
-         ("record", "analyze"), ("plugin", "analyze"), ("plugin", "export"), ("plugin", "cli")}
+         ("record", "analyze"), ("plugin", "analyze"), ("plugin", "export"), ("plugin", "cli"),
+         ("range", "util"), ("range", "metrics"), ("range", "model"), ("range", "analyze"),
+         ("range", "export"), ("range", "cli"), ("record", "export"), ("record", "cli")}
 INC = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"', re.M)
 
 

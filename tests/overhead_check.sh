@@ -142,9 +142,9 @@ for r in runs:
 PY
   ls "$W"/o/traces/nvlink-eager-p0-ncclscope-flight-r1/*.nsflight >/dev/null 2>&1 || fail "flight level wrote no .nsflight"
   ls "$W"/o/traces/nvlink-eager-p0-ncclscope-default-r1/*.nstrace >/dev/null 2>&1 || fail "default level wrote no .nstrace"
-  grep -q "ncclscope-empty: abi=v6 mask=0xf47 sample=1" "$W"/o/logs/nvlink-eager-p0-empty-default-r1.log || fail "empty-default mask"
-  grep -q "ncclscope-empty: abi=v6 mask=0xf47 sample=1" "$W"/o/logs/nvlink-eager-p0-empty-flight-r1.log || fail "empty-flight mask"
-  grep -q "ncclscope-empty: abi=v6 mask=0x7fff " "$W"/o/logs/nvlink-eager-p0-empty-full-r1.log || fail "empty-full mask"
+  grep -q "ncclscope-empty: abi=v7 mask=0xf47 sample=1" "$W"/o/logs/nvlink-eager-p0-empty-default-r1.log || fail "empty-default mask"
+  grep -q "ncclscope-empty: abi=v7 mask=0xf47 sample=1" "$W"/o/logs/nvlink-eager-p0-empty-flight-r1.log || fail "empty-flight mask"
+  grep -q "ncclscope-empty: abi=v7 mask=0xffff " "$W"/o/logs/nvlink-eager-p0-empty-full-r1.log || fail "empty-full mask"
   ;;
 budget)
   t0=$(date +%s)

@@ -51,6 +51,12 @@ ncs_tc_test(mixed mixed 0 "^PASS +files" "^PASS +footers" "^PASS +drops +0 recor
 ncs_tc_gen(procs -- --scenario mixed --ranks 4 --procs 2 --iters 30)
 ncs_tc_test(procs procs 0 "^PASS +files +2 trace files" "^PASS +seqmatch" "^verdict: PASS"
   -- ${NCS_TC_EXE} ${NCS_TC_DIR}/procs --expect coll,p2p)
+# --abi: the version NCCL (here nccl-sim) called, proven from the COMM records
+ncs_tc_gen(abi6 -- --scenario allreduce --ranks 2 --iters 4 --abi 6)
+ncs_tc_test(abi_match abi6 0 "^PASS +abi +2 communicator records, want all of ABI v6: v6 2" "^verdict: PASS"
+  -- ${NCS_TC_EXE} ${NCS_TC_DIR}/abi6 --abi 6)
+ncs_tc_test(abi_other abi6 1 "^FAIL +abi +2 communicator records, want all of ABI v7: v6 2" "^verdict: FAIL"
+  -- ${NCS_TC_EXE} ${NCS_TC_DIR}/abi6 --abi 7)
 # a type that was not recorded: FAIL with --expect, WARN with --want
 ncs_tc_gen(collonly NCCLSCOPE_EVENTS=coll -- --scenario allreduce --ranks 2 --iters 10)
 ncs_tc_test(expect_missing collonly 1 "^FAIL +expected +not seen: p2p,kernel" "^verdict: FAIL"

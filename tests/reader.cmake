@@ -103,7 +103,7 @@ ncs_cli_test(dump_valid 0
   "EXPIRED P2p id=3 reason=timeout start=0[.]000009900"
   "START NetPlugin id=8 .* net[.]id=-1 data=0x7f0000001001"
   "COUNTERS starts[.]Group=1 stops[.]Group=1"
-  "drops[.]Coll=5 no_thread_slot=2 bad_handles=3 completions=2 threads=3 end_ns=9000000000 0x7777=49"
+  "drops[.]Coll=5 no_thread_slot=2 bad_handles=3 completions=2 threads=3 end_ns=9000000000 0x7777=52"
   "FOOTER "
   "COMM_END index=0"
   "node1-100 seg=1 t=0[.]000000000 SEGMENT"
@@ -123,7 +123,7 @@ ncs_cli_test(dump_damaged 4 "warning: .*node1-400.nstrace: checksum mismatch in 
   -- ${NCS_EXE} dump ${NCS_FIX}/damaged)
 ncs_cli_test(stats_valid 0
   "== .*node1-100[.]nstrace" "host node1, pid 100, plugin 0[.]1[.]0, 2 segments"
-  "segment 0: load 0, mode trace, events all, started 2023-11-14 22:13:20 UTC, [0-9.]+ s, clean"
+  "segment 0: load 0, mode trace, events all,-kernelphase, started 2023-11-14 22:13:20 UTC, [0-9.]+ s, clean"
   "NCCL ABI: v6"
   "commId 0xabcdef0123456789  name \"my comm\"  rank 3/8  nNodes 2  abi v6  seg 0"
   "Coll +4 +2 +2 +10 +0"

@@ -3,8 +3,10 @@
 # bounded: the analysis holds no more rank operations at once for a job 6.7x longer (its own
 # count, `analysis.peak_held_ops`), so its memory does not grow with the job; ktime: one rank's
 # KernelCh times of one AllReduce belong to another operation (nccl-sim --fault ktime), and the
-# report flags that instance and names the rank.
-foreach(c straggler slowlink busbw ktime json bounded usage)
+# report flags that instance and names the rank; v7: NCCL 2.31's kernel phases show the late rank
+# as the one that waits least in its kernels' opening barrier, user tags become steps, symmetric
+# kernels are counted, and none of it is claimed for a job recorded through ABI v6.
+foreach(c straggler slowlink busbw ktime json bounded v7 usage)
   add_test(NAME report_${c}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/report_check.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>

@@ -1,6 +1,7 @@
 #!/bin/sh
 # report_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - `ncclscope report` on nccl-sim jobs with
-# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | ktime | json | bounded | usage.
+# injected delays (docs/report.md). CASE: straggler | slowlink | busbw | ktime | json | bounded | v7
+# | usage.
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
 rm -rf "$W" && mkdir -p "$W"
@@ -89,6 +90,47 @@ assert pl <= ops // 2, 'held %d of %d rank operations at once' % (pl, ops)
 assert pl <= 2.5 * ps + 64, 'held %d at 400 iters vs %d at 60' % (pl, ps)
 assert l['analysis']['peak_open_instances'] <= 200, l['analysis']
 PY
+  ;;
+v7)
+  # NCCL 2.31 (ABI v7): coupled ranks wait in their kernels' opening barrier for rank 2, late by
+  # 50 ms, so rank 2 spends the least GPU time in initial sync, the others about 50 ms more per
+  # operation (at least half of it on a loaded machine, where every rank is also late at times);
+  # --user-tags 3: 12 iterations are 4 steps of 3 AllReduce per rank
+  NCCLSCOPE_EVENTS=default,kernelphase run --abi 7 --ranks 4 --procs 2 --iters 12 --couple on \
+    --slow-rank 2 --slow-us 50000 --user-tags 3
+  json
+  py "v=r['v7']; g=v['gpu_phases']; rk={x['rank']: x for x in g['ranks']}
+assert v['processes']==2 and v['comm_ranks']==4 and v['incomplete']==0 and g['operations']==48 and g['without_phases']==0, v
+for k, x in rk.items(): assert x['operations']==12 and x['initial_sync_ns']+x['compute_ns']+x['final_sync_ns'] > 0, x
+others = [rk[k]['initial_sync_ns'] for k in (0, 1, 3)]
+assert rk[2]['initial_sync_ns'] + 25e6 < min(others), (rk[2], others)
+t=v['user_tags']; assert t['untagged']==0 and t['unknown']==0 and [x['tag'] for x in t['tags']]==[1,2,3,4], t
+for x in t['tags']: assert x['operations']==12 and x['busy_ns']>0 and x['span_ns']>0, x
+assert t['tags'][0]['start_ns']==0 and all(a['start_ns'] < b['start_ns'] for a, b in zip(t['tags'], t['tags'][1:])), t
+assert v['symmetric']['symmetric']==0 and v['symmetric']['collectives']==48, v['symmetric']" "v7 phases and tags"
+  "$NCS" report "$W/t" >"$W/r.txt" || fail "report text"
+  grep -q "^NCCL 2.31 (profiler ABI v7): 4 communicator ranks in 2 of the processes" "$W/r.txt" && grep -q "User tags (steps): 4 tags" "$W/r.txt" ||
+    fail "text: $(tail -15 "$W/r.txt")"
+  # symmetric kernels are counted with their variants
+  rm -rf "$W/t"
+  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario symmetric --abi 7 --ranks 2 --iters 8 >"$W/sim.out"
+  json
+  py "s=r['v7']['symmetric']; assert s['collectives']==16 and s['symmetric']==12, s
+assert sorted((x['func'], x['operations']) for x in s['variants'])==[('AllGather',4),('AllReduce',4),('ReduceScatter',4)], s" "symmetric"
+  # through ABI v6 (NCCL before 2.31) none of it exists: nothing is claimed, tags are unknown
+  rm -rf "$W/t"
+  run --abi 6 --ranks 4 --iters 6 --couple on --user-tags 3
+  json
+  py "v=r['v7']; assert v['processes']==0 and v['comm_ranks']==0 and v['gpu_phases']['operations']==0, v
+assert v['gpu_phases']['without_phases']==0 and v['user_tags']['tags']==[] and v['user_tags']['untagged']==0, v" "v6: nothing of v7"
+  "$NCS" report "$W/t" | grep -q "ABI v7" && fail "v6 text mentions ABI v7"
+  # v7 without kernelphase: the split cannot be told, and the report says so
+  rm -rf "$W/t"
+  NCCLSCOPE_EVENTS=default run --abi 7 --ranks 2 --iters 4 --user-tags 0
+  json
+  py "g=r['v7']['gpu_phases']; assert g['operations']==0 and g['without_phases']==8, g
+assert r['v7']['user_tags']['untagged']==8 and r['v7']['user_tags']['tags']==[], r['v7']" "v7 without phases"
+  "$NCS" report "$W/t" | grep -q "GPU phases: cannot tell for 8 operations" || fail "no 'cannot tell' line"
   ;;
 usage)
   set +e

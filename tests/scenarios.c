@@ -17,6 +17,10 @@
  *   - Coll seqNumbers per (communicator, func) run 0..n-1;
  *   - per scenario: pxn foreign ProxyOps, neverstop/abort expiry, stale handle counters,
  *     reload segments, graph replay parents, grouped cross-communicator parents, ...
+ *   - ABI v7: every KernelPhase lies inside its KernelCh (channel, GPU times, names); userTag is
+ *     the one nccl-sim gave (Coll/P2p/CeColl carry their API event's), 0 before v7; symmetric
+ *     kernels (scenario symmetric) are Colls with isSymColl, kernelVariant, algo its suffix, no
+ *     protocol, no ProxyOp and a KernelCh per channel, and before v7 are API events only.
  * Exit status 0 when everything held.
  */
 #include <errno.h>
@@ -29,6 +33,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "abi/ncs_abi.h"
 #include "trace/reader.h"
 
 #define NT NCS_T_COUNT
@@ -231,6 +236,11 @@ typedef struct {
   /* children, filled at the end of the segment */
   uint32_t k_n, p_n, open;
   uint64_t max_stop, max_kstop;
+  /* ABI v7: userTag (Coll, P2p, their API events, CeColl); KernelCh and KernelPhase: channel,
+     GPU start (pTimer) and KernelPhase's end (KernelPhaseStop), phaseId; Coll: isSymColl */
+  uint64_t tag, ptimer, pend;
+  uint8_t chan, phase, sym, nch;
+  uint8_t nphases; /* KernelCh: its KernelPhase children */
 } ev_t;
 
 typedef struct {
@@ -294,6 +304,8 @@ typedef struct {
   uint64_t files, segments, footers, comms, bad_abi;
   uint64_t pxn_ops, forced, completes_checked, graph_colls, cross_ctx, ncclint8_bad;
   uint64_t seq_groups;
+  /* ABI v7 */
+  uint64_t tagged, tag_mismatch, sym_colls, sym_bad, nonsym_bad, phases, phase_bad, kch_phases_bad;
 } totals_t;
 
 static int field_index(int type, const char *name) {
@@ -306,6 +318,33 @@ static int func_of(const char *s) {
   for (int i = 0; s && i < NFUNC; i++)
     if (!strcmp(s, func_names[i])) return i;
   return -1;
+}
+
+/* The fields ABI v7 added; strings are checked here, while they are valid. */
+static void on_start_v7(ev_t *e, totals_t *T, const ncs_event_t *ev) {
+  int t = ev->type, tf = field_index(t, "userTag");
+  if (tf >= 0) e->tag = ev->f[tf], T->tagged += e->tag != 0;
+  if (t == NCS_T_COLL) {
+    const char *var = ev->fstr[NCS_F(Coll, kernelVariant)], *algo = ev->fstr[NCS_F(Coll, algo)];
+    const char *proto = ev->fstr[NCS_F(Coll, proto)], *u = var ? strchr(var, '_') : NULL;
+    e->sym = (uint8_t)ev->f[NCS_F(Coll, isSymColl)];
+    e->nch = (uint8_t)ev->f[NCS_F(Coll, nChannels)];
+    if (e->sym) { /* NCCL 2.31: algo is the variant's part after its first '_', no protocol */
+      T->sym_colls++;
+      T->sym_bad += !var || !u || !algo || strcmp(algo, u + 1) || !proto || *proto;
+    } else {
+      T->nonsym_bad += var != NULL;
+    }
+  }
+  if (t == NCS_T_KERNEL_CH) e->chan = (uint8_t)ev->f[NCS_F(KernelCh, channelId)], e->ptimer = ev->f[NCS_F(KernelCh, pTimer)];
+  if (t == NCS_T_KERNEL_PHASE) {
+    static const char *const names[3] = {"initial_sync", "compute", "final_sync"};
+    const char *name = ev->fstr[NCS_F(KernelPhase, phaseName)];
+    e->chan = (uint8_t)ev->f[NCS_F(KernelPhase, channelId)];
+    e->phase = (uint8_t)ev->f[NCS_F(KernelPhase, phaseId)];
+    e->ptimer = ev->f[NCS_F(KernelPhase, pTimer)];
+    T->phase_bad += e->phase > 2 || !name || strcmp(name, names[e->phase > 2 ? 0 : e->phase]);
+  }
 }
 
 static void on_start(evmap_t *m, totals_t *T, const ncs_event_t *ev) {
@@ -329,6 +368,7 @@ static void on_start(evmap_t *m, totals_t *T, const ncs_event_t *ev) {
       T->ncclint8_bad++; /* AllGather/Broadcast count bytes (R§2.9) */
   }
   if (t == NCS_T_COLL_API) e->captured = (uint8_t)ev->f[field_index(t, "graphCaptured")];
+  on_start_v7(e, T, ev);
 }
 
 static void on_event(evmap_t *m, totals_t *T, const ncs_event_t *ev) {
@@ -350,6 +390,7 @@ static void on_event(evmap_t *m, totals_t *T, const ncs_event_t *ev) {
     T->state[ev->type]++;
     if (ev->state < 32) T->states_by_value[ev->state]++;
     if (ev->state == 22 && ev->arg0 > e->kstop) e->kstop = ev->arg0; /* KernelChStop pTimer */
+    if (ev->state == NCS_ST_KERNEL_PHASE_STOP) e->pend = ev->arg0;
     break;
   case NCS_REC_COMPLETE:
     e = ev_get(m, ev->id);
@@ -376,6 +417,7 @@ static int parent_type(int t, int abi, int *alt) {
   case NCS_T_PROXY_OP:
   case NCS_T_KERNEL_CH: *alt = NCS_T_P2P; return NCS_T_COLL;
   case NCS_T_PROXY_STEP: return NCS_T_PROXY_OP;
+  case NCS_T_KERNEL_PHASE: return NCS_T_KERNEL_CH;
   case NCS_T_NET_PLUGIN: return NCS_T_PROXY_STEP;
   case NCS_T_COLL_API:
   case NCS_T_P2P_API:
@@ -388,7 +430,8 @@ static int parent_type(int t, int abi, int *alt) {
 }
 
 static int type_allowed(int abi, int t) {
-  if (abi >= 6) return 1;
+  if (abi >= 7) return 1;
+  if (abi == 6) return t != NCS_T_KERNEL_PHASE;
   if (abi == 5) return t < NCS_T_CE_COLL;
   if (t >= NCS_T_GROUP_API) return 0;
   if (abi >= 3) return 1;
@@ -397,7 +440,8 @@ static int type_allowed(int abi, int t) {
 
 static int state_allowed(int abi, int s) {
   int ctrl = s >= 13 && s <= 18, step = s >= 8 && s <= 12;
-  if (abi >= 6) return 1;
+  if (abi >= 7) return 1;
+  if (abi == 6) return s != NCS_ST_KERNEL_PHASE_STOP;
   if (abi == 5) return s < 25;
   if (abi == 4) return ctrl || step || s == 19 || s == 20 || s == 21 || s == 22;
   return ctrl || step;
@@ -518,9 +562,42 @@ static void check_seq(evmap_t *m, totals_t *T) {
  * parents: both only get the accounting checks. */
 static int structural(void) { return !O.expect_drops && !is("flood"); }
 
+/* A KernelPhase lies in its KernelCh: same channel, GPU start and end inside the KernelCh's. A
+ * Coll/P2p/CeColl carries its API event's userTag. A symmetric Coll has no ProxyOp and a KernelCh
+ * per channel. (Counted into T; check_scenario judges the totals.) */
+static void check_v7(evmap_t *m, const ev_t *e, totals_t *T) {
+  const ev_t *p = e->parent_kind == NCS_REF_LOCAL ? ev_find(m, e->parent) : NULL;
+  if (e->type == NCS_T_KERNEL_PHASE) {
+    T->phases++;
+    int in = p && p->type == NCS_T_KERNEL_CH && p->chan == e->chan && e->stopped && p->ptimer <= e->ptimer &&
+             e->ptimer < e->pend && e->pend <= p->kstop;
+    CHECK(in, "KernelPhase %llu (channel %u, GPU %llu..%llu) is not inside its KernelCh",
+          (unsigned long long)e->id, e->chan, (unsigned long long)e->ptimer, (unsigned long long)e->pend);
+    T->phase_bad += !in;
+  }
+  if ((e->type == NCS_T_COLL || e->type == NCS_T_P2P || e->type == NCS_T_CE_COLL) && p &&
+      (p->type == NCS_T_COLL_API || p->type == NCS_T_P2P_API))
+    T->tag_mismatch += e->tag != p->tag;
+  if (e->type == NCS_T_COLL && e->sym && e->stopped && !e->open)
+    CHECK(e->p_n == 0 && e->k_n == e->nch, "symmetric Coll %llu: %u ProxyOp, %u KernelCh for %u channels",
+          (unsigned long long)e->id, e->p_n, e->k_n, e->nch);
+  if (e->type == NCS_T_KERNEL_CH && e->kstop) T->kch_phases_bad += e->nphases > 3;
+}
+
+/* KernelPhase children fold into their KernelCh. */
+static void fold_phases(evmap_t *m) {
+  for (size_t i = 0; i < m->cap; i++) {
+    const ev_t *c = &m->v[i];
+    if (!c->id || c->type != NCS_T_KERNEL_PHASE || c->parent_kind != NCS_REF_LOCAL) continue;
+    ev_t *p = ev_find(m, c->parent);
+    if (p) p->nphases++;
+  }
+}
+
 static void check_segment(evmap_t *m, totals_t *T, int abi) {
   if (!structural()) return;
   fold_children(m);
+  fold_phases(m);
   for (size_t i = 0; i < m->cap; i++) {
     const ev_t *e = &m->v[i];
     if (!e->id) continue;
@@ -537,6 +614,7 @@ static void check_segment(evmap_t *m, totals_t *T, int abi) {
             (unsigned long long)e->id);
     check_parent(m, e, abi);
     check_completion(e, T);
+    check_v7(m, e, T);
     const ev_t *p = e->parent_kind == NCS_REF_LOCAL ? ev_find(m, e->parent) : NULL;
     if (e->type == NCS_T_COLL && p && p->type == NCS_T_COLL_API && p->captured) T->graph_colls++;
     if (e->type == NCS_T_COLL_API && p && p->type == NCS_T_GROUP_API && p->ctx != e->ctx)
@@ -657,6 +735,45 @@ static void check_states(const totals_t *T, int abi) {
 
 static uint64_t open_of(const summary_t *s, int t) { return s->start[t] - s->stop[t]; }
 
+/* What ABI v7 adds, and that nothing of it shows before v7 (no false positives). */
+static void check_scenario_v7(const summary_t *s, const totals_t *T, int abi) {
+  CHECK(T->phase_bad == 0 && T->kch_phases_bad == 0,
+        "%llu KernelPhase events out of place or misnamed, %llu KernelCh with more than 3 phases",
+        (unsigned long long)T->phase_bad, (unsigned long long)T->kch_phases_bad);
+  CHECK(T->tag_mismatch == 0, "%llu operations whose userTag is not their API event's",
+        (unsigned long long)T->tag_mismatch);
+  CHECK(T->sym_bad == 0 && T->nonsym_bad == 0,
+        "%llu symmetric Colls without a kernelVariant whose suffix is algo and an empty proto, %llu "
+        "other Colls with a kernelVariant",
+        (unsigned long long)T->sym_bad, (unsigned long long)T->nonsym_bad);
+  uint64_t tags = sv(s, "user_tags");
+  if (abi < 7) {
+    CHECK(T->tagged == 0 && T->phases == 0 && T->sym_colls == 0,
+          "ABI v%d: %llu tagged events, %llu KernelPhase, %llu symmetric Colls", abi,
+          (unsigned long long)T->tagged, (unsigned long long)T->phases, (unsigned long long)T->sym_colls);
+  } else if (structural()) {
+    /* every event that has a userTag carries nccl-sim's (a replay carries the capture's) */
+    uint64_t n = T->start[NCS_T_COLL_API] + T->start[NCS_T_P2P_API] + T->start[NCS_T_COLL] +
+                 T->start[NCS_T_P2P] + T->start[NCS_T_CE_COLL];
+    if (!is("replay"))
+      CHECK(T->tagged == (tags ? n : 0), "--user-tags %llu: %llu tagged events of %llu",
+            (unsigned long long)tags, (unsigned long long)T->tagged, (unsigned long long)n);
+    CHECK(!s->start[NCS_T_KERNEL_PHASE] || T->phases == s->start[NCS_T_KERNEL_PHASE],
+          "%llu KernelPhase checked of %llu", (unsigned long long)T->phases,
+          (unsigned long long)s->start[NCS_T_KERNEL_PHASE]);
+  }
+  if (is("symmetric") && structural()) {
+    if (abi >= 7)
+      CHECK(T->sym_colls > 0 && T->start[NCS_T_COLL] > T->sym_colls,
+            "symmetric: %llu symmetric Colls of %llu", (unsigned long long)T->sym_colls,
+            (unsigned long long)T->start[NCS_T_COLL]);
+    else if (abi >= 5) /* NCCL before 2.31 reports symmetric kernels by their API events only */
+      CHECK(T->start[NCS_T_COLL_API] > T->start[NCS_T_COLL] && T->start[NCS_T_COLL] > 0,
+            "symmetric, ABI v%d: %llu CollApi for %llu Colls, want more", abi,
+            (unsigned long long)T->start[NCS_T_COLL_API], (unsigned long long)T->start[NCS_T_COLL]);
+  }
+}
+
 static void check_scenario(const summary_t *s, const totals_t *T, int abi) {
   uint64_t loads = sv(s, "loads");
   CHECK(T->files == sv(s, "procs"), "%llu trace files for %llu processes",
@@ -714,6 +831,7 @@ static void check_scenario(const summary_t *s, const totals_t *T, int abi) {
   if (is("grouped") && abi >= 5)
     CHECK(T->cross_ctx > 0, "grouped: no CollApi under a GroupApi of another communicator");
   if (is("alltoall")) CHECK(T->start[NCS_T_COLL_API] == 0, "alltoall: CollApi events recorded");
+  check_scenario_v7(s, T, abi);
   if (!is("neverstop") && !is("abort") && !is("stale") && structural())
     CHECK(T->completes_checked > 0 || T->start[NCS_T_COLL] + T->start[NCS_T_P2P] == 0 ||
               !T->start[NCS_T_KERNEL_CH],

@@ -8,6 +8,7 @@
 # sqlite_scenarios  reloads, a crash, events that never stop, ABI v3, several ranks per
 #                   process: a sound database whose event tables match dump --stats
 # sqlite_fixtures   crafted traces (valid, crashed, damaged, escape) export to a sound database
+# sqlite_v7         ABI v7 columns and kernel_phases; NULL through v6 and in format 1.1 fixtures
 set(NCS_SQ_ARGS $<TARGET_FILE:ncclscope> $<TARGET_FILE:nccl-sim>
     $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_CURRENT_LIST_DIR}/../docs/sqlite.md)
 foreach(c slowrank errors scenarios)
@@ -23,3 +24,8 @@ add_test(NAME sqlite_fixtures
                  ${NCS_SQ_FIX}/crashed ${NCS_SQ_FIX}/damaged ${NCS_SQ_FIX}/escape)
 set_tests_properties(sqlite_fixtures PROPERTIES FIXTURES_REQUIRED ncs_traces SKIP_RETURN_CODE 77
                      TIMEOUT 120)
+add_test(NAME sqlite_v7
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/sqlite_check.sh v7 ${CMAKE_CURRENT_BINARY_DIR}/sqlite-v7
+                 ${NCS_SQ_ARGS} ${CMAKE_CURRENT_LIST_DIR}/fixtures/gpu/collectives-nvlink
+                 ${CMAKE_CURRENT_LIST_DIR}/fixtures/gpu/graph-nvlink)
+set_tests_properties(sqlite_v7 PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77)

@@ -50,12 +50,15 @@ int main(void) {
   uint64_t v;
   CHECK(ncs_get_varint(over, over + 11, &v) == 0);
   CHECK(ncs_unzigzag(ncs_zigzag(-5)) == -5 && ncs_zigzag(-1) == 1);
-  CHECK(mask_of("all") == 0x7FFF);
+  CHECK(mask_of("all") == 0xFFFF);
+  CHECK(mask_of("kernelphase") == 0x8000 && mask_of("0xFFFF") == 0xFFFF && mask_of("0x10000") == 0xFFFFFFFF);
+  CHECK(!strcmp(ncs_state_name(31), "KernelPhaseStop") && !strcmp(ncs_state_name(32), "?"));
+  CHECK(!strcmp(ncs_type_name(NCS_T_KERNEL_PHASE), "KernelPhase") && !strcmp(ncs_type_name(16), "?"));
   CHECK(mask_of("coll,kernel") == ((1u << 1) | (1u << 6)));
   CHECK(mask_of("api") == 0xF00);
   CHECK(mask_of("proxy") == ((1u << 3) | (1u << 4)));
   CHECK(mask_of("0x41") == 0x41 && mask_of("4095") == 4095);
-  CHECK(mask_of("all,-proxystep") == (0x7FFFu & ~(1u << 4)));
+  CHECK(mask_of("all,-proxystep") == (0xFFFFu & ~(1u << 4)));
   CHECK(mask_of("bogus") == 0xFFFFFFFF && mask_of("") == 0xFFFFFFFF && mask_of("99999") == 0xFFFFFFFF);
   CHECK(mask_of("default") == mask_of(NCS_DEFAULT_EVENTS));
   printf("format: %s\n", fails ? "FAILED" : "ok");

@@ -125,8 +125,8 @@ static int raw_chunk(const uint8_t *extra, size_t n, ncs_item_t *items, int *nit
   ncs_gpu_enc_rec(&g.pay, &c, &r); /* one more after it */
   ncs_gpu_enc_end(&g.pay, &c);
   tg_chunk(&g, NCS_CHUNK_GPU);
-  ncs_buf_bytes(&g.pay, "\x01\x02", 2); /* an unknown chunk type of the reserved GPU range */
-  tg_chunk(&g, 13);
+  ncs_buf_bytes(&g.pay, "\x01\x02", 2); /* an unknown chunk type (15 is reserved) */
+  tg_chunk(&g, 15);
   int rc = read_all(&g, items, 16, nitems, err, 256);
   tg_free(&g);
   return rc;

@@ -142,8 +142,8 @@ static void check_event(const ncs_event_t *got, const ncs_event_t *want) {
     assert_int_equal(got->parent, want->parent);
     assert_int_equal(got->rank, want->rank);
     assert_int_equal(got->flags, want->flags);
-    assert_int_equal(got->nfields, ncs_schema[want->type].nfields);
-    for (unsigned i = 0; i < got->nfields; i++) {
+    assert_int_equal(got->nfields, want->nfields);
+    for (unsigned i = 0; i < ncs_schema[want->type].nfields; i++) { /* 0 beyond nfields */
       assert_int_equal(got->f[i], want->f[i]);
       uint8_t k = ncs_schema[want->type].fields[i].kind;
       if (k == NCS_FK_REF) assert_int_equal(got->fref_kind[i], want->fref_kind[i]);
@@ -658,7 +658,7 @@ static void test_bad_records(void **state) {
   second[0] = 9;
   expect_event_error(rec, 2 * n, "unknown record kind", 1);
   second[0] = NCS_REC_START;
-  second[1] = 15;
+  second[1] = NCS_T_COUNT;
   expect_event_error(rec, 2 * n, "unknown event type", 1);
   coll_start(second, 1, 4, 0, 0);
   expect_event_error(rec, 2 * n, "unknown context kind", 1);
@@ -668,6 +668,81 @@ static void test_bad_records(void **state) {
   expect_event_error(rec, 2 * n, "boolean field", 1);
   /* the count says 2 but only one record is there */
   expect_event_error(rec, n, "ends after 1 of its 2 records", 1);
+}
+
+/* Format 1.3's field lists: a format 1.1 file (none: fewer fields) and a later format's (more,
+ * skipped by their kind) read with every field this reader knows in place. */
+static void field_lists_file(tg_t *g, int extra) {
+  ncs_event_t e;
+  uint64_t ts = 1000000100;
+  tg_init(g);
+  tg_header(g);
+  tg_segment_lists(g, 0, 4242, extra);
+  ncs_enc_events_begin(&g->pay, &g->ev, ts);
+  for (uint8_t t = 0; t < NCS_T_COUNT; t++) {
+    if (extra < 0 && t == NCS_T_KERNEL_PHASE) continue; /* format 1.1 had no such type */
+    static const uint8_t kinds[] = {NCS_REC_START, NCS_REC_STATE, NCS_REC_STOP};
+    for (unsigned k = 0; k < 3; k++) {
+      tg_event(&e, kinds[k], t, 1 + t, ts += 1000);
+      tg_put_event_lists(g, &e, extra);
+    }
+  }
+  ncs_enc_events_end(&g->pay, &g->ev);
+  tg_chunk(g, NCS_CHUNK_EVENTS);
+}
+
+static void test_field_lists(void **state) {
+  (void)state;
+  const int extras[] = {-1, 1, 2, 5};
+  for (unsigned x = 0; x < sizeof extras / sizeof extras[0]; x++) {
+    tg_t g;
+    field_lists_file(&g, extras[x]);
+    char err[256];
+    ncs_reader_t *r = ncs_reader_open_mem(g.file.p, g.file.len, err, sizeof err);
+    assert_non_null(r);
+    ncs_item_t it;
+    size_t ev = 0, n11 = 0;
+    int rc;
+    while ((rc = ncs_reader_next(r, &it)) == 1) {
+      if (it.what != NCS_ITEM_EVENT) continue;
+      assert_true(ev < g.nlog);
+      check_event(&it.ev, &g.log[ev++]);
+      if (it.ev.kind == NCS_REC_START && it.ev.nfields < ncs_schema[it.ev.type].nfields) n11++;
+    }
+    if (rc != 0) fail_msg("extra %d: %s", extras[x], ncs_reader_error(r));
+    assert_int_equal(ev, g.nlog);
+    /* format 1.1: Coll, P2p, CollApi, P2pApi and CeColl lack the fields 1.3 appended */
+    assert_int_equal(n11, extras[x] < 0 ? 5 : 0);
+    ncs_reader_close(r);
+    tg_free(&g);
+  }
+  /* field lists that contradict this reader, or are too long */
+  struct {
+    uint64_t v[8];
+    size_t n;
+    const char *msg;
+  } bad[] = {
+      {{2, 0, 2, NCS_FK_U64, NCS_FK_U64}, 5, "Coll field 1 (func) has kind 1 in this file, 3 in this reader"},
+      {{1, 65}, 2, "more than 64 fields"},
+      {{65}, 1, "more than 64 event types"},
+      {{1, 1, 9}, 3, "unknown field kind"},
+      {{1, 3, 1, 1}, 4, "runs past the end"},
+  };
+  for (unsigned k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    ncs_buf_t b;
+    assert_int_equal(ncs_buf_init(&b, 256), 0);
+    for (size_t i = 0; i < bad[k].n; i++) ncs_buf_varint(&b, bad[k].v[i]);
+    tg_t g;
+    tg_init(&g);
+    tg_header(&g);
+    tg_segment_raw(&g, 0, 4242, &b);
+    ncs_buf_free(&b);
+    drain_t d;
+    drain_mem(g.file.p, g.file.len, &d);
+    assert_int_equal(d.rc, -1);
+    assert_contains(d.err, bad[k].msg);
+    tg_free(&g);
+  }
 }
 
 static void test_strings(void **state) {
@@ -1476,13 +1551,14 @@ static void test_flight_loss_windows(void **state) {
   (void)state;
   ncs_flight_hdr_t h;
   memset(&h, 0, sizeof h);
-  h.features = NCS_FLF_LOSS;
+  h.features = NCS_FLF_LOSS | NCS_FLF_LOSS_T16;
   h.loss_earlier[NCS_LOSS_DROPS - 1] = (ncs_flight_loss_t){.seq = 2, .reason = NCS_LOSS_DROPS,
                                                            .from_mono = 10, .to_mono = 40};
   h.loss_earlier[NCS_LOSS_DROPS - 1].by_type[NCS_T_COLL] = 100;
   h.loss[7] = (ncs_flight_loss_t){.seq = 9, .reason = NCS_LOSS_DROPS, .open = 1, .from_mono = 90,
                                   .to_mono = 95};
-  h.loss[7].by_type[NCS_T_PROXY_STEP] = 4, h.loss[7].by_type[NCS_T_KERNEL_CH] = 1;
+  h.loss[7].by_type[NCS_T_PROXY_STEP] = 3, h.loss[7].by_type[NCS_T_KERNEL_CH] = 1;
+  h.loss[7].by_type[NCS_T_KERNEL_PHASE] = 1; /* the last type: 16 per window */
   h.loss[1] = (ncs_flight_loss_t){.seq = 5, .reason = NCS_LOSS_NO_SLOT, .from_mono = 50, .to_mono = 60};
   h.loss[1].by_type[NCS_T_GROUP] = 7;
   h.loss[3] = (ncs_flight_loss_t){.seq = 6, .reason = 7, .from_mono = 1, .to_mono = 2}; /* damage */
@@ -1515,7 +1591,8 @@ static void test_flight_loss_windows(void **state) {
     assert_int_equal(it.loss.records, want_records[i]);
     assert_int_equal(it.ts, want_from[i]);
   }
-  assert_int_equal(it.loss.by_type[NCS_T_PROXY_STEP], 4);
+  assert_int_equal(it.loss.by_type[NCS_T_PROXY_STEP], 3);
+  assert_int_equal(it.loss.by_type[NCS_T_KERNEL_PHASE], 1);
   int rc, more = 0;
   while ((rc = ncs_reader_next(r, &it)) > 0) more += it.what == NCS_ITEM_LOSS;
   assert_int_equal(rc, 0);
@@ -1540,6 +1617,50 @@ static void test_flight_loss_windows(void **state) {
   assert_int_equal(rc, 0);
   ncs_reader_close(r);
   free(img);
+  /* format 1.2's header (bit 0 alone): windows of 15 types, 152 bytes each, from loss_earlier */
+  memset(&h, 0, sizeof h);
+  h.features = NCS_FLF_LOSS;
+  img = flight_image(&h, &len);
+  uint8_t *p = img + offsetof(ncs_flight_hdr_t, loss_earlier);
+  const size_t W15 = 152;
+  uint64_t u64;
+  uint32_t u32;
+#define PUT(off, v, n) (u##n = (v), memcpy(p + (off), &u##n, sizeof u##n))
+  PUT(0, 2, 64), PUT(8, NCS_LOSS_DROPS, 32), PUT(16, 10, 64), PUT(24, 40, 64); /* earlier[0] */
+  PUT(32 + 8 * NCS_T_COLL, 100, 64);
+  p += (NCS_LOSS_MAX + 5) * W15; /* loss[5] */
+  PUT(0, 9, 64), PUT(8, NCS_LOSS_NO_SLOT, 32), PUT(12, 1, 32), PUT(16, 90, 64), PUT(24, 95, 64);
+  PUT(32 + 8 * NCS_T_GROUP, 4, 64), PUT(32 + 8 * 14, 3, 64); /* type 14: the last of 15 */
+  p += W15; /* loss[6]: seq 0, unused, whatever follows it */
+  PUT(32, 77, 64);
+#undef PUT
+  r = ncs_reader_open_mem(img, len, err, sizeof err);
+  assert_non_null(r);
+  fi = ncs_reader_flight(r);
+  assert_int_equal(fi->has_loss, 1);
+  assert_int_equal(fi->nloss, 2);
+  assert_int_equal(fi->loss_bad, 0);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_SEGMENT);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(it.loss.reason, NCS_LOSS_DROPS);
+  assert_int_equal(it.loss.from_ns, 10);
+  assert_int_equal(it.loss.to_ns, 40);
+  assert_int_equal(it.loss.records, 100);
+  assert_int_equal(it.loss.by_type[NCS_T_COLL], 100);
+  assert_int_equal(ncs_reader_next(r, &it), 1);
+  assert_int_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(it.loss.reason, NCS_LOSS_NO_SLOT);
+  assert_int_equal(it.loss.from_ns, 90);
+  assert_int_equal(it.loss.records, 7);
+  assert_int_equal(it.loss.by_type[NCS_T_GROUP], 4);
+  assert_int_equal(it.loss.by_type[14], 3);
+  assert_int_equal(it.loss.by_type[NCS_T_KERNEL_PHASE], 0);
+  while ((rc = ncs_reader_next(r, &it)) > 0) assert_int_not_equal(it.what, NCS_ITEM_LOSS);
+  assert_int_equal(rc, 0);
+  ncs_reader_close(r);
+  free(img);
 }
 
 int main(void) {
@@ -1555,6 +1676,7 @@ int main(void) {
       cmocka_unit_test(test_oversize_length),
       cmocka_unit_test(test_bad_varints),
       cmocka_unit_test(test_bad_records),
+      cmocka_unit_test(test_field_lists),
       cmocka_unit_test(test_strings),
       cmocka_unit_test(test_many_strings),
       cmocka_unit_test(test_colliding_string_ids),

@@ -1,7 +1,7 @@
 /* trace_check.c - ncs-trace-check: is a directory of traces from a real run sound? (docs/gpu.md)
  *
  *   ncs-trace-check DIR|FILE... [--expect TYPES] [--want TYPES]
- *                   [--allow-missing-completion TYPES] [--no-seq-match]
+ *                   [--allow-missing-completion TYPES] [--no-seq-match] [--abi N]
  *
  * Reads every trace file and prints one line per check, PASS, FAIL or WARN, then
  * "verdict: PASS" or "verdict: FAIL":
@@ -15,6 +15,8 @@
  *   seqmatch    per communicator (commId), every rank that recorded Coll events recorded the same
  *               set of (func, seqNumber); skipped with --no-seq-match
  *   ranks       (WARN only) communicators with fewer ranks recorded than they have
+ *   abi         with --abi N: every communicator's COMM record says NCCL called profiler ABI vN
+ *               (the proof that a given NCCL picked that version)
  * and an "events" line with the START records per type. Exit status: 0 PASS, 1 FAIL, 2 usage.
  */
 #include <inttypes.h>
@@ -76,6 +78,7 @@ static struct {
   /* completion per parent type: [0] Coll, [1] P2p */
   uint64_t parents[2], done[2], forced[2], nochild[2];
   uint64_t unattributed; /* Coll events without a local communicator */
+  uint64_t abi_n[8], abi_other; /* COMM records per ABI version 1..7; others */
 } T;
 
 static void segment_end(void) {
@@ -136,6 +139,10 @@ static void comm_add(const ncs_comm_info_t *c) {
     g_comms_cap = cap;
   }
   g_comms[c->index] = (comm_t){1, c->comm_id, c->rank, c->nranks};
+  if (c->abi_version >= 1 && c->abi_version <= 7)
+    T.abi_n[c->abi_version]++;
+  else
+    T.abi_other++;
 }
 
 static void seq_add(const ncs_event_t *e) {
@@ -391,12 +398,26 @@ static int parse_types(const char *opt, const char *v, uint32_t *mask) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: ncs-trace-check DIR|FILE... [--expect TYPES] [--want TYPES]\n"
-             "                       [--allow-missing-completion TYPES] [--no-seq-match]\n");
+             "                       [--allow-missing-completion TYPES] [--no-seq-match] [--abi N]\n");
+}
+
+static void check_abi(int abi) {
+  uint64_t all = T.abi_other, other = T.abi_other;
+  char seen[128] = "";
+  size_t o = 0;
+  for (int v = 1; v <= 7; v++) {
+    all += T.abi_n[v];
+    if (v != abi) other += T.abi_n[v];
+    if (T.abi_n[v] && o < sizeof seen)
+      o += (size_t)snprintf(seen + o, sizeof seen - o, "%sv%d %" PRIu64, o ? ", " : "", v, T.abi_n[v]);
+  }
+  result(all && !other ? "PASS" : "FAIL", "abi", "%" PRIu64 " communicator records, want all of ABI v%d: %s%s",
+         all, abi, o ? seen : "none", T.abi_other ? " and others" : "");
 }
 
 int main(int argc, char **argv) {
   uint32_t expect = 0, want = 0, allow = 0;
-  int seqmatch = 1;
+  int seqmatch = 1, abi = 0;
   const char *paths[256];
   int npaths = 0;
   for (int i = 1; i < argc; i++) {
@@ -412,6 +433,13 @@ int main(int argc, char **argv) {
       i++;
     } else if (!strcmp(a, "--no-seq-match")) {
       seqmatch = 0;
+    } else if (!strcmp(a, "--abi")) {
+      abi = v ? atoi(v) : 0;
+      if (abi < 1 || abi > 7) {
+        fprintf(stderr, "ncs-trace-check: --abi needs a version from 1 to 7\n");
+        return 2;
+      }
+      i++;
     } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
       usage(stdout);
       return 0;
@@ -459,6 +487,7 @@ int main(int argc, char **argv) {
     check_types("wanted", want, 0);
     check_completion(allow);
     if (seqmatch) check_seq();
+    if (abi) check_abi(abi);
   }
   char ev[1024];
   size_t o = 0;

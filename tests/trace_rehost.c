@@ -12,11 +12,12 @@
  * - --realtime-shift: added to the SEGMENT's start realtime and the CLOCK pairs' realtime side:
  *   the other host's wall clock is off by this much;
  * - --gpu-shift (default: the monotonic shift, as nccl-sim's fake GPU clock follows
- *   CLOCK_MONOTONIC): added to the GPU timestamps: KernelCh pTimer (START field and KernelCh
- *   STATE arg0) and COMPLETE GPU start and stop. Zero times (unknown) stay zero.
+ *   CLOCK_MONOTONIC): added to the GPU timestamps: KernelCh and KernelPhase pTimer (START field
+ *   and STATE arg0) and COMPLETE GPU start and stop. Zero times (unknown) stay zero.
  * GPU chunks (format 1.2): GPU_STATE's time, clock pair and last-flush counter, and each GPU
  * chunk's two bases move with the monotonic shift, or the realtime shift for CUPTI's times
- * (CLOCK_REALTIME on Linux).
+ * (CLOCK_REALTIME on Linux). Range chunks (format 1.4): RANGE_STATE's time and each RANGES
+ * chunk's base move with the monotonic shift.
  * Everything else is copied as is, unknown trailing payload bytes included. A chunk that does not
  * decode is an error (exit 1): the tool is for well-formed files. Used by tests/clocks_check.sh to
  * turn one host's recording into a two-host job with known clock offsets.
@@ -91,7 +92,7 @@ static void rewrite_events(cur_t *c, ncs_buf_t *o, const opts_t *op) {
       const ncs_schema_t *s = &ncs_schema[type];
       for (unsigned f = 0; f < s->nfields; f++) {
         if (s->fields[f].kind == NCS_FK_REF) copy1(c, o);
-        if (type == NCS_T_KERNEL_CH && !strcmp(s->fields[f].name, "pTimer"))
+        if ((type == NCS_T_KERNEL_CH || type == NCS_T_KERNEL_PHASE) && !strcmp(s->fields[f].name, "pTimer"))
           shifted(c, o, op->gpu);
         else
           copy1(c, o);
@@ -103,7 +104,7 @@ static void rewrite_events(cur_t *c, ncs_buf_t *o, const opts_t *op) {
       break;
     case NCS_REC_STATE:
       for (int k = 0; k < 4; k++) copy1(c, o); /* thread dts id state */
-      if (type == NCS_T_KERNEL_CH)
+      if (type == NCS_T_KERNEL_CH || type == NCS_T_KERNEL_PHASE)
         shifted(c, o, op->gpu); /* pTimer */
       else
         copy1(c, o);
@@ -177,6 +178,15 @@ static int rewrite(uint16_t type, cur_t *c, ncs_buf_t *o, const opts_t *op) {
   }
   case NCS_CHUNK_GPU: /* records are deltas from the two bases */
     shifted(c, o, op->mono), shifted(c, o, op->real);
+    copy_rest(c, o);
+    break;
+  case NCS_CHUNK_RANGE_STATE:
+    copy1(c, o), copy1(c, o), copy_str(c, o), copy1(c, o); /* flags nvtx path state */
+    shifted(c, o, op->mono);                               /* since */
+    copy_rest(c, o);
+    break;
+  case NCS_CHUNK_RANGES: /* host times are deltas from the base */
+    shifted(c, o, op->mono);
     copy_rest(c, o);
     break;
   case NCS_CHUNK_COUNTERS:

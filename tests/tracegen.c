@@ -148,12 +148,83 @@ void tg_put_event(tg_t *g, const ncs_event_t *e) {
   ncs_enc_event(&g->pay, &g->ev, e);
 }
 
+/* The SEGMENT's field lists are its last bytes: every value is below 128 (one byte each). */
+static size_t lists_len(void) {
+  size_t n = 1;
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) n += 1 + ncs_schema[t].nfields;
+  return n;
+}
+
+unsigned tg_nfields_v11(unsigned type) { /* the fields format 1.3 appended, left out */
+  switch (type) {
+  case NCS_T_COLL: return ncs_schema[type].nfields - 3; /* kernelVariant, isSymColl, userTag */
+  case NCS_T_P2P:
+  case NCS_T_COLL_API:
+  case NCS_T_P2P_API:
+  case NCS_T_CE_COLL: return ncs_schema[type].nfields - 1; /* userTag */
+  case NCS_T_KERNEL_PHASE: return 0;
+  default: return ncs_schema[type].nfields;
+  }
+}
+
+static void segment_rest(tg_t *g, const ncs_segment_info_t *s);
+
+void tg_segment_raw(tg_t *g, uint32_t epoch, uint64_t pid, const ncs_buf_t *lists) {
+  ncs_segment_info_t s;
+  tg_segment_info(&s, epoch, pid);
+  ncs_enc_segment(&g->pay, &s);
+  g->pay.len -= lists_len();
+  if (lists) ncs_buf_bytes(&g->pay, lists->p, lists->len);
+  tg_chunk(g, NCS_CHUNK_SEGMENT);
+  segment_rest(g, &s);
+}
+
+void tg_segment_lists(tg_t *g, uint32_t epoch, uint64_t pid, int extra) {
+  ncs_buf_t b;
+  if (ncs_buf_init(&b, 4096) != 0) abort();
+  if (extra > 0) {
+    ncs_buf_varint(&b, NCS_T_COUNT);
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+      ncs_buf_varint(&b, ncs_schema[t].nfields + (unsigned)extra);
+      for (unsigned i = 0; i < ncs_schema[t].nfields; i++) ncs_buf_varint(&b, ncs_schema[t].fields[i].kind);
+      for (int i = 0; i < extra; i++) ncs_buf_varint(&b, i & 1 ? NCS_FK_REF : NCS_FK_U64);
+    }
+  }
+  tg_segment_raw(g, epoch, pid, extra > 0 ? &b : NULL);
+  ncs_buf_free(&b);
+}
+
+void tg_put_event_lists(tg_t *g, ncs_event_t *e, int extra) {
+  if (e->kind != NCS_REC_START) {
+    tg_put_event(g, e);
+    return;
+  }
+  unsigned nf = ncs_schema[e->type].nfields, keep = extra < 0 ? tg_nfields_v11(e->type) : nf;
+  size_t cut = 0; /* the bytes of the fields left out, zeroed first: one byte each, two for a ref */
+  for (unsigned i = keep; i < nf; i++) {
+    e->f[i] = 0, e->fstr[i] = NULL, e->fref_kind[i] = 0;
+    cut += ncs_schema[e->type].fields[i].kind == NCS_FK_REF ? 2 : 1;
+  }
+  tg_put_event(g, e);
+  g->pay.len -= cut;
+  for (int i = 0; i < extra; i++) {
+    ncs_buf_varint(&g->pay, i & 1 ? NCS_REF_LOCAL : 300);
+    if (i & 1) ncs_buf_varint(&g->pay, 5);
+  }
+  g->log[g->nlog - 1].nfields = (uint8_t)keep;
+}
+
 void tg_segment(tg_t *g, uint32_t epoch, uint64_t pid) {
   ncs_segment_info_t s;
   tg_segment_info(&s, epoch, pid);
   ncs_enc_segment(&g->pay, &s);
   tg_chunk(g, NCS_CHUNK_SEGMENT);
-  ncs_enc_clock(&g->pay, s.start_mono_ns, s.start_realtime_ns);
+  segment_rest(g, &s);
+}
+
+/* CLOCK, STRINGS, COMM and THREAD chunks after a SEGMENT */
+static void segment_rest(tg_t *g, const ncs_segment_info_t *s) {
+  ncs_enc_clock(&g->pay, s->start_mono_ns, s->start_realtime_ns);
   tg_chunk(g, NCS_CHUNK_CLOCK);
   for (uint64_t id = 1; id <= TG_NSTRINGS; id++) ncs_enc_string(&g->pay, id, tg_strings[id]);
   tg_chunk(g, NCS_CHUNK_STRINGS);
@@ -264,3 +335,35 @@ void tg_gpu(tg_t *g) {
   ncs_gpu_enc_end(&g->pay, &c);
   tg_chunk(g, NCS_CHUNK_GPU);
 }
+
+/* RANGE_STATE and a RANGES chunk with one record of every kind (format 1.4): names and domains
+ * from the segment's STRINGS, one name never defined */
+void tg_ranges(tg_t *g) {
+  ncs_range_state_t s;
+  memset(&s, 0, sizeof s);
+  static const char *const metrics[] = {"gpu__time_duration.sum", "dram__bytes_read.sum"};
+  static const uint32_t keys[] = {NCS_RK_BEGUN, NCS_RK_ENDED, NCS_RK_MARKS, NCS_RK_FORWARDED, 999};
+  s.flags = NCS_RSF_FINAL, s.nvtx = NCS_NVTX_OURS, s.nvtx_path = "libnccl-profiler-ncclscope.so";
+  s.mx_state = NCS_HWM_ACTIVE, s.since_ns = 1000000050, s.reason = "", s.chip = "GH100";
+  s.passes = 1, s.level = 1, s.mx_thread = 1, s.buffer_ranges = 512, s.nmetrics = 2;
+  for (uint32_t i = 0; i < 2; i++) s.metric[i] = metrics[i], s.metric_type[i] = NCS_MT_COUNTER;
+  s.ncounters = 5;
+  for (uint32_t i = 0; i < 5; i++) s.keys[i] = keys[i], s.values[i] = i + 1;
+  ncs_range_enc_state(&g->pay, &s);
+  tg_chunk(g, NCS_CHUNK_RANGE_STATE);
+  ncs_range_chunk_t c;
+  ncs_range_enc_begin(&g->pay, &c, 1000000100);
+  for (uint8_t k = NCS_RR_BEGIN; k <= NCS_RR_MAX; k++) {
+    ncs_range_rec_t r;
+    memset(&r, 0, sizeof r);
+    r.kind = k, r.thread = 0, r.ts = 1000000100 + 10u * k, r.id = 7, r.depth = 1;
+    r.name_id = k == NCS_RR_MARK ? TG_NSTRINGS + 5 : 1, r.domain_id = k == NCS_RR_MARK ? 2 : 0;
+    r.payload_type = NCS_PAYLOAD_U64, r.payload = 42, r.category = 3;
+    r.mid = 1, r.corr = 99, r.nvalues = 2, r.values[0] = 1.5e6, r.values[1] = 4096;
+    if (k == NCS_RR_METRICS) r.flags = NCS_RF_REPLAY;
+    ncs_range_enc_rec(&g->pay, &c, &r);
+  }
+  ncs_range_enc_end(&g->pay, &c);
+  tg_chunk(g, NCS_CHUNK_RANGES);
+}
+

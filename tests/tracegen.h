@@ -41,6 +41,19 @@ void tg_counters(tg_t *g, uint16_t type, uint32_t nrecs); /* COUNTERS or FOOTER 
 void tg_gpu_state(ncs_gpu_state_t *s);
 void tg_gpu_rec(ncs_gpu_rec_t *g, uint8_t kind, uint32_t i);
 void tg_gpu(tg_t *g);
+void tg_ranges(tg_t *g); /* RANGE_STATE and RANGES, every record kind */
+
+/* Field lists other than this build's (docs/trace-format.md, format 1.3). extra < 0: none, as
+ * format 1.1 wrote (START records then carry format 1.1's fields: tg_nfields_v11); extra > 0:
+ * every type lists `extra` more fields than this build knows, alternately U64 and REF, and START
+ * records carry them (values 300, and a local ref to 5), as a later format would write. */
+unsigned tg_nfields_v11(unsigned type);
+void tg_segment_lists(tg_t *g, uint32_t epoch, uint64_t pid, int extra); /* as tg_segment */
+/* as tg_segment, with `lists` (NULL: none) as the SEGMENT's field lists */
+void tg_segment_raw(tg_t *g, uint32_t epoch, uint64_t pid, const ncs_buf_t *lists);
+/* one START as written under those lists (other kinds as tg_put_event); e is logged as read back:
+ * the fields format 1.1 lacks are 0 */
+void tg_put_event_lists(tg_t *g, ncs_event_t *e, int extra);
 
 /* A complete file: `nseg` segments; the last one has no footer when `crash`. */
 void tg_sample(tg_t *g, int nseg, int crash, uint64_t pid);

@@ -112,6 +112,7 @@ static void c_loss(tg_t *g) {
   tg_chunk(g, NCS_CHUNK_LOSS);
 }
 static void c_gpu(tg_t *g) { tg_gpu(g); }
+static void c_ranges(tg_t *g) { tg_ranges(g); }
 static void c_two_segments(tg_t *g) {
   c_footer(g);
   tg_segment(g, 1, 77);
@@ -137,13 +138,35 @@ static void c_state(tg_t *g) { events_of_kind(g, NCS_REC_STATE); }
 static void c_complete(tg_t *g) { events_of_kind(g, NCS_REC_COMPLETE); }
 static void c_expired(tg_t *g) { events_of_kind(g, NCS_REC_EXPIRED); }
 
+/* format 1.1 (no field lists, fewer fields) and a later format (2 more fields per type) */
+static void fields_seed(const char *dir, const char *name, int extra) {
+  tg_t g;
+  tg_init(&g);
+  tg_header(&g);
+  tg_segment_lists(&g, 0, 77, extra);
+  ncs_event_t e;
+  ncs_enc_events_begin(&g.pay, &g.ev, 1000000100);
+  for (uint8_t t = 0; t < NCS_T_COUNT; t++) {
+    if (extra < 0 && t == NCS_T_KERNEL_PHASE) continue;
+    tg_event(&e, NCS_REC_START, t, 1 + t, 1000000200 + 10 * t);
+    tg_put_event_lists(&g, &e, extra);
+  }
+  ncs_enc_events_end(&g.pay, &g.ev);
+  tg_chunk(&g, NCS_CHUNK_EVENTS);
+  put(dir, name, g.file.p, g.file.len);
+  tg_free(&g);
+}
+
 /* A small flight file (trace/flight.h) made of a sample trace's chunks: the meta chunks in the
  * meta region, the others spread over 1 KiB ring slots whose seq order differs from their
- * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. */
-static void put_flight(const char *dir, const char *name, int crash, int damage) {
+ * position (the ring has wrapped), the first chunk of each slot counted as its keyframe. ranges:
+ * the range chunks of the "ranges" seed follow (RANGE_STATE, RANGES with every record kind; their
+ * STRINGS in the meta region). */
+static void put_flight(const char *dir, const char *name, int crash, int damage, int ranges) {
   tg_t g;
   tg_init(&g);
   tg_sample(&g, 1, crash, 500);
+  if (ranges) tg_ranges(&g);
   enum { SLOT = 1024, NSLOTS = 6, META = 4096 };
   size_t len = NCS_FLIGHT_HDR_LEN + META + (size_t)SLOT * NSLOTS;
   uint8_t *img = calloc(1, len);
@@ -155,7 +178,7 @@ static void put_flight(const char *dir, const char *name, int crash, int damage)
   h.ring_off = NCS_FLIGHT_HDR_LEN + META, h.slot_bytes = SLOT, h.nslots = NSLOTS;
   h.state = crash ? NCS_FS_RUNNING : NCS_FS_EXITED, h.pid = 500;
   /* loss windows: one folded earlier, two kept (the newer one still open when killed) */
-  h.features = NCS_FLF_LOSS, h.loss_next_seq = 4;
+  h.features = NCS_FLF_LOSS | NCS_FLF_LOSS_T16, h.loss_next_seq = 4;
   h.loss_earlier[0] = (ncs_flight_loss_t){.seq = 1, .reason = NCS_LOSS_DROPS, .from_mono = 1000000000,
                                           .to_mono = 1000000050};
   h.loss_earlier[0].by_type[NCS_T_PROXY_STEP] = 40;
@@ -189,7 +212,8 @@ static void put_flight(const char *dir, const char *name, int crash, int damage)
         slot++;
       }
       memcpy((uint8_t *)cur + NCS_FLIGHT_SLOT_HDR + cur->used, g.file.p + off, n);
-      if (!cur->used) cur->kf_len = (uint32_t)n;
+      /* the ranges' slot is read whole (a later slot's keyframe is skipped: it restates) */
+      if (!cur->used && !(ranges && type == NCS_CHUNK_RANGES)) cur->kf_len = (uint32_t)n;
       cur->used += (uint32_t)n;
     }
     off += n;
@@ -281,10 +305,14 @@ static void corpus(const char *root) {
   seed(d, "two-segments", c_two_segments);
   seed(d, "loss", c_loss);
   seed(d, "gpu", c_gpu);
+  seed(d, "ranges", c_ranges);
   put_sample(d, "sample-crashed", 1, 1, 88);
-  put_flight(d, "flight-exited", 0, 0);
-  put_flight(d, "flight-killed", 1, 0);
-  put_flight(d, "flight-damaged-slot", 0, 1);
+  fields_seed(d, "fields-format-1.1", -1);
+  fields_seed(d, "fields-later", 2);
+  put_flight(d, "flight-exited", 0, 0, 0);
+  put_flight(d, "flight-killed", 1, 0, 0);
+  put_flight(d, "flight-damaged-slot", 0, 1, 0);
+  put_flight(d, "flight-ranges", 1, 0, 1);
   damaged_seeds(d);
 }
 

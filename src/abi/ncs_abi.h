@@ -1,9 +1,10 @@
-/* ncs_abi.h - the NCCL profiler plugin ABI, versions 1 to 6, written for ncclscope.
+/* ncs_abi.h - the NCCL profiler plugin ABI, versions 1 to 7, written for ncclscope.
  *
  * These declarations are binary-compatible with the structs NCCL passes to a profiler
- * plugin (NCCL 2.23 .. 2.30). They are written from the layout facts in the project's
- * research notes, not copied from NCCL. tests/test_abi.c checks every size and offset
- * with static asserts, so a wrong field here fails the build.
+ * plugin (NCCL 2.23 .. 2.31). They are written from the layout facts in the project's
+ * research notes and from reading NCCL 2.31.2's profiler header for v7, not copied from NCCL.
+ * tests/test_abi.c checks every size and offset with static asserts, so a wrong field here fails
+ * the build.
  *
  * Names use the ncs_ prefix so this header can sit beside nccl.h in one translation unit.
  */
@@ -44,13 +45,15 @@ enum {
   NCS_EV_CE_COLL = 1 << 12,
   NCS_EV_CE_SYNC = 1 << 13,
   NCS_EV_CE_BATCH = 1 << 14,
+  NCS_EV_KERNEL_PHASE = 1 << 15, /* v7 (NCCL 2.31): a phase of a KernelCh, GPU timestamps */
 };
 #define NCS_EV_ALL_V1 0x3F
 #define NCS_EV_ALL_V3 0xFF
 #define NCS_EV_ALL_V5 0xFFF
-#define NCS_EV_ALL 0x7FFF
-/* number of distinct event types: bit index 0..14 */
-#define NCS_NTYPES 15
+#define NCS_EV_ALL_V6 0x7FFF
+#define NCS_EV_ALL 0xFFFF
+/* number of distinct event types: bit index 0..15 */
+#define NCS_NTYPES 16
 
 /* Group sampling (ABI v5+), shared by ncclscope and the empty benchmark plugin (docs/config.md,
  * "Sampling").
@@ -100,8 +103,9 @@ enum {
   NCS_ST_CE_SYNC_COMPLETE = 28,
   NCS_ST_CE_BATCH_START = 29,
   NCS_ST_CE_BATCH_COMPLETE = 30,
+  NCS_ST_KERNEL_PHASE_STOP = 31, /* v7: the phase's GPU end in the args' kernelCh.pTimer */
 };
-#define NCS_NSTATES 31
+#define NCS_NSTATES 32
 typedef int ncs_state_t; /* the C enum NCCL passes is int-sized */
 
 /* ---- network plugin event ids (netPlugin.id) ---- */
@@ -263,6 +267,136 @@ typedef struct {
   ncs_result_t (*finalize)(void *context);
 } ncs_profiler_v6_t;
 typedef ncs_profiler_v6_t ncs_profiler_v5_t;
+
+/* ======================= v7 =======================
+ * v6 plus, in NCCL 2.31: userTag (the ncclCollConfig_t userProfilerTag of the call, 0 untagged)
+ * appended to collApi, p2pApi, coll, p2p and ceColl; kernelVariant and isSymColl appended to coll
+ * (a symmetric-memory kernel: algo is then the variant's suffix and proto ""); and the KernelPhase
+ * event. Every member keeps v6's offsets, so the v7 descriptor is v6's with longer members (136
+ * bytes). KernelPhase's stop time comes as KernelPhaseStop with the args' kernelCh.pTimer. */
+typedef struct {
+  uint64_t type;
+  void *parentObj;
+  int rank;
+  union {
+    struct {
+      bool graphCaptured;
+      int groupDepth;
+    } groupApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      int root;
+      void *stream;
+      bool graphCaptured;
+      uint64_t userTag;
+    } collApi;
+    struct {
+      const char *func;
+      size_t count;
+      const char *datatype;
+      void *stream;
+      bool graphCaptured;
+      uint64_t userTag;
+    } p2pApi;
+    struct {
+      void *stream;
+    } kernelLaunch;
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      uint8_t nChannels;
+      uint8_t nWarps;
+      const char *algo;
+      const char *proto;
+      void *parentGroup;
+      const char *kernelVariant; /* symmetric kernels: e.g. "AGxLL_R"; else NULL */
+      bool isSymColl;
+      uint64_t userTag;
+    } coll;
+    struct {
+      const char *func;
+      void *buff;
+      const char *datatype;
+      size_t count;
+      int peer;
+      uint8_t nChannels;
+      void *parentGroup;
+      uint64_t userTag;
+    } p2p;
+    struct {
+      pid_t pid;
+      uint8_t channelId;
+      int peer;
+      int nSteps;
+      int chunkSize;
+      int isSend;
+    } proxyOp;
+    struct {
+      int step;
+    } proxyStep;
+    struct {
+      uint8_t channelId;
+      uint64_t pTimer;
+    } kernelCh;
+    struct {
+      int64_t id;
+      void *data;
+    } netPlugin;
+    struct {
+      uint64_t seqNumber;
+      const char *func;
+      void const *sendBuff;
+      void *recvBuff;
+      size_t count;
+      int root;
+      const char *datatype;
+      const char *syncStrategy;
+      bool intraBatchSync;
+      uint32_t batchSize;
+      uint32_t numBatches;
+      uint32_t ceSeqNum;
+      void *stream;
+      uint64_t userTag;
+    } ceColl;
+    struct {
+      bool isComplete;
+      int nRanks;
+    } ceCollSync;
+    struct {
+      int numOps;
+      size_t totalBytes;
+      bool useIntraSync;
+    } ceCollBatch;
+    struct {
+      uint8_t channelId;
+      uint8_t phaseId; /* NCS_PHASE_*: 0 initial sync, 1 compute, 2 final sync */
+      const char *phaseName; /* "initial_sync", "compute", "final_sync" */
+      uint64_t pTimer; /* GPU globaltimer ns at the phase's start */
+    } kernelPhase;
+  };
+} ncs_descr_v7_t;
+
+/* KernelPhase phaseId values */
+enum { NCS_PHASE_INITIAL_SYNC = 0, NCS_PHASE_COMPUTE = 1, NCS_PHASE_FINAL_SYNC = 2, NCS_NPHASES = 3 };
+
+typedef ncs_args_v4_t ncs_args_v7_t; /* KernelPhaseStop uses kernelCh.pTimer */
+
+typedef struct {
+  const char *name;
+  ncs_result_t (*init)(void **context, uint64_t commId, int *eActivationMask, const char *commName,
+                       int nNodes, int nranks, int rank, ncs_logger_t logfn);
+  ncs_result_t (*startEvent)(void *context, void **eHandle, ncs_descr_v7_t *eDescr);
+  ncs_result_t (*stopEvent)(void *eHandle);
+  ncs_result_t (*recordEventState)(void *eHandle, ncs_state_t eState, ncs_args_v7_t *eStateArgs);
+  ncs_result_t (*finalize)(void *context);
+} ncs_profiler_v7_t;
 
 /* ======================= v4 ======================= */
 typedef struct {

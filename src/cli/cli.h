@@ -45,6 +45,7 @@ typedef struct {
   const char *mode;        /* NULL: trace */
   const char *buffer_size; /* NULL: the plugin's default */
   const char *kernel_sample; /* --sample: NULL keeps NCCLSCOPE_SAMPLE (else the plugin's default) */
+  const char *range_metrics; /* --range-metrics: NULL keeps NCCLSCOPE_RANGE_METRICS */
   const char *plugin;      /* NULL: found by ncs_find_plugin */
   char *const *cmd;        /* NULL-terminated */
   unsigned grace_s;        /* after a termination signal, seconds until the job is killed

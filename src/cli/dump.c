@@ -15,8 +15,8 @@ static const char dump_help[] =
     "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
     "\n"
     "Print one line per event (and per segment, clock, communicator, thread, counter snapshot,\n"
-    "footer, loss record, and CUPTI state and kernel record) of the *.nstrace files in DIR, with\n"
-    "every field.\n"
+    "footer, loss record, CUPTI state and kernel record, range state and range record) of the\n"
+    "*.nstrace files in DIR, with every field.\n"
     "\n"
     "options:\n"
     "  --stats        per file and job-wide counts per event type, drops and losses, handles,\n"
@@ -333,6 +333,88 @@ static void line_loss(dump_t *d, const ncs_loss_t *l) {
   fputc('\n', d->o);
 }
 
+/* ---------------------------------------------------------------- range lines (trace/range.h) */
+
+static void line_range_state(dump_t *d, const ncs_range_state_t *s) {
+  static const char *const sf[] = {"final", "rangesoff"};
+  put_prefix(d, s->since_ns != 0, s->since_ns);
+  fprintf(d->o, "RANGE_STATE nvtx=%s nvtxPath=", ncs_nvtx_state_name(s->nvtx));
+  ncs_put_str(d->o, s->nvtx_path);
+  fputs(" flags=", d->o);
+  put_flags(d->o, s->flags, sf, 2);
+  fprintf(d->o, " metrics=%s reason=", ncs_hwm_state_name(s->mx_state));
+  ncs_put_str(d->o, s->reason);
+  fputs(" chip=", d->o);
+  ncs_put_str(d->o, s->chip);
+  fprintf(d->o, " replay=%s passes=%u level=%u thread=", ncs_replay_name(s->replay), s->passes, s->level);
+  if (s->mx_thread)
+    fprintf(d->o, "%u", s->mx_thread - 1);
+  else
+    fputc('-', d->o);
+  fprintf(d->o, " bufferRanges=%u list=", s->buffer_ranges);
+  for (uint32_t i = 0; i < s->nmetrics; i++) {
+    if (i) fputc(',', d->o);
+    ncs_put_str(d->o, s->metric[i]);
+    fprintf(d->o, ":%s", ncs_metric_type_name(s->metric_type[i]));
+  }
+  if (!s->nmetrics) fputc('-', d->o);
+  for (uint32_t i = 0; i < s->ncounters; i++) {
+    const char *n = ncs_range_counter_name(s->keys[i]);
+    if (n)
+      fprintf(d->o, " %s=%" PRIu64, n, s->values[i]);
+    else
+      fprintf(d->o, " range_0x%x=%" PRIu64, s->keys[i], s->values[i]);
+  }
+  fputc('\n', d->o);
+}
+
+static void put_label(FILE *o, const char *key, uint64_t id, const char *s) {
+  fprintf(o, " %s=", key);
+  if (s)
+    ncs_put_str(o, s);
+  else if (id)
+    fprintf(o, "#%" PRIu64, id); /* a string id the file does not define */
+  else
+    fputc('-', o);
+}
+
+static void range_labels(dump_t *d, const ncs_range_rec_t *g) {
+  put_label(d->o, "name", g->name_id, g->name);
+  put_label(d->o, "domain", g->domain_id, g->domain);
+  fprintf(d->o, " category=%u", g->category);
+  if (g->payload_type) fprintf(d->o, " payload=%u:0x%" PRIx64, g->payload_type, g->payload);
+}
+
+static void line_range(dump_t *d, const ncs_range_rec_t *g) {
+  static const char *const rf[] = {"startend", "api",     "truncated", "restated",
+                                   "noname",   "endlost", "graph",     "replay"};
+  int host = g->kind == NCS_RR_BEGIN || g->kind == NCS_RR_END || g->kind == NCS_RR_MARK;
+  put_prefix(d, host, g->ts);
+  fprintf(d->o, "RANGE %s", ncs_range_rec_name(g->kind));
+  if (host) fprintf(d->o, " thr=%u", g->thread);
+  switch (g->kind) {
+  case NCS_RR_BEGIN:
+    fprintf(d->o, " id=%" PRIu64 " parent=%" PRIu64 " depth=%u", g->id, g->parent, g->depth);
+    range_labels(d, g);
+    fprintf(d->o, " mid=%" PRIu64, g->mid);
+    break;
+  case NCS_RR_END: fprintf(d->o, " id=%" PRIu64, g->id); break;
+  case NCS_RR_MARK:
+    fprintf(d->o, " parent=%" PRIu64, g->parent);
+    range_labels(d, g);
+    break;
+  case NCS_RR_LAUNCH: fprintf(d->o, " id=%" PRIu64 " corr=%" PRIu64, g->id, g->corr); break;
+  default: /* METRICS: values in the order of the latest RANGE_STATE's list */
+    fprintf(d->o, " mid=%" PRIu64 " values=", g->mid);
+    for (uint32_t i = 0; i < g->nvalues; i++) fprintf(d->o, "%s%.17g", i ? "," : "", g->values[i]);
+    if (!g->nvalues) fputc('-', d->o);
+    break;
+  }
+  fputs(" flags=", d->o);
+  put_flags(d->o, g->flags, rf, 8);
+  fputc('\n', d->o);
+}
+
 /* One line for an item; returns 1 when a line was printed. */
 static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
   if (it->what == NCS_ITEM_SEGMENT) {
@@ -371,6 +453,8 @@ static int line_item(dump_t *d, ncs_reader_t *r, const ncs_item_t *it) {
     break;
   case NCS_ITEM_GPU_STATE: line_gpu_state(d, &it->gpu_state); break;
   case NCS_ITEM_GPU: line_gpu(d, &it->gpu); break;
+  case NCS_ITEM_RANGE_STATE: line_range_state(d, &it->range_state); break;
+  case NCS_ITEM_RANGE: line_range(d, &it->range); break;
   case NCS_ITEM_THREAD:
     put_prefix(d, 0, 0);
     fprintf(d->o, "THREAD index=%u tid=%" PRIu64 " name=", it->thread_index, it->thread_tid);
@@ -442,7 +526,7 @@ int ncs_cmd_dump(int argc, char **argv) {
       {"stats", no_argument, 0, 's'},       {"type", required_argument, 0, 't'},
       {"limit", required_argument, 0, 'n'}, {"abs", no_argument, 0, 'a'},
       {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
-  dump_t d = {.o = stdout, .types = 0x7FFF, .limit = UINT64_MAX};
+  dump_t d = {.o = stdout, .types = NCS_T_ALL, .limit = UINT64_MAX};
   int stats = 0, c;
   optind = 0;
   opterr = 0;

@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -52,10 +53,16 @@ static const char record_help[] =
     "                         (default off: CUPTI serves one tool per process, and PyTorch's\n"
     "                         profiler or Nsight Systems would get nothing; NCCLSCOPE_CUPTI,\n"
     "                         docs/gpu-truth.md)\n"
+    "      --range-metrics LIST  hardware metrics per user range through CUPTI's range profiler:\n"
+    "                         CUPTI metric names separated by commas, or default (DRAM bytes,\n"
+    "                         GPU time, NVLink bytes); asks for CUPTI (NCCLSCOPE_RANGE_METRICS,\n"
+    "                         docs/ranges.md)\n"
     "  -h, --help             this help\n"
     "\n"
     "record waits for every process of the job, forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to\n"
     "all of them and SIGUSR1 (a flight dump) to those that handle it (docs/cli.md).\n"
+    "NVTX ranges are recorded: NVTX_INJECTION64_PATH is set to the plugin unless it is set\n"
+    "already (record says so) or NCCLSCOPE_RANGES=off (docs/ranges.md).\n"
     "environment: NCCLSCOPE_PLUGIN overrides the plugin path (default: next to ncclscope, else\n"
     "../lib). The exit status is CMD's (128+N when a signal N killed it, 127 when it was not\n"
     "found, 126 when it could not be run); 2 for usage errors, 6 when record itself failed.\n";
@@ -130,6 +137,31 @@ static int set_env(const char *plugin, const char *dir, const char *events, cons
   return rc ? -1 : 0;
 }
 
+static int env_off(const char *v) { return v && (!strcasecmp(v, "off") || !strcmp(v, "0")); }
+
+/* NVTX ranges (docs/ranges.md): every copy of NVTX in the job loads the library that
+ * NVTX_INJECTION64_PATH names at its first call, so naming the plugin there records them. A
+ * value the user set is theirs (another tool may be listening): kept, and said. Not set when
+ * ranges are off: the plugin would only decline NVTX's call. */
+static int set_nvtx(const char *verb, const char *plugin) {
+  if (env_off(getenv("NCCLSCOPE_RANGES"))) return 0;
+  const char *cur = getenv("NVTX_INJECTION64_PATH");
+  if (cur && *cur) {
+    struct stat a, b;
+    if (stat(cur, &a) == 0 && stat(plugin, &b) == 0 && a.st_dev == b.st_dev &&
+        a.st_ino == b.st_ino)
+      return 0; /* the plugin already */
+    ncs_warn("%s: NVTX_INJECTION64_PATH is set to %s, not to the plugin: NVTX ranges go there and "
+             "are not recorded (ranges of the ncclscope range API are)",
+             verb, cur);
+    return 0;
+  }
+  char *abs = realpath(plugin, NULL); /* the job's processes may change directory */
+  int rc = setenv("NVTX_INJECTION64_PATH", abs ? abs : plugin, 1);
+  free(abs);
+  return rc;
+}
+
 /* Check the options that do not need the file system. Returns 0 or an exit status. */
 static int check_opts(const ncs_record_opts_t *o, char *size, size_t size_len) {
   uint32_t mask;
@@ -156,6 +188,16 @@ static int check_opts(const ncs_record_opts_t *o, char *size, size_t size_len) {
   if (o->kernel_sample && ncs_parse_count(o->kernel_sample, 1, 1u << 20, &n) != 0)
     return ncs_usage_error(o->verb, "--sample needs a number from 1 to 1048576, not '%s'",
                            o->kernel_sample);
+  if (o->range_metrics) {
+    if (!*o->range_metrics || strlen(o->range_metrics) > 1023) /* the plugin's limit */
+      return ncs_usage_error(o->verb, "--range-metrics needs a list of CUPTI metric names (or "
+                             "default), up to 1023 bytes");
+    if (env_off(getenv("NCCLSCOPE_RANGES")))
+      return ncs_usage_error(o->verb, "--range-metrics are per range, and NCCLSCOPE_RANGES=off");
+    if (env_off(getenv("NCCLSCOPE_CUPTI")))
+      return ncs_usage_error(o->verb, "--range-metrics need CUPTI, and --cupti off or "
+                             "NCCLSCOPE_CUPTI=off was asked for");
+  }
   if (!o->cmd || !o->cmd[0]) return ncs_usage_error(o->verb, "no command to run");
   return 0;
 }
@@ -453,7 +495,9 @@ int ncs_record_run(ncs_record_opts_t *o) {
     ncs_warn("%s already holds %zu trace file%s; new ones are added beside them", dir, before,
              before == 1 ? "" : "s");
   if (set_env(plugin, dir, o->events, o->mode ? o->mode : "trace", size[0] ? size : NULL,
-              o->kernel_sample) != 0) {
+              o->kernel_sample) != 0 ||
+      (o->range_metrics && setenv("NCCLSCOPE_RANGE_METRICS", o->range_metrics, 1) != 0) ||
+      set_nvtx(o->verb, plugin) != 0) {
     ncs_error("setenv: %s", strerror(errno));
     return NCS_EXIT_ERROR;
   }
@@ -480,7 +524,7 @@ int ncs_cmd_record(int argc, char **argv) {
       {"mode", required_argument, 0, 'm'},   {"buffer-size", required_argument, 0, 'b'},
       {"sample", required_argument, 0, 's'}, {"kernel-sample", required_argument, 0, 'k'},
       {"grace", required_argument, 0, 'G'},  {"cupti", required_argument, 0, 'C'},
-      {"help", no_argument, 0, 'h'},
+      {"range-metrics", required_argument, 0, 'R'}, {"help", no_argument, 0, 'h'},
       {0, 0, 0, 0}};
   ncs_record_opts_t o = {.verb = "record"};
   int c;
@@ -506,6 +550,7 @@ int ncs_cmd_record(int argc, char **argv) {
         return ncs_usage_error("record", "--cupti must be on or off, not '%s'", optarg);
       if (setenv("NCCLSCOPE_CUPTI", optarg, 1) != 0) return NCS_EXIT_ERROR;
       break;
+    case 'R': o.range_metrics = optarg; break;
     case 'h': fputs(record_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("record", c, argv);
     }

@@ -15,6 +15,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
+#include "analyze/phases.h"
 #include "cli/cli.h"
 #include "export/html_report.h"
 #include "util/outfile.h"
@@ -71,7 +72,88 @@ static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t
   ncs_json_str(o, f->n ? "" : f->none);
 }
 
-static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+/* ABI v7 (docs/report.md, "GPU phases and user tags"): {"comm_ranks":..,"ops":..,...} */
+static void print_v7_json(FILE *o, const ncs_v7_t *v) {
+  fprintf(o, "{\"processes\":%u,\"comm_ranks\":%u,\"operations\":%" PRIu64 ",\"incomplete\":%" PRIu64
+             ",\"gpu_phases\":{\"operations\":%" PRIu64 ",\"without_phases\":%" PRIu64 ",\"ranks\":[",
+          v->procs, v->v7_comm_ranks, v->ops, v->incomplete, v->all.ops, v->all.ops_without);
+  for (uint32_t k = 0; k < v->nranks; k++) {
+    const ncs_v7_rank_t *r = &v->ranks[k];
+    fprintf(o, "%s\n{\"comm\":%u,\"rank\":%d,\"operations\":%" PRIu64 ",\"without_phases\":%" PRIu64,
+            k ? "," : "", r->comm, r->rank, r->sum.ops, r->sum.ops_without);
+    for (int p = 0; p < NCS_GPU_PHASES; p++)
+      fprintf(o, ",\"%s_ns\":%" PRIu64, ncs_gpu_phase_names[p], r->sum.ops ? r->sum.ns[p] / r->sum.ops : 0);
+    fputc('}', o);
+  }
+  fprintf(o, "]},\n\"user_tags\":{\"untagged\":%" PRIu64 ",\"unknown\":%" PRIu64 ",\"tags\":[",
+          v->tags.untagged, v->tags.unknown);
+  int64_t t0 = INT64_MAX; /* times from the first tagged operation's start */
+  for (size_t k = 0; k < v->tags.n; k++)
+    if (v->tags.v[k].first_start < t0) t0 = v->tags.v[k].first_start;
+  for (size_t k = 0; k < v->tags.n; k++) {
+    const ncs_tag_t *t = &v->tags.v[k];
+    fprintf(o, "%s\n{\"tag\":%" PRIu64 ",\"operations\":%" PRIu64 ",\"start_ns\":%" PRId64
+               ",\"span_ns\":%" PRId64 ",\"busy_ns\":%" PRId64 "}",
+            k ? "," : "", t->tag, t->ops, t->first_start - t0, t->last_end - t->first_start, t->busy);
+  }
+  fprintf(o, "]},\n\"symmetric\":{\"collectives\":%" PRIu64 ",\"symmetric\":%" PRIu64 ",\"variants\":[",
+          v->colls, v->sym_colls);
+  for (uint32_t k = 0; k < v->nvariants; k++) {
+    fprintf(o, "%s{\"func\":", k ? "," : "");
+    ncs_json_str(o, v->variants[k].func);
+    fprintf(o, ",\"variant\":");
+    ncs_json_str(o, v->variants[k].variant);
+    fprintf(o, ",\"operations\":%" PRIu64 "}", v->variants[k].ops);
+  }
+  fprintf(o, "]}}");
+}
+
+/* ABI v7 in text: said only when NCCL called some communicator through v7 */
+static void print_v7_text(FILE *o, const ncs_v7_t *v) {
+  if (!v->v7_comm_ranks) return;
+  fprintf(o, "\nNCCL 2.31 (profiler ABI v7): %u communicator ranks in %u of the processes\n",
+          v->v7_comm_ranks, v->procs);
+  if (v->all.ops) {
+    fprintf(o, "  GPU time by kernel phase (mean per operation and channel; initial sync = waiting for "
+               "peers, a GPU-side skew):\n  %-5s %5s %10s %12s %12s %12s %9s\n",
+            "comm", "rank", "ops", "initial sync", "compute", "final sync", "initial%");
+    for (uint32_t k = 0; k < v->nranks; k++) {
+      const ncs_v7_rank_t *r = &v->ranks[k];
+      if (!r->sum.ops) continue;
+      char t[NCS_GPU_PHASES][24];
+      uint64_t tot = 0;
+      for (int p = 0; p < NCS_GPU_PHASES; p++)
+        ncs_fmt_ns(t[p], sizeof t[p], (double)r->sum.ns[p] / (double)r->sum.ops), tot += r->sum.ns[p];
+      fprintf(o, "  %-5u %5d %10" PRIu64 " %12s %12s %12s %8.0f%%\n", r->comm, r->rank, r->sum.ops,
+              t[0], t[1], t[2], ncs_pct(r->sum.ns[0], tot));
+    }
+  }
+  if (v->all.ops_without)
+    fprintf(o, "  GPU phases: cannot tell for %" PRIu64 " operations with kernel channels but no "
+               "KernelPhase (not recorded: NCCLSCOPE_EVENTS without kernelphase?)\n",
+            v->all.ops_without);
+  if (v->tags.n) {
+    fprintf(o, "  User tags (steps): %zu tags, %" PRIu64 " untagged operations\n  %12s %10s %14s %14s\n",
+            v->tags.n, v->tags.untagged, "tag", "ops", "span", "busy");
+    for (size_t k = 0; k < v->tags.n; k++) {
+      const ncs_tag_t *t = &v->tags.v[k];
+      char sp[24], b[24];
+      ncs_fmt_ns(sp, sizeof sp, (double)(t->last_end - t->first_start));
+      ncs_fmt_ns(b, sizeof b, (double)t->busy);
+      fprintf(o, "  %12" PRIu64 " %10" PRIu64 " %14s %14s\n", t->tag, t->ops, sp, b);
+    }
+  } else {
+    fprintf(o, "  User tags: none (%" PRIu64 " operations untagged)\n", v->tags.untagged);
+  }
+  if (v->sym_colls) {
+    fprintf(o, "  Symmetric kernels: %" PRIu64 " of %" PRIu64 " collectives:", v->sym_colls, v->colls);
+    for (uint32_t k = 0; k < v->nvariants; k++)
+      fprintf(o, "%s %s %" PRIu64, k ? "," : "", v->variants[k].variant, v->variants[k].ops);
+    fputc('\n', o);
+  }
+}
+
+static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_v7_t *v) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64
@@ -202,9 +284,11 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   }
   fprintf(o,
           "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
-          ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g}}\n",
+          ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g},\n\"v7\":",
           a->job->run.passes, a->job->run.peak_open, a->job->run.peak_held, (long long)NCS_JOB_HORIZON_NS,
           (long long)NCS_JOB_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
+  print_v7_json(o, v);
+  fprintf(o, "}\n");
 }
 
 /* what the analysis rests on, then the warnings (the same list as --json and --html) */
@@ -219,7 +303,8 @@ static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_
   fputc('\n', o);
 }
 
-static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top) {
+static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top,
+                       const ncs_v7_t *v) {
   const ncs_an_rank_t *const *byw = f->by_wait;
   char t1[32], t2[32], err[32];
   ncs_fmt_ns(err, sizeof err, (double)a->job->error);
@@ -288,6 +373,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o, "  GPU pTimer vs host time at KernelCh start (%" PRIu64 " samples): worst process p50 %s, p99 %s\n",
             gn, t1, t2);
   }
+  print_v7_text(o, v);
 }
 
 /* the --html page to `path` ("-": stdout), written as every output is (src/util/outfile.h):
@@ -370,13 +456,21 @@ int ncs_cmd_report(int argc, char **argv) {
   ncs_findings_t f;
   ncs_findings_build(&f, a, (uint32_t)top);
   int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  ncs_v7_t v; /* one more pass: GPU phases, user tags, symmetric kernels (src/analyze/phases.h) */
+  if (!html_stdout && ncs_v7_scan(a, &v, err, sizeof err) != 0) {
+    ncs_error("report: %s", err);
+    ncs_findings_free(&f);
+    ncs_analysis_free(a);
+    return NCS_EXIT_ERROR;
+  }
   /* the page first: when it cannot be written, say so and print nothing else */
   if (html && write_html(html, force, argv[optind], a, &f) != 0)
     rc = NCS_EXIT_OUTPUT;
   else if (json)
-    print_json(stdout, a, &f);
+    print_json(stdout, a, &f, &v);
   else if (!html_stdout)
-    print_text(stdout, a, &f, (uint32_t)top);
+    print_text(stdout, a, &f, (uint32_t)top, &v);
+  if (!html_stdout) ncs_v7_free(&v);
   ncs_findings_free(&f);
   ncs_analysis_free(a);
   return rc;

@@ -212,8 +212,12 @@ void ncs_put_str(FILE *o, const char *s) {
 }
 
 void ncs_put_mask(FILE *o, uint32_t mask) {
-  if (mask == (1u << NCS_T_COUNT) - 1) {
+  /* all but one or two types (all of ABI v6's: all,-kernelphase): as NCCLSCOPE_EVENTS says it */
+  uint32_t missing = NCS_T_ALL & ~mask;
+  if (!(mask >> NCS_T_COUNT) && __builtin_popcount(missing) <= 2) {
     fputs("all", o);
+    for (unsigned t = 0; t < NCS_T_COUNT; t++)
+      if (missing & (1u << t)) fprintf(o, ",-%s", ncs_schema[t].cli);
     return;
   }
   int any = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/ncs.h"
+#include "trace/range.h"
 
 static void add_error(ncs_config_t *c, const char *var, const char *val, const char *why) {
   size_t n = strlen(c->errors);
@@ -74,12 +75,20 @@ static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const
  * Asking for it also records KernelLaunch, whose events the kernels are joined to. */
 static void cupti_config(ncs_config_t *c) {
   const char *v = getenv("NCCLSCOPE_CUPTI");
+  int off = 0;
   if (v && *v) {
     if (!strcasecmp(v, "on") || !strcmp(v, "1"))
       c->cupti = 1;
-    else if (strcasecmp(v, "off") && strcmp(v, "0"))
+    else if (!strcasecmp(v, "off") || !strcmp(v, "0"))
+      off = 1;
+    else
       add_error(c, "NCCLSCOPE_CUPTI", v, "expected on or off; CUPTI stays off");
   }
+  if (c->range_metrics[0] && off) { /* said twice: the explicit off wins */
+    add_error(c, "NCCLSCOPE_RANGE_METRICS", c->range_metrics, "metrics need CUPTI, and NCCLSCOPE_CUPTI=off; no range metrics");
+    c->range_metrics[0] = 0;
+  }
+  if (c->range_metrics[0]) c->cupti = 1; /* metrics ask for CUPTI */
   const char *lib = getenv("NCCLSCOPE_CUPTI_LIB");
   snprintf(c->cupti_lib, sizeof c->cupti_lib, "%s", lib ? lib : "");
   c->cupti_buffer_bytes = env_size(c, "NCCLSCOPE_CUPTI_BUFFER_SIZE", 16ull << 20, 2ull << 20, 1ull << 30);
@@ -149,6 +158,37 @@ static void metrics_config(ncs_config_t *c) {
   c->otlp_timeout_ms = t ? (uint32_t)env_size(c, which, 2000, 1, 600000) : 2000;
 }
 
+/* User ranges and their hardware metrics (docs/ranges.md). Metrics need CUPTI, so asking for
+ * them asks for CUPTI: with the same policy (off unless asked for), the same subscription. */
+static void range_config(ncs_config_t *c) {
+  const char *v = getenv("NCCLSCOPE_RANGES");
+  c->ranges = 1;
+  if (v && *v) {
+    if (!strcasecmp(v, "off") || !strcmp(v, "0"))
+      c->ranges = 0;
+    else if (strcasecmp(v, "on") && strcmp(v, "1"))
+      add_error(c, "NCCLSCOPE_RANGES", v, "expected on or off; recording ranges");
+  }
+  const char *m = getenv("NCCLSCOPE_RANGE_METRICS");
+  if (m && *m && strcmp(m, "off") && strcmp(m, "none")) {
+    if (strlen(m) >= sizeof c->range_metrics)
+      add_error(c, "NCCLSCOPE_RANGE_METRICS", m, "longer than 1023 bytes; no metrics");
+    else if (!c->ranges)
+      add_error(c, "NCCLSCOPE_RANGE_METRICS", m, "metrics are per range, and NCCLSCOPE_RANGES=off; no metrics");
+    else
+      snprintf(c->range_metrics, sizeof c->range_metrics, "%s", m);
+  }
+  const char *r = getenv("NCCLSCOPE_RANGE_REPLAY");
+  if (r && *r) {
+    if (!strcmp(r, "user"))
+      c->range_replay = NCS_REPLAY_USER;
+    else if (strcmp(r, "none"))
+      add_error(c, "NCCLSCOPE_RANGE_REPLAY", r, "expected none or user; no replay");
+  }
+  c->range_metrics_level = (uint32_t)env_size(c, "NCCLSCOPE_RANGE_METRICS_LEVEL", 1, 1, 64);
+  c->range_metrics_ranges = (uint32_t)env_size(c, "NCCLSCOPE_RANGE_METRICS_RANGES", 512, 1, 65536);
+}
+
 void ncs_config_load(ncs_config_t *c) {
   memset(c, 0, sizeof *c);
   const char *dir = getenv("NCCLSCOPE_DIR");
@@ -157,8 +197,11 @@ void ncs_config_load(ncs_config_t *c) {
   const char *bad;
   size_t badlen;
   uint32_t def;
-  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &def, &bad, &badlen) != 0) def = 0x7FFF;
+  if (ncs_parse_event_list(NCS_DEFAULT_EVENTS, &def, &bad, &badlen) != 0) def = NCS_EV_ALL;
   c->events = env_events(c, "NCCLSCOPE_EVENTS", def, "unknown event name; using the default", 1);
+  /* a KernelPhase's parent is its KernelCh: NCCL 2.31 turns KernelCh on for it anyway, and
+     phases without their KernelCh could not be placed */
+  if (c->events & NCS_EV_KERNEL_PHASE) c->events |= NCS_EV_KERNEL_CH;
 
   c->pool_bytes = env_size(c, "NCCLSCOPE_BUFFER_SIZE", 32ull << 20, 1ull << 20, 16ull << 30);
   c->max_threads = (uint32_t)env_size(c, "NCCLSCOPE_MAX_THREADS", 256, 4, 65536);
@@ -211,8 +254,9 @@ void ncs_config_load(ncs_config_t *c) {
   c->kernel_sample = (uint32_t)env_size(c, smp && *smp ? "NCCLSCOPE_SAMPLE" : "NCCLSCOPE_KERNEL_SAMPLE",
                                         1, 1, 1u << 20);
   if (c->capture) c->kernel_sample = 1;
-  c->unsampled_events = env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS", NCS_EV_ALL & ~(uint32_t)NCS_EV_KERNEL_CH,
-                                   "unknown event name; recording every event but kernel", 0);
+  c->unsampled_events = env_events(c, "NCCLSCOPE_UNSAMPLED_EVENTS",
+                                   NCS_EV_ALL & ~(uint32_t)(NCS_EV_KERNEL_CH | NCS_EV_KERNEL_PHASE),
+                                   "unknown event name; recording every event but kernel and kernelphase", 0);
   c->dump_signal = SIGUSR1;
   const char *sig = getenv("NCCLSCOPE_DUMP_SIGNAL");
   if (sig && *sig) {
@@ -230,6 +274,7 @@ void ncs_config_load(ncs_config_t *c) {
     else
       add_error(c, "NCCLSCOPE_DUMP_SIGNAL", sig, "expected USR1, USR2, a real-time signal number or none; using USR1");
   }
+  range_config(c);
   cupti_config(c);
   metrics_config(c);
   const char *dis = getenv("NCCLSCOPE_DISABLE");

@@ -17,6 +17,9 @@
 #include "abi/ncs_abi.h"
 #include "trace/format.h"
 
+_Static_assert(NCS_NTYPES == NCS_T_COUNT, "one internal type per NCCL event bit");
+_Static_assert(NCS_NSTATES == NCS_STATE_COUNT, "a name for every NCCL state");
+
 #define NCS_HIDDEN __attribute__((visibility("hidden")))
 #define NCS_LIKELY(x) __builtin_expect(!!(x), 1)
 #define NCS_UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -71,6 +74,11 @@ typedef struct {
   char cupti_lib[512];       /* NCCLSCOPE_CUPTI_LIB: the libcupti to load ("" search) */
   uint64_t cupti_buffer_bytes; /* NCCLSCOPE_CUPTI_BUFFER_SIZE: CUPTI's activity buffers */
   int cupti_summary;         /* NCCLSCOPE_CUPTI_KERNELS=nccl: other kernels summarized per stream */
+  int ranges;                /* NCCLSCOPE_RANGES (default on): user ranges (docs/ranges.md) */
+  char range_metrics[1024];  /* NCCLSCOPE_RANGE_METRICS: hardware metrics per range ("" off) */
+  int range_replay;          /* NCCLSCOPE_RANGE_REPLAY: NCS_REPLAY_NONE or _USER */
+  uint32_t range_metrics_level; /* NCCLSCOPE_RANGE_METRICS_LEVEL: the nesting level that gets metrics */
+  uint32_t range_metrics_ranges;/* NCCLSCOPE_RANGE_METRICS_RANGES: ranges per counter buffer */
   /* live metrics (docs/metrics.md) */
   uint32_t metrics;          /* NCCLSCOPE_METRICS: NCS_MX_* outputs, 0 = off */
   char mx_addr[64];          /* NCCLSCOPE_METRICS_ADDR: numeric address to listen on */
@@ -134,6 +142,8 @@ typedef struct {
   _Alignas(64) _Atomic uint64_t drops[NCS_T_COUNT];
   _Atomic uint64_t bad_handle, stale_handle, null_handle, disabled, unknown_type, unknown_state;
   _Atomic uint64_t groups, groups_unsampled; /* group sampling: GroupApi starts, unsampled ones */
+  _Atomic uint64_t range_drops, range_ignored; /* range records dropped (pool full); NVTX calls of
+                                                  ignored domains (range/range.c) */
 } ncs_slot_t;
 
 /* A producer thread's private state (initial-exec TLS: one %fs-relative access). */
@@ -301,6 +311,10 @@ static inline void ncs_count(_Atomic uint64_t *c) {
 static inline int ncs_probe_moves(uint32_t hole, uint32_t j, uint32_t home) {
   return (j > hole && (home <= hole || home > j)) || (j < hole && home <= hole && home > j);
 }
+
+/* plugin.c: the plugin's set-up (configuration, buffer pool) outside NCCL's init, for a range
+ * call that comes first; 0 when the plugin is ready */
+NCS_HIDDEN int ncs_setup(void);
 
 /* writer.c */
 NCS_HIDDEN int ncs_writer_start(void);

@@ -36,6 +36,7 @@ enum {
   NCS_SQ_PROXY_STEPS,
   NCS_SQ_PROXY_STATES,
   NCS_SQ_LOSSES,
+  NCS_SQ_KERNEL_PHASES,
   NCS_SQ_NTABLES
 };
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];
@@ -46,7 +47,8 @@ typedef struct {
   uint32_t job;     /* which job when the files hold several (ncs_job_opts_t.job; 0: one) */
   uint32_t types;   /* event types whose rows are written (bit per NCS_T_*; 0: all). Coll and
                        P2p fill instances, KernelCh kernel_channels, ProxyOp proxy_ops, ProxyStep
-                       proxy_steps; the analysis tables are always written */
+                       proxy_steps, KernelPhase kernel_phases; the analysis tables are always
+                       written */
   int progress;     /* progress lines on stderr, about once a second */
   const char *prog; /* prefix of messages ("ncclscope export") */
 } ncs_sqlite_opts_t;

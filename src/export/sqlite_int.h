@@ -81,7 +81,8 @@
   X(P, kernel_start_gpu_ns, I) X(P, kernel_stop_gpu_ns, I) X(P, completion_flags, I)               \
   X(P, n_kernel_ch, I) X(P, n_proxy_op, I) X(P, n_open, I) X(P, expired, T)                        \
   X(P, arrival_job_ns, I) X(P, duration_ns, I) X(P, timing, T) X(P, kernel_start_job_ns, I)        \
-  X(P, collective_id, I) X(P, p2p_order, I)
+  X(P, collective_id, I) X(P, p2p_order, I) X(P, user_tag, I) X(P, kernel_variant, T)            \
+  X(P, is_sym_coll, I)
 
 #define COLS_P2P(X, P)                                                                             \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, sender, I) X(P, receiver, I)           \
@@ -122,6 +123,12 @@
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, kind, T)        \
   X(P, from_mono_ns, I) X(P, to_mono_ns, I) X(P, records, I) X(P, types, I)
 
+#define COLS_KERNEL_PHASES(X, P)                                                                   \
+  X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
+  X(P, parent_event_id, I) X(P, kernel_channel_id, I) X(P, instance_id, I) X(P, comm, I)          \
+  X(P, rank, I) X(P, channel, I) X(P, phase_id, I) X(P, phase, T) X(P, start_gpu_ns, I)           \
+  X(P, stop_gpu_ns, I) X(P, gpu_duration_ns, I) X(P, start_mono_ns, I) X(P, expired, T)
+
 #define X_ENUM(P, n, t) P##_##n,
 #define X_DEF(P, n, t) {#n, t},
 enum { COLS_META(X_ENUM, MT) MT_N };
@@ -139,20 +146,20 @@ enum { COLS_PROXY_OPS(X_ENUM, PO) PO_N };
 enum { COLS_PROXY_STEPS(X_ENUM, PS) PS_N };
 enum { COLS_PROXY_STATES(X_ENUM, PT) PT_N };
 enum { COLS_LOSSES(X_ENUM, LS) LS_N };
+enum { COLS_KERNEL_PHASES(X_ENUM, KP) KP_N };
 
-
-
-#define NSTATES 31
+#define NSTATES NCS_STATE_COUNT
 /* ncs_state_names indexes */
 enum {
   ST_STEP_SEND_GPU_WAIT = 8, ST_STEP_SEND_WAIT = 9, ST_STEP_RECV_WAIT = 10,
   ST_STEP_RECV_FLUSH_WAIT = 11, ST_STEP_RECV_GPU_WAIT = 12, ST_OP_IN_PROGRESS = 19,
-  ST_STEP_SEND_PEER_WAIT = 20, ST_KERNEL_CH_STOP = 22,
+  ST_STEP_SEND_PEER_WAIT = 20, ST_KERNEL_CH_STOP = 22, ST_KERNEL_PHASE_STOP = 31,
 };
 
-/* an open KernelCh, ProxyOp or ProxyStep: inserted at its STOP */
+/* an open KernelCh, ProxyOp, ProxyStep or KernelPhase: inserted at its STOP */
 typedef struct {
   uint64_t id, row, parent_row, parent_id; /* parent_id: its event id, 0 none or not local */
+  uint64_t inst_row; /* KernelPhase: its KernelCh's instance row (parent_row is the KernelCh's) */
   uint64_t start, stop, f[6];
   int64_t comm; /* -1 unknown */
   int32_t rank;

@@ -1,7 +1,7 @@
 /* sqlite_rows.c - one streaming pass per trace file, in the job model's file order (sqlite_int.h,
  * docs/sqlite.md). Coll and P2p rows are inserted at their START (their job model and analysis
  * numbers are looked up by (segment, event id)) and updated at STOP, COMPLETE and EXPIRED.
- * KernelCh, ProxyOp and ProxyStep events are kept while open and inserted once at their STOP (or
+ * KernelCh, ProxyOp, ProxyStep and KernelPhase events are kept while open and inserted once at their STOP (or
  * at the end of their segment when they never stop), with their states; each state of a
  * ProxyOp/ProxyStep also becomes a proxy_states row when the next state (or the stop) tells how
  * long it lasted. Row ids are assigned at START, so a child names its parent's row even before
@@ -41,6 +41,13 @@ static void ctx_of(const sq_t *q, const ncs_event_t *e, int64_t *comm, int32_t *
   *comm = m ? (int64_t)m->comm : -1, *rank = m ? m->rank : e->rank;
 }
 
+/* the ABI version NCCL called the START's communicator through (the model's member); 0 unknown */
+static uint32_t ctx_abi(const sq_t *q, const ncs_event_t *e) {
+  const ncs_job_member_t *m =
+      e->ctx_kind == NCS_CTX_LOCAL ? ncs_job_member(q->a->job, q->proc, q->seg, e->ctx) : NULL;
+  return m ? m->abi : 0;
+}
+
 /* ================================================================ Coll / P2p */
 
 static uint64_t parent_row(const sq_t *q, const ncs_event_t *e) {
@@ -58,7 +65,7 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
   int64_t comm;
   int32_t rank;
   ctx_of(q, e, &comm, &rank);
-  const int coll = e->type == NCS_T_COLL;
+  const int coll = e->type == NCS_T_COLL, v7 = ctx_abi(q, e) >= 7;
   b_u64(s, IN_id, row), b_u64(s, IN_process_id, q->proc), b_u64(s, IN_segment, q->seg);
   b_u64(s, IN_event_id, e->id), b_txt(s, IN_type, coll ? "Coll" : "P2p");
   if (comm >= 0) b_i64(s, IN_comm, comm);
@@ -76,10 +83,17 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
     b_txt(s, IN_algo, e->fstr[NCS_F(Coll, algo)]), b_txt(s, IN_proto, e->fstr[NCS_F(Coll, proto)]);
     b_u64(s, IN_traffic_bytes, e->f[NCS_F(Coll, trafficBytes)]), b_i64(s, IN_op, (int64_t)e->f[NCS_F(Coll, op)]);
     b_u64(s, IN_is_collnet, e->f[NCS_F(Coll, isCollnet)]), b_u64(s, IN_is_nvls, e->f[NCS_F(Coll, isNvls)]);
+    /* ABI v7: NULL when NCCL called an older version (which drops them) or the file predates
+       them (before format 1.3) */
+    if (v7 && NCS_HAS(e, NCS_F(Coll, userTag))) {
+      b_u64(s, IN_user_tag, e->f[NCS_F(Coll, userTag)]), b_u64(s, IN_is_sym_coll, e->f[NCS_F(Coll, isSymColl)]);
+      b_txt(s, IN_kernel_variant, e->fstr[NCS_F(Coll, kernelVariant)]);
+    }
   } else {
     b_txt(s, IN_func, e->fstr[NCS_F(P2p, func)]), b_i64(s, IN_peer, (int64_t)e->f[NCS_F(P2p, peer)]);
     count = e->f[NCS_F(P2p, count)], dtype = e->fstr[NCS_F(P2p, datatype)];
     b_u64(s, IN_n_channels, e->f[NCS_F(P2p, nChannels)]);
+    if (v7 && NCS_HAS(e, NCS_F(P2p, userTag))) b_u64(s, IN_user_tag, e->f[NCS_F(P2p, userTag)]);
   }
   b_u64(s, IN_nccl_count, count), b_txt(s, IN_nccl_datatype, dtype);
   /* the analysis's view of this operation: the same record, found by (segment, event id) */
@@ -121,9 +135,14 @@ static void coll_complete(sq_t *q, const ncs_event_t *e, uint64_t row) {
   coll_update(q, s, "instances completion");
 }
 
-/* ================================================================ KernelCh, ProxyOp, ProxyStep */
+/* ================================================================ KernelCh, ProxyOp, ProxyStep, KernelPhase */
 
 static void close_open(sq_t *q, open_t *o, uint64_t stop);
+
+static open_t *open_get(sq_t *q, uint64_t id) {
+  uint64_t i;
+  return hm_get(&q->open_map, id, &i) ? &q->open[i] : NULL;
+}
 
 static open_t *open_new(sq_t *q, const ncs_event_t *e) {
   uint64_t old;
@@ -148,18 +167,16 @@ static open_t *open_new(sq_t *q, const ncs_event_t *e) {
   open_t *o = &q->open[i];
   memset(o, 0, sizeof *o);
   o->id = e->id, o->type = e->type, o->in_use = 1, o->start = e->ts;
-  _Static_assert(NCS_NF(ProxyOp) <= 6 && NCS_NF(KernelCh) <= 6 && NCS_NF(ProxyStep) <= 6, "open_t.f holds them");
+  _Static_assert(NCS_NF(ProxyOp) <= 6 && NCS_NF(KernelCh) <= 6 && NCS_NF(ProxyStep) <= 6 &&
+                     NCS_NF(KernelPhase) <= 6, "open_t.f holds them");
   for (int k = 0; k < 6 && k < e->nfields; k++) o->f[k] = e->f[k];
   ctx_of(q, e, &o->comm, &o->rank);
   o->pxn = (e->flags & NCS_SF_PXN) != 0;
   o->parent_row = parent_row(q, e);
   o->parent_id = e->parent_kind == NCS_REF_LOCAL ? e->parent : 0;
+  open_t *k = e->type == NCS_T_KERNEL_PHASE && o->parent_id ? open_get(q, o->parent_id) : NULL;
+  if (k && k->type == NCS_T_KERNEL_CH) o->parent_row = k->row, o->inst_row = k->parent_row;
   return o;
-}
-
-static open_t *open_get(sq_t *q, uint64_t id) {
-  uint64_t i;
-  return hm_get(&q->open_map, id, &i) ? &q->open[i] : NULL;
 }
 
 /* the proxy_states row of the state that ends at `until` (0: never ended) */
@@ -179,8 +196,9 @@ static void state_row(sq_t *q, open_t *o, uint64_t until) {
 }
 
 static void on_state(sq_t *q, open_t *o, const ncs_event_t *e) {
-  if (o->type == NCS_T_KERNEL_CH) {
-    if (e->state == ST_KERNEL_CH_STOP && e->arg0) o->gpu_stop = e->arg0;
+  if (o->type == NCS_T_KERNEL_CH || o->type == NCS_T_KERNEL_PHASE) { /* the GPU end */
+    uint32_t st = o->type == NCS_T_KERNEL_CH ? ST_KERNEL_CH_STOP : ST_KERNEL_PHASE_STOP;
+    if (e->state == st && e->arg0) o->gpu_stop = e->arg0;
     return;
   }
   state_row(q, o, e->ts);
@@ -196,6 +214,26 @@ static void bind_states(open_t *o, sqlite3_stmt *s, int n_states, int last_state
   b_u64(s, n_states, o->nstates);
   if (o->nstates)
     b_txt(s, last_state, ncs_state_name(o->last_state)), b_u64(s, last_ts, o->last_state_ts);
+}
+
+/* A KernelPhase: its GPU times (pTimer, then the KernelPhaseStop state's). NCCL names phases by
+ * their id (0 initial_sync, 1 compute, 2 final_sync): the name is that of the id, or NULL. */
+static void phase_row(sq_t *q, const open_t *o) {
+  static const char *const names[] = {"initial_sync", "compute", "final_sync"};
+  sqlite3_stmt *s = q->ins[NCS_SQ_KERNEL_PHASES];
+  uint64_t pid = o->f[NCS_F(KernelPhase, phaseId)], start = o->f[NCS_F(KernelPhase, pTimer)];
+  b_u64(s, KP_id, o->row), b_u64(s, KP_process_id, q->proc), b_u64(s, KP_segment, q->seg);
+  b_u64(s, KP_event_id, o->id), b_nz(s, KP_parent_event_id, o->parent_id);
+  b_nz(s, KP_kernel_channel_id, o->parent_row), b_nz(s, KP_instance_id, o->inst_row);
+  if (o->comm >= 0) b_i64(s, KP_comm, o->comm);
+  b_i64(s, KP_rank, o->rank), b_u64(s, KP_channel, o->f[NCS_F(KernelPhase, channelId)]);
+  b_u64(s, KP_phase_id, pid);
+  if (pid < sizeof names / sizeof names[0]) b_txt(s, KP_phase, names[pid]);
+  b_nz(s, KP_start_gpu_ns, start), b_nz(s, KP_stop_gpu_ns, o->gpu_stop);
+  if (start && o->gpu_stop >= start) b_u64(s, KP_gpu_duration_ns, o->gpu_stop - start);
+  b_u64(s, KP_start_mono_ns, o->start);
+  if (o->expired) b_txt(s, KP_expired, expired_name(o->expired));
+  sq_insert(q, NCS_SQ_KERNEL_PHASES);
 }
 
 /* insert the row of an open event; stop 0: it never stopped */
@@ -216,6 +254,8 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     if (ptimer && o->gpu_stop >= ptimer) b_u64(s, KC_gpu_duration_ns, o->gpu_stop - ptimer);
     if (o->expired) b_txt(s, KC_expired, expired_name(o->expired));
     sq_insert(q, NCS_SQ_KERNEL_CHANNELS);
+  } else if (o->type == NCS_T_KERNEL_PHASE) {
+    phase_row(q, o);
   } else if (o->type == NCS_T_PROXY_OP) {
     state_row(q, o, stop);
     s = q->ins[NCS_SQ_PROXY_OPS];
@@ -268,6 +308,7 @@ static int table_of(uint8_t type) {
   case NCS_T_KERNEL_CH: return NCS_SQ_KERNEL_CHANNELS;
   case NCS_T_PROXY_OP: return NCS_SQ_PROXY_OPS;
   case NCS_T_PROXY_STEP: return NCS_SQ_PROXY_STEPS;
+  case NCS_T_KERNEL_PHASE: return NCS_SQ_KERNEL_PHASES;
   case NCS_T_COLL:
   case NCS_T_P2P: return NCS_SQ_INSTANCES;
   default: return -1;

@@ -10,7 +10,8 @@
 const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
-    "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses"};
+    "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
+    "kernel_phases"};
 
 typedef struct {
   const char *name, *decl;
@@ -30,6 +31,7 @@ static const col_t c_proxy_ops[] = {COLS_PROXY_OPS(X_DEF, PO)};
 static const col_t c_proxy_steps[] = {COLS_PROXY_STEPS(X_DEF, PS)};
 static const col_t c_proxy_states[] = {COLS_PROXY_STATES(X_DEF, PT)};
 static const col_t c_losses[] = {COLS_LOSSES(X_DEF, LS)};
+static const col_t c_kernel_phases[] = {COLS_KERNEL_PHASES(X_DEF, KP)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -52,6 +54,7 @@ static const struct {
     [NCS_SQ_PROXY_STEPS] = TBL(c_proxy_steps, NULL),
     [NCS_SQ_PROXY_STATES] = TBL(c_proxy_states, NULL),
     [NCS_SQ_LOSSES] = TBL(c_losses, NULL),
+    [NCS_SQ_KERNEL_PHASES] = TBL(c_kernel_phases, NULL),
 };
 #undef TBL
 
@@ -73,6 +76,11 @@ static const char *const post_sql[] = {
     "CREATE INDEX proxy_states_step ON proxy_states (proxy_step_id)",
     "CREATE INDEX proxy_states_op ON proxy_states (proxy_op_id)",
     "CREATE INDEX proxy_states_state ON proxy_states (state, duration_ns)",
+    /* a KernelPhase stops before its KernelCh, whose row comes later: link it now */
+    "UPDATE kernel_phases SET kernel_channel_id = (SELECT k.id FROM kernel_channels k WHERE "
+    "k.process_id = kernel_phases.process_id AND k.segment = kernel_phases.segment AND "
+    "k.event_id = kernel_phases.parent_event_id) "
+    "WHERE kernel_channel_id IS NULL AND parent_event_id IS NOT NULL",
     /* children whose START came before their parent's in the file (chunks of different
      * threads overlap in time): link them now */
     "UPDATE kernel_channels SET instance_id = (SELECT i.id FROM instances i WHERE "
@@ -87,6 +95,10 @@ static const char *const post_sql[] = {
     "o.process_id = proxy_steps.process_id AND o.segment = proxy_steps.segment AND "
     "o.event_id = proxy_steps.parent_event_id) "
     "WHERE proxy_op_id IS NULL AND parent_event_id IS NOT NULL",
+    "UPDATE kernel_phases SET instance_id = (SELECT k.instance_id FROM kernel_channels k WHERE "
+    "k.id = kernel_phases.kernel_channel_id) WHERE instance_id IS NULL",
+    "CREATE INDEX kernel_phases_channel ON kernel_phases (kernel_channel_id)",
+    "CREATE INDEX kernel_phases_instance ON kernel_phases (instance_id, phase_id)",
     "UPDATE comms SET ranks_recorded = "
     "(SELECT COUNT(DISTINCT r.rank) FROM ranks r WHERE r.comm = comms.id)",
     /* views: docs/sqlite.md */
@@ -120,6 +132,20 @@ static const char *const post_sql[] = {
     "k.stop_gpu_ns - p.gpu_offset_ns AS gpu_stop_mono_ns "
     "FROM kernel_channels k JOIN processes p ON p.id = k.process_id "
     "LEFT JOIN instances i ON i.id = k.instance_id",
+    /* ABI v7: an operation's GPU time split by its kernels' phases, channel means (docs/sqlite.md) */
+    "CREATE VIEW v_instance_phases AS SELECT instance_id, COUNT(DISTINCT channel) AS channels, "
+    "CAST(1.0 * SUM(CASE WHEN phase_id = 0 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
+    "AS initial_sync_ns, "
+    "CAST(1.0 * SUM(CASE WHEN phase_id = 1 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
+    "AS compute_ns, "
+    "CAST(1.0 * SUM(CASE WHEN phase_id = 2 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
+    "AS final_sync_ns "
+    "FROM kernel_phases WHERE instance_id IS NOT NULL AND gpu_duration_ns IS NOT NULL GROUP BY instance_id",
+    /* ABI v7: the operations of each user tag (a step or phase of the application) */
+    "CREATE VIEW v_user_tags AS SELECT comm, user_tag, COUNT(*) AS operations, "
+    "COUNT(DISTINCT rank) AS ranks, SUM(bytes) AS bytes, MIN(arrival_job_ns) AS first_arrival_job_ns, "
+    "MAX(arrival_job_ns + duration_ns) AS last_end_job_ns, SUM(duration_ns) AS duration_ns "
+    "FROM instances WHERE user_tag IS NOT NULL GROUP BY comm, user_tag",
     "CREATE VIEW v_proxy_step_states AS SELECT t.id, t.proxy_step_id, s.proxy_op_id, "
     "s.process_id, o.comm, o.rank, o.channel, o.peer, o.is_send, o.instance_id, s.step, "
     "t.state, t.state_code, t.mono_ns, t.until_mono_ns, t.duration_ns, t.arg0 AS trans_size "

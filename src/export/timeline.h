@@ -27,6 +27,7 @@
 #define MAX_ARGS 64
 #define MAX_WORKERS 16
 #define ST_KERNEL_CH_STOP 22 /* ncs_state_names[22] */
+#define ST_KERNEL_PHASE_STOP 31
 #define GROW(arr, cap, need) NCS_GROW(arr, cap, need)
 
 static inline uint64_t nz(uint64_t v) { return v ? v : 1; }

@@ -149,7 +149,8 @@ static const char *const row_desc[] = {
     "Copy-engine work: CeSync and CeBatch.",
     "The proxy thread's progress loop (ProxyCtrl): append, active, idle, sleep and wakeup.",
     "Per-channel GPU work (KernelCh) on the host time line: GPU globaltimer ns mapped with a "
-    "per-process offset (docs/timeline.md).",
+    "per-process offset (docs/timeline.md); its phases (KernelPhase, NCCL 2.31: initial sync, "
+    "compute, final sync) on a second lane.",
     "Network operations of the proxy (ProxyOp) on this channel, with their states.",
     "Network steps (ProxyStep) of this channel, with their wait states.",
     "Network plugin calls (NetPlugin) under this channel's steps.",
@@ -530,6 +531,19 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
     group = group_for(w, proc, e, c);
     break;
   }
+  case NCS_T_KERNEL_PHASE: { /* on its KernelCh's row, GPU time (a lane of its own) */
+    kind = RK_GPU, cat = TC_KPHASE;
+    uint64_t chv = fval(e, NCS_F(KernelPhase, channelId)), pt = fval(e, NCS_F(KernelPhase, pTimer));
+    ch = chv < 1024 ? (int32_t)chv : -1;
+    const char *pn = fstr(&w->pool, e, NCS_F(KernelPhase, phaseName));
+    name = pn ? pn : "kernel phase";
+    if (ncs_job_gpu_time(w->x->job, w->fi, pt)) ts = (uint64_t)ncs_job_gpu_time(w->x->job, w->fi, pt);
+    if (parent && parent->type == NCS_T_KERNEL_CH)
+      group = parent->group, proc = parent->proc;
+    else
+      group = group_for(w, proc, e, c);
+    break;
+  }
   case NCS_T_PROXY_OP: {
     kind = RK_PROXY, cat = TC_PROXYOP;
     uint64_t chv = fval(e, NCS_F(ProxyOp, channelId));
@@ -588,7 +602,8 @@ static void ev_state(wk_t *w, const ncs_event_t *e) {
   }
   lane_t *l = &w->rows[o->row].lanes[o->lane];
   uint64_t ts = max64(to_out(w->x, w->fi, e->ts), o->last);
-  if (e->type == NCS_T_KERNEL_CH && e->state == ST_KERNEL_CH_STOP) { /* the GPU end */
+  if ((e->type == NCS_T_KERNEL_CH && e->state == ST_KERNEL_CH_STOP) ||
+      (e->type == NCS_T_KERNEL_PHASE && e->state == ST_KERNEL_PHASE_STOP)) { /* the GPU end */
     o->gpu_end = (uint64_t)ncs_job_gpu_time(w->x->job, w->fi, e->arg0);
     return;
   }
@@ -616,7 +631,7 @@ static void ev_stop(wk_t *w, const ncs_event_t *e) {
     return;
   }
   uint64_t ts = to_out(w->x, w->fi, e->ts);
-  if (o->type == NCS_T_KERNEL_CH && o->gpu_end) ts = o->gpu_end;
+  if ((o->type == NCS_T_KERNEL_CH || o->type == NCS_T_KERNEL_PHASE) && o->gpu_end) ts = o->gpu_end;
   close_open(w, o, ts, 0);
 }
 

@@ -214,7 +214,11 @@ static void node_set_add(uint64_t id) {
  * is reported (GRAPHNODE_CREATED) before the call returns. */
 static void on_kernel_launch(const ncs_cupti_cbdata_t *cb) {
   ncs_gpu_tls_t *L = &ncs_gpu_t;
-  if (!L->launch || cb->callbackSite != NCS_CUPTI_API_ENTER) return;
+  if (cb->callbackSite != NCS_CUPTI_API_ENTER) return;
+  if (!L->launch) { /* the application's kernel: tied to the range open on this thread, if any */
+    ncs_range_launch(cb->correlationId, 0);
+    return;
+  }
   L->corr = cb->correlationId;
   uint64_t v[6] = {cb->correlationId, L->launch, L->ctx, L->parent, L->stream,
                    L->n++ ? NCS_GLF_REPEAT : 0};
@@ -229,6 +233,7 @@ static void on_graph_launch(const ncs_cupti_cbdata_t *cb) {
   if (!G.api.GetGraphExecId || G.api.GetGraphExecId(p->hGraphExec, &exec) != NCS_CUPTI_SUCCESS) return;
   uint64_t v[3] = {cb->correlationId, exec, (uint64_t)(uintptr_t)p->hStream};
   raw_put(NCS_RG_GLAUNCH, 5, v);
+  ncs_range_launch(cb->correlationId, 1);
 }
 
 static void on_graph(uint32_t cbid, const ncs_cupti_graphdata_t *gd) {
@@ -573,6 +578,9 @@ void ncs_gpu_after_fork(void) {
   if (G.st.state == NCS_GPU_ACTIVE) set_state(NCS_GPU_FAILED, "forked child: CUPTI is not used");
   ncs_gpu_t.launch = 0;
 }
+
+void *ncs_gpu_lib(void) { return G.lib; }
+const char *ncs_gpu_result_str(int r) { return result_str(r); }
 
 /* ------------------------------------------------------------------ the writer's calls */
 

@@ -19,6 +19,9 @@ enum {
   NCS_CUPTI_ERROR_INVALID_PARAMETER = 1,
   NCS_CUPTI_ERROR_MAX_LIMIT_REACHED = 12, /* cuptiActivityGetNextRecord: no more records */
   NCS_CUPTI_ERROR_NOT_INITIALIZED = 15,
+  NCS_CUPTI_ERROR_HARDWARE_BUSY = 26,    /* the performance counters are in use (DCGM, ncu, nsys) */
+  NCS_CUPTI_ERROR_NOT_SUPPORTED = 27,
+  NCS_CUPTI_ERROR_INSUFFICIENT_PRIVILEGES = 35, /* no access to the performance counters */
   NCS_CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED = 39,
 };
 
@@ -150,5 +153,196 @@ typedef struct {
   ncs_cupti_result_t (*GetGraphId)(void *graph, uint32_t *id);
   ncs_cupti_result_t (*GetGraphExecId)(void *exec, uint32_t *id);
 } ncs_cupti_api_t;
+
+/* ---- the range profiler and the profiler host API (cupti_range_profiler.h, cupti_profiler_target.h,
+ * cupti_profiler_host.h, cupti_target.h; CUDA 12.6 and later). Every call takes a parameter struct
+ * whose first field is its size: NCS_PSIZE, as CUPTI's *_STRUCT_SIZE macros compute it (the end of
+ * the last field, without trailing padding). cupti_profiler_host.h includes <string> in CUDA 13.0
+ * and cannot be compiled as C; the plugin never includes it, and tests/test_cupti_decl.c compiles
+ * it as C with an empty <string> (tests/cstub). */
+#define NCS_PSIZE(T, last) (offsetof(T, last) + sizeof(((T *)0)->last))
+
+enum { NCS_CUPTI_USER_RANGE = 2 };              /* CUpti_ProfilerRange: CUPTI_UserRange */
+enum { NCS_CUPTI_USER_REPLAY = 3 };             /* CUpti_ProfilerReplayMode: CUPTI_UserReplay */
+enum { NCS_CUPTI_PROFILER_TYPE_RANGE = 0 };     /* CUpti_ProfilerType: CUPTI_PROFILER_TYPE_RANGE_PROFILER */
+enum { NCS_CUPTI_METRIC_COUNTER = 0, NCS_CUPTI_METRIC_RATIO = 1, NCS_CUPTI_METRIC_THROUGHPUT = 2 };
+
+typedef struct { size_t structSize; void *pPriv; } ncs_cupti_prof_init_t; /* CUpti_Profiler_Initialize_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  size_t deviceIndex;
+  const char *pChipName;
+} ncs_cupti_chip_name_t; /* CUpti_Device_GetChipName_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *ctx; /* CUcontext */
+  size_t counterAvailabilityImageSize;
+  uint8_t *pCounterAvailabilityImage;
+} ncs_cupti_avail_t; /* CUpti_Profiler_GetCounterAvailability_Params */
+
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  int profilerType;
+  const char *pChipName;
+  const uint8_t *pCounterAvailabilityImage;
+  void *pHostObject;
+} ncs_cupti_host_init_t; /* CUpti_Profiler_Host_Initialize_Params */
+typedef struct { size_t structSize; void *pPriv; void *pHostObject; } ncs_cupti_host_deinit_t;
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pHostObject;
+  const char **ppMetricNames;
+  size_t numMetrics;
+} ncs_cupti_host_add_t; /* CUpti_Profiler_Host_ConfigAddMetrics_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pHostObject;
+  size_t configImageSize;
+} ncs_cupti_host_config_size_t; /* CUpti_Profiler_Host_GetConfigImageSize_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pHostObject;
+  size_t configImageSize;
+  uint8_t *pConfigImage;
+} ncs_cupti_host_config_t; /* CUpti_Profiler_Host_GetConfigImage_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  size_t configImageSize;
+  uint8_t *pConfigImage;
+  size_t numOfPasses;
+} ncs_cupti_host_passes_t; /* CUpti_Profiler_Host_GetNumOfPasses_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pHostObject;
+  const char *pMetricName;
+  const char *pDescription;
+  const char *pHwUnit;
+  const char *pDimUnit;
+  int metricType;
+} ncs_cupti_host_props_t; /* CUpti_Profiler_Host_GetMetricProperties_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pHostObject;
+  const uint8_t *pCounterDataImage;
+  size_t counterDataImageSize;
+  size_t rangeIndex;
+  const char **ppMetricNames;
+  size_t numMetrics;
+  double *pMetricValues;
+} ncs_cupti_host_eval_t; /* CUpti_Profiler_Host_EvaluateToGpuValues_Params */
+
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *ctx;
+  void *pRangeProfilerObject;
+} ncs_cupti_rp_enable_t; /* CUpti_RangeProfiler_Enable_Params */
+typedef struct { size_t structSize; void *pPriv; void *pRangeProfilerObject; } ncs_cupti_rp_obj_t;
+/* ^ Disable, Start and PopRange take just the object */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pRangeProfilerObject;
+  const char **pMetricNames;
+  size_t numMetrics;
+  size_t maxNumOfRanges;
+  uint32_t maxNumRangeTreeNodes;
+  size_t counterDataSize;
+} ncs_cupti_rp_size_t; /* CUpti_RangeProfiler_GetCounterDataSize_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pRangeProfilerObject;
+  size_t counterDataSize;
+  uint8_t *pCounterData;
+} ncs_cupti_rp_image_init_t; /* CUpti_RangeProfiler_CounterDataImage_Initialize_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pRangeProfilerObject;
+  size_t configSize;
+  const uint8_t *pConfig;
+  size_t counterDataImageSize;
+  uint8_t *pCounterDataImage;
+  int range;      /* CUpti_ProfilerRange */
+  int replayMode; /* CUpti_ProfilerReplayMode */
+  size_t maxRangesPerPass;
+  uint16_t numNestingLevels;
+  uint16_t minNestingLevel;
+  size_t passIndex;
+  uint16_t targetNestingLevel;
+} ncs_cupti_rp_config_t; /* CUpti_RangeProfiler_SetConfig_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pRangeProfilerObject;
+  size_t passIndex;
+  size_t targetNestingLevel;
+  uint8_t isAllPassSubmitted;
+} ncs_cupti_rp_stop_t; /* CUpti_RangeProfiler_Stop_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pRangeProfilerObject;
+  const char *pRangeName;
+} ncs_cupti_rp_push_t; /* CUpti_RangeProfiler_PushRange_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  void *pRangeProfilerObject;
+  size_t numOfRangeDropped;
+} ncs_cupti_rp_decode_t; /* CUpti_RangeProfiler_DecodeData_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  const uint8_t *pCounterDataImage;
+  size_t counterDataImageSize;
+  size_t numTotalRanges;
+} ncs_cupti_rp_info_t; /* CUpti_RangeProfiler_GetCounterDataInfo_Params */
+typedef struct {
+  size_t structSize;
+  void *pPriv;
+  const uint8_t *pCounterDataImage;
+  size_t counterDataImageSize;
+  size_t rangeIndex;
+  const char *rangeDelimiter;
+  const char *rangeName;
+} ncs_cupti_rp_range_t; /* CUpti_RangeProfiler_CounterData_GetRangeInfo_Params */
+
+/* the profiler entry points, looked up when metrics are asked for */
+typedef struct {
+  ncs_cupti_result_t (*ProfilerInitialize)(ncs_cupti_prof_init_t *p);
+  ncs_cupti_result_t (*DeviceGetChipName)(ncs_cupti_chip_name_t *p);
+  ncs_cupti_result_t (*ProfilerGetCounterAvailability)(ncs_cupti_avail_t *p);
+  ncs_cupti_result_t (*ProfilerHostInitialize)(ncs_cupti_host_init_t *p);
+  ncs_cupti_result_t (*ProfilerHostDeinitialize)(ncs_cupti_host_deinit_t *p);
+  ncs_cupti_result_t (*ProfilerHostConfigAddMetrics)(ncs_cupti_host_add_t *p);
+  ncs_cupti_result_t (*ProfilerHostGetConfigImageSize)(ncs_cupti_host_config_size_t *p);
+  ncs_cupti_result_t (*ProfilerHostGetConfigImage)(ncs_cupti_host_config_t *p);
+  ncs_cupti_result_t (*ProfilerHostGetNumOfPasses)(ncs_cupti_host_passes_t *p);
+  ncs_cupti_result_t (*ProfilerHostGetMetricProperties)(ncs_cupti_host_props_t *p);
+  ncs_cupti_result_t (*ProfilerHostEvaluateToGpuValues)(ncs_cupti_host_eval_t *p);
+  ncs_cupti_result_t (*RangeProfilerEnable)(ncs_cupti_rp_enable_t *p);
+  ncs_cupti_result_t (*RangeProfilerDisable)(ncs_cupti_rp_obj_t *p);
+  ncs_cupti_result_t (*RangeProfilerGetCounterDataSize)(ncs_cupti_rp_size_t *p);
+  ncs_cupti_result_t (*RangeProfilerCounterDataImageInitialize)(ncs_cupti_rp_image_init_t *p);
+  ncs_cupti_result_t (*RangeProfilerSetConfig)(ncs_cupti_rp_config_t *p);
+  ncs_cupti_result_t (*RangeProfilerStart)(ncs_cupti_rp_obj_t *p);
+  ncs_cupti_result_t (*RangeProfilerStop)(ncs_cupti_rp_stop_t *p);
+  ncs_cupti_result_t (*RangeProfilerPushRange)(ncs_cupti_rp_push_t *p);
+  ncs_cupti_result_t (*RangeProfilerPopRange)(ncs_cupti_rp_obj_t *p);
+  ncs_cupti_result_t (*RangeProfilerDecodeData)(ncs_cupti_rp_decode_t *p);
+  ncs_cupti_result_t (*RangeProfilerGetCounterDataInfo)(ncs_cupti_rp_info_t *p);
+  ncs_cupti_result_t (*RangeProfilerCounterDataGetRangeInfo)(ncs_cupti_rp_range_t *p);
+} ncs_cupti_prof_api_t;
 
 #endif

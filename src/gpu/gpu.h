@@ -23,6 +23,7 @@
 #include "core/ncs.h"
 #include "gpu/cupti_decl.h"
 #include "trace/encode.h"
+#include "trace/range.h"
 
 /* raw records in the per-thread blocks: kind NCS_RAW_GPU, the type byte says which */
 #define NCS_RAW_GPU 0x40
@@ -93,6 +94,54 @@ NCS_HIDDEN void ncs_gpu_cycle(int flush_due); /* after the drain: decode, join, 
 NCS_HIDDEN void ncs_gpu_segment_end(void);    /* before the FOOTER */
 /* flight keyframes: a GPU chunk payload restating the pending launches; 0 when none */
 NCS_HIDDEN size_t ncs_gpu_keyframe(ncs_buf_t *b, size_t limit);
+
+/* ---- cupti.c: the libcupti loaded (NULL before, or when none could be) */
+NCS_HIDDEN void *ncs_gpu_lib(void);
+NCS_HIDDEN const char *ncs_gpu_result_str(int r); /* CUPTI's name of a result */
+
+/* ---- metrics.c: hardware metrics per range through CUPTI's range profiler (docs/ranges.md).
+ * The ranges of one thread (the first to push a range at the metrics level with a CUDA context
+ * current) at one nesting level (NCCLSCOPE_RANGE_METRICS_LEVEL) go to CUPTI as user ranges; their
+ * counter buffers are decoded on that thread when full (or a second old) and evaluated on the
+ * writer thread. */
+/* the level whose ranges go to CUPTI while metrics are (or may become) active; 0 none */
+extern NCS_HIDDEN _Atomic uint32_t ncs_hwm_level;
+NCS_HIDDEN void ncs_hwm_setup(void);   /* at a segment's first init, after ncs_gpu_setup (ncs_g.lock) */
+NCS_HIDDEN uint64_t ncs_hwm_push(uint64_t id, const char *name, size_t n); /* its metrics id, or 0 */
+NCS_HIDDEN void ncs_hwm_pop(void);
+NCS_HIDDEN void ncs_hwm_segment_end(void); /* before the writer's last cycle: close the session */
+NCS_HIDDEN void ncs_hwm_release(void);     /* after the writer stopped: the profiler object */
+NCS_HIDDEN void ncs_hwm_collect(void);     /* writer thread: decoded buffers -> values */
+NCS_HIDDEN void ncs_hwm_after_fork(void);
+NCS_HIDDEN void ncs_hwm_free(void); /* at unload: what it allocated (no CUPTI call) */
+typedef struct {
+  uint32_t state; /* NCS_HWM_* */
+  uint64_t since_ns;
+  char reason[400], chip[64];
+  uint32_t replay, passes, level, thread, buffer_ranges, nmetrics;
+  const char *metric[NCS_RANGE_MAX_METRICS]; /* stable for the load */
+  uint8_t metric_type[NCS_RANGE_MAX_METRICS];
+  uint64_t forwarded, with_values, cupti_dropped, no_buffer, session_lost, buffers, not_forwarded,
+      other_threads;
+} ncs_hwm_status_t;
+NCS_HIDDEN void ncs_hwm_status(ncs_hwm_status_t *s);
+
+/* ---- range/range.c, range/range_writer.c (user ranges, above GPU truth): what cupti.c and
+ * metrics.c call there, declared here so that gpu/ does not include range/ */
+/* The calling thread's ranges (initial-exec TLS: kept to 8 bytes, as the static TLS space a
+ * dlopen'ed library may use is small). */
+typedef struct {
+  uint32_t depth; /* push/pop ranges open (levels), counted whether or not their records got in */
+  uint8_t mx;     /* metrics: 0 not decided, 1 the metrics thread, 2 another thread */
+  uint8_t mx_open; /* a range of this thread is open in CUPTI's range profiler */
+  uint16_t pad_;
+} ncs_range_tls_t;
+extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_range_tls_t ncs_range_t;
+
+/* a kernel or graph launch on this thread (CUPTI's launch callback, gpu/cupti.c) */
+NCS_HIDDEN void ncs_range_launch(uint32_t corr, int graph);
+/* metrics (gpu/metrics.c) hand over values: metrics id, values in the metric list's order */
+NCS_HIDDEN void ncs_range_metric_values(uint64_t mid, int replay, const double *v, uint32_t n);
 
 /* ---- writer.c: what gpu_writer.c writes through */
 NCS_HIDDEN int ncs_writer_chunk(uint16_t type, const ncs_buf_t *b); /* strings first; -1 lost */

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
+#include "core/emap.h"
 #include "trace/gpu.h"
 
 #define PEND_CAP 8192   /* pending launches (at most 3/4 used) */
@@ -32,73 +33,6 @@
 #define FLUSH_TRACE (1u << 20)
 #define FLUSH_FLIGHT (32u << 10) /* flight mode: chunks must fit a ring slot comfortably */
 #define MAX_TAKE 4096
-
-/* ------------------------------------------------------------------ small hash maps
- * Open addressing keyed by the entry's first 8 bytes (0 = empty), backward-shift deletion. */
-typedef struct {
-  uint8_t *e;
-  size_t sz;
-  uint32_t cap, n;
-} map_t;
-
-static void *m_at(const map_t *m, uint32_t i) { return m->e + (size_t)i * m->sz; }
-static uint64_t m_key(const map_t *m, uint32_t i) {
-  uint64_t k;
-  memcpy(&k, m_at(m, i), sizeof k);
-  return k;
-}
-static uint32_t m_home(const map_t *m, uint64_t k) {
-  return (uint32_t)((k * 0x9E3779B97F4A7C15ull) >> 32) & (m->cap - 1);
-}
-
-static void *m_find(const map_t *m, uint64_t k) {
-  if (!k || !m->e) return NULL;
-  for (uint32_t i = m_home(m, k), n = 0; n < m->cap; n++, i = (i + 1) & (m->cap - 1)) {
-    uint64_t x = m_key(m, i);
-    if (x == k) return m_at(m, i);
-    if (!x) return NULL;
-  }
-  return NULL;
-}
-
-/* The entry of k, new (zeroed) or existing; NULL when the map is full. */
-static void *m_put(map_t *m, uint64_t k) {
-  if (!k || !m->e) return NULL;
-  void *e = m_find(m, k);
-  if (e) return e;
-  if (m->n + 1 > m->cap / 4 * 3) return NULL;
-  uint32_t i = m_home(m, k);
-  while (m_key(m, i)) i = (i + 1) & (m->cap - 1);
-  e = m_at(m, i);
-  memset(e, 0, m->sz);
-  memcpy(e, &k, sizeof k);
-  m->n++;
-  return e;
-}
-
-static void m_del(map_t *m, void *e) {
-  uint32_t i = (uint32_t)(((uint8_t *)e - m->e) / m->sz);
-  memset(m_at(m, i), 0, sizeof(uint64_t));
-  m->n--;
-  for (uint32_t j = (i + 1) & (m->cap - 1); m_key(m, j); j = (j + 1) & (m->cap - 1)) {
-    if (!ncs_probe_moves(i, j, m_home(m, m_key(m, j)))) continue;
-    memcpy(m_at(m, i), m_at(m, j), m->sz);
-    memset(m_at(m, j), 0, sizeof(uint64_t));
-    i = j;
-  }
-}
-
-static void m_clear(map_t *m) {
-  if (m->e) memset(m->e, 0, (size_t)m->cap * m->sz);
-  m->n = 0;
-}
-
-static int m_init(map_t *m, size_t sz, uint32_t cap) {
-  if (m->e) return 0;
-  m->e = calloc(cap, sz);
-  m->sz = sz, m->cap = cap, m->n = 0;
-  return m->e ? 0 : -1;
-}
 
 /* ------------------------------------------------------------------ state */
 
@@ -454,10 +388,7 @@ static void decode(int i) {
 
 void ncs_gpu_segment_free(void) {
   map_t *m[] = {&X.pend, &X.cnode, &X.enode, &X.gexec, &X.names, &X.sums, &X.gl};
-  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) {
-    free(m[i]->e);
-    memset(m[i], 0, sizeof *m[i]);
-  }
+  for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) m_free(m[i]);
   ncs_buf_free(&X.buf);
   X.ok = 0;
 }

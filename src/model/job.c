@@ -131,7 +131,10 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     seg_times(s, &it, first);
     clock_scan_item(clk, &it, s->index);
     cov_scan_item(cov, j, pi, &it, s->index, s->start_mono);
-    if (it.what == NCS_ITEM_COMM) add_member(j, pi, s->index, &it.comm);
+    if (it.what == NCS_ITEM_COMM) {
+      add_member(j, pi, s->index, &it.comm);
+      if (it.comm.abi_version > p->abi_max) p->abi_max = it.comm.abi_version;
+    }
     if (it.what == NCS_ITEM_FOOTER) s->clean = 1;
     if (it.what == NCS_ITEM_COMM_END) {
       uint64_t v;

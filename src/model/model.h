@@ -140,6 +140,8 @@ typedef struct {
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
   ncs_job_cov_t cov;  /* what it lost (loss windows: ncs_job_t.losses) */
+  uint32_t abi_max;   /* the newest profiler ABI version NCCL called its communicators through
+                       * (its COMM chunks; 0 none) */
   int excluded;       /* NCS_JX_*: not read (host and pid are still known) */
   uint32_t same_as;   /* NCS_JX_DUPLICATE: the file read in its place */
   uint32_t job_no;    /* the job (1-based, ncs_job_t.parts) its file belongs to; 0 unknown (a

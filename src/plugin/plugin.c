@@ -1,4 +1,4 @@
-/* plugin.c - the exported ncclProfiler_v1 .. v6 objects and the lifecycle around them.
+/* plugin.c - the exported ncclProfiler_v1 .. v7 objects and the lifecycle around them.
  *
  * Each ABI version has thin entry points that translate its descriptor into one raw record
  * (core/ncs.h describes the words). Everything here runs on NCCL's threads: no locks on the
@@ -15,6 +15,7 @@
 #include "core/ncs.h"
 #include "gpu/gpu.h"
 #include "metrics/metrics.h"
+#include "range/range.h"
 #include "record/flight.h"
 
 ncs_global_t ncs_g = {.lock = PTHREAD_MUTEX_INITIALIZER, .hkey_hot = ~0u};
@@ -56,6 +57,7 @@ static void after_fork_child(void) {
   if (ncs_g.ready) ncs_pool_reset_after_fork();
   ncs_gpu_after_fork();
   ncs_mx_after_fork(); /* the metrics thread and server are the parent's */
+  ncs_hwm_after_fork(); /* the range metrics' CUPTI session is the parent's */
 }
 
 static int setup_locked(void) {
@@ -91,8 +93,16 @@ static int setup_locked(void) {
   static int atfork_done; /* per load: glibc drops the handler again at dlclose */
   if (!atfork_done) pthread_atfork(NULL, NULL, after_fork_child);
   atfork_done = 1;
+  ncs_range_setup();
   ncs_g.ready = 1;
   return 0;
+}
+
+int ncs_setup(void) {
+  pthread_mutex_lock(&ncs_g.lock);
+  int rc = setup_locked();
+  pthread_mutex_unlock(&ncs_g.lock);
+  return rc;
 }
 
 static uint32_t abi_mask(int abi) {
@@ -102,6 +112,7 @@ static uint32_t abi_mask(int abi) {
   case 3:
   case 4: return NCS_EV_ALL_V3;
   case 5: return NCS_EV_ALL_V5;
+  case 6: return NCS_EV_ALL_V6;
   default: return NCS_EV_ALL;
   }
 }
@@ -138,7 +149,10 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;
   }
-  if (!ncs_g.writer_running) ncs_gpu_setup(); /* CUPTI, when asked for: before the segment says so */
+  if (!ncs_g.writer_running) { /* CUPTI and metrics, when asked for: before the segment says so */
+    ncs_gpu_setup();
+    ncs_hwm_setup();
+  }
   if (!ncs_g.writer_running && ncs_writer_start() != 0) {
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS; /* the writer logged why (e.g. the directory is not writable) */
@@ -148,6 +162,10 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
    * (whose stop picks the next group's mask), P2pApi (sampling stops at the first send/recv) and
    * what NCCLSCOPE_UNSAMPLED_EVENTS asks for */
   uint32_t hook = (NCS_EV_GROUP_API | NCS_EV_P2P_API | (ncs_g.cfg.unsampled_events & m)) & abi_mask(abi);
+  /* KernelPhase is GPU time like KernelCh, and never in the hook: NCCL 2.31 turns KernelCh on at
+   * every communicator init whose mask has KernelPhase without it (which would undo an unsampled
+   * capture's hold, "Sampling" below) */
+  hook &= ~(uint32_t)(NCS_EV_KERNEL_CH | NCS_EV_KERNEL_PHASE);
   /* what this init hands NCCL in its one process-wide int (every init writes it, under our lock;
    * the last one wins): the full mask, but after sampling ended at an unsampled CUDA graph
    * capture KernelCh must never come back, so the hook */
@@ -246,10 +264,16 @@ __attribute__((destructor)) static void ncs_unload(void) {
      * handler must not outlive the code it points to */
     ncs_hot_set(0, 0, 0);
     ncs_fl_signal_remove();
-    ncs_pool_teardown();
+    ncs_range_free();
     free(ncs_g.comms);
     ncs_g.comms = NULL;
-    ncs_g.ready = 0;
+    /* Once a range call came, the application's threads call in too, whatever NCCL does, and
+     * at process exit they may still run while this destructor does: their buffer blocks then
+     * stay mapped until the process is gone (nothing reads them any more). */
+    if (!atomic_load(&ncs_range_used)) {
+      ncs_pool_teardown();
+      ncs_g.ready = 0;
+    }
   }
   /* With live communicators this is process exit: other threads may still be inside NCCL,
    * so the memory stays mapped until the process is gone. */
@@ -358,8 +382,8 @@ static COLD ncs_slow_t start_slow(void *ctx, void **eh, unsigned t, uint32_t nw,
     *eh = NULL;                                                                                   \
     return NCS_SUCCESS;                                                                           \
   }                                                                                               \
-  int t = type_index(d->type);                                                                    \
-  if (NCS_UNLIKELY(t < 0 || t > (MAXT))) {                                                        \
+  int t = type_index(d->type, MAXT);                                                              \
+  if (NCS_UNLIKELY(t < 0)) {                                                                      \
     *eh = NULL;                                                                                   \
     unknown_type();                                                                               \
     return NCS_SUCCESS;                                                                           \
@@ -370,8 +394,8 @@ static COLD ncs_slow_t start_slow(void *ctx, void **eh, unsigned t, uint32_t nw,
 #define START_FAST_FN(NAME, DESCR, MAXT, FULL, CASES)                                             \
   static ncs_result_t NAME(void *ctx, void **eh, DESCR *d) {                                      \
     if (NCS_LIKELY(eh && d)) {                                                                    \
-      int t = type_index(d->type);                                                                \
-      if (NCS_LIKELY(t >= 0 && t <= (MAXT))) {                                                    \
+      int t = type_index(d->type, MAXT);                                                          \
+      if (NCS_LIKELY(t >= 0)) {                                                                   \
         if (NCS_LIKELY(hot_type((unsigned)t))) {                                                  \
           switch (t) { CASES }                                                                    \
         } else if (cold_type((unsigned)t) && ncs_t.slot) {                                        \
@@ -426,8 +450,10 @@ static COLD ncs_slow_t start_slow(void *ctx, void **eh, unsigned t, uint32_t nw,
 #define I(x) ((uint64_t)(int64_t)(x))
 #define N(type, name) NCS_F(type, name) /* a field's index in the record (trace/format.h) */
 
-static inline int type_index(uint64_t type) {
-  if (NCS_UNLIKELY(type == 0 || (type & (type - 1)) || type > NCS_EV_CE_BATCH)) return -1;
+/* The type index of a descriptor's type bit, or -1 when it is not one bit up to 1 << maxt (the
+ * version's last type): one compare covers both. */
+static inline int type_index(uint64_t type, int maxt) {
+  if (NCS_UNLIKELY(type == 0 || (type & (type - 1)) || type > (1ull << maxt))) return -1;
   return __builtin_ctzll(type);
 }
 
@@ -464,10 +490,17 @@ static inline void proxyop_fields(uint64_t *f, pid_t pid, uint8_t ch, int peer, 
 
 static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PXN : 0; }
 
-/* The Coll, P2p, proxy, KernelCh and NetPlugin members have the same names in v4, v5 and v6;
- * only v5+ has parentGroup (PG: the expression for it). Each fill writes f[] (comma expressions,
- * for START_TYPE's tail). */
-#define FILL_COLL_V4(d, PG)                                                                       \
+/* The Coll, P2p, proxy, KernelCh and NetPlugin members have the same names in v4 to v7; only v5+
+ * has parentGroup (PG: the expression for it), only v7 the appended fields (X7: the macro that
+ * fills them, NO_V7_COLL and NO_V7_TAG before). Each fill writes f[] (comma expressions, for START_TYPE's
+ * tail); every field is written, zero where the version has none. */
+#define NO_V7_COLL(d) f[N(Coll, kernelVariant)] = 0, f[N(Coll, isSymColl)] = 0, f[N(Coll, userTag)] = 0
+#define V7_COLL(d)                                                                                \
+  f[N(Coll, kernelVariant)] = U(d->coll.kernelVariant), f[N(Coll, isSymColl)] = d->coll.isSymColl, \
+  f[N(Coll, userTag)] = d->coll.userTag
+#define NO_V7_TAG(Ty) f[N(Ty, userTag)] = 0
+#define V7_TAG(Ty, member) f[N(Ty, userTag)] = d->member.userTag
+#define FILL_COLL_V4(d, PG, X7)                                                                   \
   f[N(Coll, seqNumber)] = d->coll.seqNumber, f[N(Coll, func)] = U(d->coll.func),                  \
   f[N(Coll, sendBuff)] = U(d->coll.sendBuff), f[N(Coll, recvBuff)] = U(d->coll.recvBuff),         \
   f[N(Coll, count)] = d->coll.count, f[N(Coll, root)] = I(d->coll.root),                          \
@@ -475,12 +508,12 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
   f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(d->coll.algo),                        \
   f[N(Coll, proto)] = U(d->coll.proto), f[N(Coll, parentGroup)] = (PG), f[N(Coll, commHash)] = 0, \
   f[N(Coll, name)] = 0, f[N(Coll, trafficBytes)] = 0, f[N(Coll, op)] = I(-1),                     \
-  f[N(Coll, isCollnet)] = 0, f[N(Coll, isNvls)] = 0
-#define FILL_P2P_V4(d, PG)                                                                        \
+  f[N(Coll, isCollnet)] = 0, f[N(Coll, isNvls)] = 0, X7(d)
+#define FILL_P2P_V4(d, PG, X7)                                                                    \
   f[N(P2p, func)] = U(d->p2p.func), f[N(P2p, buff)] = U(d->p2p.buff),                             \
   f[N(P2p, datatype)] = U(d->p2p.datatype), f[N(P2p, count)] = d->p2p.count,                      \
   f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = d->p2p.nChannels,                      \
-  f[N(P2p, parentGroup)] = (PG), f[N(P2p, commHash)] = 0, f[N(P2p, name)] = 0
+  f[N(P2p, parentGroup)] = (PG), f[N(P2p, commHash)] = 0, f[N(P2p, name)] = 0, X7
 #define FILL_PROXY_OP(d)                                                                          \
   proxyop_fields(f, d->proxyOp.pid, d->proxyOp.channelId, d->proxyOp.peer, d->proxyOp.nSteps,     \
                  d->proxyOp.chunkSize, d->proxyOp.isSend)
@@ -488,11 +521,12 @@ static inline uint32_t pxn_flag(pid_t pid) { return pid != ncs_g.pid ? NCS_SF_PX
 #define FILL_KERNEL_CH_V4(d)                                                                      \
   f[N(KernelCh, channelId)] = d->kernelCh.channelId, f[N(KernelCh, pTimer)] = d->kernelCh.pTimer
 #define FILL_NET(d) net_fields(f, d->netPlugin.id, d->netPlugin.data)
-/* The cases every version from v4 on has; SAMPLE: start_slow's `sample` (-1: v4, no sampling). */
-#define CASES_V4(d, PG_COLL, PG_P2P, SAMPLE)                                                      \
+/* The cases every version from v4 on has; SAMPLE: start_slow's `sample` (-1: v4, no sampling);
+ * COLL7, P2P7: the fills of v7's appended Coll and P2p fields. */
+#define CASES_V4(d, PG_COLL, PG_P2P, SAMPLE, COLL7, P2P7)                                         \
   case NCS_T_GROUP: START_TYPE(Group, GROUP, 0, SAMPLE, (void)0);                                 \
-  case NCS_T_COLL: START_TYPE(Coll, COLL, 0, SAMPLE, FILL_COLL_V4(d, PG_COLL));                   \
-  case NCS_T_P2P: START_TYPE(P2p, P2P, 0, SAMPLE, FILL_P2P_V4(d, PG_P2P));                        \
+  case NCS_T_COLL: START_TYPE(Coll, COLL, 0, SAMPLE, FILL_COLL_V4(d, PG_COLL, COLL7));            \
+  case NCS_T_P2P: START_TYPE(P2p, P2P, 0, SAMPLE, FILL_P2P_V4(d, PG_P2P, P2P7));                  \
   case NCS_T_PROXY_OP:                                                                            \
     START_TYPE(ProxyOp, PROXY_OP, pxn_flag(d->proxyOp.pid), SAMPLE, FILL_PROXY_OP(d));            \
   case NCS_T_PROXY_STEP: START_TYPE(ProxyStep, PROXY_STEP, 0, SAMPLE, FILL_PROXY_STEP(d));        \
@@ -622,11 +656,12 @@ static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip
   }
 }
 
-/* v5 and v6 share the descriptor prefix; v5 never sends CE types. Group sampling (v5+) runs on
- * the slow path (ncs_g.hot is 0 while it is on): start_slow's `sample` is whether a GroupApi was
- * captured in a CUDA graph, else 0. */
-#define CASES_V6                                                                                  \
-  CASES_V4(d, U(d->coll.parentGroup), U(d->p2p.parentGroup), 0)                                   \
+/* v5, v6 and v7 share the descriptor's offsets; v5 never sends CE types, only v7 sends KernelPhase
+ * and has the appended fields (V7: V7_COLL, V7_TAG; else NO_V7_COLL, NO_V7_TAG). Group sampling
+ * (v5+) runs on the slow path (ncs_g.hot is 0 while it is on): start_slow's `sample` is whether a
+ * GroupApi was captured in a CUDA graph, else 0. */
+#define CASES_V5PLUS(COLL7, TAG)                                                                  \
+  CASES_V4(d, U(d->coll.parentGroup), U(d->p2p.parentGroup), 0, COLL7, TAG(P2p, p2p))             \
   case NCS_T_GROUP_API:                                                                           \
     START_TYPE(GroupApi, GROUP_API, 0, d->groupApi.graphCaptured,                                 \
                f[N(GroupApi, graphCaptured)] = d->groupApi.graphCaptured,                         \
@@ -635,12 +670,12 @@ static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip
     START_TYPE(CollApi, COLL_API, 0, 0, f[N(CollApi, func)] = U(d->collApi.func),                 \
                f[N(CollApi, count)] = d->collApi.count, f[N(CollApi, datatype)] = U(d->collApi.datatype),\
                f[N(CollApi, root)] = I(d->collApi.root), f[N(CollApi, stream)] = U(d->collApi.stream),\
-               f[N(CollApi, graphCaptured)] = d->collApi.graphCaptured);                          \
+               f[N(CollApi, graphCaptured)] = d->collApi.graphCaptured, TAG(CollApi, collApi));   \
   case NCS_T_P2P_API:                                                                             \
     START_TYPE(P2pApi, P2P_API, 0, 0, f[N(P2pApi, func)] = U(d->p2pApi.func),                     \
                f[N(P2pApi, count)] = d->p2pApi.count, f[N(P2pApi, datatype)] = U(d->p2pApi.datatype),\
                f[N(P2pApi, stream)] = U(d->p2pApi.stream),                                        \
-               f[N(P2pApi, graphCaptured)] = d->p2pApi.graphCaptured);                            \
+               f[N(P2pApi, graphCaptured)] = d->p2pApi.graphCaptured, TAG(P2pApi, p2pApi));       \
   case NCS_T_KERNEL_LAUNCH:                                                                       \
     START_TYPE(KernelLaunch, KERNEL_LAUNCH, 0, 0, f[N(KernelLaunch, stream)] = U(d->kernelLaunch.stream),\
                LAUNCH_NOTE(eh, ctx, d->parentObj, d->kernelLaunch.stream));                       \
@@ -653,7 +688,8 @@ static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip
                f[N(CeColl, intraBatchSync)] = d->ceColl.intraBatchSync,                           \
                f[N(CeColl, batchSize)] = d->ceColl.batchSize,                                     \
                f[N(CeColl, numBatches)] = d->ceColl.numBatches,                                   \
-               f[N(CeColl, ceSeqNum)] = d->ceColl.ceSeqNum, f[N(CeColl, stream)] = U(d->ceColl.stream));\
+               f[N(CeColl, ceSeqNum)] = d->ceColl.ceSeqNum, f[N(CeColl, stream)] = U(d->ceColl.stream),\
+               TAG(CeColl, ceColl));                                                              \
   case NCS_T_CE_SYNC:                                                                             \
     START_TYPE(CeSync, CE_SYNC, 0, 0, f[N(CeSync, isComplete)] = d->ceCollSync.isComplete,        \
                f[N(CeSync, nRanks)] = I(d->ceCollSync.nRanks));                                   \
@@ -661,23 +697,37 @@ static void group_sample_start_v5(unsigned t, void **eh, int captured, int *skip
     START_TYPE(CeBatch, CE_BATCH, 0, 0, f[N(CeBatch, numOps)] = I(d->ceCollBatch.numOps),         \
                f[N(CeBatch, totalBytes)] = d->ceCollBatch.totalBytes,                             \
                f[N(CeBatch, useIntraSync)] = d->ceCollBatch.useIntraSync);                        \
-  /* end of CASES_V6 */
+  /* end of CASES_V5PLUS */
+#define NO_V7_TAG2(Ty, member) NO_V7_TAG(Ty)
+#define CASES_V6 CASES_V5PLUS(NO_V7_COLL, NO_V7_TAG2)
+/* v7: the appended fields, and KernelPhase (its stop time comes as the KernelPhaseStop state) */
+#define CASES_V7                                                                                  \
+  CASES_V5PLUS(V7_COLL, V7_TAG)                                                                \
+  case NCS_T_KERNEL_PHASE:                                                                        \
+    START_TYPE(KernelPhase, KERNEL_PHASE, 0, 0,                                                   \
+               f[N(KernelPhase, channelId)] = d->kernelPhase.channelId,                           \
+               f[N(KernelPhase, phaseId)] = d->kernelPhase.phaseId,                               \
+               f[N(KernelPhase, phaseName)] = U(d->kernelPhase.phaseName),                        \
+               f[N(KernelPhase, pTimer)] = d->kernelPhase.pTimer);
 
 /* KernelLaunch with CUPTI active takes the full path only (ncs_hot_set's `slow`), which notes the
  * launch for the join (gpu/gpu.h); the fast path has nothing to do for it. */
 #define LAUNCH_NOTE_FAST(eh, ctx, parent, stream) (void)0
 #define LAUNCH_NOTE_FULL(eh, ctx, parent, stream) ncs_gpu_launch_begin(eh, ctx, parent, stream)
 
+#define CASES_V4_ONLY CASES_V4(d, 0, 0, -1, NO_V7_COLL, NO_V7_TAG(P2p)) /* v4 does not sample */
 #define START_TYPE START_TYPE_FULL
 #define LAUNCH_NOTE LAUNCH_NOTE_FULL
+START_FULL_FN(start_v7_full, ncs_descr_v7_t, NCS_T_KERNEL_PHASE, CASES_V7)
 START_FULL_FN(start_v6_full, ncs_descr_v6_t, NCS_T_CE_BATCH, CASES_V6)
-START_FULL_FN(start_v4_full, ncs_descr_v4_t, NCS_T_NET_PLUGIN, CASES_V4(d, 0, 0, -1)) /* v4 and older do not sample */
+START_FULL_FN(start_v4_full, ncs_descr_v4_t, NCS_T_NET_PLUGIN, CASES_V4_ONLY)
 #undef START_TYPE
 #undef LAUNCH_NOTE
 #define START_TYPE START_TYPE_FAST
 #define LAUNCH_NOTE LAUNCH_NOTE_FAST
+START_FAST_FN(start_v7, ncs_descr_v7_t, NCS_T_KERNEL_PHASE, start_v7_full, CASES_V7)
 START_FAST_FN(start_v6, ncs_descr_v6_t, NCS_T_CE_BATCH, start_v6_full, CASES_V6)
-START_FAST_FN(start_v4, ncs_descr_v4_t, NCS_T_NET_PLUGIN, start_v4_full, CASES_V4(d, 0, 0, -1))
+START_FAST_FN(start_v4, ncs_descr_v4_t, NCS_T_NET_PLUGIN, start_v4_full, CASES_V4_ONLY)
 #undef START_TYPE
 #undef LAUNCH_NOTE
 
@@ -719,13 +769,14 @@ static const char *const v1_proto[] = {"LL", "LL128", "SIMPLE"};
   f[N(Coll, nWarps)] = d->coll.nWarps, f[N(Coll, algo)] = U(ALGO), f[N(Coll, proto)] = U(PROTO),  \
   f[N(Coll, parentGroup)] = 0, f[N(Coll, commHash)] = d->coll.commHash,                           \
   f[N(Coll, name)] = U(d->coll.name), f[N(Coll, trafficBytes)] = (TRAFFIC),                       \
-  f[N(Coll, op)] = I(OP), f[N(Coll, isCollnet)] = (COLLNET), f[N(Coll, isNvls)] = (NVLS)
+  f[N(Coll, op)] = I(OP), f[N(Coll, isCollnet)] = (COLLNET), f[N(Coll, isNvls)] = (NVLS), NO_V7_COLL(d)
 #define COLL_STR_FILL(TRAFFIC)                                                                     \
   COLL_OLD_FILL(d->coll.func, d->coll.datatype, d->coll.algo, d->coll.proto, TRAFFIC, -1, 0, 0)
 #define P2P_OLD_FILL(FUNC, DTYPE)                                                                  \
   f[N(P2p, func)] = U(FUNC), f[N(P2p, buff)] = U(d->p2p.buff), f[N(P2p, datatype)] = U(DTYPE),    \
   f[N(P2p, count)] = d->p2p.count, f[N(P2p, peer)] = I(d->p2p.peer), f[N(P2p, nChannels)] = 0,    \
-  f[N(P2p, parentGroup)] = 0, f[N(P2p, commHash)] = d->p2p.commHash, f[N(P2p, name)] = U(d->p2p.name)
+  f[N(P2p, parentGroup)] = 0, f[N(P2p, commHash)] = d->p2p.commHash, f[N(P2p, name)] = U(d->p2p.name), \
+  NO_V7_TAG(P2p)
 #define P2P_STR_FILL P2P_OLD_FILL(d->p2p.func, d->p2p.datatype)
 
 #define CASES_V3_ALL CASES_OLD(0, COLL_STR_FILL(0), P2P_STR_FILL) CASES_V3
@@ -876,7 +927,7 @@ static ncs_result_t state_v1(void *eh, ncs_state_t st, ncs_args_v1_t *a) {
  * calls" (docs/benchmarks.md); the timing itself adds about two rdtsc per call. */
 #define ST_THREADS 64
 typedef struct {
-  _Alignas(64) uint64_t n[3][16], cyc[3][16];
+  _Alignas(64) uint64_t n[3][NCS_T_COUNT + 1], cyc[3][NCS_T_COUNT + 1]; /* [NCS_T_COUNT]: other */
 } st_acc_t;
 static st_acc_t st_acc[ST_THREADS];
 static _Atomic unsigned st_nthreads;
@@ -905,7 +956,7 @@ static void st_add(int kind, int type, uint64_t cyc) {
     }
     st_idx = i < ST_THREADS ? (int)i : ST_THREADS - 1; /* overflow threads share the last (racy) */
   }
-  unsigned t = type >= 0 && type < 16 ? (unsigned)type : 15;
+  unsigned t = type >= 0 && type < NCS_T_COUNT ? (unsigned)type : NCS_T_COUNT;
   uint64_t self = atomic_load_explicit(&st_self, memory_order_relaxed);
   /* one writer per slot (but the overflow slot); relaxed load + store: plain moves on x86, and
    * race-free for the exit-time reader */
@@ -918,7 +969,13 @@ static void st_add(int kind, int type, uint64_t cyc) {
 static ncs_result_t start_v6_st(void *ctx, void **eh, ncs_descr_v6_t *d) {
   uint64_t t0 = st_tsc();
   ncs_result_t r = start_v6(ctx, eh, d);
-  st_add(0, d ? type_index(d->type) : -1, st_tsc() - t0);
+  st_add(0, d ? type_index(d->type, NCS_T_CE_BATCH) : -1, st_tsc() - t0);
+  return r;
+}
+static ncs_result_t start_v7_st(void *ctx, void **eh, ncs_descr_v7_t *d) {
+  uint64_t t0 = st_tsc();
+  ncs_result_t r = start_v7(ctx, eh, d);
+  st_add(0, d ? type_index(d->type, NCS_T_KERNEL_PHASE) : -1, st_tsc() - t0);
   return r;
 }
 static ncs_result_t stop_st(void *eh) {
@@ -943,7 +1000,7 @@ __attribute__((destructor)) static void st_print(void) {
   static const char *kinds[3] = {"start", "stop", "state"};
   uint64_t tot_n = 0, tot_c = 0, ops = 0;
   for (int k = 0; k < 3; k++)
-    for (int t = 0; t < 16; t++) {
+    for (int t = 0; t <= NCS_T_COUNT; t++) {
       uint64_t n = 0, c = 0;
       for (unsigned i = 0; i < nt && i < ST_THREADS; i++)
         n += __atomic_load_n(&st_acc[i].n[k][t], __ATOMIC_RELAXED),
@@ -960,10 +1017,12 @@ __attribute__((destructor)) static void st_print(void) {
           (unsigned long long)ops, ops ? (double)tot_c * ns_per / (double)ops : 0.0, nt,
           (double)atomic_load(&st_self) * ns_per);
 }
+#define START_V7 start_v7_st
 #define START_V6 start_v6_st
 #define STOP_ANY stop_st
 #define STATE_V4 state_st
 #else
+#define START_V7 start_v7
 #define START_V6 start_v6
 #define STOP_ANY stop_any
 #define STATE_V4 state_v4
@@ -971,6 +1030,10 @@ __attribute__((destructor)) static void st_print(void) {
 
 /* ------------------------------------------------------------------ init per version */
 
+static ncs_result_t init_v7(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r,
+                            ncs_logger_t l) {
+  return do_init(c, id, m, n, nn, nr, r, l, 7);
+}
 static ncs_result_t init_v6(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r,
                             ncs_logger_t l) {
   return do_init(c, id, m, n, nn, nr, r, l, 6);
@@ -988,6 +1051,9 @@ static ncs_result_t init_v3(void **c, int *m) { return do_init(c, 0, m, NULL, -1
 static ncs_result_t init_v2(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 2); }
 static ncs_result_t init_v1(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 1); }
 
+/* NCCL 2.31 and later pick v7; 2.29-2.30 v6; 2.28 v5; 2.27 v4; 2.26 v3; 2.24-2.25 v2; 2.23 v1 */
+EXPORT const ncs_profiler_v7_t ncclProfiler_v7 = {"ncclscope", init_v7, START_V7, STOP_ANY,
+                                                  STATE_V4, do_finalize};
 EXPORT const ncs_profiler_v6_t ncclProfiler_v6 = {"ncclscope", init_v6, START_V6, STOP_ANY,
                                                   STATE_V4, do_finalize};
 EXPORT const ncs_profiler_v5_t ncclProfiler_v5 = {"ncclscope", init_v5, START_V6, STOP_ANY,

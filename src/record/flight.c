@@ -29,6 +29,7 @@
 
 #include "core/ncs.h"
 #include "gpu/gpu.h"
+#include "range/range.h"
 #include "record/flight.h"
 #include "trace/encode.h"
 #include "trace/flight.h"
@@ -86,7 +87,7 @@ static struct {
   uint32_t nrings, nops, rings_max;
   uint64_t unkept;
   /* keyframe encoding */
-  ncs_buf_t kf, gkf; /* gkf: the GPU part (gpu/gpu.h, ncs_gpu_keyframe) */
+  ncs_buf_t kf, gkf; /* gkf: the other subsystems' parts (GPU truth, ranges), one at a time */
   /* triggers */
   uint64_t last_event, last_poll, fired_at;
   struct timespec trig_mtime;
@@ -387,6 +388,17 @@ static void slot_append(const void *a, size_t an, const void *b, size_t bn) {
   __atomic_store_n(&F.slot->used, F.slot->used + (uint32_t)(an + bn), __ATOMIC_RELEASE);
 }
 
+/* One more keyframe chunk of another subsystem, in the half of the slot keyframes may use. */
+static void kf_part(uint16_t type, size_t (*build)(ncs_buf_t *b, size_t limit)) {
+  size_t room = F.slot_cap / 2 > F.slot->used + NCS_CHUNK_HEADER_LEN
+                    ? F.slot_cap / 2 - F.slot->used - NCS_CHUNK_HEADER_LEN : 0;
+  size_t len = room ? build(&F.gkf, room) : 0;
+  if (!len) return;
+  uint8_t hdr[NCS_CHUNK_HEADER_LEN];
+  ncs_chunk_header(hdr, type, F.gkf.p, (uint32_t)len);
+  slot_append(hdr, sizeof hdr, F.gkf.p, len);
+}
+
 static void slot_open(uint64_t now) {
   F.cur = F.slot ? (F.cur + 1) % F.h->nslots : 0;
   F.slot = slot_at(F.cur);
@@ -401,14 +413,10 @@ static void slot_open(uint64_t now) {
     slot_append(hdr, sizeof hdr, F.kf.p, F.kf.len);
   }
   /* GPU truth: NCCL kernel launches whose kernels CUPTI has not reported, a hang's evidence */
-  size_t room = F.slot_cap / 2 > F.slot->used + NCS_CHUNK_HEADER_LEN
-                    ? F.slot_cap / 2 - F.slot->used - NCS_CHUNK_HEADER_LEN : 0;
-  size_t gl = room ? ncs_gpu_keyframe(&F.gkf, room) : 0;
-  if (gl) {
-    uint8_t hdr[NCS_CHUNK_HEADER_LEN];
-    ncs_chunk_header(hdr, NCS_CHUNK_GPU, F.gkf.p, (uint32_t)gl);
-    slot_append(hdr, sizeof hdr, F.gkf.p, gl);
-  }
+  kf_part(NCS_CHUNK_GPU, ncs_gpu_keyframe);
+  /* user ranges still open, and the range state (the metric names a METRICS record needs) */
+  kf_part(NCS_CHUNK_RANGES, ncs_range_keyframe);
+  kf_part(NCS_CHUNK_RANGE_STATE, ncs_range_keyframe_state);
   F.slot->kf_len = F.slot->used;
   __atomic_store_n(&F.slot->seq, F.h->next_seq++, __ATOMIC_RELEASE);
 }
@@ -494,7 +502,7 @@ int ncs_fl_open(const char *dir, const char *host, uint64_t ring_bytes, uint32_t
   F.h->state = NCS_FS_RUNNING;
   F.h->pid = (uint64_t)ncs_g.pid;
   F.h->watchdog_ns = (uint64_t)ncs_g.cfg.watchdog_s * 1000000000ull;
-  F.h->features = NCS_FLF_LOSS;
+  F.h->features = NCS_FLF_LOSS | NCS_FLF_LOSS_T16;
   F.h->loss_next_seq = 1;
   snprintf(F.h->host, sizeof F.h->host, "%s", host);
   ncs_file_header(F.map + F.h->meta_off);
@@ -588,7 +596,7 @@ void ncs_fl_loss(const ncs_loss_t *l, int closed) {
   if (w) {
     w->reason = l->reason, w->open = !closed;
     w->from_mono = l->from_ns, w->to_mono = l->to_ns;
-    memcpy(w->by_type, l->by_type, sizeof w->by_type);
+    memcpy(w->by_type, l->by_type, sizeof l->by_type); /* NCS_T_COUNT <= NCS_FLIGHT_LOSS_TYPES */
     if (!w->seq) w->seq = h->loss_next_seq++;
     F.loss_open[r] = closed ? 0 : (uint32_t)(w - h->loss) + 1;
   }

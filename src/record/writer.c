@@ -24,6 +24,7 @@
 #include "core/ncs.h"
 #include "gpu/gpu.h"
 #include "metrics/metrics.h"
+#include "range/range.h"
 #include "record/flight.h"
 #include "trace/encode.h"
 
@@ -33,6 +34,7 @@
 #define STR_BUF_BYTES (1u << 20)
 #define STR_TABLE 8192 /* distinct string pointers per segment; more share one "<many>" id */
 #define GRACE_NS 20000000ull   /* children quiet this long: a completion is final */
+#define KCH_GRACE_NS 250000000ull /* ... when KernelCh come from NCCL 2.31's profiler thread */
 #define LINGER_NS 250000000ull /* keep a completed entry this long to catch late children */
 #define SWEEP_NS 50000000ull
 #define CLOCK_NS 1000000000ull
@@ -63,6 +65,7 @@ typedef struct {
   uint32_t mx;       /* live metrics: the operation's series (ncs_mx_op), 0 none */
   uint64_t mx_bytes;
   double mx_bus;
+  uint8_t kch_thread; /* its communicator is ABI v7+: KernelCh come from another thread */
 } trk_t;
 
 typedef struct {
@@ -87,6 +90,7 @@ typedef struct {
   ncs_evchunk_t evc;
   int ev_open;
   uint64_t last_flush_ns, last_clock_ns, last_counters_ns, last_sweep_ns;
+  uint64_t drain_ns; /* when the last full drain began: every record published before is read */
   /* clock conversion */
   uint64_t cal0_tsc, cal0_ns, anchor_tsc, anchor_ns;
   double ns_per_tick;
@@ -281,7 +285,7 @@ static void loss_cycle(int final) {
 static int must_keep(uint16_t type) {
   return type == NCS_CHUNK_SEGMENT || type == NCS_CHUNK_STRINGS || type == NCS_CHUNK_COMM ||
          type == NCS_CHUNK_COMM_END || type == NCS_CHUNK_THREAD || type == NCS_CHUNK_LOSS ||
-         type == NCS_CHUNK_FOOTER || type == NCS_CHUNK_GPU_STATE;
+         type == NCS_CHUNK_FOOTER || type == NCS_CHUNK_GPU_STATE || type == NCS_CHUNK_RANGE_STATE;
 }
 
 /* A chunk did not reach the file: count it, and for events, which records and when. */
@@ -620,7 +624,12 @@ static void maybe_complete(trk_t *p, int from_sweep, uint64_t now) {
   if (p->emitted && !p->revise) return;
   /* every channel reported its kernel work: final right away; otherwise wait for quiet */
   int all_channels = p->nch && p->n_kch >= p->nch && !(W.expect_children & NCS_EV_PROXY_OP);
-  if (all_channels || (from_sweep && older_than(now, p->last_ns, GRACE_NS))) emit_complete(p, 0);
+  /* NCCL 2.31 reports KernelCh from its profiler thread, which can fall behind the proxy thread
+     by more than GRACE_NS on a busy host: an operation still missing some waits longer for them
+     (a COMPLETE without its GPU times would be revised when they come) */
+  int kch_due = p->kch_thread && !p->unsampled && p->n_kch < p->nch && (W.expect_children & NCS_EV_KERNEL_CH);
+  uint64_t grace = kch_due ? KCH_GRACE_NS : GRACE_NS;
+  if (all_channels || (from_sweep && older_than(now, p->last_ns, grace))) emit_complete(p, 0);
 }
 
 /* returns a Coll/P2p's own entry (NULL when the table is full, and for other types) */
@@ -638,6 +647,7 @@ static trk_t *track_start(const ncs_event_t *e) {
     p->start_ns = e->ts;
     if (!p->last_ns) p->last_ns = e->ts;
     p->nch = (uint8_t)e->f[t == NCS_T_COLL ? NCS_F(Coll, nChannels) : NCS_F(P2p, nChannels)];
+    p->kch_thread = e->ctx_kind == NCS_CTX_LOCAL && ncs_g.comms[e->ctx].abi >= 7; /* ctx checked */
     unsigned gi = t == NCS_T_COLL ? NCS_F(Coll, parentGroup) : NCS_F(P2p, parentGroup);
     p->group = e->fref_kind[gi] == NCS_REF_LOCAL ? e->f[gi] : 0;
     return p;
@@ -788,7 +798,10 @@ static void sweep(int flush) {
         trk_remove(e);
         again = 1;
       } else {
-        maybe_complete(e, 1, now);
+        /* quiet until the drain began, not until now: a child recorded on another thread just
+           before the drain is read by it even when that thread's block came first (NCCL 2.31
+           reports KernelCh on a profiler thread, ProxyOps on the proxy thread) */
+        maybe_complete(e, 1, W.drain_ns ? W.drain_ns : now);
         int done_lingering = e->emitted && !e->revise && older_than(now, e->emitted_ns, LINGER_NS);
         int stale = older_than(now, e->start_ns, expire);
         if (done_lingering) {
@@ -906,6 +919,10 @@ static void mx_start(const ncs_event_t *e, const uint64_t *raw, trk_t *p) {
 static void process(const uint64_t *w, uint64_t hdr, uint32_t thread) {
   if ((hdr & 0xFF) == NCS_RAW_GPU) { /* a kernel launch or graph record of GPU truth */
     ncs_gpu_raw(w, hdr, thread, to_ns(w[1]));
+    return;
+  }
+  if ((hdr & 0xFF) == NCS_RAW_RANGE) { /* a user range's push, pop, start, end or mark */
+    ncs_range_raw(w, hdr, thread, to_ns(w[1]));
     return;
   }
   ncs_event_t e;
@@ -1026,6 +1043,7 @@ static int slot_drained(const ncs_slot_t *s) {
 
 static uint64_t drain_all(void) {
   uint64_t n = 0;
+  W.drain_ns = ncs_mono_ns();
   for (uint32_t i = 0; i < ncs_g.nslots; i++) {
     ncs_slot_t *s = &ncs_g.slots[i];
     int st = atomic_load_explicit(&s->state, memory_order_acquire);
@@ -1234,6 +1252,7 @@ static void segment_begin(void) {
   ncs_enc_clock(&W.tmp, s.start_mono_ns, s.start_realtime_ns);
   small_chunk(NCS_CHUNK_CLOCK);
   ncs_gpu_segment_begin(); /* GPU_STATE: whether kernel times come from CUPTI, and why (not) */
+  ncs_range_segment_begin(); /* RANGE_STATE: where NVTX points, metrics; ranges still open */
 }
 
 static void mx_publish(int final);
@@ -1271,6 +1290,7 @@ static void housekeeping(int final) {
       ncs_gpu_collect();
       drain_all();
       ncs_gpu_cycle(1);
+      ncs_range_cycle(1);
       sweep(0);
       flush_events();
       write_counters(NCS_CHUNK_COUNTERS);
@@ -1344,6 +1364,7 @@ static void *writer_main(void *arg) {
     ncs_gpu_collect(); /* before the drain: the launches of these kernels are in the blocks */
     uint64_t n = drain_all();
     ncs_gpu_cycle(0);
+    ncs_range_cycle(0);
     housekeeping(0);
     if (n) {
       idle_us = 500;
@@ -1371,6 +1392,7 @@ static void *writer_main(void *arg) {
   housekeeping(1);
   flush_events();
   ncs_gpu_segment_end();
+  ncs_range_segment_end();
   loss_cycle(1);
   write_counters(NCS_CHUNK_FOOTER);
   io_end();
@@ -1386,6 +1408,7 @@ static void writer_free(void) {
   ncs_buf_free(&W.tmp);
   ncs_buf_free(&W.backlog);
   ncs_gpu_segment_free();
+  ncs_range_segment_free();
 }
 
 int ncs_writer_start(void) {
@@ -1432,9 +1455,11 @@ int ncs_writer_start(void) {
 }
 
 void ncs_writer_stop(void) {
+  ncs_hwm_segment_end(); /* no range is measured after this: the last buffer is decoded now */
   atomic_store_explicit(&ncs_g.writer_stop, 1, memory_order_release);
   pthread_join(ncs_g.writer, NULL);
   ncs_g.writer_running = 0;
+  ncs_hwm_release();
   ncs_gpu_release(); /* the segment is complete: CUPTI is free for others until the next one */
   ncs_mx_end(); /* the writer published the last snapshot: the outputs give it out, then go */
   /* close reports what the filesystem could not keep (NFS, a disk that failed late) */

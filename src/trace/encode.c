@@ -74,6 +74,13 @@ void ncs_enc_segment(ncs_buf_t *b, const ncs_segment_info_t *s) {
   ncs_buf_varint(b, s->start_mono_ns);
   ncs_buf_str(b, s->cmdline);
   ncs_buf_varint(b, s->pool_bytes);
+  /* format 1.3: every type's START field list (kinds), so that readers of other versions can
+     decode the records (docs/trace-format.md) */
+  ncs_buf_varint(b, NCS_T_COUNT);
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    ncs_buf_varint(b, ncs_schema[t].nfields);
+    for (unsigned i = 0; i < ncs_schema[t].nfields; i++) ncs_buf_varint(b, ncs_schema[t].fields[i].kind);
+  }
 }
 
 void ncs_enc_clock(ncs_buf_t *b, uint64_t mono_ns, uint64_t realtime_ns) {

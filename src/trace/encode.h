@@ -66,5 +66,17 @@ void ncs_gpu_enc_begin(ncs_buf_t *b, ncs_gpu_chunk_t *c, uint64_t base_mono, uin
 void ncs_gpu_enc_rec(ncs_buf_t *b, ncs_gpu_chunk_t *c, const ncs_gpu_rec_t *g);
 void ncs_gpu_enc_end(ncs_buf_t *b, ncs_gpu_chunk_t *c);
 
+/* Range chunks (trace/range.h): RANGE_STATE, and RANGES records. Host times are delta-encoded
+ * from base_mono; begin writes the base and a count placeholder, end patches the count. */
+void ncs_range_enc_state(ncs_buf_t *b, const ncs_range_state_t *s);
+typedef struct {
+  size_t count_at;
+  uint32_t count;
+  uint64_t prev_ts;
+} ncs_range_chunk_t;
+void ncs_range_enc_begin(ncs_buf_t *b, ncs_range_chunk_t *c, uint64_t base_mono);
+void ncs_range_enc_rec(ncs_buf_t *b, ncs_range_chunk_t *c, const ncs_range_rec_t *g);
+void ncs_range_enc_end(ncs_buf_t *b, ncs_range_chunk_t *c);
+
 
 #endif

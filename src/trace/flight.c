@@ -2,6 +2,7 @@
  * The input is untrusted: every offset and length is checked against the file size. */
 #include "trace/flight.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,16 +52,44 @@ static int by_loss_seq(const void *a, const void *b) {
   return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* The header's loss windows: the folded earlier ones first, then the kept ones by seq. */
-static void loss_windows(const ncs_flight_hdr_t *h, ncs_flight_info_t *info) {
-  if (!(h->features & NCS_FLF_LOSS)) return;
+/* Builds between the loss windows and KernelPhase (trace format 1.2: NCS_FLF_LOSS without
+ * NCS_FLF_LOSS_T16) kept 15 types per window: the same fields, 152 bytes each, from the same
+ * offset (loss_earlier). One such window into the current layout; type 15 (KernelPhase) did not
+ * exist there. */
+#define LOSS15_TYPES 15
+#define LOSS15_LEN (24 + 8 * LOSS15_TYPES + 8)
+static void loss15(const uint8_t *p, ncs_flight_loss_t *w) {
+  memset(w, 0, sizeof *w);
+  memcpy(&w->seq, p, 8);
+  memcpy(&w->reason, p + 8, 4);
+  memcpy(&w->open, p + 12, 4);
+  memcpy(&w->from_mono, p + 16, 8);
+  memcpy(&w->to_mono, p + 24, 8);
+  memcpy(w->by_type, p + 32, 8 * LOSS15_TYPES);
+}
+_Static_assert(LOSS15_LEN == 152 && NCS_LOSS_MAX == 3, "format 1.2's loss windows");
+_Static_assert(offsetof(ncs_flight_hdr_t, loss_earlier) + (NCS_LOSS_MAX + NCS_FLIGHT_LOSS_WINDOWS) * LOSS15_LEN <=
+                   NCS_FLIGHT_HDR_LEN,
+               "format 1.2's loss windows lie in the header page");
+
+/* The header's loss windows: the folded earlier ones first, then the kept ones by seq. `page` is
+ * the header page (NCS_FLIGHT_HDR_LEN bytes), h its decoded copy. */
+static void loss_windows(const uint8_t *page, const ncs_flight_hdr_t *h, ncs_flight_info_t *info) {
+  if (!(h->features & (NCS_FLF_LOSS | NCS_FLF_LOSS_T16))) return;
   info->has_loss = 1;
   info->loss_torn = h->loss_gen & 1;
-  ncs_flight_loss_t w[NCS_FLIGHT_LOSS_WINDOWS];
-  memcpy(w, h->loss, sizeof w);
+  ncs_flight_loss_t early[NCS_LOSS_MAX], w[NCS_FLIGHT_LOSS_WINDOWS];
+  if (h->features & NCS_FLF_LOSS_T16) {
+    memcpy(early, h->loss_earlier, sizeof early);
+    memcpy(w, h->loss, sizeof w);
+  } else {
+    const uint8_t *p = page + offsetof(ncs_flight_hdr_t, loss_earlier);
+    for (unsigned i = 0; i < NCS_LOSS_MAX; i++, p += LOSS15_LEN) loss15(p, &early[i]);
+    for (unsigned i = 0; i < NCS_FLIGHT_LOSS_WINDOWS; i++, p += LOSS15_LEN) loss15(p, &w[i]);
+  }
   qsort(w, NCS_FLIGHT_LOSS_WINDOWS, sizeof w[0], by_loss_seq);
   for (unsigned i = 0; i < NCS_LOSS_MAX + NCS_FLIGHT_LOSS_WINDOWS; i++) {
-    const ncs_flight_loss_t *x = i < NCS_LOSS_MAX ? &h->loss_earlier[i] : &w[i - NCS_LOSS_MAX];
+    const ncs_flight_loss_t *x = i < NCS_LOSS_MAX ? &early[i] : &w[i - NCS_LOSS_MAX];
     if (!x->seq) continue;
     int ok = loss_window(x, &info->loss[info->nloss]);
     if (ok > 0) info->nloss++;
@@ -108,7 +137,7 @@ int ncs_flight_linearize(const uint8_t *data, size_t len, uint8_t **out, size_t 
   info->nslots = h.nslots, info->slot_bytes = h.slot_bytes;
   cpy(info->trigger, h.trigger, sizeof info->trigger);
   cpy(info->host, h.host, sizeof info->host);
-  loss_windows(&h, info);
+  loss_windows(data, &h, info);
 
   slot_ref_t *refs = malloc(sizeof *refs * h.nslots);
   if (!refs) {

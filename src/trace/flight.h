@@ -44,10 +44,16 @@ enum {
 
 /* header features (ncs_flight_hdr_t.features) */
 enum {
-  NCS_FLF_LOSS = 1u << 0, /* the header keeps the loss windows (older files: drops unknown) */
+  /* the header keeps the loss windows (older files: drops unknown). NCS_FLF_LOSS_T16: windows of
+   * NCS_FLIGHT_LOSS_TYPES types (trace format 1.3); NCS_FLF_LOSS alone: format 1.2's windows of
+   * 15 types (152 bytes each, from the same offset), which the reader still reads */
+  NCS_FLF_LOSS = 1u << 0,
+  NCS_FLF_LOSS_T16 = 1u << 1,
 };
 
 #define NCS_FLIGHT_LOSS_WINDOWS 16 /* the latest loss windows kept in the header */
+#define NCS_FLIGHT_LOSS_TYPES 16   /* per-type counts of a window: fixed, whatever NCS_T_COUNT */
+_Static_assert(NCS_T_COUNT <= NCS_FLIGHT_LOSS_TYPES, "a loss window counts every event type");
 
 /* One loss window in the header: what a LOSS chunk says (format.h ncs_loss_t), kept in place so
  * that a kill -9 cannot lose it. The total is the sum of by_type. */
@@ -56,7 +62,7 @@ typedef struct {
   uint32_t reason; /* NCS_LOSS_* */
   uint32_t open;   /* 1: still growing when the header was last written */
   uint64_t from_mono, to_mono;
-  uint64_t by_type[NCS_T_COUNT];
+  uint64_t by_type[NCS_FLIGHT_LOSS_TYPES];
 } ncs_flight_loss_t;
 
 /* The header page. All fields little-endian; the writer updates them in place. */
@@ -103,6 +109,10 @@ typedef struct {
 } ncs_flight_slot_t;
 
 _Static_assert(sizeof(ncs_flight_hdr_t) <= NCS_FLIGHT_HDR_LEN, "flight header fits its page");
+/* the offsets docs/trace-format.md gives */
+_Static_assert(sizeof(ncs_flight_loss_t) == 160 && offsetof(ncs_flight_hdr_t, features) == 432 &&
+                   offsetof(ncs_flight_hdr_t, loss_earlier) == 448 && offsetof(ncs_flight_hdr_t, loss) == 928,
+               "flight header loss windows as documented");
 _Static_assert(sizeof(ncs_flight_slot_t) == NCS_FLIGHT_SLOT_HDR, "slot header size");
 
 /* What the reader reports about a flight file (ncs_reader_flight). */

@@ -14,7 +14,7 @@ const ncs_schema_t ncs_schema[NCS_T_COUNT] = {NCS_EVENT_TYPES(SCHEMA_TYPE_)};
 NCS_EVENT_TYPES(SCHEMA_FITS_)
 #undef SCHEMA_FITS_
 
-const char *const ncs_state_names[31] = {
+const char *const ncs_state_names[NCS_STATE_COUNT] = {
     "ProxyOpSendPosted", "ProxyOpSendRemFifoWait", "ProxyOpSendTransmitted", "ProxyOpSendDone",
     "ProxyOpRecvPosted", "ProxyOpRecvReceived", "ProxyOpRecvTransmitted", "ProxyOpRecvDone",
     "ProxyStepSendGPUWait", "ProxyStepSendWait", "ProxyStepRecvWait", "ProxyStepRecvFlushWait",
@@ -22,14 +22,14 @@ const char *const ncs_state_names[31] = {
     "ProxyCtrlWakeup", "ProxyCtrlAppend", "ProxyCtrlAppendEnd", "ProxyOpInProgress",
     "ProxyStepSendPeerWait", "NetPluginUpdate", "KernelChStop", "GroupStartApiStop",
     "GroupEndApiStart", "CeCollStart", "CeCollComplete", "CeSyncStart", "CeSyncComplete",
-    "CeBatchStart", "CeBatchComplete"};
+    "CeBatchStart", "CeBatchComplete", "KernelPhaseStop"};
 
 const char *ncs_type_name(unsigned t) { return t < NCS_T_COUNT ? ncs_schema[t].name : "?"; }
 
 const char *ncs_chunk_name(unsigned t) {
   static const char *const n[] = {"chunk",    "SEGMENT", "CLOCK",  "STRINGS",  "COMM", "COMM_END",
                                   "THREAD",   "EVENTS",  "COUNTERS", "FOOTER", "LOSS", "GPU_STATE",
-                                  "GPU"};
+                                  "GPU",      "RANGE_STATE", "RANGES"};
   return t <= NCS_CHUNK_MAX_TYPE ? n[t] : "chunk";
 }
 
@@ -131,7 +131,7 @@ static int name_mask(const char *tok, size_t len, uint32_t *m) {
                   (1u << NCS_T_KERNEL_LAUNCH)},
       {"proxy", (1u << NCS_T_PROXY_OP) | (1u << NCS_T_PROXY_STEP)},
       {"ce", (1u << NCS_T_CE_COLL) | (1u << NCS_T_CE_SYNC) | (1u << NCS_T_CE_BATCH)},
-      {"all", 0x7FFF},
+      {"all", NCS_T_ALL},
       {"none", 0},
   };
   for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
@@ -156,7 +156,7 @@ static int name_mask(const char *tok, size_t len, uint32_t *m) {
   buf[len] = 0;
   char *e;
   unsigned long v = strtoul(buf, &e, 0);
-  if (*e || v > 0x7FFF) return -1;
+  if (*e || v > NCS_T_ALL) return -1;
   *m = (uint32_t)v;
   return 0;
 }

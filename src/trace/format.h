@@ -1,4 +1,4 @@
-/* format.h - the ncclscope trace file format (version 1), shared by the writer and the reader.
+/* format.h - the ncclscope trace file format (version 1.4), shared by the writer and the reader.
  *
  * docs/trace-format.md is the prose description; this header is the normative list of
  * constants and per-event field schemas. Both sides drive their encoding and decoding from
@@ -37,8 +37,11 @@ enum {
   /* GPU activity (format 1.2, trace/gpu.h): CUPTI's state and its kernel and graph records */
   NCS_CHUNK_GPU_STATE = 11,
   NCS_CHUNK_GPU = 12,
-  NCS_CHUNK_MAX_TYPE = 12,
-  /* reserved: 13..15 for more GPU activity (ranges, metrics) */
+  /* user ranges and their hardware metrics (format 1.4, trace/range.h) */
+  NCS_CHUNK_RANGE_STATE = 13,
+  NCS_CHUNK_RANGES = 14,
+  NCS_CHUNK_MAX_TYPE = 14,
+  /* reserved: 15 */
 };
 
 
@@ -53,7 +56,7 @@ enum {
   NCS_REC_MAX = 6
 };
 
-/* internal event types: the bit index of NCCL's ncclProfile* bit (0..14) */
+/* internal event types: the bit index of NCCL's ncclProfile* bit (0..15) */
 enum {
   NCS_T_GROUP = 0,
   NCS_T_COLL = 1,
@@ -70,8 +73,10 @@ enum {
   NCS_T_CE_COLL = 12,
   NCS_T_CE_SYNC = 13,
   NCS_T_CE_BATCH = 14,
-  NCS_T_COUNT = 15
+  NCS_T_KERNEL_PHASE = 15, /* format 1.3 (profiler ABI v7, NCCL 2.31) */
+  NCS_T_COUNT = 16
 };
+#define NCS_T_ALL ((1u << NCS_T_COUNT) - 1) /* every type's bit */
 
 /* Why records were lost (a LOSS chunk's reason, docs/trace-format.md) */
 enum {
@@ -153,17 +158,22 @@ enum {
 /* The START fields of every event type, in record order: X(Type, name, KIND). This one list
  * generates ncs_schema[] (format.c) and the field indices NCS_F(Type, name) that the plugin, the
  * writer, the reader and every consumer use: no code indexes a field by number, so a field added
- * or moved here moves everywhere at once. KIND is an NCS_FK_* suffix. */
+ * here moves everywhere at once. KIND is an NCS_FK_* suffix. Fields are only ever appended (a file
+ * states its lists in its SEGMENT chunk, docs/trace-format.md): the last ones of Coll (from
+ * kernelVariant), P2p, CollApi, P2pApi and CeColl (userTag) came with format 1.3 (ABI v7); a
+ * reader finds fewer in older files (ncs_event_t.nfields). */
 #define NCS_FIELDS_Group(X)
 #define NCS_FIELDS_Coll(X)                                                                         \
   X(Coll, seqNumber, U64) X(Coll, func, STR) X(Coll, sendBuff, PTR) X(Coll, recvBuff, PTR)        \
   X(Coll, count, U64) X(Coll, root, I64) X(Coll, datatype, STR) X(Coll, nChannels, U64)           \
   X(Coll, nWarps, U64) X(Coll, algo, STR) X(Coll, proto, STR) X(Coll, parentGroup, REF)           \
   X(Coll, commHash, U64) X(Coll, name, STR) X(Coll, trafficBytes, U64) X(Coll, op, I64)           \
-  X(Coll, isCollnet, BOOL) X(Coll, isNvls, BOOL)
+  X(Coll, isCollnet, BOOL) X(Coll, isNvls, BOOL) X(Coll, kernelVariant, STR)                      \
+  X(Coll, isSymColl, BOOL) X(Coll, userTag, U64)
 #define NCS_FIELDS_P2p(X)                                                                          \
   X(P2p, func, STR) X(P2p, buff, PTR) X(P2p, datatype, STR) X(P2p, count, U64) X(P2p, peer, I64)  \
-  X(P2p, nChannels, U64) X(P2p, parentGroup, REF) X(P2p, commHash, U64) X(P2p, name, STR)
+  X(P2p, nChannels, U64) X(P2p, parentGroup, REF) X(P2p, commHash, U64) X(P2p, name, STR)         \
+  X(P2p, userTag, U64)
 #define NCS_FIELDS_ProxyOp(X)                                                                      \
   X(ProxyOp, pid, I64) X(ProxyOp, channelId, U64) X(ProxyOp, peer, I64) X(ProxyOp, nSteps, I64)   \
   X(ProxyOp, chunkSize, I64) X(ProxyOp, isSend, I64)
@@ -177,19 +187,25 @@ enum {
 #define NCS_FIELDS_GroupApi(X) X(GroupApi, graphCaptured, BOOL) X(GroupApi, groupDepth, I64)
 #define NCS_FIELDS_CollApi(X)                                                                      \
   X(CollApi, func, STR) X(CollApi, count, U64) X(CollApi, datatype, STR) X(CollApi, root, I64)    \
-  X(CollApi, stream, PTR) X(CollApi, graphCaptured, BOOL)
+  X(CollApi, stream, PTR) X(CollApi, graphCaptured, BOOL) X(CollApi, userTag, U64)
 #define NCS_FIELDS_P2pApi(X)                                                                       \
   X(P2pApi, func, STR) X(P2pApi, count, U64) X(P2pApi, datatype, STR) X(P2pApi, stream, PTR)      \
-  X(P2pApi, graphCaptured, BOOL)
+  X(P2pApi, graphCaptured, BOOL) X(P2pApi, userTag, U64)
 #define NCS_FIELDS_KernelLaunch(X) X(KernelLaunch, stream, PTR)
 #define NCS_FIELDS_CeColl(X)                                                                       \
   X(CeColl, seqNumber, U64) X(CeColl, func, STR) X(CeColl, sendBuff, PTR)                         \
   X(CeColl, recvBuff, PTR) X(CeColl, count, U64) X(CeColl, root, I64) X(CeColl, datatype, STR)    \
   X(CeColl, syncStrategy, STR) X(CeColl, intraBatchSync, BOOL) X(CeColl, batchSize, U64)          \
-  X(CeColl, numBatches, U64) X(CeColl, ceSeqNum, U64) X(CeColl, stream, PTR)
+  X(CeColl, numBatches, U64) X(CeColl, ceSeqNum, U64) X(CeColl, stream, PTR)                     \
+  X(CeColl, userTag, U64)
 #define NCS_FIELDS_CeSync(X) X(CeSync, isComplete, BOOL) X(CeSync, nRanks, I64)
 #define NCS_FIELDS_CeBatch(X)                                                                      \
   X(CeBatch, numOps, I64) X(CeBatch, totalBytes, U64) X(CeBatch, useIntraSync, BOOL)
+/* KernelPhase: one phase of a KernelCh's work (phaseId 0 initial sync, 1 compute, 2 final sync),
+ * from pTimer (GPU ns) to the KernelPhaseStop state's arg0 */
+#define NCS_FIELDS_KernelPhase(X)                                                                  \
+  X(KernelPhase, channelId, U64) X(KernelPhase, phaseId, U64) X(KernelPhase, phaseName, STR)      \
+  X(KernelPhase, pTimer, U64)
 
 /* Every event type: X(NCS_T_ suffix, Type, cli name), in type order. */
 #define NCS_EVENT_TYPES(X)                                                                         \
@@ -197,7 +213,8 @@ enum {
   X(PROXY_STEP, ProxyStep, proxystep) X(PROXY_CTRL, ProxyCtrl, proxyctrl)                          \
   X(KERNEL_CH, KernelCh, kernel) X(NET_PLUGIN, NetPlugin, net) X(GROUP_API, GroupApi, groupapi)    \
   X(COLL_API, CollApi, collapi) X(P2P_API, P2pApi, p2papi) X(KERNEL_LAUNCH, KernelLaunch, launch) \
-  X(CE_COLL, CeColl, cecoll) X(CE_SYNC, CeSync, cesync) X(CE_BATCH, CeBatch, cebatch)
+  X(CE_COLL, CeColl, cecoll) X(CE_SYNC, CeSync, cesync) X(CE_BATCH, CeBatch, cebatch)           \
+  X(KERNEL_PHASE, KernelPhase, kernelphase)
 
 /* NCS_F(Coll, seqNumber): the index of a field in ncs_event_t.f[] (and fstr[], fref_kind[]);
  * NCS_NF(Coll): how many fields the type has. */
@@ -222,8 +239,9 @@ typedef struct {
 
 /* START payload schema per type (after the common START header). */
 extern const ncs_schema_t ncs_schema[NCS_T_COUNT];
-/* STATE names by value 0..30; NULL for unknown */
-extern const char *const ncs_state_names[31];
+/* STATE names by value 0..31; NULL for unknown */
+#define NCS_STATE_COUNT 32
+extern const char *const ncs_state_names[NCS_STATE_COUNT];
 
 /* COMPLETE fields (after id) in order */
 #define NCS_COMPLETE_FIELDS                                                                        \

@@ -67,6 +67,11 @@ enum { RS_OK, RS_DONE, RS_FAILED };
 /* why the chunk at an offset is not valid (check_chunk) */
 enum { BAD_SHORT = 1, BAD_MAGIC, BAD_LEN, BAD_CUT, BAD_CRC };
 
+/* the most fields a SEGMENT may list per type, and types it may list (a later format may have
+   more of either than this reader knows; it skips the fields it does not know by their kind) */
+#define NCS_SEG_MAX_FIELDS 64
+#define NCS_SEG_MAX_TYPES 64
+
 struct ncs_reader {
   int fd;             /* file mode, else -1 */
   const uint8_t *mem; /* memory mode */
@@ -119,6 +124,13 @@ struct ncs_reader {
   char id_host[NCS_STRING_MAX + 1], id_plugin[NCS_STRING_MAX + 1], id_cmd[NCS_STRING_MAX + 1];
   uint64_t seed; /* hash secret of the maps */
   ncs_counters_t counters;
+  /* the segment's START field lists (format 1.3 states them in its SEGMENT; older files have
+     format 1.1's, legacy_nfields): how many fields each type's records carry, and their kinds */
+  uint8_t seg_nf[NCS_T_COUNT];
+  uint8_t seg_kind[NCS_T_COUNT][NCS_SEG_MAX_FIELDS];
+  /* the field lists of the last segment that decoded: a recovered segment inherits them too */
+  uint8_t id_nf[NCS_T_COUNT];
+  uint8_t id_kind[NCS_T_COUNT][NCS_SEG_MAX_FIELDS];
 
   /* a flight file: its linearized stream (owned) and what its header says */
   uint8_t *owned;
@@ -511,6 +523,82 @@ static int get_ref(ncs_reader_t *r, uint8_t *kind, uint64_t *v, const char *what
 
 static void keep_identity(ncs_reader_t *r);
 
+/* Files before format 1.3 state no field lists: theirs are format 1.1's (1.2 kept them), which
+ * 1.3 extended by appending (format.h) userTag to Coll, P2p, CollApi, P2pApi and CeColl, and
+ * kernelVariant and isSymColl before it to Coll; KernelPhase did not exist. */
+static uint8_t legacy_nfields(unsigned t) {
+  switch (t) {
+  case NCS_T_COLL: return NCS_F(Coll, kernelVariant);
+  case NCS_T_P2P: return NCS_F(P2p, userTag);
+  case NCS_T_COLL_API: return NCS_F(CollApi, userTag);
+  case NCS_T_P2P_API: return NCS_F(P2pApi, userTag);
+  case NCS_T_CE_COLL: return NCS_F(CeColl, userTag);
+  case NCS_T_KERNEL_PHASE: return 0;
+  default: return ncs_schema[t].nfields;
+  }
+}
+
+static void field_lists_legacy(ncs_reader_t *r) {
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    r->seg_nf[t] = legacy_nfields(t);
+    for (unsigned i = 0; i < r->seg_nf[t]; i++) r->seg_kind[t][i] = ncs_schema[t].fields[i].kind;
+  }
+}
+
+static void field_lists_current(ncs_reader_t *r) {
+  for (unsigned t = 0; t < NCS_T_COUNT; t++) {
+    r->seg_nf[t] = ncs_schema[t].nfields;
+    for (unsigned i = 0; i < r->seg_nf[t]; i++) r->seg_kind[t][i] = ncs_schema[t].fields[i].kind;
+  }
+}
+
+/* The SEGMENT's field lists (format 1.3; absent before): varint ntypes, then per type varint
+ * nfields and one varint kind per field. A field this reader knows must have the kind it knows
+ * (fields are only appended); fields it does not know are skipped by their kind. */
+static int dec_field_lists(ncs_reader_t *r) {
+  if (r->pos >= r->end) {
+    field_lists_legacy(r);
+    return 0;
+  }
+  uint32_t nt = 0;
+  const uint8_t *at = r->pos;
+  if (get_u32(r, &nt, "field lists") != 0) return -1;
+  if (nt > NCS_SEG_MAX_TYPES) {
+    r->pos = at;
+    return bad_field(r, "field lists", "more than 64 event types");
+  }
+  memset(r->seg_nf, 0, sizeof r->seg_nf); /* a type the file does not list has no fields */
+  for (uint32_t t = 0; t < nt; t++) {
+    uint32_t nf = 0;
+    at = r->pos;
+    if (get_u32(r, &nf, "field count") != 0) return -1;
+    if (nf > NCS_SEG_MAX_FIELDS) {
+      r->pos = at;
+      return bad_field(r, "field count", "more than 64 fields");
+    }
+    for (uint32_t i = 0; i < nf; i++) {
+      uint32_t k = 0;
+      at = r->pos;
+      if (get_u32(r, &k, "field kind") != 0) return -1;
+      if (k < NCS_FK_U64 || k > NCS_FK_REF) {
+        r->pos = at;
+        return bad_field(r, "field kind", "unknown field kind");
+      }
+      if (t >= NCS_T_COUNT) continue;
+      if (i < ncs_schema[t].nfields && k != ncs_schema[t].fields[i].kind) {
+        char msg[160];
+        r->pos = at;
+        snprintf(msg, sizeof msg, "%s field %u (%s) has kind %u in this file, %u in this reader",
+                 ncs_schema[t].name, i, ncs_schema[t].fields[i].name, k, ncs_schema[t].fields[i].kind);
+        return bad_field(r, "field kind", msg);
+      }
+      r->seg_kind[t][i] = (uint8_t)k;
+    }
+    if (t < NCS_T_COUNT) r->seg_nf[t] = (uint8_t)nf;
+  }
+  return 0;
+}
+
 static int dec_segment(ncs_reader_t *r) {
   segment_reset(r); /* the old segment's strings, communicators and fingerprints die with it */
   ncs_segment_info_t *s = &r->seg;
@@ -523,7 +611,7 @@ static int dec_segment(ncs_reader_t *r) {
       get_u32(r, &s->mode, "mode") || get_u32(r, &s->mask, "event mask") ||
       get_u64(r, &s->start_realtime_ns, "start realtime") ||
       get_u64(r, &s->start_mono_ns, "start monotonic") || get_str(r, &s->cmdline, "command line") ||
-      get_u64(r, &s->pool_bytes, "buffer pool bytes")) {
+      get_u64(r, &s->pool_bytes, "buffer pool bytes") || dec_field_lists(r)) {
     /* a segment began here, but what follows cannot be tied to it */
     snprintf(r->over_why, sizeof r->over_why,
              "follows a SEGMENT chunk (at offset %llu) that does not decode",
@@ -679,6 +767,13 @@ static int dec_field(ncs_reader_t *r, ncs_event_t *e, unsigned i, const ncs_fiel
   return bad_field(r, fd->name, "unknown field kind in the schema");
 }
 
+/* A field of a later format: one varint, or two for a reference. */
+static int skip_field(ncs_reader_t *r, uint8_t kind) {
+  uint64_t v;
+  if (get_u64(r, &v, "field of a later format") != 0) return -1;
+  return kind == NCS_FK_REF ? get_u64(r, &v, "field of a later format") : 0;
+}
+
 static int dec_start(ncs_reader_t *r, ncs_event_t *e) {
   uint64_t ck = 0;
   const uint8_t *at;
@@ -694,10 +789,19 @@ static int dec_start(ncs_reader_t *r, ncs_event_t *e) {
       get_i32(r, &e->rank, "rank") || get_u32(r, &e->flags, "flags"))
     return -1;
   if (e->ctx_kind == NCS_CTX_LOCAL && !comm_known(r, e->ctx)) e->lost |= NCS_LOST_COMM;
+  /* the fields the segment's list has: those this reader knows are decoded, later ones skipped;
+     known ones the file does not have (an older file) stay 0 and are not counted in nfields */
   const ncs_schema_t *s = &ncs_schema[e->type];
-  e->nfields = s->nfields;
-  for (unsigned i = 0; i < s->nfields; i++)
-    if (dec_field(r, e, i, &s->fields[i]) != 0) return -1;
+  unsigned nw = r->seg_nf[e->type];
+  e->nfields = (uint8_t)(nw < s->nfields ? nw : s->nfields);
+  for (unsigned i = 0; i < nw; i++) {
+    if (i < s->nfields) {
+      if (dec_field(r, e, i, &s->fields[i]) != 0) return -1;
+    } else if (skip_field(r, r->seg_kind[e->type][i]) != 0) {
+      return -1;
+    }
+  }
+  for (unsigned i = e->nfields; i < s->nfields; i++) e->f[i] = 0, e->fstr[i] = NULL, e->fref_kind[i] = 0;
   return 0;
 }
 
@@ -906,6 +1010,129 @@ static int next_gpu_record(ncs_reader_t *r, ncs_item_t *it) {
   return what;
 }
 
+/* ---------------------------------------------------------------- range chunks (trace/range.h) */
+
+static int dec_range_state(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_range_state_t *s = &it->range_state;
+  uint32_t n = 0;
+  if (get_u32(r, &s->flags, "range state flags") || get_u32(r, &s->nvtx, "NVTX state") ||
+      get_str(r, &s->nvtx_path, "NVTX injection path") || get_u32(r, &s->mx_state, "metrics state") ||
+      get_u64(r, &s->since_ns, "metrics state time") || get_str(r, &s->reason, "metrics reason") ||
+      get_str(r, &s->chip, "metrics chip") || get_u32(r, &s->replay, "metrics replay") ||
+      get_u32(r, &s->passes, "metrics passes") || get_u32(r, &s->level, "metrics level") ||
+      get_u32(r, &s->mx_thread, "metrics thread") || get_u32(r, &s->buffer_ranges, "metrics buffer") ||
+      get_u32(r, &n, "metric count"))
+    return -1;
+  if (s->nvtx >= NCS_NVTX_NSTATES) return bad_field(r, "NVTX state", "unknown state");
+  if (s->mx_state >= NCS_HWM_NSTATES) return bad_field(r, "metrics state", "unknown state");
+  if (n > NCS_RANGE_MAX_METRICS) return bad_field(r, NULL, "more than 32 metrics");
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t t = 0;
+    if (get_str(r, &s->metric[i], "metric name") || get_u32(r, &t, "metric type")) return -1;
+    s->metric_type[i] = t <= NCS_MT_THROUGHPUT ? (uint8_t)t : NCS_MT_UNKNOWN;
+  }
+  s->nmetrics = n;
+  if (get_u32(r, &n, "range counter count")) return -1;
+  if (n > NCS_RANGE_MAX_COUNTERS) return bad_field(r, NULL, "more than 64 range counters");
+  for (uint32_t i = 0; i < n; i++)
+    if (get_u32(r, &s->keys[i], "range counter key") || get_u64(r, &s->values[i], "range counter value"))
+      return -1;
+  s->ncounters = n;
+  it->ts = s->since_ns;
+  return NCS_ITEM_RANGE_STATE;
+}
+
+/* RANGES shares the GPU chunk's framing: base time, record count, then length-prefixed records */
+static int dec_ranges_header(ncs_reader_t *r) {
+  uint32_t count = 0;
+  if (get_u64(r, &r->prev_ts, "ranges base mono") || get_u32(r, &count, "ranges record count"))
+    return -1;
+  r->ev_count = count;
+  r->ev_done = 0;
+  r->in_events = count > 0;
+  return 0;
+}
+
+static int range_host_time(ncs_reader_t *r, ncs_range_rec_t *g) {
+  return get_u32(r, &g->thread, "range thread") || gpu_delta(r, &r->prev_ts, &g->ts, "range time");
+}
+
+static int range_labels(ncs_reader_t *r, ncs_range_rec_t *g) {
+  if (get_u64(r, &g->domain_id, "range domain") || get_u64(r, &g->name_id, "range name") ||
+      get_u32(r, &g->category, "range category") || get_u32(r, &g->payload_type, "payload type") ||
+      get_u64(r, &g->payload, "payload"))
+    return -1;
+  if (g->domain_id) g->domain = ncs_reader_string(r, g->domain_id);
+  if (g->name_id) g->name = ncs_reader_string(r, g->name_id);
+  return 0;
+}
+
+static int get_f64(ncs_reader_t *r, double *v) {
+  if (r->end - r->pos < 8) return bad_field(r, "metric value", "runs past the end of the record");
+  uint64_t u = 0;
+  for (int i = 0; i < 8; i++) u |= (uint64_t)r->pos[i] << (8 * i);
+  r->pos += 8;
+  memcpy(v, &u, sizeof *v);
+  return 0;
+}
+
+static int dec_range_fields(ncs_reader_t *r, ncs_range_rec_t *g) {
+  switch (g->kind) {
+  case NCS_RR_BEGIN:
+    return range_host_time(r, g) || get_u64(r, &g->id, "range id") ||
+                   get_u64(r, &g->parent, "range parent") || get_u32(r, &g->depth, "range depth") ||
+                   range_labels(r, g) || get_u64(r, &g->mid, "range metrics id")
+               ? -1
+               : 0;
+  case NCS_RR_END: return range_host_time(r, g) || get_u64(r, &g->id, "range id") ? -1 : 0;
+  case NCS_RR_MARK:
+    return range_host_time(r, g) || get_u64(r, &g->parent, "mark parent") || range_labels(r, g) ? -1 : 0;
+  case NCS_RR_LAUNCH:
+    return get_u64(r, &g->id, "launch range") || get_u64(r, &g->corr, "launch correlation id") ? -1 : 0;
+  default: { /* NCS_RR_METRICS */
+    uint32_t n = 0;
+    if (get_u64(r, &g->mid, "metrics id") || get_u32(r, &n, "metric value count")) return -1;
+    if (n > NCS_RANGE_MAX_METRICS) return bad_field(r, "metric value count", "more than 32");
+    for (uint32_t i = 0; i < n; i++)
+      if (get_f64(r, &g->values[i])) return -1;
+    g->nvalues = n;
+    return 0;
+  }
+  }
+}
+
+/* One RANGES record: u8 kind, varint length, fields; unknown kinds and trailing bytes skipped. */
+static int dec_range_rec(ncs_reader_t *r, ncs_item_t *it) {
+  ncs_range_rec_t *g = &it->range;
+  uint64_t len = 0;
+  if (get_u8(r, &g->kind, "range record kind") || get_u64(r, &len, "range record length")) return -1;
+  if (len > (uint64_t)(r->end - r->pos)) return bad_field(r, "range record", "runs past the end of the chunk");
+  const uint8_t *end = r->pos + len, *chunk_end = r->end;
+  int what = 0;
+  if (g->kind >= NCS_RR_BEGIN && g->kind <= NCS_RR_MAX) {
+    r->end = end;
+    int bad = get_u32(r, &g->flags, "range record flags") || dec_range_fields(r, g);
+    r->end = chunk_end;
+    if (bad) return -1;
+    what = NCS_ITEM_RANGE;
+    it->ts = g->ts;
+  }
+  r->pos = end;
+  return what;
+}
+
+static int next_range_record(ncs_reader_t *r, ncs_item_t *it) {
+  if (r->pos >= r->end) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the RANGES chunk ends after %u of its %u records", r->ev_done, r->ev_count);
+    return bad_field(r, NULL, msg);
+  }
+  int what = dec_range_rec(r, it);
+  if (what < 0) return -1;
+  if (++r->ev_done == r->ev_count) r->in_events = 0;
+  return what;
+}
+
 /* ---------------------------------------------------------------- chunks */
 
 static uint32_t get_le32(const uint8_t *p) {
@@ -1011,6 +1238,8 @@ static void keep_identity(ncs_reader_t *r) {
   snprintf(r->id_host, sizeof r->id_host, "%s", r->seg.host);
   snprintf(r->id_plugin, sizeof r->id_plugin, "%s", r->seg.plugin_version);
   snprintf(r->id_cmd, sizeof r->id_cmd, "%s", r->seg.cmdline);
+  memcpy(r->id_nf, r->seg_nf, sizeof r->id_nf);
+  memcpy(r->id_kind, r->seg_kind, sizeof r->id_kind);
   r->have_id = 1;
 }
 
@@ -1031,8 +1260,12 @@ static int recover_segment(ncs_reader_t *r, const char *why) {
   if (r->have_id) {
     *s = r->id;
     s->host = r->id_host, s->plugin_version = r->id_plugin, s->cmdline = r->id_cmd;
+    memcpy(r->seg_nf, r->id_nf, sizeof r->seg_nf);
+    memcpy(r->seg_kind, r->id_kind, sizeof r->seg_kind);
   } else {
+    /* no segment decoded: assume this reader's format, its field lists included */
     s->format_version = NCS_FORMAT_VERSION;
+    field_lists_current(r);
   }
   s->start_realtime_ns = s->start_mono_ns = 0; /* unknown */
   s->index = r->nseg++;
@@ -1107,6 +1340,8 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
   case NCS_CHUNK_LOSS: return dec_loss(r, it);
   case NCS_CHUNK_GPU_STATE: return dec_gpu_state(r, it);
   case NCS_CHUNK_GPU: return dec_gpu_header(r);
+  case NCS_CHUNK_RANGE_STATE: return dec_range_state(r, it);
+  case NCS_CHUNK_RANGES: return dec_ranges_header(r);
   default: /* NCS_CHUNK_FOOTER */
     r->seg_footer = 1;
     return dec_counters(r, it, NCS_ITEM_FOOTER);
@@ -1193,9 +1428,11 @@ static int skip_bad_chunk(ncs_reader_t *r, ncs_item_t *it, uint64_t off) {
 /* A second copy of a chunk this segment already read (a write that was replayed): 1 when the
  * loaded chunk is one, with *first the offset of the original. Only a byte-for-byte match is. */
 static int is_copy(ncs_reader_t *r, uint64_t *first) {
-  /* a thread is announced again in each segment, and a string defined again changes nothing */
+  /* a thread is announced again in each segment, and a string defined again changes nothing;
+   * a RANGE_STATE (absolute counters) is restated in every flight keyframe, unchanged when
+   * nothing happened to ranges */
   if (r->ctype == 0 || r->ctype > NCS_CHUNK_MAX_TYPE || r->ctype == NCS_CHUNK_THREAD ||
-      r->ctype == NCS_CHUNK_STRINGS)
+      r->ctype == NCS_CHUNK_STRINGS || r->ctype == NCS_CHUNK_RANGE_STATE)
     return 0;
   size_t len = (size_t)(r->end - r->pay);
   uint64_t key = fingerprint(r->ctype, (uint32_t)len, get_le32(r->pay - 4)), at = 0;
@@ -1269,7 +1506,9 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   for (;;) {
     int what;
     if (r->in_events) {
-      what = r->ctype == NCS_CHUNK_GPU ? next_gpu_record(r, item) : next_record(r, item);
+      what = r->ctype == NCS_CHUNK_GPU      ? next_gpu_record(r, item)
+             : r->ctype == NCS_CHUNK_RANGES ? next_range_record(r, item)
+                                            : next_record(r, item);
     } else if (r->redo) {
       r->pos = r->pay;
       what = dec_chunk(r, item);

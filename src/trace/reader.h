@@ -14,6 +14,7 @@
 #include "trace/flight.h"
 #include "trace/format.h"
 #include "trace/gpu.h"
+#include "trace/range.h"
 
 typedef struct ncs_reader ncs_reader_t;
 
@@ -62,7 +63,8 @@ typedef struct {
   uint64_t parent;
   int32_t rank;
   uint32_t flags; /* START flags; for BADCALL the call: NCS_BC_STOP or NCS_BC_STATE */
-  uint8_t nfields;          /* ncs_schema[type].nfields */
+  uint8_t nfields; /* fields the record has: ncs_schema[type].nfields, fewer in files written
+                      before a field was appended (format.h); f[] beyond it is 0 (use NCS_HAS) */
   uint64_t f[NCS_MAX_FIELDS]; /* raw values; I64 already un-zigzagged (cast to int64_t) */
   uint8_t fref_kind[NCS_MAX_FIELDS]; /* for REF fields: the ref kind; f[] holds the value */
   const char *fstr[NCS_MAX_FIELDS];  /* for STR fields: the string, NULL when id 0 */
@@ -86,6 +88,10 @@ enum {
   NCS_LOST_COMM = 2,   /* a local context names a communicator index with no COMM chunk */
 };
 
+/* Does the START record have field NCS_F(Type, name)? False for a field appended after the file
+ * was written (e.g. Coll's userTag in a format 1.1 file): unknown, not 0. */
+#define NCS_HAS(e, idx) ((unsigned)(idx) < (unsigned)(e)->nfields)
+
 typedef struct {
   uint32_t nkeys;
   uint32_t keys[512];
@@ -108,6 +114,8 @@ enum {
   NCS_ITEM_LOSS = 10,    /* item->loss: records the plugin lost (a LOSS chunk) */
   NCS_ITEM_GPU_STATE = 11, /* item->gpu_state: CUPTI's state, a clock pair, counters (trace/gpu.h) */
   NCS_ITEM_GPU = 12,       /* item->gpu: one GPU record: a kernel, a launch, graph bookkeeping */
+  NCS_ITEM_RANGE_STATE = 13, /* item->range_state: range recording and metrics state (trace/range.h) */
+  NCS_ITEM_RANGE = 14,       /* item->range: one RANGES record: begin, end, mark, launch, metrics */
 };
 
 /* What a GAP item says: the reader found damage at `offset` and resynchronized on the next valid
@@ -136,6 +144,8 @@ typedef struct {
   ncs_loss_t loss; /* NCS_ITEM_LOSS */
   ncs_gpu_state_t gpu_state; /* NCS_ITEM_GPU_STATE */
   ncs_gpu_rec_t gpu;         /* NCS_ITEM_GPU; item->ts is its host time (LAUNCH, GLAUNCH, PENDING) */
+  ncs_range_state_t range_state; /* NCS_ITEM_RANGE_STATE */
+  ncs_range_rec_t range;         /* NCS_ITEM_RANGE; item->ts is its host time (BEGIN, END, MARK) */
 } ncs_item_t;
 
 /* Open a trace file. Returns NULL and fills err on failure (no such file, not a trace, ...).

@@ -30,7 +30,10 @@ static void check_event(const ncs_reader_t *r, const ncs_event_t *e) {
   }
   CHECK(e->ctx_kind <= NCS_CTX_INVALID && e->parent_kind <= NCS_REF_STALE);
   CHECK(!(e->lost & NCS_LOST_COMM) || e->ctx_kind == NCS_CTX_LOCAL);
-  CHECK(e->nfields == ncs_schema[e->type].nfields);
+  /* fewer fields in a file written before some were appended; those it lacks read as 0 */
+  CHECK(e->nfields <= ncs_schema[e->type].nfields);
+  for (unsigned i = e->nfields; i < ncs_schema[e->type].nfields; i++)
+    CHECK(!e->f[i] && !e->fstr[i] && !e->fref_kind[i]);
   int unresolved = 0;
   for (unsigned i = 0; i < e->nfields; i++) {
     uint8_t k = ncs_schema[e->type].fields[i].kind;
@@ -56,6 +59,21 @@ static void check_gpu(const ncs_reader_t *r, const ncs_item_t *it) {
   const ncs_gpu_rec_t *g = &it->gpu;
   CHECK(g->kind >= NCS_GR_KERNEL && g->kind <= NCS_GR_MAX);
   CHECK(g->name == NULL || g->name == ncs_reader_string(r, g->name_id));
+  CHECK(g->name == NULL || strlen(g->name) <= NCS_STRING_MAX);
+}
+
+static void check_range(const ncs_reader_t *r, const ncs_item_t *it) {
+  if (it->what == NCS_ITEM_RANGE_STATE) {
+    const ncs_range_state_t *s = &it->range_state;
+    CHECK(s->nvtx_path && s->reason && s->chip);
+    CHECK(s->nmetrics <= NCS_RANGE_MAX_METRICS && s->ncounters <= NCS_RANGE_MAX_COUNTERS);
+    for (uint32_t i = 0; i < s->nmetrics; i++) CHECK(s->metric[i] && strlen(s->metric[i]) <= NCS_STRING_MAX);
+    return;
+  }
+  const ncs_range_rec_t *g = &it->range;
+  CHECK(g->kind >= NCS_RR_BEGIN && g->kind <= NCS_RR_MAX && g->nvalues <= NCS_RANGE_MAX_METRICS);
+  CHECK(g->name == NULL || g->name == ncs_reader_string(r, g->name_id));
+  CHECK(g->domain == NULL || g->domain == ncs_reader_string(r, g->domain_id));
   CHECK(g->name == NULL || strlen(g->name) <= NCS_STRING_MAX);
 }
 
@@ -98,6 +116,8 @@ static void check_item(const ncs_reader_t *r, const ncs_item_t *it, size_t size,
   }
   case NCS_ITEM_GPU_STATE:
   case NCS_ITEM_GPU: check_gpu(r, it); break;
+  case NCS_ITEM_RANGE_STATE:
+  case NCS_ITEM_RANGE: check_range(r, it); break;
   default: CHECK(it->what >= NCS_ITEM_SEGMENT && it->what <= NCS_ITEM_FOOTER);
   }
 }
