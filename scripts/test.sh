@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: a release build, an ASan+UBSan build and a TSan build, each running
-# every ctest test, then a short fuzzing run of the trace reader.
+# every ctest test, then a short fuzzing run of the trace reader and the whole read path.
 # Usage: scripts/test.sh [--quick]   (--quick: release build only, no fuzzing)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +36,7 @@ if [ $quick = 0 ]; then
   run_suite "asan+ubsan" build-asan -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=address,undefined
   run_suite tsan build-tsan -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=thread
   if [ -x scripts/fuzz.sh ]; then
-    echo "=== fuzz (reader) ==="
+    echo "=== fuzz (reader, whole read path) ==="
     scripts/fuzz.sh "${NCS_FUZZ_SECONDS:-60}"
   fi
 fi

@@ -2,12 +2,16 @@
 # diagnose_check.sh NCCLSCOPE GEN SIM PLUGIN WORKDIR CASE - `ncclscope diagnose` (docs/diagnose.md).
 # Prints "diagnose check CASE: ok" on success. CASE:
 #   gen-KIND-MODE   crafted recordings (tests/diagnose_gen.c): KIND healthy skip stall mismatch kill
-#                   kernel p2p, MODE trace or flight (dumps of one incident + live files)
+#                   kernel p2p, lost (a stall whose rank dropped records: cannot tell), orphan (a
+#                   completion lost, later ones complete: not a hang); MODE trace or flight (dumps
+#                   of one incident + live files)
 #   sim-KIND-MODE   nccl-sim --fault KIND with the plugin: 4 ranks in 4 processes; MODE flight
 #                   (NCCLSCOPE_WATCHDOG_S=1: the watchdog makes every process dump) or trace;
 #                   KIND healthy: no fault; neverstop: that scenario, healthy (no false hang)
 #   usage           exit statuses for bad command lines (2) and unreadable input (3)
 #   incidents       two incidents of dumps: the first by default, --latest, --incident N
+#   heartbeat       a flight header with a heartbeat at 2^63 ns
+#   repro-NAME      the reproducers of issues 14, 15, 24 with nccl-sim (see each case)
 set -u
 NS=$1 GEN=$2 SIM=$3 PLUGIN=$4 W=$5 CASE=$6
 rm -rf "$W" && mkdir -p "$W"
@@ -60,7 +64,7 @@ assert r['status']=='hang'" "skip: rank $3 never entered, outside NCCL"
     py "assert v['kind']=='stuck_inside' and v['rank']==$3, v
 assert v['is_send']==1 and v['state'] in ('SendWait','SendGPUWait'), v
 assert v['step']>=0 and v['channel']>=0 and v['peer']>=0, v" "stall: rank $3 stuck inside at its send step"
-    grep -q "^HANG   every rank entered .* rank $3 is stuck inside it: send step [0-9]* on channel [0-9]* to rank [0-9]* in Send" \
+    grep -q "^HANG   every rank of communicator 0x[0-9a-f]* entered .* rank $3 is stuck inside it: send step [0-9]* on channel [0-9]* to rank [0-9]* in Send" \
       "$W/out.txt" || fail "stall text"
     ;;
   mismatch)
@@ -86,6 +90,21 @@ assert len(p)==1, p" "kill: rank $3 process died"
     py "assert v['kind']=='stuck_inside' and v['rank']==$3 and v['state']=='KernelCh', v" "kernel: rank $3"
     grep -q "kernels of all ranks are open; its kernel started last" "$W/out.txt" || fail "kernel text"
     ;;
+  lost)
+    # the stalled rank's plugin dropped records after the hung operation started: which rank
+    # the others wait for cannot be told; no HANG may name anyone
+    expect_rc $rc 1
+    py "assert v['kind']=='cannot_tell' and v['rank']==$3 and r['status']=='cannot_tell', v
+assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','nothing_stuck')], r['verdicts']
+assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']" "lost: cannot tell, rank $3"
+    grep -q "^CANNOT TELL cannot tell which rank communicator 0x[0-9a-f]* waits for" "$W/out.txt" || fail "lost text"
+    grep -q "rank $3's AllReduce #5 is open, and its recording lost records (drops)" "$W/out.txt" || fail "lost evidence"
+    ;;
+  orphan)
+    # rank 2's AllReduce #3 lost its completion records; the ones after it completed: not a hang
+    expect_rc $rc 0
+    py "assert v['kind']=='nothing_stuck' and r['status']=='ok', v" "orphan: nothing stuck"
+    ;;
   p2p)
     expect_rc $rc 1
     py "assert v['kind']=='not_entered' and v['rank']==1 and v['func']=='Send', v
@@ -102,9 +121,9 @@ gen-*)
   kind=${kind%-*}
   "$GEN" "$W/rec" "$kind" "$mode" || fail "generator"
   diag "$W/rec"
-  case $kind in skip | kill) fr=2 ;; stall | kernel) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
+  case $kind in skip | kill) fr=2 ;; stall | kernel | lost) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
   check_verdict "$kind" "$mode" "$fr"
-  if [ "$mode" = flight ] && [ "$kind" != healthy ]; then
+  if [ "$mode" = flight ] && [ "$kind" != healthy ] && [ "$kind" != orphan ]; then
     py "i=r['incident']; assert i and i['index']==1 and i['count']==1, i" "incident"
   fi
   if [ "$mode" = jobkill ]; then
@@ -162,9 +181,15 @@ usage)
   "$NS" diagnose --incident 2 "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 3
   grep -q "no incident 2" "$W/out.txt" || fail "no incident message"
+  # one file cannot be read: the others are diagnosed, the verdict says it cannot tell
   printf 'NCSTRACE garbage' >"$W/rec/zz-bad.nstrace"
   "$NS" diagnose "$W/rec" >"$W/out.txt" 2>&1
-  expect_rc $? 3
+  expect_rc $? 4
+  grep -q "^CANNOT TELL cannot tell what the process of zz-bad.nstrace did: the file could not be read" "$W/out.txt" ||
+    fail "no cannot-tell verdict for the unreadable file: $(head -5 "$W/out.txt")"
+  grep -q "zz-bad.nstrace  *could not be read" "$W/out.txt" || fail "unreadable file not listed"
+  grep -q "4 ranks (4 recorded)" "$W/out.txt" || fail "the readable ranks are not diagnosed"
+  ! grep -q "^HANG\|^DEAD" "$W/out.txt" || fail "a verdict on the healthy ranks: $(grep '^HANG\|^DEAD' "$W/out.txt")"
   ;;
 incidents)
   # incident 1: the gen skip case; incident 2, a minute later: the same dumps without rank 2's
@@ -199,6 +224,86 @@ src=sorted(p['source'] for p in r['processes']); assert src==['dump','dump','dum
   "$NS" diagnose --incident 3 "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 3
   grep -q "no incident 3: .* holds 2 incidents" "$W/out.txt" || fail "incident 3 message"
+  ;;
+heartbeat)
+  # a live flight file whose header says its last heartbeat was at 2^63 ns (a hostile or broken
+  # file): no overflow (UBSan), no process called dead because of it, the header time not used
+  "$GEN" "$W/rec" healthy flight || fail "generator"
+  python3 - "$W/rec/node1-1001.nsflight" <<'PYEOF' || fail "patch"
+import struct, sys
+b = bytearray(open(sys.argv[1], 'rb').read())
+struct.pack_into('<Q', b, 96, 1 << 63)  # heartbeat_real (offsetof in ncs_flight_hdr_t)
+open(sys.argv[1], 'wb').write(b)
+PYEOF
+  diag "$W/rec"
+  expect_rc $rc 0
+  py "assert v['kind']=='nothing_stuck' and not any(p['dead'] for p in r['processes']), r
+assert any('header' in n and 'contradicts' in n for n in r['notes']), r['notes']" "hostile heartbeat"
+  ;;
+repro-flightdrops)
+  # issue 24: a 1 MiB flight buffer under every event drops records; the job ends well (exit 0):
+  # no HANG, no rank blamed (before: "rank N is stuck inside it", another rank each run)
+  NCCLSCOPE_MODE=flight NCCLSCOPE_DIR="$W/rec" NCCLSCOPE_EVENTS=all NCCLSCOPE_BUFFER_SIZE=1M \
+    "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --iters 300 >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  "$NS" dump --stats "$W/rec" | grep -q "^  drops [1-9]" || { echo "diagnose check $CASE: SKIP: no drops"; exit 77; }
+  diag "$W/rec"
+  py "assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','dead')], r['verdicts']
+assert r['status'] in ('ok','cannot_tell'), r['status']" "drops: no hang"
+  ;;
+abi3)
+  # NCCL profiler ABI v3 passes no rank, size or commId: diagnose cannot match ranks and says so
+  # (before: it ran out of memory on the size -1; then "OK nothing stuck" on nothing)
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario mixed --abi 3 --ranks 2 --procs 2 \
+    --iters 3 >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  diag "$W/rec"
+  expect_rc $rc 4
+  py "assert r['status']=='cannot_tell' and not r['problem'], r
+assert r['verdicts'] and all(x['kind']=='cannot_tell' for x in r['verdicts']), r['verdicts']" "abi 3: cannot tell"
+  grep -q "recorded without its ranks and size" "$W/out.txt" || fail "abi 3 text"
+  ;;
+nocomp)
+  # issue 14: a healthy job recorded without the events that show a completion (Coll only): no
+  # all-clear and no hang, but CANNOT TELL (exit 4: nothing found in what could be seen); the same
+  # job with the default events is OK
+  NCCLSCOPE_EVENTS=coll NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce \
+    --ranks 4 --iters 10 >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  diag "$W/rec"
+  expect_rc $rc 4
+  py "assert r['status']=='cannot_tell' and not r['problem'], r
+assert [x['kind'] for x in r['verdicts']]==['cannot_tell'] and r['verdicts'][0]['comm_id'], r['verdicts']" \
+    "no completions: cannot tell"
+  grep -q "4 ranks' newest operation has no visible completion" "$W/out.txt" || fail "nocomp text"
+  rm -rf "$W/rec"
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --iters 10 \
+    >"$W/sim.out" 2>&1 || fail "nccl-sim"
+  diag "$W/rec"
+  expect_rc $rc 0
+  py "assert r['status']=='ok' and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r" "default: ok"
+  ;;
+repro-sampled-hang)
+  # issue 14: a hang recorded with GPU times sampled (opt-in NCCLSCOPE_SAMPLE=64): the operations
+  # of unsampled groups show no completion, so diagnose must not answer OK (before: "OK nothing
+  # stuck", exit 0)
+  NCCLSCOPE_SAMPLE=64 NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+    --procs 4 --iters 20 --fault skip:2:10 --hang-s 2 >"$W/sim.out" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim did not hang"
+  diag "$W/rec"
+  expect_rc $rc 1
+  py "assert r['status']!='ok' and not [x for x in r['verdicts'] if x['kind']=='nothing_stuck'], r['verdicts']" \
+    "sampled hang: no all-clear"
+  grep -q "rank 2 did not enter AllReduce #10\|rank 2 never entered AllReduce #10" "$W/out.txt" ||
+    fail "the rank that did not enter is not named"
+  ;;
+repro-kill-mixed)
+  # issue 15: after a kill in a flight-mode mixed job, the dead process is the verdict in every
+  # communicator; no HANG contradicts it, and every verdict names its communicator
+  NCCLSCOPE_MODE=flight NCCLSCOPE_DIR="$W/rec" NCCLSCOPE_WATCHDOG_S=1 "$SIM" --plugin "$PLUGIN" \
+    --scenario mixed --ranks 8 --procs 8 --iters 20 --fault kill:5:6 --hang-s 3 >"$W/sim.out" 2>&1
+  diag "$W/rec"
+  expect_rc $rc 1
+  py "k=[x['kind'] for x in r['verdicts']]; assert k and all(x=='dead' for x in k), r['verdicts']
+assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']
+assert all(x['rank']==5 for x in r['verdicts']), r['verdicts']" "kill: dead only, with communicators"
   ;;
 *)
   fail "unknown case"

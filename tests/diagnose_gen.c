@@ -155,11 +155,15 @@ static void clock_pair(gen_t *g, uint64_t mono) {
   tg_chunk(&g->body, NCS_CHUNK_CLOCK);
 }
 
+static uint64_t steps_dropped; /* "lost": the ProxyStep records the stalled rank's plugin dropped */
+
 static void counters(gen_t *g, uint16_t type, uint64_t end) {
   ev_flush(g);
   ncs_counters_t c;
   memset(&c, 0, sizeof c);
   c.keys[c.nkeys] = NCS_CK_END_NS, c.values[c.nkeys++] = end;
+  if (g->rank == fault_rank && steps_dropped)
+    c.keys[c.nkeys] = NCS_CK_DROPS | NCS_T_PROXY_STEP, c.values[c.nkeys++] = steps_dropped;
   ncs_enc_counters(&g->body.pay, &c);
   tg_chunk(&g->body, type);
 }
@@ -188,7 +192,7 @@ static void meta(gen_t *g, uint64_t pid) {
  * recording stops at DUMP_AT (a dump). */
 static void gen_rank(gen_t *g, int final) {
   int r = g->rank, next = (r + 1) % NR, prev = (r + NR - 1) % NR;
-  int hang = strcmp(kase, "healthy") != 0;
+  int hang = strcmp(kase, "healthy") != 0 && strcmp(kase, "orphan") != 0;
   int kernel_only = !strcmp(kase, "kernel");
   int nops = hang ? FOP + 1 : 8;
   clock_pair(g, T0 - 5 * MS);
@@ -211,6 +215,7 @@ static void gen_rank(gen_t *g, int final) {
       state(g, NCS_T_PROXY_OP, id + 3, t + 33000, 19);
     }
     stop(g, NCS_T_COLL, id, t + 40000);
+    if (!strcmp(kase, "orphan") && r == 2 && i == 3) continue; /* its completion records lost */
     if (!is_fault) {
       if (!kernel_only)
         for (int s = 0; s < 2; s++) {
@@ -240,7 +245,7 @@ static void gen_rank(gen_t *g, int final) {
     }
     /* the hung op: step 0 of each side. The stalled rank's send freezes in SendWait early;
      * everyone else waits in RecvWait for its previous rank, later. */
-    int stalled = !strcmp(kase, "stall") && r == fault_rank;
+    int stalled = (!strcmp(kase, "stall") || !strcmp(kase, "lost")) && r == fault_rank;
     uint64_t base = t + 50000, late = stalled ? 0 : 2 * MS + (uint64_t)r * 100000;
     step_start(g, id + 4, base, id + 2, 0);
     state(g, NCS_T_PROXY_STEP, id + 4, base + 1000, 8);
@@ -345,8 +350,9 @@ int main(int argc, char **argv) {
   kase = argv[2], mode = argv[3];
   if (!strcmp(kase, "skip") || !strcmp(kase, "kill")) fault_rank = 2;
   else if (!strcmp(kase, "stall") || !strcmp(kase, "kernel")) fault_rank = 1;
+  else if (!strcmp(kase, "lost")) fault_rank = 1, steps_dropped = 7; /* stall, and its drops */
   else if (!strcmp(kase, "mismatch")) fault_rank = 3;
-  else if (strcmp(kase, "healthy") && strcmp(kase, "p2p")) {
+  else if (strcmp(kase, "healthy") && strcmp(kase, "p2p") && strcmp(kase, "orphan")) {
     fprintf(stderr, "unknown case %s\n", kase);
     return 2;
   }
@@ -358,7 +364,7 @@ int main(int argc, char **argv) {
   mkdir(out, 0755);
   char dd[1024];
   snprintf(dd, sizeof dd, "%s/dumps", out);
-  int hang = strcmp(kase, "healthy") != 0;
+  int hang = strcmp(kase, "healthy") != 0 && strcmp(kase, "orphan") != 0;
   if (flight && hang) mkdir(dd, 0755);
   for (int r = 0; r < NR; r++) {
     uint64_t pid = 1000 + (uint64_t)r;

@@ -122,9 +122,12 @@ if [ "$mode" != golden-nolink ]; then
   check slices.job "$(get slices.job)" $(($(S Coll) / ranks))
   check flows "$(get flows)" $(($(S Coll) + $(S P2p) / 2))
 fi
+# a clean recording lost nothing: no loss window (tests/consistency_check.sh has one that did)
+check slices.loss "$(get slices.loss)" 0
 exp_slices=$(($(get slices.api) + $(get slices.group) + $(get slices.coll) + $(get slices.p2p) +
-  $(get slices.ce) + $(get slices.kernel) + $(get slices.kernelphase) + $(get slices.proxyop) + $(get slices.proxystep) +
-  $(get slices.proxyctrl) + $(get slices.net) + $(get slices.phase) + $(get slices.job)))
+  $(get slices.ce) + $(get slices.kernel) + $(get slices.kernelphase) + $(get slices.proxyop) +
+  $(get slices.proxystep) + $(get slices.proxyctrl) + $(get slices.net) + $(get slices.phase) +
+  $(get slices.job) + $(get slices.loss)))
 check "slices (sum of kinds)" "$(get slices)" "$exp_slices"
 grep -q 'disagree' "$work/export.err" && { echo "FAIL: the export reports clocks that disagree" >&2; bad=1; }
 # the same bytes whatever the number of threads

@@ -152,11 +152,15 @@ def parse_text(text):
 
 # ------------------------------------------------------------------ the trace's view
 
+# the table of src/trace/format.c (ncs_type_size): NCCL's names; any other name is 0 bytes
+TYPE_SIZES = {"Unknown": 1, "ncclInt8": 1, "ncclChar": 1, "ncclUint8": 1, "ncclFloat8e4m3": 1,
+              "ncclFloat8e5m2": 1, "ncclFloat16": 2, "ncclHalf": 2, "ncclBfloat16": 2,
+              "ncclInt32": 4, "ncclInt": 4, "ncclUint32": 4, "ncclFloat32": 4, "ncclFloat": 4,
+              "ncclInt64": 8, "ncclUint64": 8, "ncclFloat64": 8, "ncclDouble": 8}
+
+
 def type_size(dt):
-    for k, v in (("64", 8), ("32", 4), ("16", 2)):
-        if dt and k in dt:
-            return v
-    return 1
+    return TYPE_SIZES.get(dt, 0)
 
 
 def bus_factor(func, n):

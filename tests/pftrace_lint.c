@@ -30,7 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/hmap.h"
+#include "util/hmap.h"
 #include "export/pb.h"
 
 #define MAX_CATS 64

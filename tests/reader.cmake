@@ -6,7 +6,7 @@
 
 set(NCS_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(NCS_SRC_DIR ${CMAKE_CURRENT_LIST_DIR}/../src)
-option(NCS_FUZZ "build the libFuzzer target fuzz_reader (needs clang)" OFF)
+# NCS_FUZZ: the top-level CMakeLists.txt
 
 # crafting trace files: shared by the unit tests, the fixture generator and the seed corpus
 add_library(ncs_tracegen STATIC ${NCS_TESTS_DIR}/tracegen.c)

@@ -42,3 +42,49 @@ add_test(NAME defaults_every_operation
                  $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope>
                  ${CMAKE_CURRENT_BINARY_DIR}/defaults)
 set_tests_properties(defaults_every_operation PROPERTIES TIMEOUT 180 PASS_REGULAR_EXPRESSION "defaults check: ok")
+# Findings against chance (docs/report.md, "Findings"; tests/findings_check.sh): 20 healthy jobs
+# (mixed) of each size have no straggler or slow-rank finding; a rank slowed by 100 ms is named,
+# and no other rank, in 3 jobs (AllReduce) of each size. The premise is a machine that does not
+# make one process of the job systematically late: they run alone (RUN_SERIAL; the rest of the
+# suite, I/O-heavy tests above all, did that once in a parallel run), and only in the plain
+# build (sanitizers slow threads unevenly). bench/findings_rate.sh measures more sizes.
+if(NOT NCS_SANITIZE)
+  foreach(sz 4x4 8x2 8x8)
+    add_test(NAME report_findings_healthy_${sz}
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/findings_check.sh $<TARGET_FILE:nccl-sim>
+                     $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                     ${CMAKE_CURRENT_BINARY_DIR}/findings-healthy-${sz} healthy ${sz})
+    set_tests_properties(report_findings_healthy_${sz} PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE
+                         PASS_REGULAR_EXPRESSION "findings check healthy ${sz}: ok")
+  endforeach()
+  foreach(sz 4x4 8x8 16x4)
+    add_test(NAME report_findings_slowed_${sz}
+             COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/findings_check.sh $<TARGET_FILE:nccl-sim>
+                     $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                     ${CMAKE_CURRENT_BINARY_DIR}/findings-slowed-${sz} slowed ${sz} 100000)
+    set_tests_properties(report_findings_slowed_${sz} PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE
+                         PASS_REGULAR_EXPRESSION "findings check slowed ${sz}: ok")
+  endforeach()
+endif()
+
+# Which files form the job (docs/model.md, "Jobs and duplicates"; tests/jobs_check.sh): a copied
+# trace file is read once with a warning; two runs in one directory are refused without --run and
+# never merged; an ABI v3 job without commIds stays one job
+foreach(c dup runs loose)
+  add_test(NAME jobs_${c}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/jobs_check.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/jobs-${c} ${c})
+  set_tests_properties(jobs_${c} PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "jobs check ${c}: ok")
+endforeach()
+# Every consumer of the job model names the same instances, times, stragglers, losses and
+# warnings on the same recording: report (terminal, JSON, HTML), the timeline, SQLite, diagnose
+# (tests/consistency_check.py)
+foreach(c slowed drops hang)
+  add_test(NAME consistency_${c}
+           COMMAND python3 ${CMAKE_CURRENT_SOURCE_DIR}/consistency_check.py $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/consistency-${c} ${c})
+  set_tests_properties(consistency_${c} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       PASS_REGULAR_EXPRESSION "consistency check ${c}: ok")
+endforeach()

@@ -40,13 +40,21 @@ ktime)
 assert e['rank']==2 and e['seq']==10 and e['func']=='AllReduce', e
 assert 95e6 < e['launch_ns'] < 160e6 and e['gap_ns'] > 1e6, e
 b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==20, b" "suspect GPU times"
-  "$NCS" report "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
-  grep -q "^1 instances have GPU times that cannot be right" "$W/r.txt" || fail "no suspect line"
+  "$NCS" report --html "$W/r.html" "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
+  grep -q "^  ! 1 instances have GPU times that cannot be right" "$W/r.txt" || fail "no suspect line"
+  # the page says it too, and draws the doubtful bucket as such
+  grep -q '<li class="warn" data-key="gpu_suspect">1 instances have GPU times that cannot be right' "$W/r.html" ||
+    fail "no suspect warning on the --html page"
+  grep -q '<g class="pt doubtful"><title>comm 0 AllReduce' "$W/r.html" || fail "the doubtful bucket is not marked"
+  grep -q 'id="doubtful-note"' "$W/r.html" || fail "no note on doubtful points"
   # the same job without the fault has none
   rm -rf "$W/t"
   run --ranks 4 --iters 20 --gpu-gbps 0.1 --couple on
   json
-  py "assert r['collectives']['gpu_suspect']==0, r['collectives']" "false suspect"
+  py "assert r['collectives']['gpu_suspect']==0, r['collectives']
+assert not [w for w in r['warnings'] if w['key']=='gpu_suspect'], r['warnings']" "false suspect"
+  "$NCS" report --force --html "$W/r.html" "$W/t" >/dev/null 2>&1 || fail "report --html"
+  ! grep -q 'doubtful' "$W/r.html" || fail "doubtful points on a page without suspect instances"
   ;;
 json)
   NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 10 >"$W/sim.out"

@@ -20,7 +20,22 @@ static uint32_t mask_of(const char *s) {
   return ncs_parse_event_list(s, &m, &bad, &bl) == 0 ? m : 0xFFFFFFFF;
 }
 
+/* the one datatype table (report, the job model and the live metrics): NCCL's names, an unknown
+ * name 0 bytes rather than a guess */
+static void type_sizes(void) {
+  CHECK(ncs_type_size("ncclFloat32") == 4 && ncs_type_size("ncclBfloat16") == 2);
+  CHECK(ncs_type_size("ncclUint64") == 8 && ncs_type_size("ncclFloat8e5m2") == 1);
+  CHECK(ncs_type_size("Unknown") == 1); /* NCCL's name for ncclUint8 */
+  CHECK(ncs_type_size("ncclFloat128") == 0 && ncs_type_size("") == 0 && ncs_type_size(NULL) == 0);
+  CHECK(ncs_op_bytes("AllGather", "ncclFloat32", 10, 4, 0) == 160);
+  CHECK(ncs_op_bytes("AllGather", "ncclFloat32", 10, 4, 1) == 40); /* p2p: no x nranks */
+  CHECK(ncs_op_bytes("AllReduce", "ncclInt2", 10, 4, 0) == 0);
+  CHECK(ncs_bus_factor("AllReduce", 4) == 1.5 && ncs_bus_factor("ReduceScatter", 4) == 0.75);
+  CHECK(ncs_bus_factor("Broadcast", 4) == 1.0 && ncs_bus_factor("AllReduce", 1) == 1.0);
+}
+
 int main(void) {
+  type_sizes();
   CHECK(ncs_crc32c(0, "123456789", 9) == 0xE3069283u);
   CHECK(ncs_crc32c(ncs_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
   uint64_t vals[] = {0, 1, 127, 128, 300, 1ull << 35, UINT64_MAX};

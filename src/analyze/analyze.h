@@ -1,17 +1,17 @@
-/* analyze.h - cross-rank analysis of a recorded job (the engine of `ncclscope report`).
+/* analyze.h - the report's analysis of a recorded job (the engine of `ncclscope report`, its
+ * --json and --html, and the analysis tables of `export --format sqlite`).
  *
- * ncs_analyze_path reads every trace file of a job directory, matches collective instances across
- * ranks by (commId, func, seqNumber), pairs sends with receives by (commId, peer, order), maps
- * clocks, and aggregates per communicator x collective x size bucket and per rank. Every number
- * is defined in docs/report.md. All times are ns; bandwidths are GB/s (1e9 bytes/s).
+ * It consumes the job model (src/model/model.h): files, communicators, clocks, operations,
+ * collective instances and send/receive pairs come from there, and this adds the numbers of
+ * docs/report.md: per instance its latency, bandwidth, skew, who arrived last and who was slowest;
+ * aggregates per communicator x collective x size bucket and per rank; mismatched arguments;
+ * GPU times that cannot be right. All times are ns; bandwidths are GB/s (1e9 bytes/s).
  *
- * Memory is bounded by the ranks, communicators, buckets and the operations in flight, not by the
- * length of the job (docs/report.md, "Memory"): all trace files are read at once, merged in time
- * order; an operation is kept from its START until its completion settled, an instance until all
- * its ranks were seen (or the horizon closed it), and the quantiles of a bucket come from at most
- * NCS_AN_EXACT_MAX exact samples, then from a log-scale sketch. Unless ncs_analyze_opts_t.retain
- * asks for the per-operation and per-instance records (ncs_an_op, ncs_an_instance: exporters),
- * whose memory grows with the job.
+ * Memory is bounded by the ranks, communicators, buckets and the operations in flight (the
+ * model's streaming pass), not by the length of the job (docs/report.md, "Memory"); quantiles of
+ * a bucket come from at most NCS_AN_EXACT_MAX exact samples, then from a log-scale sketch.
+ * ncs_analyze_opts_t.retain also keeps every instance's numbers and the model's operations, for
+ * exporters (ncs_an_instance, ncs_job_op), whose memory then grows with the job.
  */
 #ifndef NCS_ANALYZE_H
 #define NCS_ANALYZE_H
@@ -19,59 +19,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define NCS_AN_GAP_MAX 65536 /* KernelCh clock samples kept per process */
+#include "model/model.h"
+
 #define NCS_AN_EVIDENCE 3    /* instances kept as evidence per rank */
 #define NCS_AN_CELL_MAX 262144 /* rank x bucket cells kept (about 10 MB); see cells_dropped */
-/* the streaming analysis's bounds (docs/report.md, "Memory"); -D overrides are for tests */
 #ifndef NCS_AN_EXACT_MAX
 #define NCS_AN_EXACT_MAX 4096 /* exact samples per quantile of a bucket; beyond: the sketch */
 #endif
 #define NCS_AN_SKETCH_ERR 0.005 /* the sketch's largest relative error of a quantile */
-#ifndef NCS_AN_HORIZON_NS
-#define NCS_AN_HORIZON_NS 10000000000ll /* trace time after which an open instance is closed */
-#endif
-#ifndef NCS_AN_SETTLE_NS
-#define NCS_AN_SETTLE_NS 1000000000ll /* trace time a completion waits for its revisions */
-#endif
-#define NCS_AN_OPEN_MAX 4096      /* open instances per communicator at most */
-#define NCS_AN_HOST_SAMPLES 65536 /* host offset samples kept per host (reservoir) */
-/* GPU times that cannot be right (docs/report.md, "GPU times that cannot be right"): a rank's
- * kernel of an AllReduce/AllGather/ReduceScatter ended more than this before any other rank's
- * kernel of the same instance started; and a KernelCh pTimer more than this after the host saw
- * the channel start is not used to map the GPU clock */
-#define NCS_AN_GPU_TOL_NS 1000000ll
-
-enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
-extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
-
-enum { NCS_GPU_NONE = 0, NCS_GPU_REALTIME = 1, NCS_GPU_OWN = 2 };
-
-typedef struct {
-  char file[256], host[128];
-  uint64_t pid;
-  uint32_t host_index;
-  int64_t clk_off;    /* median (realtime - monotonic) over the CLOCK pairs */
-  int64_t clk_spread; /* max - min of (realtime - monotonic) */
-  uint32_t clk_pairs;
-  int gpu_domain;     /* NCS_GPU_*: how pTimer maps to host time */
-  int64_t gpu_off;    /* pTimer - monotonic used to map GPU times to host monotonic time */
-  int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
-  uint64_t gap_n;
-  int damaged;
-  uint32_t abi_max; /* the newest profiler ABI version NCCL called its communicators through */
-} ncs_an_proc_t;
-
-typedef struct {
-  char host[128];
-  int64_t offset; /* ns to subtract from this host's realtime to get the reference host's */
-  int64_t error;  /* median absolute deviation of the per-instance estimates */
-  uint64_t samples;
-} ncs_an_host_t;
-
-typedef struct {
-  uint64_t comm_id;
-  int32_t nranks, nnodes, ranks_seen;
-} ncs_an_comm_t;
+/* GPU times that cannot be right (docs/report.md): a rank's kernel of an AllReduce/AllGather/
+ * ReduceScatter ended more than this before any other rank's kernel of the same instance started */
+#define NCS_AN_GPU_TOL_NS NCS_JOB_GPU_TOL_NS
 
 typedef struct {
   uint32_t comm;
@@ -92,6 +50,7 @@ typedef struct {
   /* the latency distribution report --html draws: smallest, p25, p75, largest (nearest rank) */
   double lat_min, lat_p25, lat_p75, lat_max;
   int sketch; /* 0: every quantile exact; 1: over NCS_AN_EXACT_MAX samples, from the sketch */
+  uint64_t suspect; /* of its instances, those whose GPU times cannot be right (doubtful) */
 } ncs_an_bucket_t;
 
 typedef struct {
@@ -105,8 +64,17 @@ typedef struct {
   int32_t rank;
   uint32_t proc;
   uint64_t instances, last, slowest;
-  int64_t wait_caused;   /* sum over instances where it arrived last: sum of (last - arrival) */
-  int64_t wait_suffered; /* sum of (last arrival - own arrival) */
+  /* the instances a last arrival (a slowest rank) could be counted in: complete, 2+ ranks (3+),
+   * arrivals further apart than the clock error bound; the binomial test's trials (Findings) */
+  uint64_t last_trials, slow_trials;
+  /* the same per quarter of the job's time (by the instance's last arrival): the test asks that
+   * the evidence not come from one quarter alone (Findings) */
+  uint32_t q_last[4], q_last_trials[4], q_slow[4], q_slow_trials[4];
+  int64_t wait_caused;   /* over instances where it arrived last, the waiting it caused: summed
+                          * over the other ranks, the new part of their waiting (below) */
+  int64_t wait_suffered; /* time it waited for the last arrival: the union of its
+                          * [own arrival, last arrival] intervals (at most the job's wall time) */
+  int64_t wait_mark;     /* the end of that union so far */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;
@@ -136,13 +104,7 @@ typedef struct {
 
 typedef struct {
   char path[512];
-  ncs_an_proc_t *procs;
-  uint32_t nprocs;
-  ncs_an_host_t *hosts;
-  uint32_t nhosts;
-  int64_t error; /* error bound of every cross-rank time difference (skew, wait), ns */
-  ncs_an_comm_t *comms;
-  uint32_t ncomms;
+  ncs_job_t *job; /* the job model: files (procs), hosts, communicators, clocks, error bound */
   ncs_an_bucket_t *buckets;
   uint32_t nbuckets;
   ncs_an_rank_t *ranks;
@@ -165,17 +127,23 @@ typedef struct {
   ncs_an_mismatch_t mism[16];
   uint32_t nmism;
   uint64_t sends, recvs, p2p_pairs, p2p_unmatched_send, p2p_unmatched_recv, p2p_bytes_mismatch;
-  uint64_t damaged_files;
+  uint64_t damaged_files; /* files that could not be read, or end early (job->unreadable + damaged) */
   ncs_an_cell_t *cells; /* (bucket, rank) arrival sums, in order of first appearance */
   uint32_t ncells;
   uint64_t cells_dropped; /* rank operations left out of cells: NCS_AN_CELL_MAX reached */
-  /* the streaming analysis (docs/report.md, "Memory") */
-  uint64_t evicted;      /* incomplete instances closed before the end: horizon or cap */
-  uint64_t p2p_evicted;  /* sends/recvs given up unpaired before the end: horizon */
-  uint64_t peak_open_instances; /* most collective instances open at once */
-  uint64_t peak_held_ops; /* most rank operations held at once (pending, open, unpaired) */
-  uint32_t passes;       /* reading passes over the files: 2, 3 with several hosts */
-  double pass_s[3];      /* seconds of each pass */
+  /* what the analysis rests on (docs/report.md, "Coverage"): the job model's files and losses
+   * summed, and where the operations' durations came from */
+  struct {
+    uint32_t files, unreadable, damaged, no_footer; /* no_footer: segments without a footer */
+    uint32_t duplicates, other_job; /* listed files left out: copies, another job's (model.h) */
+    uint64_t lost[NCS_JL_UNKNOWN + 1];  /* records lost, by kind (ncs_jl_names; 0 not counted) */
+    uint64_t windows[NCS_JL_UNKNOWN + 1]; /* loss windows, by kind */
+    uint64_t op_starts, op_lost; /* Coll/P2p/CollApi/P2pApi calls the plugin counted; lost */
+    uint64_t p2p_lost;  /* P2p records lost: the k-th send is no longer the k-th receive's */
+    uint64_t write_errors, gaps, gap_bytes;
+    uint64_t groups, groups_unsampled;
+    uint64_t timing[NCS_SRC_N]; /* Coll and P2p operations by the source of their duration */
+  } cov;
   /* internal */
   void *priv;
 } ncs_analysis_t;
@@ -183,6 +151,8 @@ typedef struct {
 typedef struct {
   int retain; /* keep every operation and instance for ncs_an_op/ncs_an_instance (memory grows
                * with the job); without it their counts are 0 */
+  uint32_t job; /* which job when the files hold several (ncs_job_opts_t.job) */
+  int *why;     /* optional out: NCS_JOB_ERR_* when it fails */
 } ncs_analyze_opts_t;
 
 /* Analyse the traces of a directory (or one file). NULL with err filled on failure. */
@@ -190,67 +160,28 @@ ncs_analysis_t *ncs_analyze_path(const char *path, char *err, size_t errlen);
 /* the same with options (NULL: the defaults, as ncs_analyze_path) */
 ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
                                       size_t errlen);
-void ncs_analysis_free(ncs_analysis_t *a);
-/* realloc that aborts with a message when memory runs out (the analysis tools' allocator) */
-void *ncs_xrealloc(void *p, size_t n);
+void ncs_analysis_free(ncs_analysis_t *a); /* and its job */
 
-/* ---- Per instance and per operation: the matched data behind the aggregates above, for
- * exporters (`ncclscope export --format sqlite`, docs/sqlite.md), kept only when the analysis
- * ran with ncs_analyze_opts_t.retain. Every number here is the one the aggregates and the
- * per-rank totals were computed from, by the same code.
- *
- * Operations (one Coll or P2p of one rank) are in analysis order: collectives first, sorted by
- * (comm, func, seq, rank) so that each instance's operations are contiguous; then sends and
- * receives by (comm, sender, receiver, order). Pointers stay valid until ncs_analysis_free. */
+/* ---- Per instance: the numbers behind the aggregates, kept only when the analysis ran with
+ * ncs_analyze_opts_t.retain; instance i is the model's ncs_job_inst(a->job, i), its operations
+ * ncs_job_op(a->job, first_op + k). Every number here is the one the aggregates and the per-rank
+ * totals were computed from, by the same code. */
 typedef struct {
-  uint32_t comm;         /* index into communicators */
-  const char *func;
-  uint64_t seq;
   uint64_t bytes;        /* nccl-tests' algbw size of the lowest rank's record */
-  int log2;              /* size bucket: bytes in [2^log2, 2^(log2+1)); -1 for 0 bytes */
-  size_t first_op;       /* its operations: ncs_an_op(a, first_op + k, ...), k < nops, by rank */
-  uint32_t nops;         /* rank records matched (fewer than nranks: incomplete) */
+  int log2;              /* its size bucket: bytes in [2^log2, 2^(log2+1)); -1 for 0 bytes */
   int64_t latency;       /* the largest duration over its ranks, ns */
   int timing;            /* NCS_SRC_* of that largest duration */
   int64_t median_duration;
   double algbw, busbw;   /* GB/s */
-  int64_t first_arrival, last_arrival, skew; /* job time ns (ncs_an_job_offset) */
-  int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival */
-  int last_counted;      /* the report counts last_rank as arriving last (nops > 1, skew > 0) */
-  int64_t wait_caused;   /* when last_counted: sum over its ranks of (last arrival - arrival) */
+  int64_t skew;          /* last arrival - first arrival */
+  int last_counted;      /* the report counts the instance's last_rank as arriving last */
+  int64_t wait_caused;   /* when last_counted: sum over its ranks of their new waiting time */
   int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
   int64_t slowest_excess; /* its duration - the median duration */
   int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */
   int gpu_suspect;       /* its GPU times cannot be right (a->gpu_suspect, docs/report.md) */
 } ncs_an_instance_t;
 
-typedef struct {
-  uint32_t proc;         /* index into procs (the trace file) */
-  uint32_t seg;          /* segment of that file (0 the first) */
-  uint64_t id;           /* event id of the Coll/P2p START in that segment, as `dump` prints */
-  uint32_t comm;
-  int32_t rank, peer;    /* peer: P2p only */
-  const char *func, *dtype; /* dtype and count: the user's (CollApi/P2pApi) when known */
-  uint64_t seq, count, order; /* seq: Coll; order: P2p, k-th send (recv) to (from) peer */
-  int64_t root;
-  uint64_t bytes;
-  int p2p, is_send;
-  int64_t arrival;       /* job time ns: CollApi/P2pApi start, else the Coll/P2p start */
-  int64_t duration;      /* ns */
-  int timing;            /* NCS_SRC_* */
-  int64_t kernel_start;  /* GPU kernel start in job time ns, 0 unknown */
-  size_t instance;       /* Coll: index of its instance; SIZE_MAX for P2p */
-  size_t pair;           /* P2p: index of the paired recv/send; SIZE_MAX when unpaired or Coll */
-} ncs_an_op_t;
-
-size_t ncs_an_instance_count(const ncs_analysis_t *a);
 const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i); /* NULL: past end */
-size_t ncs_an_op_count(const ncs_analysis_t *a);
-int ncs_an_op(const ncs_analysis_t *a, size_t i, ncs_an_op_t *out); /* 0, or -1 past the end */
-/* the communicator index of a COMM chunk's (commId, nranks); -1 when the analysis has none */
-int64_t ncs_an_comm_index(const ncs_analysis_t *a, uint64_t comm_id, int32_t nranks);
-/* ns to add to a host CLOCK_MONOTONIC time of process `proc` to get job time: 0 on one host,
- * else its clock offset minus its host's offset (docs/report.md, Clocks) */
-int64_t ncs_an_job_offset(const ncs_analysis_t *a, uint32_t proc);
 
 #endif

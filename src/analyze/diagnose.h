@@ -15,8 +15,10 @@
  * stopped progressing first (from proxy step states or kernel starts). Collectives with the same
  * (commId, func, seqNumber) whose count, datatype or root differ are named by majority.
  *
- * All times kept are CLOCK_MONOTONIC ns of their process, mapped to CLOCK_REALTIME with the
- * process's CLOCK pairs when processes are compared.
+ * The files, communicators, ranks and clocks are the job model's (src/model/model.h). All times
+ * kept are CLOCK_MONOTONIC ns of their process, mapped to CLOCK_REALTIME with the model's clock
+ * offset of the file when processes are compared. A file that cannot be read is diagnosed as
+ * "cannot tell", and the others are diagnosed without it.
  */
 #ifndef NCS_DIAGNOSE_H
 #define NCS_DIAGNOSE_H
@@ -42,6 +44,8 @@ enum {
   NCS_DG_V_NOT_ENTERED = 2,   /* a rank never entered the operation the others wait in */
   NCS_DG_V_STUCK_INSIDE = 3,  /* every rank entered it; this rank stopped progressing first */
   NCS_DG_V_NOTHING_STUCK = 4, /* nothing is stuck */
+  NCS_DG_V_CANNOT_TELL = 5,   /* the recordings cannot show it: a file that could not be read,
+                               * records lost where the answer would be, completions unknowable */
 };
 
 /* what a rank is doing with respect to the operation its communicator waits in */
@@ -74,6 +78,9 @@ typedef struct {
   uint32_t dump_reason, dump_index;
   char trigger[128];
   int footer;             /* trace: the last segment ended cleanly */
+  int unreadable;         /* it could not be read at all (damage_msg says why): its ranks are unknown */
+  int excluded;           /* NCS_JX_* of the job model: a copy of same_as, or another job's; not read */
+  char same_as[160];      /* the file read in its place (NCS_JX_DUPLICATE) */
   int damage;             /* NCS_DAMAGE_* */
   char damage_msg[256];
   int dead;               /* died: see dead_why */
@@ -131,6 +138,8 @@ typedef struct {
   char func[32];
   int64_t seq;             /* -1 for P2p or none */
   int where;               /* NCS_DG_W_* for NOT_ENTERED / DEAD */
+  int waiting;             /* CANNOT TELL: ranks of the communicator wait (a problem, whose cause
+                            * the recordings cannot show); 0: nothing found in what they show */
   /* STUCK_INSIDE details (-1 unknown) */
   int channel, peer, step, is_send;
   char state[32];          /* ProxyStep state name, "KernelCh", "" */
@@ -158,7 +167,9 @@ typedef struct {
   uint32_t ncomms;
   ncs_dg_verdict_t *verdicts;
   uint32_t nverdicts;
-  int problem;             /* a hang, a desync or a death was found */
+  int problem;             /* a hang, a desync or a death was found (a CANNOT TELL with waiting
+                            * ranks too: something is stuck, the culprit unknown) */
+  int cannot_tell;         /* a CANNOT TELL verdict: no all-clear, whatever else was found */
   uint32_t mismatches;     /* mismatched (commId, func, seqNumber) found in total */
   char notes[8][NCS_DG_LINE]; /* remarks: live files used, damaged files, ... */
   uint32_t nnotes;
@@ -166,10 +177,12 @@ typedef struct {
 
 typedef struct {
   int incident; /* 0: the first; -1: the latest; N: the N-th (1-based) */
+  uint32_t job; /* which job when the recordings hold several (ncs_job_opts_t.job; 0: one) */
+  int *why;     /* optional out: NCS_JOB_ERR_* when the job model could not be opened */
 } ncs_dg_opts_t;
 
 /* Diagnose the job in `path` (a directory, or one file). Returns 0 with *out set (free with
- * ncs_dg_free); -1 with err filled when nothing can be read (no recordings, an unreadable file,
+ * ncs_dg_free); -1 with err filled when there is nothing to read (no recordings,
  * no such incident): that is a usage or input error. */
 int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, char *err, size_t errlen);
 void ncs_dg_free(ncs_dg_t *d);

@@ -3,32 +3,10 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdarg.h>
 #include <stdlib.h>
 
-void ncs_fmt_ns(char *o, size_t n, double ns) {
-  double a = ns < 0 ? -ns : ns;
-  if (a >= 1e9)
-    snprintf(o, n, "%.2f s", ns / 1e9);
-  else if (a >= 1e6)
-    snprintf(o, n, "%.2f ms", ns / 1e6);
-  else if (a >= 1e3)
-    snprintf(o, n, "%.1f us", ns / 1e3);
-  else
-    snprintf(o, n, "%.0f ns", ns);
-}
-
-void ncs_fmt_bytes(char *o, size_t n, int lg) {
-  static const char *const u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  if (lg < 0) {
-    snprintf(o, n, "0 B");
-    return;
-  }
-  int k = lg / 10;
-  if (k > 4) k = 4;
-  snprintf(o, n, "%llu %s", 1ull << (lg - 10 * k), u[k]);
-}
-
-double ncs_pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
+#include "util/num.h"
 
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b) {
   return b->src[0] >= b->src[1] && b->src[0] >= b->src[2] ? ncs_src_names[0]
@@ -47,8 +25,146 @@ static int cmp_slow(const void *x, const void *y) {
   return a->slowest > b->slowest ? -1 : a->slowest < b->slowest;
 }
 
-static void add(ncs_findings_t *f, ncs_find_kind_t kind, const ncs_an_rank_t *r) {
-  f->items[f->n++] = (ncs_finding_t){kind, r};
+static void add(ncs_findings_t *f, ncs_find_kind_t kind, const ncs_an_rank_t *r,
+                ncs_find_test_t t) {
+  f->items[f->n++] = (ncs_finding_t){kind, r, t};
+}
+
+ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, int slow,
+                              uint32_t tests) {
+  int32_t m = a->job->comms[r->comm].nranks;
+  uint64_t n = slow ? r->slow_trials : r->last_trials, k = slow ? r->slowest : r->last;
+  const uint32_t *qk = slow ? r->q_slow : r->q_last, *qn = slow ? r->q_slow_trials : r->q_last_trials;
+  ncs_find_test_t t = {.chance = m > 0 ? 1.0 / m : 1, .tests = tests ? tests : 1};
+  t.min_share = 2 * t.chance < (1 + t.chance) / 2 ? 2 * t.chance : (1 + t.chance) / 2;
+  t.p = ncs_binom_sf(k, n, t.chance);
+  int w = 0; /* the quarter with the most of the count */
+  for (int q = 1; q < 4; q++)
+    if (qk[q] > qk[w]) w = q;
+  t.p_rest = ncs_binom_sf(k - qk[w], n - qn[w], t.chance);
+  double level = NCS_FIND_ALPHA / t.tests;
+  t.significant = n && k <= n && t.p <= level && t.p_rest <= level &&
+                  (double)k >= t.min_share * (double)n;
+  return t;
+}
+
+/* ranks with at least one trial: the number of tests the correction divides by */
+static uint32_t tested(const ncs_analysis_t *a, int slow) {
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < a->nranks; k++) n += (slow ? a->ranks[k].slow_trials : a->ranks[k].last_trials) > 0;
+  return n;
+}
+
+static void warn(ncs_findings_t *f, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void warn(ncs_findings_t *f, const char *key, const char *fmt, ...) {
+  if (f->nwarn >= NCS_WARN_MAX) return;
+  ncs_warning_t *w = &f->warn[f->nwarn++];
+  w->key = key;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(w->text, sizeof w->text, fmt, ap);
+  va_end(ap);
+}
+
+/* what the files lost */
+static void warn_files(ncs_findings_t *f, const ncs_analysis_t *a) {
+  const ncs_job_t *j = a->job;
+  const ncs_job_proc_t *dup = NULL;
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_proc_t *p = &j->procs[i];
+    if (p->excluded == NCS_JX_DUPLICATE && !dup) dup = p;
+    if (!p->readable && !p->excluded)
+      warn(f, "unreadable", "%s could not be read (%s): its ranks are not in this report", p->path,
+           p->damage_msg);
+  }
+  if (dup)
+    warn(f, "duplicate",
+         "%u file%s repeat%s another recording (the same host, pid and start) and %s read once; "
+         "first: %s is %s", j->duplicates, j->duplicates == 1 ? "" : "s",
+         j->duplicates == 1 ? "s" : "", j->duplicates == 1 ? "is" : "are", dup->path,
+         j->procs[dup->same_as].path);
+  if (j->other_job)
+    warn(f, "other_jobs",
+         "the traces hold %u runs (recordings that never held ranks of one communicator together): this is run "
+         "%u; %u file%s of the others left out (choose with --run N)", j->njobs, j->job, j->other_job,
+         j->other_job == 1 ? "" : "s");
+  if (a->cov.damaged)
+    warn(f, "damaged",
+         "%u trace file%s end%s early (damaged or cut short): what followed the damage is lost",
+         a->cov.damaged, a->cov.damaged == 1 ? "" : "s", a->cov.damaged == 1 ? "s" : "");
+  if (a->cov.no_footer)
+    warn(f, "no_footer",
+         "%u segment%s ha%s no footer (a process killed, crashed or still running): what happened "
+         "after %s last chunk is unknown",
+         a->cov.no_footer, a->cov.no_footer == 1 ? "" : "s", a->cov.no_footer == 1 ? "s" : "ve",
+         a->cov.no_footer == 1 ? "its" : "their");
+  if (a->cov.write_errors)
+    warn(f, "write_errors", "%" PRIu64 " chunks could not be written (disk full or I/O errors): their records are lost",
+         a->cov.write_errors);
+  if (a->cov.gaps)
+    warn(f, "gaps", "%" PRIu64 " damaged ranges (%" PRIu64 " bytes) were skipped: their records are lost",
+         a->cov.gaps, a->cov.gap_bytes);
+}
+
+/* what was not recorded: dropped records, sampled groups, operations without a completion */
+static void warn_records(ncs_findings_t *f, const ncs_analysis_t *a) {
+  uint64_t lost = a->cov.lost[NCS_JL_DROPS] + a->cov.lost[NCS_JL_NO_SLOT];
+  if (lost)
+    warn(f, "lost",
+         "the plugin lost %" PRIu64 " records (buffer full or no thread slot), %" PRIu64
+         " of them of %" PRIu64 " operation calls (%.1f%%): numbers and findings cover only what "
+         "was recorded",
+         lost, a->cov.op_lost, a->cov.op_starts, ncs_pct(a->cov.op_lost, a->cov.op_starts));
+  if (a->cov.groups_unsampled)
+    warn(f, "sampled",
+         "%" PRIu64 " of %" PRIu64 " groups were recorded without GPU times (NCCLSCOPE_SAMPLE)",
+         a->cov.groups_unsampled, a->cov.groups);
+  uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
+  if (a->cov.timing[NCS_SRC_ENQUEUE_HOST])
+    warn(f, "no_completion",
+         "%" PRIu64 " of %" PRIu64 " operations have no completion in the trace (no KernelCh or "
+         "ProxyOp recorded for them): their durations are enqueue times, lower bounds",
+         a->cov.timing[NCS_SRC_ENQUEUE_HOST], ops);
+  if (a->unsampled)
+    warn(f, "unsampled",
+         "%" PRIu64 " instances have no GPU times (unsampled, NCCLSCOPE_UNSAMPLED_EVENTS): counted "
+         "for arrivals and skew, left out of latency and bandwidth",
+         a->unsampled);
+}
+
+static void warn_gpu(ncs_findings_t *f, const ncs_analysis_t *a) {
+  if (!a->gpu_suspect) return;
+  char g[32], l[32];
+  ncs_fmt_ns(g, sizeof g, (double)a->gsus[0].gap);
+  ncs_fmt_ns(l, sizeof l, (double)a->gsus[0].launch);
+  warn(f, "gpu_suspect",
+       "%" PRIu64 " instances have GPU times that cannot be right: a rank's kernel ended before "
+       "another rank's began (NCCL gave a KernelCh another operation's timestamps, or a GPU clock "
+       "is mapped wrong); their latency, bandwidth and waits are doubtful. First: comm %u %s #%" PRIu64
+       ", rank %d's kernel starts %s after its call, %s after another rank's kernel ended",
+       a->gpu_suspect, a->gsus[0].comm, a->gsus[0].func, a->gsus[0].seq, a->gsus[0].rank, l, g);
+}
+
+/* the k-th send pairs with the k-th receive: a lost P2p record (or one of unknown type) shifts
+ * every later pair of its ranks */
+static int p2p_reliable(const ncs_analysis_t *a) {
+  return !a->cov.p2p_lost && !a->cov.lost[NCS_JL_NO_SLOT] && !a->cov.gaps;
+}
+
+/* the sentence when no finding stands out: true for what was recorded, and only that */
+static void none_text(ncs_findings_t *f, const ncs_analysis_t *a) {
+  double lost = ncs_pct(a->cov.op_lost, a->cov.op_starts);
+  if (lost > 50)
+    snprintf(f->none, sizeof f->none,
+             "cannot tell: %.0f%% of the operation calls were not recorded (lost records), too few "
+             "to say whether any rank stands out", lost);
+  else if (a->cov.op_lost || a->cov.unreadable)
+    snprintf(f->none, sizeof f->none,
+             "nothing stands out in what was recorded (%.1f%% of the operation calls lost%s)", lost,
+             a->cov.unreadable ? ", files unreadable" : "");
+  else
+    snprintf(f->none, sizeof f->none, "nothing stands out");
 }
 
 void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top) {
@@ -56,33 +172,40 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
   f->by_slow = calloc(a->nranks + 1, sizeof *f->by_slow);
   /* at most top stragglers + top slow ranks (each <= nranks) + 4 job-wide findings */
   f->items = calloc(2 * (size_t)a->nranks + 4, sizeof *f->items);
-  f->n = 0;
+  f->n = 0, f->nwarn = 0;
   if (!f->by_wait || !f->by_slow || !f->items) abort();
+  warn_files(f, a), warn_records(f, a), warn_gpu(f, a), none_text(f, a);
   for (uint32_t k = 0; k < a->nranks; k++) f->by_wait[k] = f->by_slow[k] = &a->ranks[k];
   if (a->nranks > 1) {
     qsort(f->by_wait, a->nranks, sizeof *f->by_wait, cmp_wait);
     qsort(f->by_slow, a->nranks, sizeof *f->by_slow, cmp_slow);
   }
-  /* stragglers: the rank that caused most waiting, then others while they arrived last clearly
-   * more often than chance (1.5 x 1/nranks of their instances) */
-  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
+  /* stragglers and slow ranks: the significant ones, most waiting (excess) first */
+  uint32_t lt = tested(a, 0), st = tested(a, 1), ns = 0, nl = 0;
+  for (uint32_t k = 0; k < a->nranks && ns < top; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
-    if (!r->last || r->wait_caused <= 0) break;
-    const ncs_an_comm_t *c = &a->comms[r->comm];
-    if (k > 0 && ncs_pct(r->last, r->instances) < 100.0 / (c->nranks ? c->nranks : 1) * 1.5) break;
-    add(f, NCS_FIND_STRAGGLER, r);
+    ncs_find_test_t t = ncs_find_test(a, r, 0, lt);
+    if (t.significant && r->wait_caused > 0) add(f, NCS_FIND_STRAGGLER, r, t), ns++;
   }
-  /* slow ranks: slowest in at least 25% of their instances */
-  for (uint32_t k = 0; k < top && k < a->nranks; k++) {
+  for (uint32_t k = 0; k < a->nranks && nl < top; k++) {
     const ncs_an_rank_t *r = f->by_slow[k];
-    if (!r->slowest || ncs_pct(r->slowest, r->instances) < 25) break;
-    add(f, NCS_FIND_SLOW_RANK, r);
+    ncs_find_test_t t = ncs_find_test(a, r, 1, st);
+    if (t.significant && r->excess > 0) add(f, NCS_FIND_SLOW_RANK, r, t), nl++;
   }
-  if (a->mismatched) add(f, NCS_FIND_MISMATCH, NULL);
-  if (a->incomplete) add(f, NCS_FIND_INCOMPLETE, NULL);
-  if (a->p2p_unmatched_send || a->p2p_unmatched_recv || a->p2p_bytes_mismatch)
-    add(f, NCS_FIND_P2P, NULL);
-  if (a->damaged_files) add(f, NCS_FIND_DAMAGED, NULL);
+  ncs_find_test_t none = {0};
+  if (a->mismatched) add(f, NCS_FIND_MISMATCH, NULL, none);
+  if (a->incomplete) add(f, NCS_FIND_INCOMPLETE, NULL, none);
+  int p2p_bad = a->p2p_unmatched_send || a->p2p_unmatched_recv || a->p2p_bytes_mismatch;
+  if (p2p_bad && !p2p_reliable(a))
+    warn(f, "p2p_unpaired",
+         "sends and receives cannot be paired reliably (records were lost: %" PRIu64 " P2p, and "
+         "%" PRIu64 " of unknown types): cannot tell whether the %" PRIu64 " unpaired and %" PRIu64
+         " size-mismatched ones are real",
+         a->cov.p2p_lost, a->cov.lost[NCS_JL_NO_SLOT] + a->cov.gaps,
+         a->p2p_unmatched_send + a->p2p_unmatched_recv, a->p2p_bytes_mismatch);
+  else if (p2p_bad)
+    add(f, NCS_FIND_P2P, NULL, none);
+  if (a->damaged_files) add(f, NCS_FIND_DAMAGED, NULL, none);
 }
 
 void ncs_findings_free(ncs_findings_t *f) {
@@ -93,26 +216,39 @@ void ncs_findings_free(ncs_findings_t *f) {
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
   char t1[32], t2[32], err[32];
   const ncs_an_rank_t *r = f->rank;
-  ncs_fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   switch (f->kind) {
-  case NCS_FIND_STRAGGLER:
+  case NCS_FIND_STRAGGLER: {
+    /* the waiting it caused is summed over the other ranks: per rank, against the wall time */
+    int32_t m = a->job->comms[r->comm].nranks;
+    double per = m > 1 ? (double)r->wait_caused / (m - 1) : 0, wall = (double)(a->job->t_last - a->job->t_first);
+    char t3[32], t4[32];
     ncs_fmt_ns(t1, sizeof t1, (double)r->wait_caused);
     ncs_fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
+    ncs_fmt_ns(t3, sizeof t3, per), ncs_fmt_ns(t4, sizeof t4, wall);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
-             " collectives on comm 0x%016" PRIx64 ", causing %s of waiting (+-%s); worst: %s seq %" PRIu64
-             " by %s",
-             r->rank, a->procs[r->proc].pid, ncs_pct(r->last, r->instances), r->instances,
-             a->comms[r->comm].comm_id, t1, err, r->nev ? r->ev[0].func : "-",
+             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " its busiest quarter, over %u ranks tested); the other %d ranks waited for it %s in"
+             " total (+-%s), %s each, %.0f%%"
+             " of the job's %s; worst: %s seq %" PRIu64 " by %s",
+             r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
+             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
+             f->test.tests, m - 1,
+             t1, err, t3, wall > 0 ? 100 * per / wall : 0, t4, r->nev ? r->ev[0].func : "-",
              r->nev ? r->ev[0].seq : 0, t2);
     break;
+  }
   case NCS_FIND_SLOW_RANK:
     ncs_fmt_ns(t1, sizeof t1, (double)r->excess);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
-             " collectives on comm 0x%016" PRIx64 ", %s over the median rank in total",
-             r->rank, a->procs[r->proc].pid, ncs_pct(r->slowest, r->instances), r->instances,
-             a->comms[r->comm].comm_id, t1);
+             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " its busiest quarter, over %u ranks tested), %s transfer time over the median rank"
+             " in total",
+             r->rank, a->job->procs[r->proc].pid, ncs_pct(r->slowest, r->slow_trials), r->slow_trials,
+             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
+             f->test.tests, t1);
     break;
   case NCS_FIND_MISMATCH: {
     const ncs_an_mismatch_t *m = &a->mism[0];
@@ -121,7 +257,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     snprintf(o, n,
              "%" PRIu64 " collective instances differ across ranks, e.g. %s seq %" PRIu64
              " on comm 0x%016" PRIx64 ": rank %d differs from rank %d%s: %s",
-             a->mismatched, m->func, m->seq, a->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
+             a->mismatched, m->func, m->seq, a->job->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
              m->what);
     break;
   }

@@ -9,10 +9,29 @@
 #include <stdint.h>
 
 #include "analyze/analyze.h"
+#include "util/fmt.h"
+
+/* The test behind a straggler or slow-rank finding (docs/report.md, "Findings"): a one-sided
+ * binomial test of the rank's count (last arrivals, or times slowest) in its trials against the
+ * chance 1/nranks, at a family-wise level NCS_FIND_ALPHA over every rank tested (Bonferroni), in
+ * all of the job and again without the quarter of the job's time that holds most of the count (a
+ * rank held up for a while, e.g. descheduled, is not a straggler), together with a minimum
+ * effect: the count must be at least min(2/nranks, (1 + 1/nranks) / 2) of the trials (twice
+ * chance, or halfway from chance to always for small communicators). */
+#define NCS_FIND_ALPHA 0.01
+
+typedef struct {
+  double p;          /* P(count or more | chance), one-sided */
+  double p_rest;     /* the same without the quarter of the job holding most of the count */
+  double chance;     /* 1/nranks */
+  double min_share;  /* the least share of its trials that counts as an effect */
+  uint32_t tests;    /* ranks tested (the Bonferroni correction) */
+  int significant;   /* p and p_rest <= NCS_FIND_ALPHA / tests, and the share reaches min_share */
+} ncs_find_test_t;
 
 typedef enum {
-  NCS_FIND_STRAGGLER,  /* a rank that arrived last and made the others wait (rank) */
-  NCS_FIND_SLOW_RANK,  /* a rank that took longest in 25%+ of its collectives (rank) */
+  NCS_FIND_STRAGGLER,  /* a rank that arrived last significantly more often than chance (rank) */
+  NCS_FIND_SLOW_RANK,  /* a rank that took longest significantly more often than chance (rank) */
   NCS_FIND_MISMATCH,   /* collective instances that differ across ranks (mism[0] as example) */
   NCS_FIND_INCOMPLETE, /* instances not recorded by every rank */
   NCS_FIND_P2P,        /* unpaired sends/receives, pairs with different sizes */
@@ -22,29 +41,41 @@ typedef enum {
 typedef struct {
   ncs_find_kind_t kind;
   const ncs_an_rank_t *rank; /* NCS_FIND_STRAGGLER and NCS_FIND_SLOW_RANK, else NULL */
+  ncs_find_test_t test;      /* theirs */
 } ncs_finding_t;
+
+/* A warning about what the analysis rests on (docs/report.md, "Coverage"): said before the
+ * findings by the terminal report, in --json ("warnings") and on the --html page alike. */
+#define NCS_WARN_MAX 16
+typedef struct {
+  const char *key; /* "unreadable", "damaged", "lost", "no_footer", "write_errors", "gaps",
+                    * "sampled", "no_completion", "unsampled", "gpu_suspect" */
+  char text[640];
+} ncs_warning_t;
 
 typedef struct {
   const ncs_an_rank_t **by_wait; /* all nranks: most waiting caused first, then most last arrivals */
   const ncs_an_rank_t **by_slow; /* all nranks: largest excess first, then most often slowest */
   ncs_finding_t *items;          /* the findings, in the order the report prints them */
   uint32_t n;
+  ncs_warning_t warn[NCS_WARN_MAX];
+  uint32_t nwarn;
+  /* what to say when no finding stands out: "nothing stands out", or with records lost, that it
+   * covers only what was recorded, or that the recording cannot tell (most operations lost) */
+  char none[320];
 } ncs_findings_t;
 
-/* Select the findings of `a`: at most `top` stragglers and `top` slow ranks (the rules are in
- * docs/report.md, Findings). Aborts when out of memory. */
+/* Select the findings of `a`: at most `top` stragglers and `top` slow ranks, each significant
+ * (the rules are in docs/report.md, Findings). Aborts when out of memory. */
 void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top);
 void ncs_findings_free(ncs_findings_t *f);
+/* the test of a rank's last arrivals (slow 0) or times slowest (slow 1) */
+ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, int slow,
+                              uint32_t tests);
 /* One finding as the terminal report's sentence (without "  - " and newline). Strings from the
  * trace (function names) are copied as they are: escape the result for HTML. */
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *out, size_t len);
 
-/* "1.50 ms", "12.3 us", "850 ns" */
-void ncs_fmt_ns(char *out, size_t len, double ns);
-/* the lower bound of a size bucket: "256 KiB"; "0 B" for log2 -1 */
-void ncs_fmt_bytes(char *out, size_t len, int log2);
-/* 100 * a / b, 0 when b is 0 */
-double ncs_pct(uint64_t a, uint64_t b);
 /* the name of the timing source most of a bucket's samples used (ncs_src_names) */
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b);
 

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/hmap.h"
 #include "trace/reader.h"
+#include "util/hmap.h"
 
 const char *const ncs_gpu_phase_names[NCS_GPU_PHASES] = {"initial_sync", "compute", "final_sync"};
 
@@ -103,7 +103,7 @@ void ncs_tags_free(ncs_tags_t *t) {
 
 typedef struct { /* a Coll/P2p until its COMPLETE */
   uint64_t id, tag;
-  int64_t start, off; /* host ns of its START; job offset of its file */
+  int64_t start;      /* job time of its START */
   uint32_t ri;        /* its (comm, rank) in out->ranks, UINT32_MAX none */
   int v7, in_use;
   uint32_t nkch;      /* KernelCh children */
@@ -113,19 +113,12 @@ typedef struct { /* a Coll/P2p until its COMPLETE */
 } op_t;
 
 typedef struct {
-  int32_t comm, rank; /* job comm index (-1 unknown), rank */
-  uint32_t abi;
-} cinfo_t;
-
-typedef struct {
-  const ncs_analysis_t *a;
+  const ncs_job_t *j;
   ncs_v7_t *out;
   op_t *ops;
   uint32_t nops, cap, *free_ops, nfree;
   hmap_t op_map, kch_map, ph_map, rank_map;
-  cinfo_t *comms;
-  uint32_t ncomms;
-  uint32_t proc;
+  uint32_t proc, seg; /* the file read, and its segment now */
   int oom;
 } scan_t;
 
@@ -197,34 +190,20 @@ static void count_variant(scan_t *s, const char *func, const char *variant) {
   v[o->nvariants++].ops = 1;
 }
 
-static void on_comm(scan_t *s, const ncs_comm_info_t *c) {
-  if (c->index >= 1u << 20) return; /* the plugin's limit; a damaged value */
-  if (c->index >= s->ncomms) {
-    cinfo_t *v = realloc(s->comms, (c->index + 1) * sizeof *v);
-    if (!v) {
-      s->oom = 1;
-      return;
-    }
-    for (uint32_t i = s->ncomms; i <= c->index; i++) v[i] = (cinfo_t){-1, -1, 0};
-    s->comms = v, s->ncomms = c->index + 1;
-  }
-  int64_t k = ncs_an_comm_index(s->a, c->comm_id, c->nranks);
-  s->comms[c->index] = (cinfo_t){(int32_t)k, c->rank, c->abi_version};
-  if (c->abi_version >= 7) s->out->v7_comm_ranks++;
-}
-
 static void on_start(scan_t *s, const ncs_event_t *e) {
   if (e->type == NCS_T_COLL || e->type == NCS_T_P2P) {
     op_t *o = op_new(s, e->id);
     if (!o) return;
-    const cinfo_t *c = e->ctx_kind == NCS_CTX_LOCAL && e->ctx < s->ncomms ? &s->comms[e->ctx] : NULL;
+    /* the model's member of the operation's communicator: comm, rank and the ABI of that rank */
+    const ncs_job_member_t *c =
+        e->ctx_kind == NCS_CTX_LOCAL ? ncs_job_member(s->j, s->proc, s->seg, e->ctx) : NULL;
     s->out->ops++;
-    o->start = (int64_t)e->ts, o->off = ncs_an_job_offset(s->a, s->proc);
+    o->start = ncs_job_time(s->j, s->proc, e->ts);
     o->v7 = c && c->abi >= 7;
     int tf = e->type == NCS_T_COLL ? NCS_F(Coll, userTag) : NCS_F(P2p, userTag);
     o->v7 &= NCS_HAS(e, tf); /* a file before format 1.3 has no tags to tell */
     if (o->v7) o->tag = e->f[tf];
-    if (o->v7 && c->comm >= 0) o->ri = rank_index(s, c->comm, c->rank);
+    if (o->v7) o->ri = rank_index(s, (int32_t)c->comm, c->rank);
     if (o->v7 && e->type == NCS_T_COLL) {
       s->out->colls++;
       if (e->f[NCS_F(Coll, isSymColl)]) {
@@ -275,8 +254,8 @@ static void on_complete(scan_t *s, const ncs_event_t *e) {
     ncs_gpu_split_add(&s->out->all, &sp, o->nkch > 0);
     if (o->ri != UINT32_MAX) ncs_gpu_split_add(&s->out->ranks[o->ri].sum, &sp, o->nkch > 0);
   }
-  int64_t end = e->end_ns ? (int64_t)e->end_ns + o->off : -1;
-  if (ncs_tags_add(&s->out->tags, o->v7, o->tag, o->start + o->off, end) != 0) s->oom = 1;
+  int64_t end = e->end_ns ? ncs_job_time(s->j, s->proc, e->end_ns) : -1;
+  if (ncs_tags_add(&s->out->tags, o->v7, o->tag, o->start, end) != 0) s->oom = 1;
   for (uint32_t k = 0; k < o->nph; k++) hm_del(&s->ph_map, o->phid[k]);
   op_release(s, o);
 }
@@ -285,7 +264,6 @@ static void segment_reset(scan_t *s) {
   for (uint32_t i = 0; i < s->nops; i++)
     if (s->ops[i].in_use) s->out->incomplete++, op_release(s, &s->ops[i]);
   hm_clear(&s->op_map), hm_clear(&s->kch_map), hm_clear(&s->ph_map);
-  for (uint32_t i = 0; i < s->ncomms; i++) s->comms[i] = (cinfo_t){-1, -1, 0};
 }
 
 static void scan_file(scan_t *s, const char *path) {
@@ -295,8 +273,10 @@ static void scan_file(scan_t *s, const char *path) {
   ncs_item_t it;
   while (!s->oom && ncs_reader_next(r, &it) > 0) {
     switch (it.what) {
-    case NCS_ITEM_SEGMENT: segment_reset(s); break;
-    case NCS_ITEM_COMM: on_comm(s, &it.comm); break;
+    case NCS_ITEM_SEGMENT:
+      segment_reset(s);
+      s->seg = ncs_reader_segment(r) ? ncs_reader_segment(r)->index : 0; /* as the model's */
+      break;
     case NCS_ITEM_EVENT:
       if (it.ev.kind == NCS_REC_START) on_start(s, &it.ev);
       else if (it.ev.kind == NCS_REC_STATE) on_state(s, &it.ev);
@@ -314,13 +294,20 @@ int ncs_v7_scan(const ncs_analysis_t *a, ncs_v7_t *out, char *err, size_t errlen
   memset(out, 0, sizeof *out);
   scan_t s;
   memset(&s, 0, sizeof s);
-  s.a = a, s.out = out;
+  const ncs_job_t *j = a->job;
+  s.j = j, s.out = out;
+  /* the communicator ranks of ABI v7+ are the model's members (a COMM chunk restated, as flight
+     keyframes do, is one member) */
+  for (uint32_t i = 0; i < j->nmembers; i++) out->v7_comm_ranks += j->members[i].abi >= 7;
   /* only files with a communicator of ABI v7+ have anything to say (NCCL before 2.31 has no
-     phases, tags nor symmetric Colls): the others are not read again */
-  for (uint32_t i = 0; i < a->nprocs && !s.oom; i++)
-    if (a->procs[i].abi_max >= 7) out->procs++, s.proc = i, scan_file(&s, a->procs[i].file);
+     phases, tags nor symmetric Colls): the others are not read again, nor are the files the
+     model left out (unreadable, copies, another job's) */
+  for (uint32_t i = 0; i < j->nprocs && !s.oom; i++) {
+    const ncs_job_proc_t *p = &j->procs[i];
+    if (p->readable && !p->excluded && p->abi_max >= 7) out->procs++, s.proc = i, scan_file(&s, p->path);
+  }
   for (uint32_t i = 0; i < s.nops; i++) free(s.ops[i].ph), free(s.ops[i].phid);
-  free(s.ops), free(s.free_ops), free(s.comms);
+  free(s.ops), free(s.free_ops);
   hm_free(&s.op_map), hm_free(&s.kch_map), hm_free(&s.ph_map), hm_free(&s.rank_map);
   ncs_tags_sort(&out->tags);
   if (s.oom) {

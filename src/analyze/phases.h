@@ -3,9 +3,10 @@
  * (ncclCollConfig_t userProfilerTag) as the application's steps or phases, and symmetric kernels.
  *
  * Two layers. The computations take plain inputs (one operation's phases, one instance's ranks,
- * one operation's tag and times), so that any model of a job can feed them (docs/report.md, "GPU
- * phases and user tags"). ncs_v7_scan feeds them from the trace files of an analysed job, for
- * `ncclscope report`: one streaming pass, memory bounded by the operations in flight.
+ * one operation's tag and times), so that any reader of a job can feed them (docs/report.md, "GPU
+ * phases and user tags"). ncs_v7_scan feeds them from the trace files of an analysed job, with
+ * the job model's members (communicator, rank, ABI) and job time, for `ncclscope report`: one
+ * streaming pass, memory bounded by the operations in flight.
  */
 #ifndef NCS_ANALYZE_PHASES_H
 #define NCS_ANALYZE_PHASES_H
@@ -98,8 +99,8 @@ typedef struct {
   uint64_t colls, sym_colls;  /* Coll operations of v7 communicators, of which symmetric */
 } ncs_v7_t;
 
-/* Reads the files of an analysed job (a->procs) that have a communicator of ABI v7 or later
- * (ncs_an_proc_t.abi_max), once. Operations of the communicators of older versions there count
+/* Reads the files of an analysed job (the model's a->job->procs) that have a communicator of ABI
+ * v7 or later (ncs_job_proc_t.abi_max), once; communicators, ranks and times are the model's. Operations of the communicators of older versions there count
  * as tags unknown. 0, or -1 with err (out of memory); damage ends a file's pass where the
  * analysis's ended. */
 int ncs_v7_scan(const ncs_analysis_t *a, ncs_v7_t *out, char *err, size_t errlen);

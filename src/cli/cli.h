@@ -74,6 +74,12 @@ int ncs_find_plugin(char *out, size_t len);
 int ncs_parse_size(const char *s, uint64_t *v);
 /* a decimal count in [lo, hi]; 0 or -1 */
 int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
+/* --run N|last (the traces of several runs, or jobs, in one directory: docs/model.md): 0, or
+ * an exit status after saying why */
+int ncs_parse_run(const char *verb, const char *s, uint32_t *job);
+/* the exit status of a job model that could not be opened (NCS_JOB_ERR_* in why): several jobs
+ * and none chosen, or no such job, is a usage error; anything else is no input */
+int ncs_job_exit(int why);
 /* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0. A list
  * that selects no event type ("-1", "none") is an error too. */
 int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask);

@@ -11,6 +11,7 @@
 
 #include "cli/cli.h"
 #include "export/export.h"
+#include "model/model.h"
 
 static const char demo_help[] =
     "usage: ncclscope demo [OPTIONS]\n"
@@ -127,14 +128,15 @@ int ncs_cmd_demo(int argc, char **argv) {
   char pf[PATH_MAX + 16];
   snprintf(pf, sizeof pf, "%s.pftrace", dir);
   char *in[] = {dir};
+  /* the run just recorded: the directory may hold earlier ones (--force) */
   ncs_export_opts_t eo = {.format = NCS_EXPORT_PERFETTO, .out = pf, .force = d.force,
-                          .progress = 1, .prog = "ncclscope demo"};
+                          .job = NCS_JOB_LAST, .progress = 1, .prog = "ncclscope demo"};
   ncs_export_stats_t es;
   char err[2 * PATH_MAX] = "";
   int erc = ncs_export(in, 1, &eo, &es, err, sizeof err);
-  if (erc < 0 || erc == 2) {
+  if (erc < 0 || erc == 2 || erc == 3) {
     ncs_error("no timeline written: %s", err);
-    if (!st) st = erc == -2 ? NCS_EXIT_OUTPUT : erc == 2 ? NCS_EXIT_NO_INPUT : NCS_EXIT_ERROR;
+    if (!st) st = erc == -2 ? NCS_EXIT_OUTPUT : erc >= 2 ? NCS_EXIT_NO_INPUT : NCS_EXIT_ERROR;
   } else
     fprintf(stderr,
             "ncclscope demo: timeline written to %s (%.1f MB: %llu slices, %llu flows)\n"
@@ -142,10 +144,10 @@ int ncs_cmd_demo(int argc, char **argv) {
             pf, (double)es.bytes_out / 1e6, (unsigned long long)es.slices,
             (unsigned long long)(es.coll_flows + es.p2p_flows), pf);
   /* and the answer: the cross-rank report, as `ncclscope report DIR` prints it */
-  fprintf(stderr, "ncclscope demo: report ('ncclscope report %s'):\n", dir);
+  fprintf(stderr, "ncclscope demo: report ('ncclscope report --run last %s'):\n", dir);
   fflush(stderr);
-  char *rargv[] = {"report", dir, NULL};
-  int rrc = ncs_cmd_report(2, rargv);
+  char *rargv[] = {"report", "--run", "last", dir, NULL};
+  int rrc = ncs_cmd_report(4, rargv);
   if (rrc != 0) ncs_warn("the report failed with status %d", rrc);
   return rc ? rc : st;
 }

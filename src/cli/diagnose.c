@@ -2,7 +2,8 @@
  * verdicts with evidence over the recordings (traces, flight files and dumps) of every rank of a
  * job. The analysis is src/analyze/diagnose.c; docs/diagnose.md describes the verdicts and the
  * --json schema. Exit status (docs/cli.md): 0 nothing wrong, 1 a problem found, 2 usage, 3 no
- * readable recording, 4 nothing found but a recording is damaged.
+ * readable recording, 4 nothing found but a recording is damaged or unreadable, or the recordings
+ * cannot show whether everything completed (CANNOT TELL).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -12,14 +13,18 @@
 
 #include "analyze/diagnose.h"
 #include "cli/cli.h"
+#include "model/model.h"
 #include "trace/flight.h"
 #include "trace/reader.h"
+#include "util/fmt.h"
 
 /* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
+#ifndef __clang__ /* gcc only: clang has no such warning */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
+#endif
 
 static const char diagnose_help[] =
-    "usage: ncclscope diagnose [--json] [--incident N | --latest] DIR\n"
+    "usage: ncclscope diagnose [--json] [--incident N | --latest] [--run N] DIR\n"
     "\n"
     "Hang and desync verdicts over the recordings of every rank of a job: DIR's traces (*.nstrace)\n"
     "or flight files (*.nsflight), and the flight dumps in DIR/dumps. Dumps taken within seconds\n"
@@ -35,45 +40,32 @@ static const char diagnose_help[] =
     "  --json          machine-readable output (schema: docs/diagnose.md)\n"
     "  --incident N    diagnose the N-th incident of DIR/dumps (1 = the first)\n"
     "  --latest        diagnose the last incident\n"
+    "  --run N|last    the N-th job (by start time) when DIR holds the recordings of several\n"
+    "                  runs; without it such a DIR is refused, with the list of its runs\n"
     "  -h, --help      this help\n"
     "\n"
-    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found, 2 usage error,\n"
-    "3 no readable recording (or no such incident), 4 nothing found but a recording is damaged\n"
-    "(the verdict covers what could be read), 5 the output cannot be written.\n";
+    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found (or ranks wait\n"
+    "for a cause the recordings cannot show), 2 usage error, 3 no readable recording (or no such\n"
+    "incident), 4 nothing found but a recording is damaged or unreadable, or it cannot tell\n"
+    "whether every operation completed (the verdict covers what could be read), 5 the output\n"
+    "cannot be written.\n";
 
 
-static void utc(char *out, size_t n, int64_t real) {
-  time_t s = (time_t)(real / 1000000000);
-  struct tm tm;
-  if (real <= 0 || !gmtime_r(&s, &tm)) {
-    snprintf(out, n, "?");
-    return;
-  }
-  char b[32];
-  strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm);
-  snprintf(out, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
-}
-
-static void dur(char *out, size_t n, int64_t ns) {
-  if (ns < 0) ns = -ns;
-  if (ns >= 1000000000)
-    snprintf(out, n, "%.2f s", (double)ns / 1e9);
-  else if (ns >= 1000000)
-    snprintf(out, n, "%.1f ms", (double)ns / 1e6);
-  else
-    snprintf(out, n, "%" PRId64 " us", ns / 1000);
-}
 
 static const char *status_of(const ncs_dg_t *d) {
+  if (!d->problem && d->cannot_tell) return "cannot_tell";
   if (!d->problem || !d->nverdicts) return "ok";
   switch (d->verdicts[0].kind) {
   case NCS_DG_V_DEAD: return "dead";
+  case NCS_DG_V_CANNOT_TELL: return "cannot_tell";
   case NCS_DG_V_MISMATCH: return "desync";
   default: return "hang";
   }
 }
 
 static const char *proc_state(const ncs_dg_proc_t *p) {
+  if (p->unreadable) return "unreadable";
+  if (p->excluded) return p->excluded == NCS_JX_DUPLICATE ? "duplicate" : "other_run";
   if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : "trace_no_footer";
   return ncs_flight_state_name(p->flight_state);
 }
@@ -209,6 +201,7 @@ static const char *label(int kind) {
   case NCS_DG_V_MISMATCH: return "DESYNC";
   case NCS_DG_V_NOT_ENTERED:
   case NCS_DG_V_STUCK_INSIDE: return "HANG";
+  case NCS_DG_V_CANNOT_TELL: return "CANNOT TELL";
   default: return "OK";
   }
 }
@@ -308,19 +301,19 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
   char a[64], b[64];
   fprintf(o, "ncclscope diagnose: %s\n", d->path);
   if (d->incident) {
-    utc(a, sizeof a, d->incident_first_real);
+    ncs_fmt_utc(a, sizeof a, d->incident_first_real);
     uint32_t nd = 0;
     for (uint32_t i = 0; i < d->nprocs; i++) nd += d->procs[i].source == NCS_DG_SRC_DUMP;
     fprintf(o, "  incident %u of %u: dumps from %s", d->incident, d->nincidents, a);
     if (d->incident_last_real > d->incident_first_real) {
-      dur(b, sizeof b, d->incident_last_real - d->incident_first_real);
+      ncs_fmt_ns(b, sizeof b, (double)d->incident_last_real - d->incident_first_real);
       fprintf(o, " over %s", b);
     }
-    utc(a, sizeof a, d->request_real);
+    ncs_fmt_utc(a, sizeof a, d->request_real);
     fprintf(o, "; the last dump request, at %s (\"%s\"), was answered by %u process%s\n", a, d->trigger,
             nd, nd == 1 ? "" : "es");
   } else {
-    utc(a, sizeof a, d->ref_real);
+    ncs_fmt_utc(a, sizeof a, d->ref_real);
     fprintf(o, "  no dumps: %u recording%s, up to %s\n", d->nprocs, d->nprocs == 1 ? "" : "s", a);
   }
   for (uint32_t i = 0; i < d->nnotes; i++) fprintf(o, "  note: %s\n", d->notes[i]);
@@ -335,6 +328,17 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
   for (uint32_t i = 0; i < d->nprocs; i++) {
     const ncs_dg_proc_t *p = &d->procs[i];
     char what[160];
+    if (p->unreadable) {
+      fprintf(o, "  %-22s could not be read: %s\n", p->name, p->damage_msg);
+      continue;
+    }
+    if (p->excluded) {
+      if (p->excluded == NCS_JX_DUPLICATE)
+        fprintf(o, "  %-22s the same recording as %s: read once\n", p->name, p->same_as);
+      else
+        fprintf(o, "  %-22s another run's: left out\n", p->name);
+      continue;
+    }
     if (p->source == NCS_DG_SRC_DUMP)
       snprintf(what, sizeof what, "%s dump %u", ncs_flight_reason_name(p->dump_reason), p->dump_index);
     else if (p->source == NCS_DG_SRC_LIVE)
@@ -342,7 +346,7 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
     else
       snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : "no footer");
     int64_t ag = d->ref_real - p->snap_real;
-    dur(a, sizeof a, ag);
+    ncs_fmt_ns(a, sizeof a, (double)ag);
     fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s %s %s %s\n",
             p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
             p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s",
@@ -357,9 +361,11 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, 0, 'j'},
                                        {"incident", required_argument, 0, 'i'},
                                        {"latest", no_argument, 0, 'l'},
+                                       {"run", required_argument, 0, 'R'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int c, json = 0, latest = 0, have_inc = 0;
+  int c, json = 0, latest = 0, have_inc = 0, why = 0;
+  uint32_t run = 0;
   uint64_t inc = 0;
   optind = 0;
   opterr = 0;
@@ -372,6 +378,9 @@ int ncs_cmd_diagnose(int argc, char **argv) {
       have_inc = 1;
       break;
     case 'l': latest = 1; break;
+    case 'R':
+      if (ncs_parse_run("diagnose", optarg, &run) != 0) return NCS_EXIT_USAGE;
+      break;
     case 'h': fputs(diagnose_help, stdout); return NCS_EXIT_OK;
     default: return ncs_bad_option("diagnose", c, argv);
     }
@@ -379,22 +388,23 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   if (have_inc && latest) return ncs_usage_error("diagnose", "--incident and --latest exclude each other");
   if (optind >= argc) return ncs_usage_error("diagnose", "which recordings? give the job's directory");
   if (optind + 1 < argc) return ncs_usage_error("diagnose", "one directory, please");
-  ncs_dg_opts_t o = {.incident = latest ? -1 : (int)inc};
+  ncs_dg_opts_t o = {.incident = latest ? -1 : (int)inc, .job = run, .why = &why};
   ncs_dg_t *d;
-  char err[600];
+  char err[4096];
   if (ncs_diagnose(argv[optind], &o, &d, err, sizeof err) != 0) {
     ncs_error("diagnose: %s", err);
-    return NCS_EXIT_NO_INPUT;
+    return ncs_job_exit(why);
   }
   if (json)
     print_json(stdout, d);
   else
     print_text(stdout, d);
-  /* a problem found is the answer; without one, damage means the "nothing found" covers only
-   * what could be read, which is not a clean bill */
+  /* a problem found is the answer; without one, damage (or what the recordings cannot show)
+   * means the "nothing found" covers only what could be read, which is not a clean bill */
   int damaged = 0;
-  for (uint32_t i = 0; i < d->nprocs; i++) damaged |= d->procs[i].damage == NCS_DAMAGE_CORRUPT;
-  int rc = d->problem ? NCS_EXIT_FOUND : damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  for (uint32_t i = 0; i < d->nprocs; i++)
+    damaged |= d->procs[i].unreadable || d->procs[i].damage == NCS_DAMAGE_CORRUPT;
+  int rc = d->problem ? NCS_EXIT_FOUND : damaged || d->cannot_tell ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_dg_free(d);
   return rc;
 }

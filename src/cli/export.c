@@ -29,6 +29,8 @@ static const char export_help[] =
     "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
     "      --force          replace an existing output file (it is refused otherwise)\n"
+    "      --run N|last     the N-th job (by start time) when the traces hold several runs;\n"
+    "                       without it such traces are refused, with the list of their runs\n"
     "  -h, --help           this help\n"
     "\n"
     "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces\n"
@@ -41,6 +43,7 @@ static int export_status(int rc) {
   case 0: return NCS_EXIT_OK;
   case 1: return NCS_EXIT_DAMAGED;
   case 2: return NCS_EXIT_NO_INPUT;
+  case 3: return NCS_EXIT_USAGE; /* several jobs, none chosen (or no such one) */
   case -2: return NCS_EXIT_OUTPUT;
   default: return NCS_EXIT_ERROR;
   }
@@ -59,19 +62,19 @@ static int default_output(const char *in, const char *ext, char *out, size_t len
 
 /* --format sqlite: one trace directory (or file), one database (docs/sqlite.md) */
 static int export_sqlite(const char *in, const char *out_opt, int force, uint32_t types,
-                         int quiet) {
+                         uint32_t job, int quiet) {
   char out[PATH_MAX];
   if (!out_opt) {
     if (default_output(in, ".sqlite", out, sizeof out) != 0)
       return ncs_usage_error("export", "path too long: %s", in);
     out_opt = out;
   }
-  ncs_sqlite_opts_t so = {.out = out_opt, .force = force, .types = types, .progress = !quiet,
-                          .prog = "ncclscope export"};
+  ncs_sqlite_opts_t so = {.out = out_opt, .force = force, .types = types, .job = job,
+                          .progress = !quiet, .prog = "ncclscope export"};
   ncs_sqlite_stats_t st;
   char err[2 * PATH_MAX] = "";
   int rc = ncs_export_sqlite(in, &so, &st, err, sizeof err);
-  if (rc == 2 || rc < 0) {
+  if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return export_status(rc);
   }
@@ -106,7 +109,8 @@ int ncs_cmd_export(int argc, char **argv) {
       {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
       {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
       {"jobs", required_argument, 0, 'j'},   {"help", no_argument, 0, 'h'},
-      {"force", no_argument, 0, 'F'},        {0, 0, 0, 0}};
+      {"force", no_argument, 0, 'F'},        {"run", required_argument, 0, 'R'},
+      {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
   int c, quiet = 0, sqlite = 0, force = 0;
   uint64_t v;
@@ -133,6 +137,9 @@ int ncs_cmd_export(int argc, char **argv) {
       break;
     case 'q': quiet = 1; break;
     case 'F': force = 1; break;
+    case 'R':
+      if (ncs_parse_run("export", optarg, &o.job) != 0) return NCS_EXIT_USAGE;
+      break;
     case 'j':
       if (ncs_parse_count(optarg, 1, 64, &v) != 0)
         return ncs_usage_error("export", "--jobs needs a number from 1 to 64, not '%s'", optarg);
@@ -147,7 +154,7 @@ int ncs_cmd_export(int argc, char **argv) {
   if (sqlite) {
     if (argc - optind > 1)
       return ncs_usage_error("export", "--format sqlite takes one trace directory (or file)");
-    return export_sqlite(argv[optind], o.out, force, o.types, quiet);
+    return export_sqlite(argv[optind], o.out, force, o.types, o.job, quiet);
   }
   char out[PATH_MAX];
   const char *ext = o.format == NCS_EXPORT_CHROME ? ".json" : ".pftrace";
@@ -163,7 +170,7 @@ int ncs_cmd_export(int argc, char **argv) {
   char err[2 * PATH_MAX] = "";
   o.force = force;
   int rc = ncs_export(argv + optind, (size_t)(argc - optind), &o, &st, err, sizeof err);
-  if (rc == 2 || rc < 0) {
+  if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return export_status(rc);
   }
@@ -185,14 +192,13 @@ int ncs_cmd_export(int argc, char **argv) {
     if (st.gpu_bounded)
       fprintf(stderr,
               "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
-              " ranks (offset error at most %.1f us for the %d ranks with a bound)\n",
-              st.gpu_mapped, st.processes, (double)st.max_gpu_offset_err_ns / 1e3,
-              st.gpu_bounded);
+              " files (offset error at most %.1f us for the %d files with a bound)\n",
+              st.gpu_mapped, st.files, (double)st.max_gpu_offset_err_ns / 1e3, st.gpu_bounded);
     else if (st.gpu_mapped)
       fprintf(stderr,
               "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
-              " ranks (error bound unknown: no kernel launch recorded before the kernels)\n",
-              st.gpu_mapped, st.processes);
+              " files (error bound unknown: no kernel launch recorded before the kernels)\n",
+              st.gpu_mapped, st.files);
     if (st.unmatched_stops || st.unfinished)
       fprintf(stderr,
               "ncclscope export: %" PRIu64 " stop/state records without their start (dropped "

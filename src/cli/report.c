@@ -21,7 +21,7 @@
 #include "util/outfile.h"
 
 static const char report_help[] =
-    "usage: ncclscope report [--json] [--top N] [--html FILE] [--timing] DIR|FILE\n"
+    "usage: ncclscope report [--json] [--top N] [--html FILE] [--run N] [--timing] DIR|FILE\n"
     "\n"
     "Cross-rank analysis of a recorded job: collectives matched across ranks by (commId, func,\n"
     "seqNumber), arrival skew and who arrived last, durations and bus bandwidth per size bucket,\n"
@@ -34,11 +34,43 @@ static const char report_help[] =
     "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
     "                stdout. The text (or --json) report is still printed.\n"
     "  --force       replace an existing --html FILE (it is refused otherwise)\n"
+    "  --run N|last  the N-th job (by start time) when DIR holds the traces of several runs;\n"
+    "                without it such a DIR is refused, with the list of its runs\n"
     "  -h, --help    this help\n"
     "\n"
-    "exit status: 0 ok, 2 usage error, 3 no traces found, 4 a trace file is damaged (its readable\n"
-    "chunks are analysed), 5 the output cannot be written (docs/cli.md)\n";
+    "exit status: 0 ok, 2 usage error (or several runs and no --run), 3 no traces found, 4 a\n"
+    "trace file is damaged (its readable chunks are analysed), 5 the output cannot be written\n"
+    "(docs/cli.md)\n";
 
+
+/* "coverage" and "warnings" (docs/report.md, "Coverage") */
+static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+  fprintf(o, "\"coverage\":{\"files\":%u,\"unreadable\":%u,\"damaged\":%u,\"segments_without_footer\":%u,"
+             "\"duplicates\":%u,\"other_job_files\":%u,\"job\":%u,\"jobs\":%u,\"lost_records\":{",
+          a->cov.files, a->cov.unreadable, a->cov.damaged, a->cov.no_footer, a->cov.duplicates,
+          a->cov.other_job, a->job->job, a->job->njobs);
+  for (unsigned k = 1; k <= NCS_JL_UNKNOWN; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncs_jl_names[k], a->cov.lost[k]);
+  fprintf(o, "},\"loss_windows\":{");
+  for (unsigned k = 1; k <= NCS_JL_UNKNOWN; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k > 1 ? "," : "", ncs_jl_names[k], a->cov.windows[k]);
+  fprintf(o,
+          "},\"operation_calls\":%" PRIu64 ",\"operation_calls_lost\":%" PRIu64
+          ",\"write_errors\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"gap_bytes\":%" PRIu64
+          ",\"groups\":%" PRIu64 ",\"groups_unsampled\":%" PRIu64 ",\"timing\":{",
+          a->cov.op_starts, a->cov.op_lost, a->cov.write_errors, a->cov.gaps, a->cov.gap_bytes,
+          a->cov.groups, a->cov.groups_unsampled);
+  for (unsigned k = 0; k < NCS_SRC_N; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", ncs_src_names[k], a->cov.timing[k]);
+  fprintf(o, "}},\n\"warnings\":[");
+  for (uint32_t k = 0; k < f->nwarn; k++) {
+    fprintf(o, "%s{\"key\":\"%s\",\"text\":", k ? "," : "", f->warn[k].key);
+    ncs_json_str(o, f->warn[k].text);
+    fputc('}', o);
+  }
+  fprintf(o, "],\"no_finding\":");
+  ncs_json_str(o, f->n ? "" : f->none);
+}
 
 /* ABI v7 (docs/report.md, "GPU phases and user tags"): {"comm_ranks":..,"ops":..,...} */
 static void print_v7_json(FILE *o, const ncs_v7_t *v) {
@@ -121,45 +153,45 @@ static void print_v7_text(FILE *o, const ncs_v7_t *v) {
   }
 }
 
-static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top,
-                       const ncs_v7_t *v) {
-  const ncs_an_rank_t *const *byw = f->by_wait, *const *bys = f->by_slow;
+static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_v7_t *v) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
-  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64 ",\n\"processes\":[", a->error,
-          a->damaged_files);
-  for (uint32_t i = 0; i < a->nprocs; i++) {
-    const ncs_an_proc_t *p = &a->procs[i];
-    fprintf(o, "%s\n{\"file\":", i ? "," : "");
-    ncs_json_str(o, p->file);
+  fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64
+             ",\n\"processes\":[",
+          a->job->error, a->job->t_last - a->job->t_first, a->damaged_files);
+  for (uint32_t i = 0, n = 0; i < a->job->nprocs; i++) {
+    const ncs_job_proc_t *p = &a->job->procs[i];
+    if (p->excluded) continue; /* not of this job: coverage and warnings say so */
+    fprintf(o, "%s\n{\"file\":", n++ ? "," : "");
+    ncs_json_str(o, p->path);
     fprintf(o, ",\"host\":");
     ncs_json_str(o, p->host);
     fprintf(o,
             ",\"pid\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRId64
             ",\"clock_pairs\":%u,\"gpu_clock\":{\"domain\":\"%s\",\"offset_ns\":%" PRId64
             ",\"gap_p50_ns\":%" PRId64 ",\"gap_p99_ns\":%" PRId64 ",\"gap_min_ns\":%" PRId64
-            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}}",
+            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"error_ns\":%" PRId64 "}}",
             p->pid, p->clk_off, p->clk_spread, p->clk_pairs,
             p->gpu_domain == NCS_GPU_REALTIME ? "realtime" : p->gpu_domain == NCS_GPU_OWN ? "own" : "none",
-            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n);
+            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err);
   }
   fprintf(o, "],\n\"hosts\":[");
-  for (uint32_t h = 0; h < a->nhosts; h++) {
+  for (uint32_t h = 0; h < a->job->nhosts; h++) {
     fprintf(o, "%s{\"host\":", h ? "," : "");
-    ncs_json_str(o, a->hosts[h].host);
+    ncs_json_str(o, a->job->hosts[h].host);
     fprintf(o, ",\"offset_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"samples\":%" PRIu64 "}",
-            a->hosts[h].offset, a->hosts[h].error, a->hosts[h].samples);
+            a->job->hosts[h].offset, a->job->hosts[h].error, a->job->hosts[h].samples);
   }
   fprintf(o, "],\n\"communicators\":[");
-  for (uint32_t c = 0; c < a->ncomms; c++)
+  for (uint32_t c = 0; c < a->job->ncomms; c++)
     fprintf(o, "%s{\"index\":%u,\"comm_id\":\"0x%016" PRIx64 "\",\"nranks\":%d,\"nnodes\":%d,\"ranks_seen\":%d}",
-            c ? "," : "", c, a->comms[c].comm_id, a->comms[c].nranks, a->comms[c].nnodes,
-            a->comms[c].ranks_seen);
+            c ? "," : "", c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes,
+            a->job->comms[c].ranks_seen);
   fprintf(o,
           "],\n\"collectives\":{\"instances\":%" PRIu64 ",\"incomplete\":%" PRIu64
           ",\"evicted\":%" PRIu64 ",\"rank_ops\":%" PRIu64 ",\"duplicate_seq\":%" PRIu64
           ",\"unsampled\":%" PRIu64 ",\"mismatched\":%" PRIu64 ",\"mismatches\":[",
-          a->instances, a->incomplete, a->evicted, a->coll_ops, a->unmatched_seq, a->unsampled,
+          a->instances, a->incomplete, a->job->run.evicted, a->coll_ops, a->unmatched_seq, a->unsampled,
           a->mismatched);
   for (uint32_t k = 0; k < a->nmism; k++) {
     const ncs_an_mismatch_t *m = &a->mism[k];
@@ -182,7 +214,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           ",\"unmatched_sends\":%" PRIu64 ",\"unmatched_recvs\":%" PRIu64
           ",\"bytes_mismatch\":%" PRIu64 ",\"evicted\":%" PRIu64 "},\n\"buckets\":[",
           a->sends, a->recvs, a->p2p_pairs, a->p2p_unmatched_send, a->p2p_unmatched_recv,
-          a->p2p_bytes_mismatch, a->p2p_evicted);
+          a->p2p_bytes_mismatch, a->job->run.p2p_evicted);
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
     fprintf(o, "%s\n{\"comm\":%u,\"func\":", k ? "," : "", b->comm);
@@ -193,33 +225,42 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"enqueue_host\":%" PRIu64 "},\"lat_p50_ns\":%.0f,\"lat_p95_ns\":%.0f,"
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
             "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
-            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\"}",
+            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\","
+            "\"gpu_suspect\":%" PRIu64 "}",
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
             b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
-            b->sketch ? "sketch" : "exact");
+            b->sketch ? "sketch" : "exact", b->suspect);
   }
   fprintf(o, "],\n\"ranks\":[");
   for (uint32_t k = 0; k < a->nranks; k++) {
     const ncs_an_rank_t *r = &a->ranks[k];
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"pid\":%" PRIu64 ",\"instances\":%" PRIu64
-            ",\"last_arrivals\":%" PRIu64 ",\"wait_caused_ns\":%" PRId64
+            ",\"last_arrivals\":%" PRIu64 ",\"last_trials\":%" PRIu64 ",\"slow_trials\":%" PRIu64
+            ",\"wait_caused_ns\":%" PRId64
             ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
             ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64 "}",
-            k ? "," : "", r->comm, r->rank, a->procs[r->proc].pid, r->instances, r->last,
-            r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
+            k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
+            r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0);
   }
-  fprintf(o, "],\n\"stragglers\":[");
-  for (uint32_t k = 0; k < top && k < a->nranks && byw[k]->last; k++) {
-    const ncs_an_rank_t *r = byw[k];
+  fprintf(o, "],\n");
+  json_coverage(o, a, f);
+  fprintf(o, ",\n\"stragglers\":[");
+  uint32_t ns = 0;
+  for (uint32_t k = 0; k < f->n; k++) {
+    if (f->items[k].kind != NCS_FIND_STRAGGLER) continue;
+    const ncs_an_rank_t *r = f->items[k].rank;
+    const ncs_find_test_t *t = &f->items[k].test;
     fprintf(o,
-            "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"wait_caused_ns\":%" PRId64
-            ",\"error_ns\":%" PRId64 ",\"evidence\":[",
-            k ? "," : "", r->comm, r->rank, r->instances ? (double)r->last / (double)r->instances : 0,
-            r->wait_caused, a->error);
+            "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"trials\":%" PRIu64
+            ",\"chance\":%.6f,\"p_value\":%.3e,\"p_value_rest\":%.3e,\"tests\":%u,"
+            "\"min_share\":%.4f,\"wait_caused_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"evidence\":[",
+            ns++ ? "," : "", r->comm, r->rank,
+            r->last_trials ? (double)r->last / (double)r->last_trials : 0, r->last_trials, t->chance,
+            t->p, t->p_rest, t->tests, t->min_share, r->wait_caused, a->job->error);
     for (uint32_t e = 0; e < r->nev; e++) {
       fprintf(o, "%s{\"func\":", e ? "," : "");
       ncs_json_str(o, r->ev[e].func);
@@ -228,56 +269,58 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o, "]}");
   }
   fprintf(o, "],\n\"slow_ranks\":[");
-  for (uint32_t k = 0; k < top && k < a->nranks && bys[k]->slowest; k++) {
-    const ncs_an_rank_t *r = bys[k];
+  ns = 0;
+  for (uint32_t k = 0; k < f->n; k++) {
+    if (f->items[k].kind != NCS_FIND_SLOW_RANK) continue;
+    const ncs_an_rank_t *r = f->items[k].rank;
+    const ncs_find_test_t *t = &f->items[k].test;
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"slowest\":%" PRIu64 ",\"slowest_fraction\":%.4f,"
-            "\"excess_ns\":%" PRId64 "}",
-            k ? "," : "", r->comm, r->rank, r->slowest,
-            r->instances ? (double)r->slowest / (double)r->instances : 0, r->excess);
+            "\"trials\":%" PRIu64 ",\"chance\":%.6f,\"p_value\":%.3e,\"p_value_rest\":%.3e,"
+            "\"tests\":%u,\"min_share\":%.4f,\"excess_ns\":%" PRId64 "}",
+            ns++ ? "," : "", r->comm, r->rank, r->slowest,
+            r->slow_trials ? (double)r->slowest / (double)r->slow_trials : 0, r->slow_trials,
+            t->chance, t->p, t->p_rest, t->tests, t->min_share, r->excess);
   }
   fprintf(o,
           "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
           ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g},\n\"v7\":",
-          a->passes, a->peak_open_instances, a->peak_held_ops, (long long)NCS_AN_HORIZON_NS,
-          (long long)NCS_AN_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
+          a->job->run.passes, a->job->run.peak_open, a->job->run.peak_held, (long long)NCS_JOB_HORIZON_NS,
+          (long long)NCS_JOB_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
   print_v7_json(o, v);
   fprintf(o, "}\n");
+}
+
+/* what the analysis rests on, then the warnings (the same list as --json and --html) */
+static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+  uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
+  fprintf(o, "Coverage: %u of %u files read%s; %" PRIu64 " operations, completion from GPU kernels %.0f%%, "
+             "proxy ops %.0f%%, none (enqueue only) %.0f%%; %.1f%% of the operation calls lost\n",
+          a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "", ops,
+          ncs_pct(a->cov.timing[0], ops), ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops),
+          ncs_pct(a->cov.op_lost, a->cov.op_starts));
+  for (uint32_t k = 0; k < f->nwarn; k++) fprintf(o, "  ! %s\n", f->warn[k].text);
+  fputc('\n', o);
 }
 
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top,
                        const ncs_v7_t *v) {
   const ncs_an_rank_t *const *byw = f->by_wait;
   char t1[32], t2[32], err[32];
-  ncs_fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   fprintf(o, "ncclscope report: %s\n", a->path);
   fprintf(o, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
              " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
-          a->nprocs, a->nhosts, a->nhosts == 1 ? "" : "s", a->ncomms, a->instances, a->coll_ops,
+          a->cov.files, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
-  if (a->unsampled)
-    fprintf(o, "%" PRIu64 " instances have no GPU times (unsampled, NCCLSCOPE_UNSAMPLED_EVENTS): "
-               "counted for arrivals and skew, left out of latency and bandwidth\n\n",
-            a->unsampled);
-  if (a->gpu_suspect) {
-    char g[32], l[32];
-    ncs_fmt_ns(g, sizeof g, (double)a->gsus[0].gap);
-    ncs_fmt_ns(l, sizeof l, (double)a->gsus[0].launch);
-    fprintf(o,
-            "%" PRIu64 " instances have GPU times that cannot be right: a rank's kernel ended before "
-            "another rank's began (NCCL gave a KernelCh another operation's timestamps, or a GPU "
-            "clock is mapped wrong); their latency, bandwidth and waits are doubtful. First: comm %u "
-            "%s #%" PRIu64 ", rank %d's kernel starts %s after its call, %s after another rank's "
-            "kernel ended\n\n",
-            a->gpu_suspect, a->gsus[0].comm, a->gsus[0].func, a->gsus[0].seq, a->gsus[0].rank, l, g);
-  }
+  print_coverage(o, a, f);
   fprintf(o, "Findings\n");
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];
     ncs_finding_text(a, &f->items[k], line, sizeof line);
     fprintf(o, "  - %s\n", line);
   }
-  if (!f->n) fprintf(o, "  - nothing stands out\n");
+  if (!f->n) fprintf(o, "  - %s\n", f->none);
 
   fprintf(o, "\nCollectives per communicator x function x size (latency = slowest rank's duration)\n");
   fprintf(o, "  %-5s %-14s %-10s %7s %10s %10s %10s %9s %9s %10s %10s %s\n", "comm", "func", "size>=",
@@ -304,26 +347,26 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     ncs_fmt_ns(w1, sizeof w1, (double)r->wait_caused), ncs_fmt_ns(w2, sizeof w2, (double)r->wait_suffered);
     ncs_fmt_ns(l, sizeof l, r->launch_n ? (double)r->launch_sum / (double)r->launch_n : 0);
     fprintf(o, "  %-5u %5d %8" PRIu64 " %9" PRIu64 " %6.0f%% %12s %12s %11.0f%% %12s\n", r->comm,
-            r->rank, a->procs[r->proc].pid, r->instances, ncs_pct(r->last, r->instances), w1, w2,
+            r->rank, a->job->procs[r->proc].pid, r->instances, ncs_pct(r->last, r->instances), w1, w2,
             ncs_pct(r->slowest, r->instances), r->launch_n ? l : "-");
   }
   fprintf(o, "\nClocks: ");
-  if (a->nhosts <= 1) {
+  if (a->job->nhosts <= 1) {
     fprintf(o, "one host; all ranks share CLOCK_MONOTONIC, bound = CLOCK pair spread %s\n", err);
   } else {
-    fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->nhosts,
-            a->hosts[0].host);
-    for (uint32_t h = 1; h < a->nhosts; h++) {
-      ncs_fmt_ns(t1, sizeof t1, (double)a->hosts[h].offset), ncs_fmt_ns(t2, sizeof t2, (double)a->hosts[h].error);
-      fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->hosts[h].host, t1, t2, a->hosts[h].samples);
+    fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->job->nhosts,
+            a->job->hosts[0].host);
+    for (uint32_t h = 1; h < a->job->nhosts; h++) {
+      ncs_fmt_ns(t1, sizeof t1, (double)a->job->hosts[h].offset), ncs_fmt_ns(t2, sizeof t2, (double)a->job->hosts[h].error);
+      fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->job->hosts[h].host, t1, t2, a->job->hosts[h].samples);
     }
   }
   int64_t g50 = 0, g99 = 0;
   uint64_t gn = 0;
-  for (uint32_t i = 0; i < a->nprocs; i++) {
-    if (a->procs[i].gap_n) gn += a->procs[i].gap_n;
-    if (llabs(a->procs[i].gap_p50) > llabs(g50)) g50 = a->procs[i].gap_p50;
-    if (llabs(a->procs[i].gap_p99) > llabs(g99)) g99 = a->procs[i].gap_p99;
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    if (a->job->procs[i].gap_n) gn += a->job->procs[i].gap_n;
+    if (llabs(a->job->procs[i].gap_p50) > llabs(g50)) g50 = a->job->procs[i].gap_p50;
+    if (llabs(a->job->procs[i].gap_p99) > llabs(g99)) g99 = a->job->procs[i].gap_p99;
   }
   if (gn) {
     ncs_fmt_ns(t1, sizeof t1, (double)g50), ncs_fmt_ns(t2, sizeof t2, (double)g99);
@@ -364,10 +407,12 @@ int ncs_cmd_report(int argc, char **argv) {
                                        {"top", required_argument, 0, 't'},
                                        {"html", required_argument, 0, 'H'},
                                        {"force", no_argument, 0, 'F'},
+                                       {"run", required_argument, 0, 'J'},
                                        {"timing", no_argument, 0, 'T'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int c, json = 0, timing = 0, force = 0;
+  int c, json = 0, timing = 0, force = 0, why = 0;
+  uint32_t job = 0;
   const char *html = NULL;
   uint64_t top = 5;
   optind = 0;
@@ -377,6 +422,9 @@ int ncs_cmd_report(int argc, char **argv) {
     case 'j': json = 1; break;
     case 'T': timing = 1; break;
     case 'F': force = 1; break;
+    case 'J':
+      if (ncs_parse_run("report", optarg, &job) != 0) return NCS_EXIT_USAGE;
+      break;
     case 't':
       if (ncs_parse_count(optarg, 1, 100000, &top) != 0)
         return ncs_usage_error("report", "--top needs a number from 1 to 100000, not '%s'", optarg);
@@ -393,15 +441,16 @@ int ncs_cmd_report(int argc, char **argv) {
   if (html_stdout && json) return ncs_usage_error("report", "--json and --html - both write to stdout");
   if (optind >= argc) return ncs_usage_error("report", "which traces? give a trace directory");
   if (optind + 1 < argc) return ncs_usage_error("report", "one trace directory, please");
-  char err[512];
-  ncs_analysis_t *a = ncs_analyze_path(argv[optind], err, sizeof err);
+  char err[4096];
+  ncs_analyze_opts_t ao = {.job = job, .why = &why};
+  ncs_analysis_t *a = ncs_analyze_path_opts(argv[optind], &ao, err, sizeof err);
   if (!a) {
     ncs_error("report: %s", err);
-    return NCS_EXIT_NO_INPUT;
+    return ncs_job_exit(why);
   }
   if (timing) {
-    fprintf(stderr, "ncclscope report: %u passes:", a->passes);
-    for (uint32_t k = 0; k < a->passes; k++) fprintf(stderr, "%s %.3f s", k ? " +" : "", a->pass_s[k]);
+    fprintf(stderr, "ncclscope report: %u passes:", a->job->run.passes);
+    for (uint32_t k = 0; k < a->job->run.passes; k++) fprintf(stderr, "%s %.3f s", k ? " +" : "", a->job->run.pass_s[k]);
     fprintf(stderr, "\n");
   }
   ncs_findings_t f;
@@ -418,7 +467,7 @@ int ncs_cmd_report(int argc, char **argv) {
   if (html && write_html(html, force, argv[optind], a, &f) != 0)
     rc = NCS_EXIT_OUTPUT;
   else if (json)
-    print_json(stdout, a, &f, (uint32_t)top, &v);
+    print_json(stdout, a, &f, &v);
   else if (!html_stdout)
     print_text(stdout, a, &f, (uint32_t)top, &v);
   if (!html_stdout) ncs_v7_free(&v);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "model/model.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 
@@ -135,6 +136,23 @@ int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v) {
   if (errno || *end || end == s || n < lo || n > hi) return -1;
   *v = n;
   return 0;
+}
+
+int ncs_parse_run(const char *verb, const char *s, uint32_t *job) {
+  uint64_t v;
+  if (s && !strcmp(s, "last")) {
+    *job = NCS_JOB_LAST;
+    return 0;
+  }
+  if (ncs_parse_count(s, 1, 1000000, &v) != 0)
+    return ncs_usage_error(verb, "--run needs a number from 1 (the runs' order by start time) or "
+                                 "'last', not '%s'", s);
+  *job = (uint32_t)v;
+  return 0;
+}
+
+int ncs_job_exit(int why) {
+  return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? NCS_EXIT_USAGE : NCS_EXIT_NO_INPUT;
 }
 
 /* A list that selects nothing records (or shows) nothing: an error, never a silent empty run.

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "core/ncs.h"
-#include "metrics/metrics.h"
 #include "trace/range.h"
 
 static void add_error(ncs_config_t *c, const char *var, const char *val, const char *why) {

@@ -46,6 +46,10 @@ static inline uint64_t ncs_ch_make(pid_t pid, unsigned epoch, uint32_t index) {
 }
 
 /* ---- configuration (read once at setup from NCCLSCOPE_* variables; see docs/config.md) ---- */
+/* the live metrics' outputs (NCCLSCOPE_METRICS, ncs_config_t.metrics): here, not in metrics/metrics.h,
+ * so that core reads its configuration without including the metrics above it */
+enum { NCS_MX_HTTP = 1, NCS_MX_TEXTFILE = 2, NCS_MX_OTLP = 4 };
+
 typedef struct {
   char dir[1024];
   uint32_t events;       /* NCCL event bits to record */

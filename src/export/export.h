@@ -1,8 +1,8 @@
 /* export.h - turn a directory of ncclscope traces into one timeline file (docs/timeline.md).
  *
- * Two passes over each trace file, never holding a file in memory: the index pass learns what
- * linking across ranks needs (collective instances, send/recv pair counts, completion times,
- * the GPU clock offset), the emit pass streams the timeline to the output as it reads.
+ * The job model (src/model) reads the job once, retaining its operations, instances, pairs and
+ * clocks; the emit pass then streams each trace file to the output as it reads, never holding a
+ * file in memory (timeline.h lists the parts).
  */
 #ifndef NCS_EXPORT_EXPORT_H
 #define NCS_EXPORT_EXPORT_H
@@ -16,6 +16,7 @@ typedef struct {
   int format;          /* NCS_EXPORT_* */
   const char *out;     /* output path; "-" is stdout (written as src/util/outfile.h says) */
   int force;           /* replace an existing output file */
+  uint32_t job;        /* which job when the files hold several (ncs_job_opts_t.job; 0: one) */
   uint32_t types;      /* event types to export (bit per NCS_T_*); 0 means all */
   int progress;        /* print progress lines to stderr for long exports */
   int jobs;            /* threads; 0: one per core (the output is the same for any number) */
@@ -30,14 +31,15 @@ typedef struct {
   uint64_t unfinished;      /* slices closed at the end of their segment (never stopped) */
   uint32_t damaged, truncated;
   double seconds;
-  int gpu_mapped;           /* ranks whose KernelCh GPU times were mapped to host time */
-  int gpu_bounded;          /* of those, ranks with an error bound (KernelLaunch records) */
+  int gpu_mapped;           /* files whose KernelCh GPU times were mapped to host time */
+  int gpu_bounded;          /* of those, files with an error bound (KernelLaunch records) */
   int64_t max_gpu_offset_err_ns; /* the largest such bound */
-  int clock_conflicts;      /* ranks whose GPU and host clocks contradict each other */
+  int clock_conflicts;      /* files whose GPU and host clocks contradict each other */
 } ncs_export_stats_t;
 
 /* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something
- * was exported but an input file is damaged in the middle, 2 when there are no traces, -1 on
+ * was exported but an input file is damaged in the middle, 2 when there are no traces, 3 when
+ * they hold several jobs and o->job chooses none (err lists them), -1 on
  * failure (err says why: out of memory), -2 when the output was refused or could not be written
  * (err says why; nothing was left under its name). */
 int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,

@@ -88,18 +88,6 @@ static double nice_step(double range, int target) {
   return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
 }
 
-/* "1 us", "10 ms", "200 ns" for axis ticks */
-static void tick_ns(char *out, size_t n, double ns) {
-  if (ns >= 1e9)
-    snprintf(out, n, "%g s", ns / 1e9);
-  else if (ns >= 1e6)
-    snprintf(out, n, "%g ms", ns / 1e6);
-  else if (ns >= 1e3)
-    snprintf(out, n, "%g us", ns / 1e3);
-  else
-    snprintf(out, n, "%g ns", ns);
-}
-
 /* "1 MiB" .. "2 MiB" of a bucket */
 static void bucket_range(char *out, size_t n, int lg) {
   char lo[24], hi[24];
@@ -272,20 +260,24 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
       char rng[64], lat[32];
       bucket_range(rng, sizeof rng, b->log2);
       ncs_fmt_ns(lat, sizeof lat, b->lat_p50);
-      fputs("<g class=\"pt\"><title>comm ", o);
+      /* a bucket holding instances whose GPU times cannot be right is drawn hollow, and says so */
+      fprintf(o, "<g class=\"pt%s\"><title>comm ", b->suspect ? " doubtful" : "");
       escf(o,
            "%u %s, %s, %" PRIu64 " instances: busbw p50 %.3f GB/s, p95 %.3f, p99 %.3f (slow side); "
            "algbw p50 %.3f GB/s; latency p50 %s",
            b->comm, b->func, rng, b->count, b->busbw_p50, b->busbw_p95, b->busbw_p99, b->algbw_p50,
            lat);
+      if (b->suspect)
+        escf(o, "; DOUBTFUL: %" PRIu64 " of these instances have GPU times that cannot be right",
+             b->suspect);
       fprintf(o,
               "</title><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1\"/>"
               "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2\"/>"
               "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1\"/>"
-              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"/></g>\n",
+              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"%s/></g>\n",
               x, BY(b->busbw_p99), x, BY(b->busbw_p50), x - 4, BY(b->busbw_p95), x + 4,
               BY(b->busbw_p95), x - 3, BY(b->busbw_p99), x + 3, BY(b->busbw_p99), x,
-              BY(b->busbw_p50));
+              BY(b->busbw_p50), b->suspect ? " fill=\"#fff\" stroke-width=\"2\"" : "");
     }
     fputs("</g>\n", o);
     if (legend < legend_max) {
@@ -362,7 +354,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   char *has = calloc(a->nbuckets + 1, 1);
   long *colof = malloc((a->nbuckets + 1) * sizeof *colof),
        *rowof = malloc((a->nranks + 1) * sizeof *rowof);
-  heat_t *hs = calloc(a->ncomms + 1, sizeof *hs);
+  heat_t *hs = calloc(a->job->ncomms + 1, sizeof *hs);
   if (!late_sum || !rn || !rlast || !rwait || !has || !colof || !rowof || !hs) abort();
   for (uint32_t k = 0; k < a->ncells; k++) {
     const ncs_an_cell_t *c = &a->cells[k];
@@ -372,7 +364,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   }
   size_t nh = 0, comms_all = 0;
   double vmax = 0, y = 8;
-  for (uint32_t cm = 0; cm < a->ncomms; cm++) {
+  for (uint32_t cm = 0; cm < a->job->ncomms; cm++) {
     heat_t H = {.comm = cm};
     for (uint32_t b = 0; b < a->nbuckets; b++) H.cols_all += has[b] && a->buckets[b].comm == cm;
     for (uint32_t r = 0; r < a->nranks; r++) H.rows_all += a->ranks[r].comm == cm && rn[r];
@@ -445,7 +437,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   char t[96], t2[32], t3[32], colr[16];
   for (size_t i = 0; nh && i < nh; i++) {
     const heat_t *H = &hs[i];
-    const ncs_an_comm_t *c = &a->comms[H->comm];
+    const ncs_job_comm_t *c = &a->job->comms[H->comm];
     double y0 = H->top - COLLAB - 22;
     snprintf(t, sizeof t, "comm %u (0x%016" PRIx64 "), %d ranks%s", H->comm, c->comm_id, c->nranks,
              H->nrows < H->rows_all || H->ncols < H->cols_all ? " (part: see the note below)" : "");
@@ -472,7 +464,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
         snprintf(t, sizeof t, "rank %d", R->rank);
         svg_text(o, LABW - 6, yy + H->ch / 2 + 4, "end", NULL, t);
       }
-      const ncs_an_proc_t *p = &a->procs[R->proc];
+      const ncs_job_proc_t *p = &a->job->procs[R->proc];
       for (size_t k = 0; k <= H->ncols; k++) {
         double x = LABW + (double)k * H->cw + (k == H->ncols ? 8 : 0);
         const ncs_an_cell_t *cell = k < H->ncols ? H->m[r * H->ncols + k] : NULL;
@@ -624,7 +616,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
       fprintf(o, "<line%s x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
               m == 1 ? "" : " class=\"minor\"", LX(v), MT - 6, LX(v), H - MB);
       if (m == 1) {
-        tick_ns(t, sizeof t, v);
+        ncs_fmt_dur(t, sizeof t, v, NCS_DUR_SHORT);
         svg_text(o, LX(v), H - MB + 16, "middle", NULL, t);
       }
     }
@@ -736,7 +728,7 @@ static void table_ranks(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
   uint32_t n = a->nranks < NCS_HTML_RANK_ROWS ? a->nranks : NCS_HTML_RANK_ROWS;
   for (uint32_t k = 0; k < n; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
-    const ncs_an_proc_t *p = &a->procs[r->proc];
+    const ncs_job_proc_t *p = &a->job->procs[r->proc];
     fprintf(o, "<tr><td>%u</td><td>%d</td><td>%" PRIu64 "</td><td class=\"l\">", r->comm, r->rank,
             p->pid);
     esc(o, p->host);
@@ -761,10 +753,11 @@ static void table_procs(FILE *o, const ncs_analysis_t *a) {
   thead(o, "procs-table",
         "<file|<host|pid|clock offset|clock spread|CLOCK pairs|<GPU clock|gap p50|gap p99|"
         "samples|<state");
-  for (uint32_t i = 0; i < a->nprocs; i++) {
-    const ncs_an_proc_t *p = &a->procs[i];
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    const ncs_job_proc_t *p = &a->job->procs[i];
+    if (p->excluded) continue; /* not of this job: the warnings say so */
     fputs("<tr><td class=\"l\">", o);
-    esc(o, p->file);
+    esc(o, p->path);
     fputs("</td><td class=\"l\">", o);
     esc(o, p->host);
     fprintf(o, "</td><td>%" PRIu64 "</td>", p->pid);
@@ -778,7 +771,7 @@ static void table_procs(FILE *o, const ncs_analysis_t *a) {
     else
       fputs("<td>-</td><td>-</td>", o);
     fprintf(o, "<td>%" PRIu64 "</td><td class=\"l\">%s</td></tr>\n", p->gap_n,
-            p->damaged ? "damaged" : "ok");
+            !p->readable ? "unreadable" : p->damage ? "damaged" : "ok");
   }
   fputs("</tbody></table>\n", o);
 }
@@ -794,6 +787,7 @@ static const char css[] =
     "dl.meta{display:grid;grid-template-columns:max-content 1fr;gap:2px 18px;margin:0}"
     "dl.meta dt{color:#666}dl.meta dd{margin:0;overflow-wrap:anywhere}"
     "ul#findings-list{padding-left:20px}ul#findings-list li{margin:5px 0}"
+    "ul#warnings-list{padding-left:20px}li.warn{margin:5px 0;color:#8a4b00}"
     "li.rank{color:#8a1c1c}li.job{color:#7a4a00}li.none{color:#2d6a2d}"
     ".note{color:#666;font-size:13px;max-width:980px}"
     "p.explain{max-width:980px}"
@@ -814,7 +808,7 @@ static const char css[] =
 
 int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   char err[32];
-  ncs_fmt_ns(err, sizeof err, (double)a->error);
+  ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   buckets_t L;
   buckets_build(&L, a);
 
@@ -835,13 +829,13 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<dt>job</dt><dd id=\"job-path\">",
         o);
   esc(o, a->path);
-  fprintf(o, "</dd>\n<dt>trace files</dt><dd>%u (one per process) on %u host%s", a->nprocs,
-          a->nhosts, a->nhosts == 1 ? "" : "s");
+  fprintf(o, "</dd>\n<dt>trace files</dt><dd>%u (one per process) on %u host%s", a->cov.files,
+          a->job->nhosts, a->job->nhosts == 1 ? "" : "s");
   if (a->damaged_files) fprintf(o, ", <b>%" PRIu64 " damaged</b>", a->damaged_files);
-  fprintf(o, "</dd>\n<dt>communicators</dt><dd>%u", a->ncomms);
-  for (uint32_t c = 0; c < a->ncomms && c < 16; c++)
-    fprintf(o, "%s%d ranks", c ? ", " : ": ", a->comms[c].nranks);
-  if (a->ncomms > 16) fputs(", ...", o);
+  fprintf(o, "</dd>\n<dt>communicators</dt><dd>%u", a->job->ncomms);
+  for (uint32_t c = 0; c < a->job->ncomms && c < 16; c++)
+    fprintf(o, "%s%d ranks", c ? ", " : ": ", a->job->comms[c].nranks);
+  if (a->job->ncomms > 16) fputs(", ...", o);
   fprintf(o, "</dd>\n<dt>ranks</dt><dd>%u (communicator, rank) pairs recorded</dd>\n", a->nranks);
   fprintf(o,
           "<dt>collectives</dt><dd>%" PRIu64 " instances (%" PRIu64 " rank operations), %" PRIu64
@@ -851,6 +845,14 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
           "<dt>point-to-point</dt><dd>%" PRIu64 " sends, %" PRIu64 " receives, %" PRIu64
           " pairs</dd>\n",
           a->sends, a->recvs, a->p2p_pairs);
+  uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
+  fprintf(o,
+          "<dt>coverage</dt><dd id=\"coverage\">%u of %u files read; completion from GPU kernels "
+          "%.0f%%, proxy ops %.0f%%, none %.0f%% of %" PRIu64 " operations; %.1f%% of the "
+          "operation calls lost</dd>\n",
+          a->cov.files - a->cov.unreadable, a->cov.files, ncs_pct(a->cov.timing[0], ops),
+          ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops), ops,
+          ncs_pct(a->cov.op_lost, a->cov.op_starts));
   fprintf(o,
           "<dt>clock error bound</dt><dd id=\"error-bound\">&#177;%s (of every cross-rank time "
           "difference: skew, lateness, waiting)</dd>\n</dl>\n",
@@ -861,8 +863,18 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<a href=\"#processes\">processes</a></nav>\n</header>\n",
         o);
 
-  /* findings: the terminal report's, in its order */
-  fputs("<section id=\"findings\">\n<h2>Findings</h2>\n<ul id=\"findings-list\">\n", o);
+  /* warnings and findings: the terminal report's, in its order */
+  fputs("<section id=\"findings\">\n<h2>Findings</h2>\n", o);
+  if (f->nwarn) {
+    fputs("<ul id=\"warnings-list\">\n", o);
+    for (uint32_t k = 0; k < f->nwarn; k++) {
+      fprintf(o, "<li class=\"warn\" data-key=\"%s\">", f->warn[k].key);
+      esc(o, f->warn[k].text);
+      fputs("</li>\n", o);
+    }
+    fputs("</ul>\n", o);
+  }
+  fputs("<ul id=\"findings-list\">\n", o);
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];
     const ncs_finding_t *x = &f->items[k];
@@ -872,7 +884,11 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
     esc(o, line);
     fputs("</li>\n", o);
   }
-  if (!f->n) fputs("<li class=\"none\">nothing stands out</li>\n", o);
+  if (!f->n) {
+    fputs("<li class=\"none\">", o);
+    esc(o, f->none);
+    fputs("</li>\n", o);
+  }
   fputs("</ul>\n", o);
   if (a->nmism > 1) {
     thead(o, "mismatch-table", "comm|<func|seq|rank|vs rank|<what");
@@ -899,6 +915,11 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "numbers.</p>\n",
         o);
   chart_busbw(o, &L);
+  if (a->gpu_suspect)
+    fprintf(o, "<p class=\"explain\" id=\"doubtful-note\">Hollow points: buckets holding some of "
+               "the %" PRIu64 " instances whose GPU times cannot be right (see the warnings); their "
+               "bandwidth is doubtful.</p>\n",
+            a->gpu_suspect);
   fputs("</section>\n", o);
   fputs("<section id=\"skew\">\n<h2>Per-rank arrival skew</h2>\n"
         "<p class=\"explain\">One block per communicator: a row per rank, a column per "
@@ -927,29 +948,29 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<h2>Communicators, processes and clocks</h2>\n",
         o);
   thead(o, "comms-table", "comm|<commId|nranks|nodes|ranks recorded");
-  for (uint32_t c = 0; c < a->ncomms; c++)
+  for (uint32_t c = 0; c < a->job->ncomms; c++)
     fprintf(o,
             "<tr><td>%u</td><td class=\"l\">0x%016" PRIx64 "</td><td>%d</td><td>%d</td>"
             "<td>%d</td></tr>\n",
-            c, a->comms[c].comm_id, a->comms[c].nranks, a->comms[c].nnodes, a->comms[c].ranks_seen);
+            c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes, a->job->comms[c].ranks_seen);
   fputs("</tbody></table>\n", o);
   table_procs(o, a);
-  if (a->nhosts <= 1) {
+  if (a->job->nhosts <= 1) {
     fprintf(o,
             "<p>Clocks: one host; all ranks share CLOCK_MONOTONIC, error bound = the largest "
             "CLOCK pair spread, %s.</p>\n",
             err);
   } else {
     fputs("<p>Clocks: host offsets from collective end times, relative to ", o);
-    esc(o, a->hosts[0].host);
+    esc(o, a->job->hosts[0].host);
     fputs(".</p>\n", o);
     thead(o, "hosts-table", "<host|offset|error|instances");
-    for (uint32_t h = 0; h < a->nhosts; h++) {
+    for (uint32_t h = 0; h < a->job->nhosts; h++) {
       fputs("<tr><td class=\"l\">", o);
-      esc(o, a->hosts[h].host);
+      esc(o, a->job->hosts[h].host);
       fputs("</td>", o);
-      td_ns(o, (double)a->hosts[h].offset), td_ns(o, (double)a->hosts[h].error);
-      fprintf(o, "<td>%" PRIu64 "</td></tr>\n", a->hosts[h].samples);
+      td_ns(o, (double)a->job->hosts[h].offset), td_ns(o, (double)a->job->hosts[h].error);
+      fprintf(o, "<td>%" PRIu64 "</td></tr>\n", a->job->hosts[h].samples);
     }
     fputs("</tbody></table>\n", o);
   }

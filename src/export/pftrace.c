@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "export/hmap.h"
+#include "util/hmap.h"
 #include "export/sink.h"
 
 /* TracePacket */

@@ -30,6 +30,7 @@ enum {
   TC_PHASE,      /* a state of a ProxyOp/ProxyStep/ProxyCtrl, nested in it */
   TC_STATE,      /* an instant: a state of any other event */
   TC_JOB,        /* one collective instance over all its ranks (job track) */
+  TC_LOSS,       /* a loss window of a trace file (job track) */
   TC_KPHASE,     /* KernelPhase: a phase of a KernelCh, GPU time */
   TC_OTHER,
   TC_COUNT

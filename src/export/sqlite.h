@@ -35,6 +35,7 @@ enum {
   NCS_SQ_PROXY_OPS,
   NCS_SQ_PROXY_STEPS,
   NCS_SQ_PROXY_STATES,
+  NCS_SQ_LOSSES,
   NCS_SQ_KERNEL_PHASES,
   NCS_SQ_NTABLES
 };
@@ -43,6 +44,7 @@ extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];
 typedef struct {
   const char *out;  /* the database file; "-" is standard output */
   int force;        /* replace an existing file; without it an existing output is an error */
+  uint32_t job;     /* which job when the files hold several (ncs_job_opts_t.job; 0: one) */
   uint32_t types;   /* event types whose rows are written (bit per NCS_T_*; 0: all). Coll and
                        P2p fill instances, KernelCh kernel_channels, ProxyOp proxy_ops, ProxyStep
                        proxy_steps, KernelPhase kernel_phases; the analysis tables are always
@@ -62,7 +64,7 @@ typedef struct {
 
 /* Export the traces of `path` (a directory or one file). Returns 0 on success, 1 when the
  * database was written but an input file is damaged in the middle, 2 when there are no traces
- * (err says why), -1 on failure (out of memory), -2 when the output was refused or could not be
+ * (err says why), 3 when they hold several jobs and o->job chooses none, -1 on failure (out of memory), -2 when the output was refused or could not be
  * written (it exists, it is an input, a full disk, ...); on failure nothing is left at o->out. */
 int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_stats_t *st,
                       char *err, size_t errlen);

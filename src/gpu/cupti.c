@@ -28,7 +28,6 @@
 #include <sys/mman.h>
 
 #include "gpu/gpu.h"
-#include "range/range.h"
 
 #define BUF_BYTES (1u << 20) /* one activity buffer: about 4800 kernel records */
 #define NODE_SET 16384       /* captured NCCL graph nodes remembered for their clones (power of 2) */

@@ -126,6 +126,23 @@ typedef struct {
 } ncs_hwm_status_t;
 NCS_HIDDEN void ncs_hwm_status(ncs_hwm_status_t *s);
 
+/* ---- range/range.c, range/range_writer.c (user ranges, above GPU truth): what cupti.c and
+ * metrics.c call there, declared here so that gpu/ does not include range/ */
+/* The calling thread's ranges (initial-exec TLS: kept to 8 bytes, as the static TLS space a
+ * dlopen'ed library may use is small). */
+typedef struct {
+  uint32_t depth; /* push/pop ranges open (levels), counted whether or not their records got in */
+  uint8_t mx;     /* metrics: 0 not decided, 1 the metrics thread, 2 another thread */
+  uint8_t mx_open; /* a range of this thread is open in CUPTI's range profiler */
+  uint16_t pad_;
+} ncs_range_tls_t;
+extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_range_tls_t ncs_range_t;
+
+/* a kernel or graph launch on this thread (CUPTI's launch callback, gpu/cupti.c) */
+NCS_HIDDEN void ncs_range_launch(uint32_t corr, int graph);
+/* metrics (gpu/metrics.c) hand over values: metrics id, values in the metric list's order */
+NCS_HIDDEN void ncs_range_metric_values(uint64_t mid, int replay, const double *v, uint32_t n);
+
 /* ---- writer.c: what gpu_writer.c writes through */
 NCS_HIDDEN int ncs_writer_chunk(uint16_t type, const ncs_buf_t *b); /* strings first; -1 lost */
 NCS_HIDDEN uint32_t ncs_writer_string(const char *s);                /* a new string id, 0 when full */

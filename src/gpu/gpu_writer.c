@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
-#include "record/emap.h"
+#include "core/emap.h"
 #include "trace/gpu.h"
 
 #define PEND_CAP 8192   /* pending launches (at most 3/4 used) */

@@ -31,7 +31,6 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
-#include "range/range.h"
 
 #define NBUF 4                   /* counter buffers */
 #define SESSION_NS 1000000000ull /* a buffer older than this is decoded at the next pop */

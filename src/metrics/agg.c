@@ -190,13 +190,18 @@ static void inst_settle(const inst_t *x) {
     if (t > last || (t == last && A.L.comms[x->slot[k]].rank < A.L.comms[x->slot[lk]].rank))
       last = t, lk = k;
   }
+  /* waiting is time, as in report: NCCL calls return at once, so a rank's waits for successive
+   * instances overlap; only the part of [arrival, last] not yet counted for the rank is new */
   uint64_t caused = 0;
   for (int k = 0; k < NCS_MX_LOCAL_MAX; k++) {
     if (!(x->seen >> k & 1)) continue;
     ncs_mx_comm_t *c = &A.L.comms[x->slot[k]];
+    int64_t from = x->arr[k] > c->wait_mark ? x->arr[k] : c->wait_mark;
+    uint64_t fresh = last > from ? (uint64_t)(last - from) : 0;
+    if (last > c->wait_mark) c->wait_mark = last;
     c->instances++;
-    c->wait_ns += (uint64_t)(last - x->arr[k]);
-    caused += (uint64_t)(last - x->arr[k]);
+    c->wait_ns += fresh;
+    caused += fresh;
   }
   if (x->n > 1 && last > first) {
     ncs_mx_comm_t *c = &A.L.comms[x->slot[lk]];

@@ -21,9 +21,6 @@
 #include "core/ncs.h"
 #include "trace/reader.h"
 
-/* outputs (NCCLSCOPE_METRICS) */
-enum { NCS_MX_HTTP = 1, NCS_MX_TEXTFILE = 2, NCS_MX_OTLP = 4 };
-
 /* where an operation's execution time comes from: report's timing sources (docs/report.md) */
 enum { NCS_MX_KERNEL_GPU = 0, NCS_MX_PROXY_HOST = 1, NCS_MX_ENQUEUE_HOST = 2, NCS_MX_TIMINGS = 3 };
 
@@ -68,6 +65,7 @@ typedef struct {
   uint8_t local;     /* this rank's index among them; 255: beyond NCS_MX_LOCAL_MAX */
   /* arrivals compared across the local ranks (docs/metrics.md, "Late arrivals") */
   uint64_t instances, late, wait_ns, caused_ns;
+  int64_t wait_mark; /* the end of the union of this rank's waiting intervals so far */
 } ncs_mx_comm_t;
 
 /* What the writer knows about the process, copied at each publication. */

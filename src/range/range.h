@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/ncs.h"
+#include "gpu/gpu.h" /* and what GPU truth calls here: ncs_range_t, ncs_range_launch, ncs_range_metric_values */
 #include "trace/encode.h"
 #include "trace/range.h"
 
@@ -35,16 +36,6 @@ enum { NCS_RG_PUSH = 1, NCS_RG_POP = 2, NCS_RG_START = 3, NCS_RG_END = 4, NCS_RG
 enum { NCS_RM_INLINE = 0, NCS_RM_REGISTERED = 1, NCS_RM_NONE = 2 }; /* where a name is */
 #define NCS_RANGE_FIXED_WORDS 7
 
-/* The calling thread's ranges (initial-exec TLS: kept to 8 bytes, as the static TLS space a
- * dlopen'ed library may use is small). */
-typedef struct {
-  uint32_t depth; /* push/pop ranges open (levels), counted whether or not their records got in */
-  uint8_t mx;     /* metrics: 0 not decided, 1 the metrics thread, 2 another thread */
-  uint8_t mx_open; /* a range of this thread is open in CUPTI's range profiler */
-  uint16_t pad_;
-} ncs_range_tls_t;
-extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_range_tls_t ncs_range_t;
-
 /* ---- range.c */
 /* 1 once a range call came in this load: the plugin's memory must then outlive its unload, as
  * the application's threads may still call in at exit (plugin.c, ncs_unload) */
@@ -60,8 +51,6 @@ typedef struct {
   uint64_t nvtx_inits, no_slot;
 } ncs_range_status_t;
 NCS_HIDDEN void ncs_range_status(ncs_range_status_t *s);
-/* a kernel or graph launch on this thread (CUPTI's launch callback, gpu/cupti.c) */
-NCS_HIDDEN void ncs_range_launch(uint32_t corr, int graph);
 
 /* the heap the range tables and metrics took, at the plugin's unload (writer stopped) */
 NCS_HIDDEN void ncs_range_free(void);
@@ -77,7 +66,5 @@ NCS_HIDDEN void ncs_range_writer_free(void); /* the tables kept across segments 
  * payload; 0 when none */
 NCS_HIDDEN size_t ncs_range_keyframe(ncs_buf_t *b, size_t limit);
 NCS_HIDDEN size_t ncs_range_keyframe_state(ncs_buf_t *b, size_t limit);
-/* metrics (gpu/metrics.c) hand over values: metrics id, values in the metric list's order */
-NCS_HIDDEN void ncs_range_metric_values(uint64_t mid, int replay, const double *v, uint32_t n);
 
 #endif

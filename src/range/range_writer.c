@@ -20,7 +20,7 @@
 
 #include "gpu/gpu.h"
 #include "range/range.h"
-#include "record/emap.h"
+#include "core/emap.h"
 
 #define STACKS 4096        /* threads with push/pop ranges followed (3/4 of it) */
 #define OPENS 16384        /* start/end ranges open at once (3/4 of it) */

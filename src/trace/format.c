@@ -41,11 +41,19 @@ const char *ncs_loss_reason_name(unsigned r) {
 /* nccl-tests' conventions (docs/report.md, "Per rank and instance"): the report and the live
  * metrics count bytes and bus bandwidth alike through these */
 uint32_t ncs_type_size(const char *dt) {
-  if (!dt) return 1;
-  if (strstr(dt, "64")) return 8;
-  if (strstr(dt, "32")) return 4;
-  if (strstr(dt, "16")) return 2;
-  return 1; /* Int8, Uint8 ("Unknown" in NCCL), Float8 */
+  static const struct {
+    const char *name;
+    uint32_t size;
+  } t[] = {{"Unknown", 1}, /* ncclUint8: NCCL has no string for it (research notes 2.9) */
+           {"ncclInt8", 1}, {"ncclChar", 1}, {"ncclUint8", 1}, {"ncclFloat8e4m3", 1},
+           {"ncclFloat8e5m2", 1}, {"ncclFloat16", 2}, {"ncclHalf", 2}, {"ncclBfloat16", 2},
+           {"ncclInt32", 4}, {"ncclInt", 4}, {"ncclUint32", 4}, {"ncclFloat32", 4},
+           {"ncclFloat", 4}, {"ncclInt64", 8}, {"ncclUint64", 8}, {"ncclFloat64", 8},
+           {"ncclDouble", 8}};
+  if (!dt) return 0;
+  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
+    if (!strcmp(dt, t[i].name)) return t[i].size;
+  return 0; /* a name not in the table: its bytes are not known, and are not guessed */
 }
 
 static int is_func(const char *f, const char *name) { return f && !strcmp(f, name); }

@@ -309,10 +309,13 @@ const char *ncs_type_name(unsigned t); /* "Coll"; "?" when out of range */
 const char *ncs_loss_reason_name(unsigned r); /* "pool-full", "no-slot", "write-error"; "?" */
 const char *ncs_chunk_name(unsigned t);       /* "EVENTS"; "chunk" when unknown */
 const char *ncs_state_name(unsigned s);
-/* nccl-tests' byte conventions, shared by `report` and the live metrics: the size of a datatype
- * by its NCCL name (...64: 8, ...32: 4, ...16: 2, else 1); an operation's algbw bytes (count x
- * type size, x nranks for AllGather and ReduceScatter); the bus bandwidth factor (AllReduce
- * 2(n-1)/n, AllGather and ReduceScatter (n-1)/n, else 1) */
+/* nccl-tests' byte conventions, shared by `report`, the job model and the live metrics: the one
+ * datatype-size table, by NCCL's names (ncclDatatypeToString, research notes 2.9: ncclInt8 ...
+ * ncclFloat8e5m2, and "Unknown" for ncclUint8, 1 byte; the older aliases ncclChar, ncclInt,
+ * ncclHalf, ncclFloat, ncclDouble, ncclUint8 too); any other name (NULL included) is 0: the
+ * operation's bytes are not known. An operation's algbw bytes (count x type size, x nranks for
+ * AllGather and ReduceScatter); the bus bandwidth factor (AllReduce 2(n-1)/n, AllGather and
+ * ReduceScatter (n-1)/n, else 1) */
 uint32_t ncs_type_size(const char *dt);
 uint64_t ncs_op_bytes(const char *func, const char *dt, uint64_t count, int nranks, int p2p);
 double ncs_bus_factor(const char *func, int nranks);

@@ -1,7 +1,8 @@
 /* hmap.h - a small open-addressing hash map from uint64_t to uint64_t (linear probing, deletion
- * by backward shift, so no tombstones). Used by the exporter for ids, keys and interning. */
-#ifndef NCS_EXPORT_HMAP_H
-#define NCS_EXPORT_HMAP_H
+ * by backward shift, so no tombstones): the one hash map of the read side (ncs_util). Keys are
+ * any 64-bit value (hash composite keys with hm_mix); a value is often an index into an array. */
+#ifndef NCS_UTIL_HMAP_H
+#define NCS_UTIL_HMAP_H
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -19,6 +20,18 @@ static inline uint64_t hm_mix(uint64_t x) {
   x *= 0xc4ceb9fe1a85ec53ull;
   x ^= x >> 33;
   return x;
+}
+
+/* FNV-1a over n bytes, continuing from h (start with NCS_HM_FNV0): strings and byte keys */
+#define NCS_HM_FNV0 0xcbf29ce484222325ull
+static inline uint64_t hm_bytes(const void *p, size_t n, uint64_t h) {
+  const unsigned char *s = (const unsigned char *)p;
+  for (size_t i = 0; i < n; i++) h = (h ^ s[i]) * 0x100000001b3ull;
+  return h;
+}
+/* two keys into one */
+static inline uint64_t hm_mix2(uint64_t a, uint64_t b) {
+  return hm_mix(a ^ hm_mix(b + 0x9e3779b97f4a7c15ull));
 }
 
 static inline void hm_free(hmap_t *m) {

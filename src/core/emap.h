@@ -1,8 +1,9 @@
 /* emap.h - the writer thread's small hash maps: fixed capacity (a power of 2, allocated once),
  * entries of any size keyed by their first 8 bytes (0 = empty), open addressing with
- * backward-shift deletion (no tombstones). Used by GPU truth and user ranges. */
-#ifndef NCS_RECORD_EMAP_H
-#define NCS_RECORD_EMAP_H
+ * backward-shift deletion (no tombstones). Used by GPU truth and user ranges (in core, below both
+ * of them and the writer). */
+#ifndef NCS_CORE_EMAP_H
+#define NCS_CORE_EMAP_H
 
 #include <stdint.h>
 #include <stdlib.h>

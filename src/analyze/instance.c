@@ -1,0 +1,287 @@
+/* instance.c - the numbers of one collective instance (docs/report.md, "Per rank and
+ * instance"): its latency and bandwidth, who arrived last and who was slowest, mismatched
+ * arguments, GPU times that cannot be right; added to the aggregates as it finishes. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "analyze/internal.h"
+#include "util/mem.h"
+#include "util/num.h"
+
+/* the evidence kept: the NCS_AN_EVIDENCE largest lateness, ties to the first instance in
+ * (func, seq) order, whatever order the instances finish in */
+static int ev_before(const ncs_an_evidence_t *x, const ncs_an_evidence_t *y) {
+  if (x->late != y->late) return x->late > y->late;
+  int c = strcmp(x->func, y->func);
+  return c ? c < 0 : x->seq < y->seq;
+}
+static void add_evidence(ncs_an_rank_t *r, const ncs_op_t *o, int64_t late) {
+  ncs_an_evidence_t e = {o->func, o->seq, late};
+  uint32_t k = r->nev < NCS_AN_EVIDENCE ? r->nev++ : NCS_AN_EVIDENCE - 1;
+  if (k == NCS_AN_EVIDENCE - 1 && r->ev[k].func && !ev_before(&e, &r->ev[k])) return;
+  r->ev[k] = e;
+  for (; k > 0 && ev_before(&r->ev[k], &r->ev[k - 1]); k--) {
+    ncs_an_evidence_t t = r->ev[k];
+    r->ev[k] = r->ev[k - 1], r->ev[k - 1] = t;
+  }
+}
+
+/* the examples kept: the 16 first in (comm, func, seq) order */
+static void add_mismatch(ncs_analysis_t *a, const ncs_op_t *x, const ncs_op_t *y, int32_t nodd,
+                         const char *what) {
+  priv_t *P = an_priv(a);
+  a->mismatched++;
+  const uint32_t max = sizeof a->mism / sizeof a->mism[0];
+  ikey_t k = op_key(x);
+  k.rank = 0;
+  uint32_t at = a->nmism;
+  if (a->nmism == max) { /* replace the largest when this one comes before it */
+    at = 0;
+    for (uint32_t i = 1; i < max; i++)
+      if (ikey_cmp(&P->mkey[i], &P->mkey[at]) > 0) at = i;
+    if (ikey_cmp(&k, &P->mkey[at]) >= 0) return;
+  } else {
+    a->nmism++;
+  }
+  ncs_an_mismatch_t *m = &a->mism[at];
+  P->mkey[at] = k;
+  m->comm = x->comm, m->func = x->func, m->seq = x->seq, m->rank_a = x->rank, m->rank_b = y->rank;
+  m->nodd = nodd;
+  snprintf(m->what, sizeof m->what, "%s", what);
+}
+
+/* Same count, datatype (interned: pointer equality) and, for rooted functions, root. When one of
+ * the two lost its CollApi record, its count and datatype are NCCL's (bytes and ncclInt8 for
+ * AllGather and Broadcast): only the byte counts can be compared then. */
+static int same_args(const ncs_op_t *x, const ncs_op_t *y) {
+  if (x->api != y->api ? x->bytes != y->bytes : x->count != y->count || x->dtype != y->dtype) return 0;
+  return !((an_is_func(x->func, "Broadcast") || an_is_func(x->func, "Reduce")) && x->root != y->root);
+}
+
+/* Mismatch of one instance ops[0..n) (sorted by rank): the reference is what most ranks passed
+ * (Boyer-Moore majority vote, verified), else the lowest rank's; rank_a is the first rank that
+ * differs from it, rank_b the first rank that agrees, nodd how many differ. */
+static void check_mismatch(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
+  size_t cand = 0, votes = 0, support = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (!votes) cand = k, votes = 1;
+    else if (same_args(&ops[k], &ops[cand])) votes++;
+    else votes--;
+  }
+  for (size_t k = 0; k < n; k++) support += same_args(&ops[k], &ops[cand]);
+  const ncs_op_t *ref = 2 * support > n ? &ops[cand] : &ops[0];
+  const ncs_op_t *odd = NULL;
+  int32_t nodd = 0;
+  for (size_t k = 0; k < n; k++)
+    if (!same_args(&ops[k], ref)) {
+      if (!odd) odd = &ops[k];
+      nodd++;
+    }
+  if (!odd) return;
+  for (size_t k = 0; k < n; k++) /* the first rank that agrees with the reference */
+    if (same_args(&ops[k], ref)) {
+      ref = &ops[k];
+      break;
+    }
+  char what[96];
+  if (odd->count != ref->count || odd->dtype != ref->dtype)
+    snprintf(what, sizeof what, "count/datatype %llu %s vs %llu %s",
+             (unsigned long long)odd->count, odd->dtype, (unsigned long long)ref->count, ref->dtype);
+  else
+    snprintf(what, sizeof what, "root %lld vs %lld", (long long)odd->root, (long long)ref->root);
+  add_mismatch(a, odd, ref, nodd, what);
+}
+
+/* the metrics of one collective instance: ops[0..n) sorted by rank */
+/* GPU times that cannot be right. In an AllReduce, AllGather or ReduceScatter every rank's
+ * output depends on every rank's input, which a rank sends only once its kernel runs: no rank's
+ * kernel can end before every other rank's kernel started. When one does (by more than
+ * NCS_AN_GPU_TOL_NS), either NCCL gave some rank's KernelCh the timestamps of another operation
+ * (its per-channel ring of 64 work slots overrun, or its host and GPU work counters out of step;
+ * research 3.5), or a rank's GPU clock is mapped wrong. The instance is counted and shown, and
+ * kept in the aggregates: a wrong clock mapping would otherwise empty the report. The rank named
+ * is the one whose launch delay (kernel start - call) is furthest from the median rank's.
+ * Returns 1 and notes the instance then. */
+static int gpu_suspect(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
+  priv_t *P = an_priv(a);
+  const char *f = ops[0].func;
+  if (n < 2 || !(an_is_func(f, "AllReduce") || an_is_func(f, "AllGather") || an_is_func(f, "ReduceScatter")))
+    return 0;
+  int64_t m1 = INT64_MIN, m2 = INT64_MIN; /* the two latest kernel starts */
+  for (size_t k = 0; k < n; k++) {
+    int64_t ks = ops[k].kstart;
+    if (!ks) return 0; /* a rank without GPU times: nothing to compare */
+    if (ks > m1) m2 = m1, m1 = ks;
+    else if (ks > m2) m2 = ks;
+  }
+  int64_t worst = INT64_MIN;
+  for (size_t k = 0; k < n; k++) {
+    int64_t ks = ops[k].kstart, others = ks == m1 ? m2 : m1;
+    int64_t gap = others - (ks + (int64_t)(ops[k].gpu_stop - ops[k].gpu_start));
+    if (gap > worst) worst = gap;
+  }
+  if (worst <= NCS_AN_GPU_TOL_NS) return 0;
+  a->gpu_suspect++;
+  if (a->ngsus >= sizeof a->gsus / sizeof a->gsus[0]) return 1;
+  int64_t *l = P->arr, *sorted = P->arr + n; /* free here: the caller fills arr later */
+  for (size_t k = 0; k < n; k++) l[k] = ops[k].kstart - ops[k].arrival;
+  memcpy(sorted, l, n * sizeof *l);
+  ncs_sort(sorted, n, sizeof *sorted, ncs_cmp_i64);
+  int64_t med = ncs_qi64(sorted, n, 0.5), far = -1;
+  size_t wk = 0;
+  for (size_t k = 0; k < n; k++) {
+    int64_t d = l[k] > med ? l[k] - med : med - l[k];
+    if (d > far) far = d, wk = k;
+  }
+  uint32_t i = a->ngsus++;
+  a->gsus[i].comm = ops[0].comm, a->gsus[i].func = f, a->gsus[i].seq = ops[0].seq;
+  a->gsus[i].rank = ops[wk].rank, a->gsus[i].gap = worst, a->gsus[i].launch = l[wk];
+  return 1;
+}
+
+/* the durations of an instance's ranks: largest (its latency, and where it came from), smallest
+ * positive (the transfer time), median; the latest kernel start; per rank its transfer time (its
+ * duration less its wait for the last rank's kernel, P->durs), largest and median */
+typedef struct {
+  int64_t dmax, dmin, dmed, kmax, tmax, tmed;
+  int src;
+  int slow_counted; /* complete with 3+ ranks: the slowest is counted */
+} durs_t;
+
+/* a rank's kernel cannot exchange data before the last rank's kernel started: that wait, within
+ * its duration (without GPU times, its wait for the last arrival) */
+static int64_t kernel_wait(const ncs_inst_t *in, const ncs_op_t *o, int64_t kmax) {
+  int64_t w = o->kstart && kmax ? kmax - o->kstart : in->last_arrival - o->arrival;
+  return w > o->duration ? o->duration : w < 0 ? 0 : w;
+}
+
+static durs_t durations(priv_t *P, const ncs_inst_t *in, const ncs_op_t *ops, size_t n) {
+  durs_t d = {.dmax = -1, .dmin = INT64_MAX, .tmax = -1, .src = NCS_SRC_ENQUEUE_HOST};
+  for (size_t k = 0; k < n; k++) {
+    int64_t x = ops[k].duration;
+    P->arr[k] = x;
+    if (x > d.dmax) d.dmax = x, d.src = ops[k].timing;
+    if (x > 0 && x < d.dmin) d.dmin = x;
+    if (ops[k].kstart > d.kmax) d.kmax = ops[k].kstart;
+  }
+  ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
+  d.dmed = ncs_qi64(P->arr, n, 0.5);
+  for (size_t k = 0; k < n; k++) {
+    P->durs[k] = P->arr[k] = ops[k].duration - kernel_wait(in, &ops[k], d.kmax);
+    if (P->durs[k] > d.tmax) d.tmax = P->durs[k];
+  }
+  ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
+  d.tmed = ncs_qi64(P->arr, n, 0.5);
+  return d;
+}
+
+/* the quarter of the job's time a moment falls in (0..3) */
+static int quarter(const ncs_analysis_t *a, int64_t t) {
+  int64_t span = a->job->t_last - a->job->t_first;
+  if (span <= 0 || t <= a->job->t_first) return 0;
+  if (t >= a->job->t_last) return 3;
+  return (int)((double)(t - a->job->t_first) * 4 / (double)span);
+}
+
+/* one rank's share: arrival, in-kernel wait, launch delay, last arrival, slowest (by its transfer
+ * time: a rank that waited for late peers took long, but is not slow) */
+static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops, size_t k,
+                       size_t lastk, const durs_t *d, uint32_t bi, ncs_an_instance_t *x) {
+  const ncs_op_t *o = &ops[k];
+  ncs_an_rank_t *r = an_rank(a, o);
+  int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
+  r->instances++;
+  r->kwait += o->duration - xfer, r->transfer += xfer;
+  if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
+  r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
+  int q = quarter(a, in->last_arrival); /* when the instance could run */
+  r->q_last_trials[q] += (uint32_t)x->last_counted, r->q_slow_trials[q] += (uint32_t)d->slow_counted;
+  int is_last = k == lastk && x->last_counted;
+  if (is_last) {
+    r->last++, r->q_last[q]++;
+    r->wait_caused += x->wait_caused;
+    add_evidence(r, o, x->skew);
+  }
+  if (d->slow_counted && xfer == d->tmax && xfer > d->tmed + d->tmed / 20) {
+    r->slowest++, r->q_slow[q]++, r->excess += xfer - d->tmed;
+    if (x->slowest_rank < 0) x->slowest_rank = o->rank, x->slowest_excess = xfer - d->tmed;
+  }
+  an_cell(a, bi, (uint32_t)(r - a->ranks), o, t - in->first_arrival, last - t, is_last);
+}
+
+static void retain_numbers(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_an_instance_t *x) {
+  priv_t *P = an_priv(a);
+  NCS_XGROW(P->insts, P->capinsts, in->id + 1);
+  P->insts[in->id] = *x;
+  if (in->id >= P->ninsts) P->ninsts = in->id + 1;
+}
+
+/* How long the rank of ops[k] newly waited for this instance's last arrival. NCCL calls return at
+ * once, so a rank enqueues ahead and its waits for successive instances overlap: summed, they
+ * could exceed the job's wall time. A rank's waiting is the union of its [arrival, last arrival]
+ * intervals; its arrivals on a communicator come in order, so a mark (the union's end) makes the
+ * union exact per communicator. */
+static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last) {
+  ncs_an_rank_t *r = an_rank(a, o);
+  int64_t from = o->arrival > r->wait_mark ? o->arrival : r->wait_mark;
+  int64_t fresh = last > from ? last - from : 0;
+  if (last > r->wait_mark) r->wait_mark = last;
+  r->wait_suffered += fresh;
+  return fresh;
+}
+
+void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
+  priv_t *P = an_priv(a);
+  size_t n = in->nops;
+  const ncs_op_t *I = &ops[0];
+  int32_t nr = a->job->comms[I->comm].nranks;
+  a->instances++, a->coll_ops += n;
+  for (size_t k = 0; k < n; k++) a->cov.timing[ops[k].timing]++;
+  if ((int32_t)n < nr) a->incomplete++;
+  a->unmatched_seq += (uint64_t)in->again;
+  check_mismatch(a, ops, n);
+  if (2 * n > P->capd) { /* arr: 2n for gpu_suspect */
+    P->capd = 2 * n;
+    P->arr = ncs_xrealloc(P->arr, P->capd * sizeof *P->arr);
+    P->durs = ncs_xrealloc(P->durs, P->capd * sizeof *P->durs);
+    P->fresh = ncs_xrealloc(P->fresh, P->capd * sizeof *P->fresh);
+  }
+  ncs_an_instance_t x = {.bytes = I->bytes, .log2 = log2b(I->bytes), .slowest_rank = -1,
+                         .skew = in->last_arrival - in->first_arrival};
+  x.gpu_suspect = gpu_suspect(a, ops, n);
+  durs_t d = durations(P, in, ops, n);
+  x.latency = d.dmax, x.timing = d.src, x.median_duration = d.dmed;
+  size_t lastk = 0;
+  for (size_t k = 1; k < n; k++)
+    if (ops[k].arrival > ops[lastk].arrival) lastk = k;
+  /* who arrived last counts only when every rank is in and the order is measurable: in an
+   * incomplete instance the missing rank may be the late one */
+  int complete = (int32_t)in->distinct == nr && n == in->distinct;
+  x.last_counted = complete && n > 1 && x.skew > a->job->error;
+  d.slow_counted = complete && n > 2;
+  for (size_t k = 0; k < n; k++) P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival);
+  for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += P->fresh[k];
+  ncs_an_bucket_t *b = an_bucket(a, I->comm, I->func, log2b(I->bytes), 0);
+  uint32_t bi = (uint32_t)(b - a->buckets);
+  ikey_min(&P->bx[bi].first, op_key(I));
+  for (size_t k = 0; k < n; k++) rank_share(a, in, ops, k, lastk, &d, bi, &x);
+  /* Latency is what the slowest rank took, waiting for late peers included. Bandwidth is over
+   * the transfer time: the shortest rank duration, since the rank whose kernel started last
+   * waits for no one (its whole duration is the data exchange). Waiting shows up as skew and
+   * wait, not as lower bandwidth; back-to-back this is what nccl-tests' busbw measures. */
+  double lat = (double)d.dmax, xfer = d.dmin < INT64_MAX ? (double)d.dmin : lat;
+  x.algbw = xfer > 0 ? (double)I->bytes / xfer : 0; /* bytes/ns = GB/s */
+  x.busbw = x.algbw * ncs_bus_factor(I->func, nr);
+  /* an unsampled group (NCCLSCOPE_UNSAMPLED_EVENTS) left some rank without GPU times: its
+   * duration is only the enqueue, so the instance counts for arrivals and skew but not for
+   * latency and bandwidth */
+  for (size_t k = 0; k < n; k++) x.unsampled |= ops[k].unsampled && ops[k].timing != NCS_SRC_KERNEL_GPU;
+  b->suspect += (uint64_t)x.gpu_suspect;
+  if (x.unsampled)
+    a->unsampled++;
+  else
+    an_bucket_add(a, b, I->bytes, lat, x.busbw, x.algbw, (double)x.skew, d.src);
+  an_throughput(a, ops, n, I->bytes);
+  if (P->retain) retain_numbers(a, in, &x);
+}

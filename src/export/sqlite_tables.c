@@ -1,0 +1,216 @@
+/* sqlite_tables.c - the tables of the job model and the analysis (hosts, comms, ranks,
+ * collectives, buckets, p2p) and meta (sqlite_int.h, docs/sqlite.md). */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "analyze/findings.h"
+#include "export/sqlite_int.h"
+
+/* ================================================================ the analysis tables */
+
+/* what the files lost: the job model's loss windows (docs/model.md, "Coverage") */
+static void losses(sq_t *q) {
+  const ncs_job_t *j = q->a->job;
+  sqlite3_stmt *s = q->ins[NCS_SQ_LOSSES];
+  for (uint32_t i = 0; i < j->nlosses; i++) {
+    const ncs_job_loss_t *l = &j->losses[i];
+    b_u64(s, LS_id, i), b_u64(s, LS_process_id, l->proc), b_u64(s, LS_segment, l->seg);
+    b_txt(s, LS_kind, ncs_jl_names[l->kind]), b_u64(s, LS_from_mono_ns, l->from_ns);
+    if (l->to_ns != UINT64_MAX) b_u64(s, LS_to_mono_ns, l->to_ns); /* NULL: to the end */
+    if (l->records) b_u64(s, LS_records, l->records);                /* NULL: not known */
+    b_u64(s, LS_types, l->types);
+    sq_insert(q, NCS_SQ_LOSSES);
+  }
+}
+
+void sq_analysis_tables(sq_t *q) {
+  const ncs_analysis_t *a = q->a;
+  sqlite3_stmt *s;
+  losses(q);
+  for (uint32_t h = 0; h < a->job->nhosts; h++) {
+    s = q->ins[NCS_SQ_HOSTS];
+    b_u64(s, HO_id, h), b_txt(s, HO_host, a->job->hosts[h].host);
+    b_i64(s, HO_offset_ns, a->job->hosts[h].offset), b_i64(s, HO_error_ns, a->job->hosts[h].error);
+    b_u64(s, HO_samples, a->job->hosts[h].samples);
+    sq_insert(q, NCS_SQ_HOSTS);
+  }
+  for (uint32_t c = 0; c < a->job->ncomms; c++) {
+    const ncs_job_comm_t *ci = &a->job->comms[c];
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%016" PRIx64, ci->comm_id);
+    s = q->ins[NCS_SQ_COMMS];
+    b_u64(s, CM_id, c), b_u64(s, CM_comm_id, ci->comm_id), b_txt(s, CM_comm_hex, hex);
+    if (*ci->name) b_txt(s, CM_name, ci->name);
+    b_i64(s, CM_nranks, ci->nranks), b_i64(s, CM_nnodes, ci->nnodes);
+    b_i64(s, CM_ranks_seen, ci->ranks_seen);
+    sq_insert(q, NCS_SQ_COMMS);
+  }
+  /* ranks: the report's per-rank totals belong to (comm, rank) and the process of its first
+   * operation */
+  hmap_t am = {0};
+  for (uint32_t k = 0; k < a->nranks; k++)
+    if (hm_put(&am, ((uint64_t)a->ranks[k].comm << 32) | (uint32_t)a->ranks[k].rank, k) != 0) {
+      hm_free(&am);
+      sq_oom(q);
+      return;
+    }
+  for (uint32_t k = 0; k < q->nrank_rows; k++) {
+    const ncs_job_member_t *r = &a->job->members[q->rank_first[k]];
+    s = q->ins[NCS_SQ_RANKS];
+    b_u64(s, RK_id, k + 1), b_i64(s, RK_comm, r->comm), b_i64(s, RK_rank, r->rank);
+    b_u64(s, RK_process_id, r->proc), b_u64(s, RK_segment, r->seg);
+    b_u64(s, RK_comm_index, r->index), b_u64(s, RK_abi_version, r->abi);
+    if (r->device >= 0) b_i64(s, RK_device, r->device);
+    if (*r->bus_id) b_txt(s, RK_bus_id, r->bus_id);
+    b_nz(s, RK_init_mono_ns, r->init_ns), b_nz(s, RK_finalize_mono_ns, r->fin_ns);
+    uint64_t ai;
+    if (hm_get(&am, ((uint64_t)r->comm << 32) | (uint32_t)r->rank, &ai) &&
+        a->ranks[ai].proc == r->proc) {
+      const ncs_an_rank_t *x = &a->ranks[ai];
+      b_u64(s, RK_instances, x->instances), b_u64(s, RK_last_arrivals, x->last);
+      b_i64(s, RK_wait_caused_ns, x->wait_caused), b_i64(s, RK_wait_suffered_ns, x->wait_suffered);
+      b_u64(s, RK_slowest, x->slowest), b_i64(s, RK_excess_ns, x->excess);
+      b_i64(s, RK_kernel_wait_ns, x->kwait), b_i64(s, RK_transfer_ns, x->transfer);
+      if (x->launch_n) b_i64(s, RK_launch_delay_mean_ns, x->launch_sum / (int64_t)x->launch_n);
+    }
+    sq_insert(q, NCS_SQ_RANKS);
+  }
+  hm_free(&am);
+  size_t ni = ncs_job_inst_count(a->job);
+  for (size_t i = 0; i < ni && !q->failed; i++) {
+    const ncs_inst_t *in = ncs_job_inst(a->job, i);
+    const ncs_an_instance_t *x = ncs_an_instance(a, i);
+    if (!x) continue;
+    s = q->ins[NCS_SQ_COLLECTIVES];
+    int32_t nr = a->job->comms[in->comm].nranks;
+    b_u64(s, CO_id, i + 1), b_u64(s, CO_comm, in->comm), b_txt(s, CO_func, in->func);
+    b_u64(s, CO_seq, in->seq), b_u64(s, CO_bytes, x->bytes), b_i64(s, CO_size_log2, x->log2);
+    b_i64(s, CO_nranks, nr), b_u64(s, CO_nranks_seen, in->nops);
+    b_i64(s, CO_complete, (int32_t)in->nops >= nr), b_i64(s, CO_latency_ns, x->latency);
+    b_txt(s, CO_timing, ncs_src_names[x->timing]);
+    b_i64(s, CO_median_duration_ns, x->median_duration);
+    b_dbl(s, CO_algbw_gbs, x->algbw), b_dbl(s, CO_busbw_gbs, x->busbw);
+    b_i64(s, CO_first_arrival_job_ns, in->first_arrival);
+    b_i64(s, CO_last_arrival_job_ns, in->last_arrival), b_i64(s, CO_skew_ns, x->skew);
+    b_i64(s, CO_first_rank, in->first_rank), b_i64(s, CO_last_rank, in->last_rank);
+    b_i64(s, CO_last_counted, x->last_counted), b_i64(s, CO_wait_caused_ns, x->wait_caused);
+    if (x->slowest_rank >= 0)
+      b_i64(s, CO_slowest_rank, x->slowest_rank), b_i64(s, CO_slowest_excess_ns, x->slowest_excess);
+    b_i64(s, CO_unsampled, x->unsampled != 0);
+    b_i64(s, CO_gpu_suspect, x->gpu_suspect != 0);
+    sq_insert(q, NCS_SQ_COLLECTIVES);
+  }
+  for (uint32_t k = 0; k < a->nbuckets; k++) {
+    const ncs_an_bucket_t *b = &a->buckets[k];
+    s = q->ins[NCS_SQ_BUCKETS];
+    b_u64(s, BK_id, k + 1), b_u64(s, BK_comm, b->comm), b_txt(s, BK_func, b->func);
+    b_i64(s, BK_p2p, b->p2p), b_i64(s, BK_size_log2, b->log2);
+    b_u64(s, BK_bytes_lo, b->log2 < 0 ? 0 : 1ull << b->log2);
+    b_u64(s, BK_bytes_hi, b->log2 < 0 ? 1 : 2ull << b->log2);
+    b_u64(s, BK_count, b->count), b_u64(s, BK_bytes, b->bytes);
+    b_u64(s, BK_timing_kernel_gpu, b->src[NCS_SRC_KERNEL_GPU]);
+    b_u64(s, BK_timing_proxy_host, b->src[NCS_SRC_PROXY_HOST]);
+    b_u64(s, BK_timing_enqueue_host, b->src[NCS_SRC_ENQUEUE_HOST]);
+    b_dbl(s, BK_lat_p50_ns, b->lat_p50), b_dbl(s, BK_lat_p95_ns, b->lat_p95);
+    b_dbl(s, BK_lat_p99_ns, b->lat_p99), b_dbl(s, BK_algbw_p50_gbs, b->algbw_p50);
+    b_dbl(s, BK_busbw_p50_gbs, b->busbw_p50), b_dbl(s, BK_busbw_p95_gbs, b->busbw_p95);
+    b_dbl(s, BK_busbw_p99_gbs, b->busbw_p99), b_dbl(s, BK_skew_p50_ns, b->skew_p50);
+    b_dbl(s, BK_skew_max_ns, b->skew_max);
+    sq_insert(q, NCS_SQ_BUCKETS);
+  }
+  /* send/receive pairs: each pair once, from its send */
+  for (size_t k = 0; k < q->nops && !q->failed; k++) {
+    const ncs_op_t *xp = ncs_job_op(a->job, k), *yp;
+    if (!xp || !xp->p2p || !xp->is_send || xp->pair == SIZE_MAX || !(yp = ncs_job_op(a->job, xp->pair)))
+      continue;
+    const ncs_op_t x = *xp, y = *yp;
+    s = q->ins[NCS_SQ_P2P];
+    b_u64(s, PP_id, ++q->next_row[NCS_SQ_P2P]), b_u64(s, PP_comm, x.comm);
+    b_i64(s, PP_sender, x.rank), b_i64(s, PP_receiver, y.rank), b_u64(s, PP_pair_order, x.order);
+    b_nz(s, PP_send_id, q->op_row[k]), b_nz(s, PP_recv_id, q->op_row[x.pair]);
+    b_u64(s, PP_send_bytes, x.bytes), b_u64(s, PP_recv_bytes, y.bytes);
+    b_i64(s, PP_send_arrival_job_ns, x.arrival), b_i64(s, PP_recv_arrival_job_ns, y.arrival);
+    b_i64(s, PP_send_duration_ns, x.duration), b_i64(s, PP_recv_duration_ns, y.duration);
+    sq_insert(q, NCS_SQ_P2P);
+  }
+}
+
+static void meta_txt(sq_t *q, const char *k, const char *v) {
+  sqlite3_stmt *s = q->ins[NCS_SQ_META];
+  b_txt(s, MT_key, k), b_txt(s, MT_value, v);
+  sq_insert(q, NCS_SQ_META);
+}
+static void meta_i64(sq_t *q, const char *k, int64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "%" PRId64, v);
+  meta_txt(q, k, b);
+}
+
+/* what the job covers and lost, and the report's warnings (docs/sqlite.md, "meta") */
+static void meta_coverage(sq_t *q) {
+  const ncs_analysis_t *a = q->a;
+  char k[64];
+  meta_i64(q, "unreadable_files", a->cov.unreadable);
+  meta_i64(q, "duplicate_files", a->cov.duplicates);
+  meta_i64(q, "other_run_files", a->cov.other_job);
+  meta_i64(q, "run", a->job->job), meta_i64(q, "runs", a->job->njobs);
+  meta_i64(q, "segments_without_footer", a->cov.no_footer);
+  meta_i64(q, "operation_calls", (int64_t)a->cov.op_starts);
+  meta_i64(q, "operation_calls_lost", (int64_t)a->cov.op_lost);
+  meta_i64(q, "write_errors", (int64_t)a->cov.write_errors);
+  meta_i64(q, "gaps", (int64_t)a->cov.gaps);
+  for (unsigned t = 1; t <= NCS_JL_UNKNOWN; t++) {
+    snprintf(k, sizeof k, "lost_records_%s", ncs_jl_names[t]);
+    meta_i64(q, k, (int64_t)a->cov.lost[t]);
+  }
+  for (unsigned t = 0; t < NCS_SRC_N; t++) {
+    snprintf(k, sizeof k, "timing_%s", ncs_src_names[t]);
+    meta_i64(q, k, (int64_t)a->cov.timing[t]);
+  }
+  ncs_findings_t f;
+  ncs_findings_build(&f, a, 1);
+  for (uint32_t i = 0; i < f.nwarn; i++) {
+    snprintf(k, sizeof k, "warning_%s", f.warn[i].key);
+    meta_txt(q, k, f.warn[i].text);
+  }
+  ncs_findings_free(&f);
+}
+
+void sq_meta(sq_t *q, const char *path) {
+  char abs[PATH_MAX];
+  const ncs_analysis_t *a = q->a;
+  time_t now = time(NULL);
+  struct tm tm;
+  gmtime_r(&now, &tm);
+  char created[32];
+  strftime(created, sizeof created, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  const char *kv[][2] = {{"schema", NCS_SQLITE_SCHEMA},
+                         {"tool_version", NCS_VERSION},
+                         {"sqlite_version", sqlite3_libversion()},
+                         {"source", path},
+                         {"source_abs", realpath(path, abs) ? abs : path},
+                         {"created_utc", created},
+                         {"time_unit", "ns"},
+                         {"bandwidth_unit", "GB/s (1e9 bytes/s)"}};
+  for (size_t i = 0; i < sizeof kv / sizeof kv[0]; i++) meta_txt(q, kv[i][0], kv[i][1]);
+  const struct {
+    const char *k;
+    int64_t v;
+  } nums[] = {{"trace_format_version", NCS_FORMAT_VERSION}, {"files", a->cov.files},
+              {"error_bound_ns", a->job->error}, {"instances", (int64_t)a->instances},
+              {"incomplete", (int64_t)a->incomplete}, {"rank_ops", (int64_t)a->coll_ops},
+              {"duplicate_seq", (int64_t)a->unmatched_seq}, {"mismatched", (int64_t)a->mismatched},
+              {"sends", (int64_t)a->sends}, {"recvs", (int64_t)a->recvs},
+              {"p2p_pairs", (int64_t)a->p2p_pairs}, {"p2p_unmatched_sends", (int64_t)a->p2p_unmatched_send},
+              {"p2p_unmatched_recvs", (int64_t)a->p2p_unmatched_recv},
+              {"p2p_bytes_mismatch", (int64_t)a->p2p_bytes_mismatch},
+              {"damaged_files", (int64_t)a->damaged_files}, {"unsampled", (int64_t)a->unsampled},
+              {"gpu_suspect", (int64_t)a->gpu_suspect}, {"hosts", a->job->nhosts}};
+  for (size_t i = 0; i < sizeof nums / sizeof nums[0]; i++) meta_i64(q, nums[i].k, nums[i].v);
+  meta_coverage(q);
+}
+

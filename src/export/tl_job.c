@@ -1,0 +1,236 @@
+/* tl_job.c - the job tracks and the counters of the timeline (timeline.h, docs/timeline.md).
+ *
+ * Job tracks: one row per communicator with one slice per collective instance of the job model,
+ * from its first rank's arrival to its last rank's completion, with a flow to every rank's Coll
+ * slice. Counters: per process, bytes in flight and bus bandwidth, from the Coll/P2p slices. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "export/timeline.h"
+
+/* ================================================================ counters */
+
+void tl_heap_push(wk_t *w, uint64_t ts, uint32_t proc, uint8_t kind, double d) {
+  if (GROW(w->heap, w->heap_cap, w->nheap + 1) != 0) {
+    tl_set_oom(w);
+    return;
+  }
+  uint32_t i = w->nheap++;
+  while (i) {
+    uint32_t p = (i - 1) / 2;
+    if (w->heap[p].ts <= ts) break;
+    w->heap[i] = w->heap[p];
+    i = p;
+  }
+  w->heap[i] = (cdelta_t){ts, d, proc, kind};
+}
+
+static cdelta_t heap_pop(wk_t *w) {
+  cdelta_t top = w->heap[0], last = w->heap[--w->nheap];
+  uint32_t i = 0;
+  for (;;) {
+    uint32_t c = 2 * i + 1;
+    if (c >= w->nheap) break;
+    if (c + 1 < w->nheap && w->heap[c + 1].ts < w->heap[c].ts) c++;
+    if (w->heap[c].ts >= last.ts) break;
+    w->heap[i] = w->heap[c];
+    i = c;
+  }
+  if (w->nheap) w->heap[i] = last;
+  return top;
+}
+
+static const char *const ctr_names[2] = {"bytes in flight", "busbw"};
+
+/* apply the counter changes up to `upto`, in time order, one sample per time and counter */
+void tl_counters_flush(wk_t *w, uint64_t upto) {
+  while (w->nheap && w->heap[0].ts <= upto) {
+    cdelta_t d = heap_pop(w);
+    proc_t *p = &w->x->procs[d.proc];
+    p->ctr_val[d.kind] += d.delta;
+    if (w->nheap && w->heap[0].ts == d.ts && w->heap[0].proc == d.proc &&
+        w->heap[0].kind == d.kind)
+      continue;
+    tl_track_t *t = &p->ctr[d.kind];
+    if (!p->ctr_declared[d.kind]) {
+      tl_new_track(w, t, TK_COUNTER, p->trk.uuid, p->pid);
+      t->name = t->path = ctr_names[d.kind];
+      t->order = 2000 + d.kind;
+      t->integer = d.kind == 0;
+      t->unit_bytes = d.kind == 0;
+      t->unit = d.kind == 0 ? NULL : "GB/s";
+      t->desc = d.kind == 0 ? "Bytes of the Coll/P2p operations between enqueue and completion."
+                            : "Sum of the bus bandwidth of the operations running (GPU time when "
+                              "known), as nccl-tests defines it.";
+      w->sink->track(w->sink, t);
+      p->ctr_declared[d.kind] = 1;
+    }
+    double v = p->ctr_val[d.kind];
+    if (v < 1e-9 && v > -1e-9) v = p->ctr_val[d.kind] = 0;
+    w->sink->counter(w->sink, t, d.ts, v);
+    w->st.counter_samples++;
+  }
+}
+
+/* ================================================================ the job tracks */
+
+/* the flow from instance inst's job slice to its operation op's Coll slice */
+uint64_t tl_hub_flow(size_t inst, size_t op) { return nz(hm_mix2(0xC011ull + inst, op)); }
+
+static const ncs_job_t *sort_job; /* qsort has no context argument; set under the single thread */
+static int cmp_inst(const void *a, const void *b) {
+  size_t i = *(const size_t *)a, k = *(const size_t *)b;
+  const ncs_inst_t *p = ncs_job_inst(sort_job, i), *q = ncs_job_inst(sort_job, k);
+  uint64_t pc = sort_job->comms[p->comm].comm_id, qc = sort_job->comms[q->comm].comm_id;
+  if (pc != qc) return pc < qc ? -1 : 1;
+  if (p->first_arrival != q->first_arrival) return p->first_arrival < q->first_arrival ? -1 : 1;
+  int c = strcmp(p->func, q->func);
+  if (c) return c;
+  if (p->seq != q->seq) return p->seq < q->seq ? -1 : 1;
+  return (i > k) - (i < k);
+}
+
+/* a communicator's row: a lane per overlap */
+typedef struct {
+  lane_t *lanes;
+  uint32_t n;
+  size_t cap;
+  uint32_t comm;
+  const char *name;
+} jrow_t;
+
+static lane_t *job_lane(wk_t *w, jrow_t *r, const tl_track_t *job, uint64_t start,
+                        const char *desc) {
+  uint32_t l;
+  for (l = 0; l < r->n; l++)
+    if (r->lanes[l].last_end <= start) return &r->lanes[l];
+  if (GROW(r->lanes, r->cap, r->n + 1) != 0) {
+    tl_set_oom(w);
+    return NULL;
+  }
+  lane_t *ln = &r->lanes[r->n++];
+  tl_new_track(w, &ln->t, TK_LANE, job->uuid, w->x->job_pid);
+  ln->t.name = ln->t.path = ln->t.merge_key = r->name;
+  ln->t.lane = (uint16_t)(l < 0xFFFF ? l : 0xFFFF);
+  ln->t.sort = l;
+  ln->t.desc = desc;
+  w->x->main_sink->track(w->x->main_sink, &ln->t);
+  return ln;
+}
+
+static void job_slice(wk_t *w, const lane_t *ln, size_t ii, const ncs_inst_t *in, uint64_t end,
+                      int32_t last_rank) {
+  ex_t *x = w->x;
+  const ncs_job_comm_t *c = &x->job->comms[in->comm];
+  const ncs_op_t *first = ncs_job_op(x->job, in->first_op);
+  uint64_t s = (uint64_t)in->first_arrival;
+  w->nargs = 0;
+  tl_arg_ptr(w, "commId", c->comm_id);
+  tl_arg_str(w, "func", in->func);
+  tl_arg_u64(w, "seqNumber", in->seq);
+  tl_arg_i64(w, "nranks", c->nranks);
+  tl_arg_u64(w, "ranks_seen", in->distinct);
+  tl_arg_i64(w, "first_rank", in->first_rank);
+  tl_arg_i64(w, "straggler_rank", in->last_rank);
+  tl_arg_u64(w, "skew_ns", (uint64_t)(in->last_arrival - in->first_arrival));
+  tl_arg_i64(w, "last_to_finish_rank", last_rank);
+  tl_arg_u64(w, "span_ns", end - s);
+  tl_arg_u64(w, "count", first->count);
+  tl_arg_str(w, "datatype", first->dtype);
+  tl_flow_t *fl = tl_flows(w, in->nops);
+  if (!fl) return;
+  uint32_t nf = 0;
+  for (uint32_t k = 0; k < in->nops; k++)
+    if (x->linked[in->first_op + k]) fl[nf].id = tl_hub_flow(ii, in->first_op + k), fl[nf++].out = 1;
+  tl_slice_t sl = {&ln->t, s, in->func, TC_JOB, w->args, w->nargs, fl, nf, nz(hm_mix2(0xC0, ii))};
+  x->main_sink->begin(x->main_sink, &sl);
+  x->main_sink->end(x->main_sink, &ln->t, end, NULL, 0);
+  w->st.slices++, w->st.job_slices++, w->st.coll_flows += nf;
+}
+
+void tl_emit_job(wk_t *w) {
+  ex_t *x = w->x;
+  size_t n = ncs_job_inst_count(x->job);
+  size_t *order = malloc((n + 1) * sizeof *order);
+  if (!order) {
+    tl_set_oom(w);
+    return;
+  }
+  for (size_t i = 0; i < n; i++) order[i] = i;
+  sort_job = x->job; /* in order of comm and start, for the lanes */
+  if (n > 1) qsort(order, n, sizeof *order, cmp_inst);
+  tl_track_t job;
+  tl_new_track(w, &job, TK_GROUP, 0, x->job_pid);
+  job.name = job.path = "job";
+  job.desc = "One row per communicator: one slice per collective instance over all its ranks.";
+  job.order = -1;
+  x->main_sink->track(x->main_sink, &job);
+  jrow_t row = {.comm = NONE32};
+  for (size_t i = 0; i < n && !w->oom; i++) {
+    const ncs_inst_t *in = ncs_job_inst(x->job, order[i]);
+    const ncs_job_comm_t *c = &x->job->comms[in->comm];
+    if (in->comm != row.comm) {
+      row.comm = in->comm, row.n = 0;
+      row.name = *c->name ? ncs_pool_fmt(&w->pool, "comm %s 0x%016" PRIx64 " (%d ranks)", c->name,
+                                         c->comm_id, c->nranks)
+                          : ncs_pool_fmt(&w->pool, "comm 0x%016" PRIx64 " (%d ranks)", c->comm_id,
+                                         c->nranks);
+    }
+    uint64_t s = (uint64_t)in->first_arrival, e = s + 1;
+    int32_t last = -1;
+    for (uint32_t k = 0; k < in->nops; k++) { /* the last rank to finish */
+      const ncs_op_t *op = ncs_job_op(x->job, in->first_op + k);
+      if (tl_op_end(x, op) > e || last < 0) e = max64(e, tl_op_end(x, op)), last = op->rank;
+    }
+    lane_t *ln = job_lane(w, &row, &job, s,
+                          "Collective instances (commId, func, seqNumber) of the job model: from "
+                          "the first rank's arrival (its API call) to the last rank's completion. "
+                          "skew_ns: last arrival - first arrival; straggler_rank: the rank that "
+                          "arrived last.");
+    if (!ln) break;
+    ln->last_end = e;
+    job_slice(w, ln, order[i], in, e, last);
+  }
+  free(row.lanes);
+  free(order);
+}
+
+/* What the files lost (docs/model.md, "Coverage"): a row per file with loss windows, a slice per
+ * window, on the job's tracks. The windows come by file, then by time. */
+void tl_emit_losses(wk_t *w) {
+  ex_t *x = w->x;
+  const ncs_job_t *j = x->job;
+  tl_track_t grp;
+  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
+  grp.name = grp.path = "lost records";
+  grp.desc = "What each trace file says it lost: dropped records, failed writes, damaged ranges, a "
+             "damaged tail, or nothing known after the last chunk of a process without a footer.";
+  grp.order = -2;
+  x->main_sink->track(x->main_sink, &grp);
+  jrow_t row = {.comm = NONE32};
+  for (uint32_t i = 0; i < j->nlosses && !w->oom; i++) {
+    const ncs_job_loss_t *l = &j->losses[i];
+    if (l->proc != row.comm) row.comm = l->proc, row.n = 0, row.name = j->procs[l->proc].path;
+    uint64_t s = to_out(x, l->proc, l->from_ns);
+    uint64_t e = l->to_ns == UINT64_MAX ? (uint64_t)j->t_last : to_out(x, l->proc, l->to_ns);
+    e = max64(e, s + 1);
+    lane_t *ln = job_lane(w, &row, &grp, s, "Loss windows of one trace file (model.h ncs_job_loss_t): "
+                                            "records 0 means the count is not known.");
+    if (!ln) break;
+    ln->last_end = e;
+    w->nargs = 0;
+    tl_arg_str(w, "kind", ncs_jl_names[l->kind <= NCS_JL_UNKNOWN ? l->kind : 0]);
+    tl_arg_u64(w, "records", l->records);
+    tl_arg_u64(w, "types", l->types);
+    tl_arg_u64(w, "segment", l->seg);
+    static const char *const names[] = {"lost", "lost: drops", "lost: no_slot", "lost: write",
+                                        "lost: gap", "lost: tail", "lost: unknown"};
+    tl_slice_t sl = {&ln->t, s, names[l->kind <= NCS_JL_UNKNOWN ? l->kind : 0], TC_LOSS, w->args,
+                     w->nargs, NULL, 0, 0};
+    x->main_sink->begin(x->main_sink, &sl);
+    x->main_sink->end(x->main_sink, &ln->t, e, NULL, 0);
+    w->st.slices++;
+  }
+  free(row.lanes);
+}

@@ -1,0 +1,127 @@
+/* internal.h - what the files of the job model share (model.h is the contract). */
+#ifndef NCS_MODEL_INTERNAL_H
+#define NCS_MODEL_INTERNAL_H
+
+#include <stdint.h>
+
+#include "model/model.h"
+#include "trace/reader.h"
+#include "util/hmap.h"
+
+/* an operation while its file holds it: what the records said, in the file's monotonic time;
+ * the public ncs_op_t is made from it when it leaves the file (merge.c op_finish). Kept small:
+ * a file holds every operation between its START and its settled completion. */
+typedef struct {
+  uint32_t proc, seg, comm;
+  int32_t rank, peer;
+  uint8_t p2p, is_send, unsampled, complete, api;
+  uint32_t cflags;
+  uint64_t id, seq, order, count;
+  int64_t root;
+  const char *func, *dtype;
+  uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
+} held_t;
+
+/* an open collective instance (match.c) */
+typedef struct {
+  uint32_t comm;
+  const char *func;
+  uint64_t seq;
+  ncs_op_t *ops;
+  size_t n, cap;
+  uint64_t *seen; /* bitmap of ranks [0, nranks) */
+  uint32_t distinct, nseen_words;
+  int64_t joined; /* merged time of the last record */
+  uint64_t opened; /* order it was opened in: the oldest open instance of a key comes first */
+  int again;       /* opened by a rank that was in another open instance of the key */
+  int used;
+} inst_t;
+
+/* a send or receive waiting for its partner (match.c) */
+typedef struct {
+  ncs_op_t o;
+  int32_t src, dst;
+  int used;
+  int64_t joined;
+} pwait_t;
+
+typedef struct {
+  /* lookups built by pass 1 */
+  hmap_t comm_map;   /* hash of (commId, nranks[, file]) + probe -> comm index */
+  hmap_t member_map; /* (proc, seg, index) -> member index */
+  hmap_t rank_seen;  /* (comm, rank) -> 1 */
+  size_t cap_procs, cap_comms, cap_members, cap_hosts, cap_losses;
+  /* the streaming pass */
+  const ncs_job_sink_t *sink;
+  void *arg;
+  int hostpass; /* the pass that estimates host offsets: instances only, to clock.c */
+  int64_t now, last_sweep;
+  uint64_t held, pending; /* rank operations held now; of which pending in their files */
+  inst_t *inst;
+  size_t ninst, capinst, nopen;
+  uint32_t *inst_free;
+  size_t ninst_free, capinst_free;
+  hmap_t im, pm; /* open instances, waiting sends/recvs: hash -> index (match.c vfind) */
+  uint32_t *comm_open; /* per communicator: open instances */
+  size_t ncomm_open;
+  pwait_t *pw;
+  size_t npw, cappw, npw_used;
+  uint32_t *pw_free;
+  size_t npw_free, cappw_free;
+  uint64_t next_inst_id, next_open;
+  /* host offsets (clock.c, during the host pass) */
+  int64_t *hd, *hsp; /* [host * NCS_JOB_HOST_SAMPLES + k] */
+  uint64_t *hn, rng;
+  int64_t *lo, *hi;
+  /* retained (opts.retain; retain.c) */
+  int retain;
+  ncs_op_t *ops;
+  size_t nops, capops;
+  ncs_inst_t *insts;
+  size_t ninsts, capinsts;
+} jpriv_t;
+
+static inline jpriv_t *jp(const ncs_job_t *j) { return (jpriv_t *)j->priv; }
+
+/* job.c */
+uint32_t job_comm(ncs_job_t *j, const ncs_comm_info_t *c, uint32_t proc);
+/* jobs.c: which files form the job, decided after pass 1 */
+typedef struct {
+  int *excl;           /* per file: NCS_JX_* */
+  uint32_t *same_as;   /* per file: NCS_JX_DUPLICATE's kept file */
+  uint32_t *job_no;    /* per file: its job, 1-based; 0 unknown */
+  ncs_job_part_t *parts;
+  uint32_t njobs, job, nexcluded;
+} job_plan_t;
+/* 0, or -1 with err (and *why) when `want` (0: the only one) names no job */
+int job_plan(const ncs_job_t *j, uint32_t want, job_plan_t *pl, int *why, char *err, size_t errlen);
+void job_plan_free(job_plan_t *pl);
+/* clock.c */
+void clock_scan_begin(void **state);
+void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg);
+void clock_scan_end(void *state, ncs_job_proc_t *p);
+void clock_hosts(ncs_job_t *j);
+void clock_host_instance(ncs_job_t *j, const ncs_op_t *ops, size_t n);
+/* coverage.c */
+void cov_scan_begin(void **state);
+void cov_scan_item(void *state, ncs_job_t *j, uint32_t proc, const ncs_item_t *it, uint32_t seg,
+                   uint64_t seg_start);
+void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc);
+void clock_host_offsets(ncs_job_t *j);
+void clock_job_offsets(ncs_job_t *j);
+/* merge.c */
+void merge_pass(ncs_job_t *j);
+/* match.c */
+void match_coll(ncs_job_t *j, const ncs_op_t *o);
+void match_p2p(ncs_job_t *j, const ncs_op_t *o);
+void match_sweep(ncs_job_t *j);
+void match_end(ncs_job_t *j);
+void match_free(ncs_job_t *j);
+void match_peak(ncs_job_t *j);
+/* retain.c */
+void retain_instance(ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops);
+void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner);
+void retain_layout(ncs_job_t *j);
+void retain_free(ncs_job_t *j);
+
+#endif

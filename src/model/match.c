@@ -1,0 +1,311 @@
+/* match.c - collective instances and send/receive pairs (model.h).
+ *
+ * A finished operation joins its instance, keyed (comm, func, seq); the instance is handed out
+ * as soon as every rank of the communicator is in. One that no record joined for
+ * NCS_JOB_HORIZON_NS of merged time is closed incomplete, and so is the oldest open one of a
+ * communicator with NCS_JOB_OPEN_MAX open (both are "evicted"); a record that arrives after its
+ * instance was closed starts a new one. Sends and receives wait, keyed (comm, sender, receiver,
+ * order), for their partner at most the horizon.
+ *
+ * The maps are verified: the map holds hash + k -> index for the first free k < VPROBE, and a
+ * match function says whether an index is the key sought. Lookups probe the VPROBE slots
+ * whatever is absent, so deletions need no tombstones. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/internal.h"
+#include "util/mem.h"
+#include "util/num.h"
+
+#define VPROBE 8
+typedef int (*vmatch_f)(const jpriv_t *P, uint64_t idx, const void *key);
+
+static int vfind(const jpriv_t *P, const hmap_t *m, uint64_t h, vmatch_f match, const void *key,
+                 uint64_t *idx, uint64_t *at) {
+  for (uint64_t k = 0; k < VPROBE; k++) {
+    uint64_t v;
+    if (hm_get(m, h + k, &v) && match(P, v, key)) {
+      if (idx) *idx = v;
+      if (at) *at = h + k;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+static int vput(hmap_t *m, uint64_t h, uint64_t idx) {
+  for (uint64_t k = 0; k < VPROBE; k++)
+    if (!hm_get(m, h + k, NULL)) {
+      if (hm_put(m, h + k, idx) != 0) ncs_oom();
+      return 0;
+    }
+  return -1; /* VPROBE colliding keys: not expected with 64-bit hashes */
+}
+
+static int older(int64_t now, int64_t t) {
+  return now > t && (uint64_t)now - (uint64_t)t > (uint64_t)NCS_JOB_HORIZON_NS;
+}
+
+void match_peak(ncs_job_t *j) {
+  jpriv_t *P = jp(j);
+  if (P->nopen > j->run.peak_open) j->run.peak_open = P->nopen;
+  if (P->held > j->run.peak_held) j->run.peak_held = P->held;
+}
+
+/* ------------------------------------------------------------------ handing out */
+static int cmp_rank(const void *x, const void *y) {
+  const ncs_op_t *a = x, *b = y;
+  if (a->rank != b->rank) return a->rank < b->rank ? -1 : 1;
+  if (a->proc != b->proc) return a->proc < b->proc ? -1 : 1;
+  if (a->seg != b->seg) return a->seg < b->seg ? -1 : 1;
+  return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
+  jpriv_t *P = jp(j);
+  ncs_sort(x->ops, x->n, sizeof *x->ops, cmp_rank);
+  ncs_inst_t in = {.comm = x->comm, .func = x->func, .seq = x->seq, .nops = (uint32_t)x->n,
+                   .distinct = x->distinct, .again = x->again, .evicted = evicted,
+                   .first_arrival = INT64_MAX,
+                   .last_arrival = INT64_MIN};
+  for (size_t k = 0; k < x->n; k++) {
+    const ncs_op_t *o = &x->ops[k];
+    if (o->arrival < in.first_arrival) in.first_arrival = o->arrival, in.first_rank = o->rank;
+    if (o->arrival > in.last_arrival) in.last_arrival = o->arrival, in.last_rank = o->rank;
+  }
+  if (P->hostpass) {
+    clock_host_instance(j, x->ops, x->n);
+    return;
+  }
+  in.id = P->next_inst_id++;
+  if (P->retain) retain_instance(j, &in, x->ops);
+  if (P->sink && P->sink->instance) P->sink->instance(P->arg, &in, x->ops);
+}
+
+static void hand_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) {
+  jpriv_t *P = jp(j);
+  if (partner && !op->is_send) { /* the Send first */
+    const ncs_op_t *t = op;
+    op = partner, partner = t;
+  }
+  if (P->retain) retain_p2p(j, op, partner);
+  if (P->sink && P->sink->p2p) P->sink->p2p(P->arg, op, partner);
+}
+
+/* ------------------------------------------------------------------ collective instances */
+typedef struct {
+  uint32_t comm;
+  const char *func;
+  uint64_t seq;
+} ikey_t;
+
+static uint64_t inst_hash(const ikey_t *k) {
+  return hm_mix(hm_mix(k->seq) ^ ((uint64_t)k->comm << 32) ^ (uint64_t)(uintptr_t)k->func);
+}
+static int inst_match(const jpriv_t *P, uint64_t idx, const void *key) {
+  const ikey_t *k = key;
+  const inst_t *x = &P->inst[idx];
+  return x->used && x->comm == k->comm && x->func == k->func && x->seq == k->seq;
+}
+
+static void close_instance(ncs_job_t *j, size_t i, int evicted) {
+  jpriv_t *P = jp(j);
+  inst_t *x = &P->inst[i];
+  ikey_t k = {x->comm, x->func, x->seq};
+  uint64_t h = inst_hash(&k), v;
+  for (uint64_t q = 0; q < VPROBE; q++) /* its own slot: other instances may share the key */
+    if (hm_get(&P->im, h + q, &v) && v == i) {
+      hm_del(&P->im, h + q);
+      break;
+    }
+  evicted = evicted && (int32_t)x->distinct < j->comms[x->comm].nranks;
+  if (evicted && !P->hostpass) j->run.evicted++;
+  hand_instance(j, x, evicted);
+  P->held -= x->n;
+  P->comm_open[x->comm]--;
+  P->nopen--;
+  x->used = 0, x->n = 0;
+  NCS_XGROW(P->inst_free, P->capinst_free, P->ninst_free + 1);
+  P->inst_free[P->ninst_free++] = (uint32_t)i;
+}
+
+/* the open instance of the comm with the oldest last record */
+static void evict_oldest(ncs_job_t *j, uint32_t comm) {
+  jpriv_t *P = jp(j);
+  size_t best = SIZE_MAX;
+  for (size_t i = 0; i < P->ninst; i++)
+    if (P->inst[i].used && P->inst[i].comm == comm &&
+        (best == SIZE_MAX || P->inst[i].joined < P->inst[best].joined))
+      best = i;
+  if (best != SIZE_MAX) close_instance(j, best, 1);
+}
+
+static size_t open_instance(ncs_job_t *j, const ikey_t *k, uint64_t h) {
+  jpriv_t *P = jp(j);
+  size_t idx;
+  if (P->ninst_free) {
+    idx = P->inst_free[--P->ninst_free];
+  } else {
+    NCS_XGROW(P->inst, P->capinst, P->ninst + 1);
+    idx = P->ninst++;
+  }
+  inst_t *x = &P->inst[idx];
+  int32_t nr = j->comms[k->comm].nranks;
+  x->comm = k->comm, x->func = k->func, x->seq = k->seq, x->used = 1, x->n = 0, x->distinct = 0;
+  x->opened = P->next_open++, x->again = 0;
+  uint32_t words = nr > 0 ? (uint32_t)((nr + 63) / 64) : 0;
+  if (words > x->nseen_words) {
+    x->seen = ncs_xrealloc(x->seen, words * sizeof *x->seen);
+    x->nseen_words = words;
+  }
+  if (words) memset(x->seen, 0, words * sizeof *x->seen);
+  (void)vput(&P->im, h, idx); /* on failure: an instance of its own, closed by the sweep */
+  if (k->comm >= P->ncomm_open) NCS_XGROW(P->comm_open, P->ncomm_open, k->comm + 1);
+  P->nopen++, P->comm_open[k->comm]++;
+  return idx;
+}
+
+static int has_rank(const inst_t *x, int32_t rank, int32_t nranks) {
+  return rank >= 0 && rank < nranks && (x->seen[rank / 64] >> (rank % 64) & 1);
+}
+
+/* The open instance of o's key that o's rank has not joined yet, the oldest one: a rank's n-th
+ * record of a key belongs to its n-th instance, however the records of a reload cycle (the same
+ * seqNumbers again) interleave with the last ones of the cycle before. */
+static int find_instance(const jpriv_t *P, const ikey_t *k, uint64_t h, const ncs_op_t *o,
+                         int32_t nranks, size_t *idx, int *again) {
+  int found = 0;
+  for (uint64_t q = 0; q < VPROBE; q++) {
+    uint64_t v;
+    if (!hm_get(&P->im, h + q, &v) || !inst_match(P, v, k)) continue;
+    if (has_rank(&P->inst[v], o->rank, nranks)) {
+      *again = 1; /* this rank ran the key again while an instance of it was open */
+      continue;
+    }
+    if (!found || P->inst[v].opened < P->inst[*idx].opened) *idx = (size_t)v, found = 1;
+  }
+  return found;
+}
+
+void match_coll(ncs_job_t *j, const ncs_op_t *o) {
+  jpriv_t *P = jp(j);
+  ikey_t k = {o->comm, o->func, o->seq};
+  uint64_t h = inst_hash(&k);
+  int32_t nr = j->comms[o->comm].nranks;
+  size_t idx = 0;
+  int again = 0;
+  if (!find_instance(P, &k, h, o, nr, &idx, &again)) {
+    idx = open_instance(j, &k, h);
+    P->inst[idx].again = again;
+  }
+  inst_t *x = &P->inst[idx];
+  NCS_XGROW(x->ops, x->cap, x->n + 1);
+  x->ops[x->n++] = *o;
+  x->joined = P->now;
+  P->held++;
+  match_peak(j);
+  if (o->rank >= 0 && o->rank < nr && !has_rank(x, o->rank, nr)) {
+    x->seen[o->rank / 64] |= 1ull << (o->rank % 64);
+    x->distinct++;
+  }
+  if ((int32_t)x->distinct >= nr)
+    close_instance(j, idx, 0);
+  else if (P->comm_open[o->comm] > NCS_JOB_OPEN_MAX)
+    evict_oldest(j, o->comm);
+}
+
+/* ------------------------------------------------------------------ point-to-point */
+typedef struct {
+  uint32_t comm;
+  int32_t s, d;
+  uint64_t order;
+  int want_send;
+} pkey_t;
+
+static uint64_t p2p_hash(const pkey_t *k) {
+  return hm_mix(hm_mix(k->order) ^ ((uint64_t)k->comm << 40) ^ ((uint64_t)(uint32_t)k->s << 20) ^
+                (uint32_t)k->d);
+}
+static int p2p_match(const jpriv_t *P, uint64_t idx, const void *key) {
+  const pkey_t *k = key;
+  const pwait_t *w = &P->pw[idx];
+  return w->used && w->o.comm == k->comm && w->src == k->s && w->dst == k->d &&
+         w->o.order == k->order && w->o.is_send == k->want_send;
+}
+
+static void p2p_drop(jpriv_t *P, size_t i, uint64_t at) {
+  hm_del(&P->pm, at);
+  P->pw[i].used = 0, P->npw_used--, P->held--;
+  NCS_XGROW(P->pw_free, P->cappw_free, P->npw_free + 1);
+  P->pw_free[P->npw_free++] = (uint32_t)i;
+}
+
+/* one Send/Recv: paired with the waiting k-th of the other side, or left waiting */
+void match_p2p(ncs_job_t *j, const ncs_op_t *o) {
+  jpriv_t *P = jp(j);
+  pkey_t k = {o->comm, o->is_send ? o->rank : o->peer, o->is_send ? o->peer : o->rank, o->order,
+              !o->is_send};
+  uint64_t h = p2p_hash(&k), idx, at;
+  if (vfind(P, &P->pm, h, p2p_match, &k, &idx, &at)) {
+    ncs_op_t w = P->pw[idx].o;
+    p2p_drop(P, (size_t)idx, at);
+    hand_p2p(j, o, &w);
+    return;
+  }
+  if (P->npw_free) {
+    idx = P->pw_free[--P->npw_free];
+  } else {
+    NCS_XGROW(P->pw, P->cappw, P->npw + 1);
+    idx = P->npw++;
+  }
+  if (vput(&P->pm, h, idx) != 0) { /* VPROBE collisions: stays unpaired */
+    NCS_XGROW(P->pw_free, P->cappw_free, P->npw_free + 1);
+    P->pw_free[P->npw_free++] = (uint32_t)idx;
+    hand_p2p(j, o, NULL);
+    return;
+  }
+  P->pw[idx] = (pwait_t){.o = *o, .src = k.s, .dst = k.d, .used = 1, .joined = P->now};
+  P->npw_used++, P->held++;
+  match_peak(j);
+}
+
+static void give_up(ncs_job_t *j, size_t i, int evicted) {
+  jpriv_t *P = jp(j);
+  pwait_t *w = &P->pw[i];
+  pkey_t k = {w->o.comm, w->src, w->dst, w->o.order, w->o.is_send};
+  uint64_t at;
+  if (!vfind(P, &P->pm, p2p_hash(&k), p2p_match, &k, NULL, &at)) return;
+  ncs_op_t o = w->o;
+  p2p_drop(P, i, at);
+  if (evicted) j->run.p2p_evicted++;
+  hand_p2p(j, &o, NULL);
+}
+
+/* close what the horizon passed: instances not joined, sends/recvs waiting that long */
+void match_sweep(ncs_job_t *j) {
+  jpriv_t *P = jp(j);
+  P->last_sweep = P->now;
+  for (size_t i = 0; i < P->ninst; i++)
+    if (P->inst[i].used && older(P->now, P->inst[i].joined)) close_instance(j, i, 1);
+  for (size_t i = 0; i < P->npw; i++)
+    if (P->pw[i].used && older(P->now, P->pw[i].joined)) give_up(j, i, 1);
+}
+
+/* the end of the pass: what is still open is incomplete, what still waits is unpaired */
+void match_end(ncs_job_t *j) {
+  jpriv_t *P = jp(j);
+  for (size_t i = 0; i < P->ninst; i++)
+    if (P->inst[i].used) close_instance(j, i, 0);
+  for (size_t i = 0; i < P->npw; i++)
+    if (P->pw[i].used) give_up(j, i, 0);
+}
+
+void match_free(ncs_job_t *j) {
+  jpriv_t *P = jp(j);
+  for (size_t i = 0; i < P->ninst; i++) free(P->inst[i].ops), free(P->inst[i].seen);
+  free(P->inst), free(P->inst_free), free(P->comm_open), free(P->pw), free(P->pw_free);
+  hm_free(&P->im), hm_free(&P->pm);
+  P->inst = NULL, P->inst_free = NULL, P->comm_open = NULL, P->pw = NULL, P->pw_free = NULL;
+  P->ninst = P->capinst = P->nopen = P->ninst_free = P->capinst_free = P->ncomm_open = 0;
+  P->npw = P->cappw = P->npw_used = P->npw_free = P->cappw_free = 0;
+}

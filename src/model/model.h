@@ -1,0 +1,338 @@
+/* model.h - the job model: one reading of a recorded job that every analysis and output uses
+ * (docs/model.md is the contract in prose).
+ *
+ * A job is the trace files of one directory (or the files given), one per process. The model
+ * reads them and decides, once, for everyone:
+ *   - the files (procs), their segments (one per plugin load) and their damage;
+ *   - the communicators, keyed by (commId, nranks), and their members (one COMM chunk: a rank of
+ *     a communicator as one segment of one file recorded it);
+ *   - the clocks: per file, CLOCK_REALTIME - CLOCK_MONOTONIC (median of its CLOCK pairs, with
+ *     their spread); per host, its offset against host 0 from collective end times (with an
+ *     error); per file, how the GPU's pTimer maps to host time (with an error bound when kernel
+ *     launches were recorded). "Job time" is ns on one time line for the whole job: a file's
+ *     monotonic ns plus ncs_job_proc_t.job_off;
+ *   - the operations (one Coll or P2p of one rank: ncs_op_t), with their arrival, enqueue,
+ *     completion and GPU times in job time, their duration and where it came from;
+ *   - the collective instances: the operations with the same (commId, func, seqNumber), gathered
+ *     while the job is read; a rank's n-th record of a key belongs to the key's n-th instance, so
+ *     a reloaded library restarting its seqNumbers starts new instances;
+ *   - the send/receive pairs: the k-th Send of rank s to d with the k-th Recv of d from s;
+ *   - which files form the job: a file that repeats another (the same host, pid and first
+ *     segment: a copy) is read once; files of runs that share no communicator at the same time
+ *     are other jobs, never merged into this one (one is chosen: ncs_job_opts_t.job).
+ *
+ * Two ways to consume it:
+ *   - streaming (ncs_job_stream): every file is read at once, merged in time order, and each
+ *     instance and each send/receive is handed to a sink as soon as it is final. Memory is
+ *     bounded by the operations in flight, not by the length of the job (docs/report.md,
+ *     "Memory");
+ *   - retaining (ncs_job_opts_t.retain): the same pass also keeps every operation and instance,
+ *     in a documented order, for exporters that need all of them (ncs_job_op, ncs_job_inst).
+ *
+ * Strings handed out (function, datatype, host and communicator names) are pooled: they live as
+ * long as the job, and within one job pointer equality is string equality.
+ */
+#ifndef NCS_MODEL_MODEL_H
+#define NCS_MODEL_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/format.h"
+#include "util/pool.h"
+
+/* bounds of the streaming pass (docs/report.md, "Memory"); -D overrides are for tests */
+#ifndef NCS_JOB_HORIZON_NS
+#define NCS_JOB_HORIZON_NS 10000000000ll /* trace time after which an open instance is closed */
+#endif
+#ifndef NCS_JOB_SETTLE_NS
+#define NCS_JOB_SETTLE_NS 1000000000ll /* trace time a completion waits for its revisions */
+#endif
+#define NCS_JOB_OPEN_MAX 4096       /* open instances per communicator at most */
+#define NCS_JOB_HOST_SAMPLES 65536  /* host offset samples kept per host (reservoir) */
+#define NCS_JOB_CLOCK_SAMPLES 65536 /* CLOCK pairs and KernelCh clock gaps used per file */
+#define NCS_JOB_COMM_INDEX_MAX 4096 /* communicator indexes of a segment the model follows */
+/* a KernelCh pTimer more than this after the host saw the channel start belongs to another
+ * operation and is not used to map the GPU clock (docs/report.md, "GPU times that cannot be
+ * right") */
+#define NCS_JOB_GPU_TOL_NS 1000000ll
+
+/* where an operation's duration comes from, best first */
+enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
+extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
+
+/* how a file's GPU pTimer maps to host time */
+enum { NCS_GPU_NONE = 0, NCS_GPU_REALTIME = 1, NCS_GPU_OWN = 2 };
+extern const char *const ncs_gpu_domain_names[3]; /* "none", "realtime", "own" */
+
+typedef struct {
+  uint32_t index;     /* 0 the first */
+  uint64_t start_mono, start_real; /* the SEGMENT chunk's */
+  uint64_t last_ns;   /* its latest event, clock pair or counter time (monotonic) */
+  uint32_t mode, mask, epoch;
+  const char *plugin_version, *cmdline; /* pooled */
+  uint64_t pool_bytes;
+  int clean;          /* ended with a FOOTER */
+} ncs_job_seg_t;
+
+/* What a file says it lost (docs/model.md, "Coverage"): a time window of the file's monotonic
+ * clock, the records lost in it (0: unknown) and their event types (bit per NCS_T_*; every bit
+ * when not known). */
+enum {
+  NCS_JL_DROPS = 1,   /* the plugin's buffer was full: records dropped on NCCL's thread */
+  NCS_JL_NO_SLOT = 2, /* more producer threads than slots */
+  NCS_JL_WRITE = 3,   /* a chunk could not be written (disk full, I/O error) */
+  NCS_JL_GAP = 4,     /* damaged bytes the reader skipped */
+  NCS_JL_TAIL = 5,    /* the file is damaged or cut from here on: the rest is lost */
+  NCS_JL_UNKNOWN = 6, /* a segment without a footer (a killed process): after its last chunk */
+};
+extern const char *const ncs_jl_names[7]; /* "", "drops", "no_slot", "write", "gap", "tail", "unknown" */
+#define NCS_JL_ALL_TYPES ((1u << NCS_T_COUNT) - 1)
+
+typedef struct {
+  uint32_t proc, seg, kind;
+  uint64_t from_ns, to_ns; /* monotonic; to_ns UINT64_MAX: to the end of the recording */
+  uint64_t records;        /* 0: not known */
+  uint32_t types;
+} ncs_job_loss_t;
+
+/* why a listed file is not part of the job (it is kept in procs, with no segments, so that
+ * indexes stay those of the list) */
+enum {
+  NCS_JX_NONE = 0,
+  NCS_JX_DUPLICATE = 1, /* the same recording as the file same_as (host, pid, first segment) */
+  NCS_JX_OTHER_JOB = 2, /* it belongs to another job (job_no) than the one chosen */
+};
+
+/* what one file covers */
+typedef struct {
+  uint64_t lost[NCS_JL_UNKNOWN + 1]; /* records lost by kind (0 when not counted) */
+  uint64_t lost_by_type[NCS_T_COUNT]; /* drops and no-slot losses by event type */
+  uint64_t write_errors;   /* chunks that could not be written */
+  uint64_t gaps, gap_bytes;
+  uint64_t starts[NCS_T_COUNT]; /* calls the plugin counted (footers, else the last snapshot) */
+  uint64_t groups, groups_unsampled; /* group sampling: groups started; of which without GPU times */
+  uint32_t nolog_segs;     /* segments without a footer */
+} ncs_job_cov_t;
+
+/* one recording: a trace (or flight) file, one process */
+typedef struct {
+  const char *path;   /* as listed (pooled) */
+  const char *host;   /* pooled; "?" when no segment could be read */
+  uint64_t pid;
+  uint32_t host_index;
+  int readable;       /* 0: it could not be opened (why: damage_msg) */
+  int damage;         /* NCS_DAMAGE_* of the reader: the file ends early (truncated, corrupt) */
+  char damage_msg[256];
+  ncs_job_seg_t *segs;
+  uint32_t nsegs;
+  uint64_t first_ns;  /* monotonic ns of its earliest event record; 0 none */
+  /* clocks (docs/report.md, "Clocks") */
+  int64_t clk_off;    /* median (realtime - monotonic) over its first NCS_JOB_CLOCK_SAMPLES pairs */
+  int64_t clk_spread; /* max - min of (realtime - monotonic) over all pairs */
+  uint32_t clk_pairs;
+  int64_t job_off;    /* job time = monotonic + job_off: 0 on one host, else clk_off - host offset */
+  int gpu_domain;     /* NCS_GPU_* */
+  int64_t gpu_off;    /* host monotonic = pTimer - gpu_off */
+  int64_t gpu_err;    /* the true gpu_off lies in [gpu_off, gpu_off + gpu_err]; -1 unknown (no
+                       * kernel launch recorded before a kernel) */
+  int gpu_conflict;   /* a kernel would start before its launch with any offset the starts allow */
+  int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
+  uint64_t gap_n;
+  ncs_job_cov_t cov;  /* what it lost (loss windows: ncs_job_t.losses) */
+  uint32_t abi_max;   /* the newest profiler ABI version NCCL called its communicators through
+                       * (its COMM chunks; 0 none) */
+  int excluded;       /* NCS_JX_*: not read (host and pid are still known) */
+  uint32_t same_as;   /* NCS_JX_DUPLICATE: the file read in its place */
+  uint32_t job_no;    /* the job (1-based, ncs_job_t.parts) its file belongs to; 0 unknown (a
+                       * file that could not be read belongs to whichever is chosen) */
+} ncs_job_proc_t;
+
+/* one job found among the listed files: files joined by a communicator they held at the same time */
+typedef struct {
+  uint32_t files;     /* readable files of it, duplicates not counted */
+  uint32_t first;     /* index of its first file */
+  uint64_t comm_id;   /* the commId of one of its communicators (0: none recorded) */
+  int64_t start_real, end_real; /* realtime span of its files' segments */
+} ncs_job_part_t;
+
+
+typedef struct {
+  const char *host;   /* pooled */
+  int64_t offset;     /* ns to subtract from this host's realtime to get host 0's */
+  int64_t error;      /* its error bound (docs/report.md, "Clocks") */
+  uint64_t samples;
+} ncs_job_host_t;
+
+typedef struct {
+  uint64_t comm_id;   /* NCCL's commHash; 0 (ABI v1-v3): the communicator of one file only */
+  int32_t nranks, nnodes;
+  const char *name;   /* pooled; "" when none */
+  int32_t ranks_seen; /* distinct ranks recorded (COMM chunks) */
+} ncs_job_comm_t;
+
+/* a communicator member: one COMM chunk, a rank of a communicator as one segment of one file
+ * recorded it */
+typedef struct {
+  uint32_t proc, seg, index; /* the file, its segment, the comm index there */
+  uint32_t comm;             /* index into comms */
+  int32_t rank;
+  uint32_t abi;
+  int32_t device;            /* CUDA device at init, -1 unknown */
+  const char *bus_id;        /* pooled; "" unknown */
+  uint64_t init_ns, fin_ns;  /* monotonic ns of its init and finalize (0: not recorded) */
+} ncs_job_member_t;
+
+/* One Coll or P2p of one rank. Times are job time (ns); 0 is unknown. */
+typedef struct {
+  uint32_t proc, seg;    /* its file and segment */
+  uint64_t id;           /* event id of the Coll/P2p START in that segment, as `dump` prints */
+  uint32_t comm;         /* index into comms */
+  int32_t rank, peer;    /* peer: P2p only */
+  const char *func, *dtype; /* pooled; dtype and count are the user's (CollApi/P2pApi) when known */
+  uint64_t seq;          /* Coll: seqNumber */
+  uint64_t order;        /* P2p: the k-th Send (Recv) of rank to (from) peer on comm, 0-based */
+  uint64_t count;
+  int64_t root;
+  uint64_t bytes;        /* nccl-tests' algbw size: count x type size (x nranks for AllGather and
+                          * ReduceScatter); 0 when the datatype is not known */
+  uint8_t p2p, is_send;
+  uint8_t unsampled;     /* recorded in an unsampled group (NCS_SF_UNSAMPLED): expect no KernelCh */
+  uint8_t complete;      /* a COMPLETE record was seen */
+  uint8_t api;           /* its CollApi/P2pApi record was found: count, datatype and arrival are
+                          * the user's call's */
+  uint32_t cflags;       /* its NCS_CF_* flags */
+  int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
+  int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
+  int64_t end;           /* completion from its children (COMPLETE end) */
+  int64_t kstart, kstop; /* GPU kernel start and stop mapped to job time */
+  uint64_t gpu_start, gpu_stop; /* the same as raw pTimer ns: one GPU's clock, no mapping */
+  int64_t duration;      /* ns, from `timing` */
+  int timing;            /* NCS_SRC_*: kernel_gpu (GPU stop - start), proxy_host (completion end -
+                          * first child start), enqueue_host (STOP - arrival: a lower bound) */
+  size_t inst;           /* retained Coll: index of its instance; else SIZE_MAX */
+  size_t pair;           /* retained P2p: index of its partner; SIZE_MAX when unpaired or Coll */
+} ncs_op_t;
+
+/* a collective instance: its operations, sorted by rank */
+typedef struct {
+  uint32_t comm;
+  const char *func;
+  uint64_t seq;
+  uint32_t nops;          /* rank records (fewer than nranks: incomplete) */
+  uint32_t distinct;      /* distinct ranks among them (fewer than nops: ranks out of range) */
+  int again;              /* opened by a rank that ran the key again while an instance of it was
+                           * still open (a reload cycle overlapping the last one, or a duplicate) */
+  int evicted;            /* closed incomplete before the end: the horizon or NCS_JOB_OPEN_MAX */
+  int64_t first_arrival, last_arrival;
+  int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival (lowest on ties) */
+  uint64_t id;            /* order it was handed out in (0, 1, ...) */
+  size_t first_op;        /* retained: its operations are ncs_job_op(j, first_op + k), k < nops */
+} ncs_inst_t;
+
+/* what the streaming pass hands over. Pointers are valid during the call only. */
+typedef struct {
+  /* a finished instance: complete, evicted, or open at the end of the job */
+  void (*instance)(void *arg, const ncs_inst_t *in, const ncs_op_t *ops);
+  /* a send or receive: paired (op is the Send, partner the Recv), or given up unpaired
+   * (partner NULL) by the horizon or at the end */
+  void (*p2p)(void *arg, const ncs_op_t *op, const ncs_op_t *partner);
+} ncs_job_sink_t;
+
+/* why ncs_job_open failed */
+enum {
+  NCS_JOB_ERR_NO_INPUT = 1, /* no trace files */
+  NCS_JOB_ERR_SEVERAL = 2,  /* the files hold several jobs and none was chosen (err lists them) */
+  NCS_JOB_ERR_NO_JOB = 3,   /* the chosen job does not exist */
+};
+
+#define NCS_JOB_LAST UINT32_MAX
+
+typedef struct {
+  int retain;   /* keep every operation and instance (memory grows with the job) */
+  uint32_t job; /* which job, when the files hold several (1-based, by start time; NCS_JOB_LAST
+                 * the latest); 0: they must hold one */
+  int *why;     /* optional out: NCS_JOB_ERR_* when the open fails */
+} ncs_job_opts_t;
+
+typedef struct {
+  char path[512];
+  ncs_job_proc_t *procs;
+  uint32_t nprocs;
+  ncs_job_host_t *hosts;
+  uint32_t nhosts;
+  ncs_job_comm_t *comms;
+  uint32_t ncomms;
+  ncs_job_member_t *members;
+  uint32_t nmembers;
+  int64_t error;           /* error bound of every cross-rank time difference, ns: the largest
+                            * CLOCK pair spread plus the largest host offset error */
+  int64_t t_first, t_last; /* earliest and latest event of the job (job time); wall = last - first */
+  ncs_job_loss_t *losses;  /* every loss window of every file, by file then time */
+  uint32_t nlosses;
+  uint32_t unreadable, damaged; /* files that could not be opened; files that end early */
+  uint32_t duplicates;     /* files left out as copies of another (NCS_JX_DUPLICATE) */
+  uint32_t other_job;      /* files left out as another job's (NCS_JX_OTHER_JOB) */
+  ncs_job_part_t *parts;   /* the jobs found among the listed files, by start time */
+  uint32_t njobs, job;     /* how many; which one this is (1-based) */
+  /* the last streaming pass (docs/report.md, "Memory") */
+  struct {
+    uint64_t evicted;       /* incomplete instances closed before the end: horizon or cap */
+    uint64_t p2p_evicted;   /* sends/recvs given up unpaired before the end: horizon */
+    uint64_t peak_open;     /* most collective instances open at once */
+    uint64_t peak_held;     /* most rank operations held at once (pending, open, unpaired) */
+    uint32_t passes;        /* reading passes over the files: 2, 3 with several hosts */
+    double pass_s[3];       /* seconds of each pass */
+  } run;
+  ncs_pool_t strs;
+  void *priv;
+} ncs_job_t;
+
+/* Read the files of a directory (or one file): pass 1 (files, segments, communicators, clocks)
+ * and, with several hosts, the pass that estimates host offsets. NULL with err filled (and
+ * opts->why) when there are no trace files, or when they hold several jobs and opts->job does not
+ * choose one. Unreadable files are kept, marked (readable 0), and counted; duplicates and
+ * other jobs' files are kept, marked (excluded), and counted. */
+ncs_job_t *ncs_job_open(const char *path, const ncs_job_opts_t *opts, char *err, size_t errlen);
+/* the same for an explicit list of files */
+ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t *opts, char *err,
+                              size_t errlen);
+/* The streaming pass: every instance and send/receive to the sink (NULL: none; with retain the
+ * job keeps them anyway). Run it once. */
+void ncs_job_stream(ncs_job_t *j, const ncs_job_sink_t *sink, void *arg);
+void ncs_job_free(ncs_job_t *j);
+
+/* the retained operations and instances (opts.retain, after ncs_job_stream). Instances are in
+ * (comm, func, seq, then the order they finished) order; the operations of instance i are
+ * ncs_job_op(j, first_op + k), k < nops, by rank. Operations are in the order they were handed
+ * out: a send is directly followed by its receive (ncs_op_t.pair links them). NULL past the end. */
+size_t ncs_job_op_count(const ncs_job_t *j);
+const ncs_op_t *ncs_job_op(const ncs_job_t *j, size_t i);
+size_t ncs_job_inst_count(const ncs_job_t *j);
+const ncs_inst_t *ncs_job_inst(const ncs_job_t *j, size_t i);
+
+/* clocks */
+static inline int64_t ncs_job_time(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
+  return mono ? (int64_t)(mono + (uint64_t)j->procs[proc].job_off) : 0; /* wraps, never UB */
+}
+static inline int64_t ncs_job_realtime(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
+  return mono ? (int64_t)(mono + (uint64_t)j->procs[proc].clk_off) : 0;
+}
+/* a pTimer value of file proc in job time; 0 when its GPU clock is not mapped */
+int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer);
+
+/* The first loss window of file proc, of a kind in `kinds` (bit per NCS_JL_*), that overlaps
+ * [from, to] (monotonic ns) and lost records of a type in `types`; NULL when the file says it lost
+ * none there. (UNKNOWN windows start where a recording without a footer ends: a question about
+ * what happened up to that end leaves them out.) */
+#define NCS_JL_RECORDED (~(1u << NCS_JL_UNKNOWN)) /* every kind but UNKNOWN */
+const ncs_job_loss_t *ncs_job_lost(const ncs_job_t *j, uint32_t proc, uint64_t from, uint64_t to,
+                                   uint32_t kinds, uint32_t types);
+
+/* the communicator of (commId, nranks) seen in file proc; -1 when the job has none */
+int64_t ncs_job_comm_index(const ncs_job_t *j, uint64_t comm_id, int32_t nranks, uint32_t proc);
+/* the member of file proc, segment seg, comm index idx; NULL when none was recorded */
+const ncs_job_member_t *ncs_job_member(const ncs_job_t *j, uint32_t proc, uint32_t seg,
+                                       uint64_t idx);
+
+#endif

@@ -1,0 +1,51 @@
+/* fmt.c - durations, sizes, shares and UTC times (fmt.h). */
+#include "util/fmt.h"
+
+#include <stdio.h>
+#include <time.h>
+
+void ncs_fmt_dur(char *o, size_t n, double ns, int style) {
+  static const struct {
+    double div;
+    const char *unit, *fixed;
+  } u[] = {{1e9, "s", "%.2f %s"}, {1e6, "ms", "%.2f %s"}, {1e3, "us", "%.1f %s"}, {1, "ns", "%.0f %s"}};
+  double a = ns < 0 ? -ns : ns;
+  size_t k = 0;
+  while (k < 3 && a < u[k].div) k++;
+  snprintf(o, n, style == NCS_DUR_SHORT ? "%g %s" : u[k].fixed, ns / u[k].div, u[k].unit);
+}
+
+static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+
+void ncs_fmt_bytes(char *o, size_t n, int lg) {
+  if (lg < 0) {
+    snprintf(o, n, "0 B");
+    return;
+  }
+  int k = lg / 10;
+  if (k > 4) k = 4;
+  snprintf(o, n, "%llu %s", 1ull << (lg - 10 * k), units[k]);
+}
+
+void ncs_fmt_size(char *o, size_t n, uint64_t b) {
+  double v = (double)b;
+  int k = 0;
+  while (k < 4 && v >= 1024) v /= 1024, k++;
+  if (k)
+    snprintf(o, n, "%.1f %s", v, units[k]);
+  else
+    snprintf(o, n, "%llu B", (unsigned long long)b);
+}
+
+double ncs_pct(uint64_t a, uint64_t b) { return b ? 100.0 * (double)a / (double)b : 0; }
+
+void ncs_fmt_utc(char *o, size_t n, int64_t real) {
+  time_t s = (time_t)(real / 1000000000);
+  struct tm tm;
+  char b[32];
+  if (real <= 0 || !gmtime_r(&s, &tm) || !strftime(b, sizeof b, "%Y-%m-%d %H:%M:%S", &tm)) {
+    snprintf(o, n, "?");
+    return;
+  }
+  snprintf(o, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
+}

@@ -1,0 +1,26 @@
+/* fmt.h - how the read side writes durations, sizes and shares (ncs_util): one formatter each, so
+ * that the terminal, JSON notes, HTML and diagnose print the same number the same way. */
+#ifndef NCS_UTIL_FMT_H
+#define NCS_UTIL_FMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+  NCS_DUR_FIXED = 0, /* "1.50 s", "15.30 ms", "12.3 us", "850 ns": text and tables */
+  NCS_DUR_SHORT = 1, /* "1.5 s", "15.3 ms", "12.3 us", "850 ns": chart ticks (%g) */
+};
+void ncs_fmt_dur(char *out, size_t len, double ns, int style);
+static inline void ncs_fmt_ns(char *out, size_t len, double ns) {
+  ncs_fmt_dur(out, len, ns, NCS_DUR_FIXED);
+}
+/* the lower bound of a size bucket [2^log2, 2^(log2+1)): "256 KiB"; "0 B" for log2 -1 */
+void ncs_fmt_bytes(char *out, size_t len, int log2);
+/* a byte count: "512 B", "1.5 KiB", "3.0 GiB" */
+void ncs_fmt_size(char *out, size_t len, uint64_t bytes);
+/* a realtime in ns as "2026-01-31 12:00:00.123 UTC" ("?" when not a time) */
+void ncs_fmt_utc(char *out, size_t len, int64_t real_ns);
+/* 100 * a / b, 0 when b is 0 */
+double ncs_pct(uint64_t a, uint64_t b);
+
+#endif
