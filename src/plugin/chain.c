@@ -352,7 +352,8 @@ ncs_result_t ncs_chain_finalize(void *context) {
     ncs_result_t rc = ch.api.v1->finalize(c->theirs); /* the same signature in every version */
     if (rc != NCS_SUCCESS) atomic_fetch_add(&ch.errors, 1);
   }
-  c->ok = 0;
+  /* c->ok stays: a shared proxy thread keeps starting ProxyCtrl with its creator's context after
+   * the creator's finalize, and NCCL would pass them to the chained plugin too (research 1.4) */
   return NCS_SUCCESS;
 }
 
@@ -526,7 +527,12 @@ ncs_result_t ncs_chain_start(void *ctx, void **eh, void *descr, ncs_start_rec_fn
     *eh = fo ? oh : (void *)&ch_null[0];
     return NCS_SUCCESS;
   }
-  if (!oh && !th) { /* nothing to map: the STOP/STATEs go to whoever got the START, with NULL */
+  /* NCCL skips the STOP/STATEs of a NULL handle, but for NetPlugin events (research notes 3.10) */
+  if (t != NCS_T_NET_PLUGIN) {
+    if (!oh) fo = 0;
+    if (!th) ft = 0;
+  }
+  if (!oh && !th) { /* nothing to map: the STOP/STATEs go to whoever gets them, with NULL */
     atomic_store_explicit(&e->key, 0, memory_order_release);
     *eh = &ch_null[fo | ft];
     return NCS_SUCCESS;
