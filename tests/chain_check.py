@@ -25,11 +25,11 @@ import subprocess
 import sys
 
 TYPES = ["Group", "Coll", "P2p", "ProxyOp", "ProxyStep", "ProxyCtrl", "KernelCh", "NetPlugin",
-         "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch"]
+         "GroupApi", "CollApi", "P2pApi", "KernelLaunch", "CeColl", "CeSync", "CeBatch", "KernelPhase"]
 BIT = {t: 1 << i for i, t in enumerate(TYPES)}
-ALL = 0x7FFF
+ALL = 0xFFFF
 TRIG = {
-    "GroupApi": ALL & ~BIT["ProxyCtrl"],
+    "GroupApi": 0x7FFF & ~BIT["ProxyCtrl"],
     "CollApi": sum(BIT[t] for t in ["CollApi", "Coll", "ProxyOp", "ProxyStep", "KernelCh", "NetPlugin",
                                     "CeColl", "CeSync", "CeBatch"]),
     "P2pApi": sum(BIT[t] for t in ["P2pApi", "P2p", "ProxyOp", "ProxyStep", "KernelCh", "NetPlugin"]),
@@ -41,7 +41,7 @@ TRIG = {
     "ProxyStep": BIT["ProxyStep"] | BIT["NetPlugin"],
     "ProxyCtrl": BIT["ProxyCtrl"], "KernelCh": BIT["KernelCh"], "NetPlugin": BIT["NetPlugin"],
     "CeColl": BIT["CeColl"] | BIT["CeSync"] | BIT["CeBatch"], "CeSync": BIT["CeSync"],
-    "CeBatch": BIT["CeBatch"],
+    "CeBatch": BIT["CeBatch"], "KernelPhase": BIT["KernelPhase"],
 }
 
 
@@ -112,7 +112,10 @@ def main():
         fail("the chained plugin saw %d violations: %s" % (viol, summ))
     mask = int(re.search(r"mask=0x([0-9a-f]+)", summ[0]).group(1), 16)
     their_abi = int(re.search(r"abi=(\d+)", summ[0]).group(1))
-    vtypes = 0x3F if their_abi <= 2 else 0xFF if their_abi <= 4 else 0xFFF if their_abi == 5 else ALL
+    vtypes = 0x3F if their_abi <= 2 else 0xFF if their_abi <= 4 else 0xFFF if their_abi == 5 else \
+        0x7FFF if their_abi == 6 else ALL
+    if abi >= 7 and mask & BIT["KernelPhase"]:
+        mask |= BIT["KernelCh"]  # NCCL 2.31 turns KernelCh on for KernelPhase
     nulls = os.environ.get("CHAINLOG_NULL_ANCESTORS") == "1"
     null_stops = sum(int(re.search(r"null_stops=(\d+)", s).group(1)) for s in summ)
     null_states = sum(int(re.search(r"null_states=(\d+)", s).group(1)) for s in summ)

@@ -28,7 +28,7 @@
 #include "trace/format.h"
 
 #ifndef CHAINLOG_MAX_ABI
-#define CHAINLOG_MAX_ABI 6
+#define CHAINLOG_MAX_ABI 7
 #endif
 #ifndef CHAINLOG_MIN_ABI
 #define CHAINLOG_MIN_ABI 1
@@ -57,7 +57,7 @@ static char first_violation[256];
 static _Atomic int first_taken;
 
 static const uint32_t trigger[NCS_NTYPES] = {
-    [NCS_T_GROUP_API] = NCS_EV_ALL & ~(uint32_t)NCS_EV_PROXY_CTRL,
+    [NCS_T_GROUP_API] = NCS_EV_ALL_V6 & ~(uint32_t)NCS_EV_PROXY_CTRL,
     [NCS_T_COLL_API] = NCS_EV_COLL_API | NCS_EV_COLL | NCS_EV_PROXY_OP | NCS_EV_PROXY_STEP | NCS_EV_KERNEL_CH |
                        NCS_EV_NET_PLUGIN | NCS_EV_CE_COLL | NCS_EV_CE_SYNC | NCS_EV_CE_BATCH,
     [NCS_T_P2P_API] = NCS_EV_P2P_API | NCS_EV_P2P | NCS_EV_PROXY_OP | NCS_EV_PROXY_STEP | NCS_EV_KERNEL_CH |
@@ -75,6 +75,7 @@ static const uint32_t trigger[NCS_NTYPES] = {
     [NCS_T_CE_COLL] = NCS_EV_CE_COLL | NCS_EV_CE_SYNC | NCS_EV_CE_BATCH,
     [NCS_T_CE_SYNC] = NCS_EV_CE_SYNC,
     [NCS_T_CE_BATCH] = NCS_EV_CE_BATCH,
+    [NCS_T_KERNEL_PHASE] = NCS_EV_KERNEL_PHASE,
 };
 
 static void violation(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -89,7 +90,7 @@ static void violation(const char *fmt, ...) {
 }
 
 static uint32_t abi_types(int abi) {
-  return abi <= 2 ? NCS_EV_ALL_V1 : abi <= 4 ? NCS_EV_ALL_V3 : abi == 5 ? NCS_EV_ALL_V5 : NCS_EV_ALL;
+  return abi <= 2 ? NCS_EV_ALL_V1 : abi <= 4 ? NCS_EV_ALL_V3 : abi == 5 ? NCS_EV_ALL_V5 : abi == 6 ? NCS_EV_ALL_V6 : NCS_EV_ALL;
 }
 
 static ev_t *ev_of(void *h) {
@@ -113,6 +114,7 @@ static uint32_t parent_ok(int t, int abi) {
   case NCS_T_CE_COLL: return 1u << NCS_T_COLL_API;
   case NCS_T_CE_SYNC:
   case NCS_T_CE_BATCH: return 1u << NCS_T_CE_COLL;
+  case NCS_T_KERNEL_PHASE: return 1u << NCS_T_KERNEL_CH;
   default: return 0;
   }
 }
@@ -153,13 +155,15 @@ static int start(void *ctx, void **eh, uint64_t type, void *parent, int pxn, int
     violation("start with a NULL eHandle");
     return 0;
   }
-  if (!type || (type & (type - 1)) || type > NCS_EV_CE_BATCH) {
+  if (!type || (type & (type - 1)) || type > NCS_EV_KERNEL_PHASE) {
     violation("start of unknown type 0x%llx", (unsigned long long)type);
     *eh = NULL;
     return 0;
   }
   int t = __builtin_ctzll(type);
-  if (!((abi_types(abi) >> t) & 1) || !(trigger[t] & cfg_mask)) violation("start of type %s, not asked for", ncs_schema[t].name);
+  /* NCCL 2.31 (v7) turns KernelCh on for a mask with KernelPhase */
+  uint32_t eff = abi >= 7 && (cfg_mask & NCS_EV_KERNEL_PHASE) ? cfg_mask | NCS_EV_KERNEL_CH : cfg_mask;
+  if (!((abi_types(abi) >> t) & 1) || !(trigger[t] & eff)) violation("start of type %s, not asked for", ncs_schema[t].name);
   if (!pxn && !ctx_ok(ctx)) violation("start of %s with context %p, not one of ours", ncs_schema[t].name, ctx);
   if (parent && !pxn) {
     ev_t *p = ev_of(parent);
@@ -169,7 +173,7 @@ static int start(void *ctx, void **eh, uint64_t type, void *parent, int pxn, int
       violation("start of %s with a parent of type %s", ncs_schema[t].name, ncs_schema[p->type].name);
   }
   atomic_fetch_add_explicit(&cnt[t][0], 1, memory_order_relaxed);
-  if (!((cfg_mask >> t) & 1) && cfg_null_anc) return cfg_start_err; /* *eh not written */
+  if (!((eff >> t) & 1) && cfg_null_anc) return cfg_start_err; /* *eh not written */
   uint32_t i = atomic_fetch_add(&nev, 1);
   if (i >= NEV) {
     atomic_fetch_add(&exhausted, 1);
@@ -216,6 +220,9 @@ static __attribute__((unused)) int start_v6(void *c, void **eh, ncs_descr_v6_t *
   }
   return r;
 }
+static __attribute__((unused)) int start_v7(void *c, void **eh, ncs_descr_v7_t *d) {
+  return start_v6(c, eh, (ncs_descr_v6_t *)d); /* v6's members at the same offsets (ncs_abi.h) */
+}
 static __attribute__((unused)) int start_v4(void *c, void **eh, ncs_descr_v4_t *d) { return d ? start(c, eh, d->type, d->parentObj, PXN_OF(d), 4) : 0; }
 static __attribute__((unused)) int start_v3(void *c, void **eh, ncs_descr_v3_t *d) { return d ? start(c, eh, d->type, d->parentObj, PXN_OF(d), 3) : 0; }
 static __attribute__((unused)) int start_v2(void *c, void **eh, ncs_descr_v2_t *d) { return d ? start(c, eh, d->type, d->parentObj, PXN_OF(d), 2) : 0; }
@@ -223,6 +230,10 @@ static __attribute__((unused)) int start_v1(void *c, void **eh, ncs_descr_v1_t *
 static __attribute__((unused)) int state_v4(void *h, ncs_state_t s, ncs_args_v4_t *a) { (void)s, (void)a; return end(h, 1); }
 static __attribute__((unused)) int state_v1(void *h, ncs_state_t s, ncs_args_v1_t *a) { (void)s, (void)a; return end(h, 1); }
 
+static __attribute__((unused)) int init_v7(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r, ncs_logger_t l) {
+  (void)id, (void)n, (void)nn, (void)nr, (void)r, (void)l;
+  return do_init(c, m, 7);
+}
 static __attribute__((unused)) int init_v6(void **c, uint64_t id, int *m, const char *n, int nn, int nr, int r, ncs_logger_t l) {
   (void)id, (void)n, (void)nn, (void)nr, (void)r, (void)l;
   return do_init(c, m, 6);
@@ -251,6 +262,9 @@ static __attribute__((unused)) int init_v1(void **c, int *m) { return do_init(c,
 #define FINI fini
 #endif
 
+#if CHAINLOG_MAX_ABI >= 7 && CHAINLOG_MIN_ABI <= 7
+EXPORT const ncs_profiler_v7_t ncclProfiler_v7 = {"chainlog", init_v7, start_v7, STOP_FN, ST4, FINI};
+#endif
 #if CHAINLOG_MAX_ABI >= 6 && CHAINLOG_MIN_ABI <= 6
 EXPORT const ncs_profiler_v6_t ncclProfiler_v6 = {"chainlog", init_v6, start_v6, STOP_FN, ST4, FINI};
 #endif

@@ -12,7 +12,7 @@
  *    load (NCCLSCOPE_CHAIN_SLOTS entries; no allocation on the event path) that holds both sides'
  *    handles. Parents (parentObj, parentGroup) are translated per side;
  *  - the chained plugin is called through its newest ncclProfiler_vM with M <= NCCL's version N,
- *    as NCCL would pick it. M == N passes the descriptors through; N = 5..6 with M = 4..N-1 is
+ *    as NCCL would pick it. M == N passes the descriptors through; N = 5..7 with M = 4..N-1 is
  *    converted as NCCL's adapters do (types and states M does not know are not passed; v4's
  *    Coll/P2p parent is the Group). Other pairs leave the chain off, and the log says so.
  *
@@ -57,6 +57,7 @@ typedef struct {
 } ch_comm_t;
 
 typedef union {
+  const ncs_profiler_v7_t *v7;
   const ncs_profiler_v6_t *v6; /* also v5 */
   const ncs_profiler_v4_t *v4;
   const ncs_profiler_v3_t *v3;
@@ -91,7 +92,7 @@ static __attribute__((tls_model("initial-exec"))) _Thread_local uint64_t tls_nex
 
 /* The mask bits that make NCCL start an event of each type (the research notes, 3.1). */
 static const uint32_t trigger[NCS_NTYPES] = {
-    [NCS_T_GROUP_API] = NCS_EV_ALL & ~(uint32_t)NCS_EV_PROXY_CTRL,
+    [NCS_T_GROUP_API] = NCS_EV_ALL_V6 & ~(uint32_t)NCS_EV_PROXY_CTRL, /* not KernelPhase (below) */
     [NCS_T_COLL_API] = NCS_EV_COLL_API | NCS_EV_COLL | NCS_EV_PROXY_OP | NCS_EV_PROXY_STEP | NCS_EV_KERNEL_CH |
                        NCS_EV_NET_PLUGIN | NCS_EV_CE_COLL | NCS_EV_CE_SYNC | NCS_EV_CE_BATCH,
     [NCS_T_P2P_API] = NCS_EV_P2P_API | NCS_EV_P2P | NCS_EV_PROXY_OP | NCS_EV_PROXY_STEP | NCS_EV_KERNEL_CH |
@@ -109,6 +110,7 @@ static const uint32_t trigger[NCS_NTYPES] = {
     [NCS_T_CE_COLL] = NCS_EV_CE_COLL | NCS_EV_CE_SYNC | NCS_EV_CE_BATCH,
     [NCS_T_CE_SYNC] = NCS_EV_CE_SYNC,
     [NCS_T_CE_BATCH] = NCS_EV_CE_BATCH,
+    [NCS_T_KERNEL_PHASE] = NCS_EV_KERNEL_PHASE, /* v7: only under KernelCh, which NCCL adds for it */
 };
 
 static uint32_t abi_types(int abi) {
@@ -118,13 +120,19 @@ static uint32_t abi_types(int abi) {
   case 3:
   case 4: return NCS_EV_ALL_V3;
   case 5: return NCS_EV_ALL_V5;
+  case 6: return NCS_EV_ALL_V6;
   default: return NCS_EV_ALL;
   }
 }
 
+/* A mask as NCCL v7 uses it: KernelPhase turns KernelCh on (NCCL 2.31 does so at init). */
+static uint32_t v7_mask(uint32_t m) {
+  return (m & NCS_EV_KERNEL_PHASE) && ch.abi >= 7 ? m | NCS_EV_KERNEL_CH : m;
+}
+
 /* The chained plugin's mask as NCCL's adapter for its version leaves it. */
 static uint32_t theirs_eff(void) {
-  return (uint32_t)atomic_load_explicit(&ch.theirs_mask, memory_order_relaxed) & abi_types(ch.their_abi);
+  return v7_mask((uint32_t)atomic_load_explicit(&ch.theirs_mask, memory_order_relaxed) & abi_types(ch.their_abi));
 }
 
 /* NCCL's int is the union. The chained plugin may change its int at any time (the example plugin
@@ -139,9 +147,10 @@ static void mask_refresh(void) {
                      __ATOMIC_RELAXED);
 }
 
-/* States NCCL's adapters pass to a plugin of version M when NCCL speaks N (5..6). */
+/* States NCCL's adapters pass to a plugin of version M when NCCL speaks N (5..7). */
 static int state_passes(int state) {
   if (ch.their_abi == ch.abi) return 1;
+  if (state == NCS_ST_KERNEL_PHASE_STOP) return 0; /* v4 .. v6 */
   if (state >= NCS_ST_CE_COLL_START && state <= NCS_ST_CE_BATCH_COMPLETE) return 0; /* v4, v5 */
   if (ch.their_abi == 4 && (state == NCS_ST_GROUP_START_API_STOP || state == NCS_ST_GROUP_END_API_START))
     return 0;
@@ -247,7 +256,7 @@ int ncs_chain_load_locked(int abi) {
     sym = dlsym(lib, name);
   }
   m++; /* the loop stepped one past the version found */
-  int ok = sym != NULL && (m == abi || (abi >= 5 && abi <= 6 && m >= 4));
+  int ok = sym != NULL && (m == abi || (abi >= 5 && abi <= 7 && m >= 4));
   if (!sym)
     ncs_log(NCS_LOG_WARN, "NCCLSCOPE_CHAIN: '%s' exports no ncclProfiler_v1..v%d; nothing is chained", path, abi);
   else if (!ok)
@@ -300,6 +309,7 @@ static ncs_result_t their_init(void **tctx, uint64_t comm_id, const char *name, 
                                ncs_logger_t logfn) {
   int *tm = (int *)&ch.theirs_mask; /* one int for all its communicators, as NCCL's */
   switch (ch.their_abi) {
+  case 7: return ch.api.v7->init(tctx, comm_id, tm, name, nn, nr, r, logfn);
   case 6:
   case 5: return ch.api.v6->init(tctx, comm_id, tm, name, nn, nr, r, logfn);
   case 4: return ch.api.v4->init(tctx, tm, name, comm_id, nn, nr, r, logfn);
@@ -376,17 +386,22 @@ void ncs_chain_unload(void) {
 
 /* Every descriptor version has the type first, parentObj at 8, rank at 16 and the union at 24;
  * v5+'s type is 64-bit, older ones' 8-bit. */
-_Static_assert(offsetof(ncs_descr_v6_t, parentObj) == 8 && offsetof(ncs_descr_v4_t, parentObj) == 8 &&
+_Static_assert(offsetof(ncs_descr_v7_t, parentObj) == 8 && offsetof(ncs_descr_v6_t, parentObj) == 8 && offsetof(ncs_descr_v4_t, parentObj) == 8 &&
                    offsetof(ncs_descr_v3_t, parentObj) == 8 && offsetof(ncs_descr_v2_t, parentObj) == 8 &&
                    offsetof(ncs_descr_v1_t, parentObj) == 8,
                "parentObj");
-_Static_assert(offsetof(ncs_descr_v6_t, proxyOp.pid) == offsetof(ncs_descr_v4_t, proxyOp.pid) &&
+_Static_assert(offsetof(ncs_descr_v7_t, proxyOp.pid) == offsetof(ncs_descr_v4_t, proxyOp.pid) &&
+                   offsetof(ncs_descr_v7_t, coll.parentGroup) == offsetof(ncs_descr_v6_t, coll.parentGroup) &&
+                   offsetof(ncs_descr_v7_t, p2p.parentGroup) == offsetof(ncs_descr_v6_t, p2p.parentGroup) &&
+                   sizeof(ncs_descr_v6_t) <= sizeof(ncs_descr_v7_t) &&
+                   offsetof(ncs_descr_v6_t, proxyOp.pid) == offsetof(ncs_descr_v4_t, proxyOp.pid) &&
                    offsetof(ncs_descr_v4_t, proxyOp.pid) == offsetof(ncs_descr_v1_t, proxyOp.pid) &&
                    offsetof(ncs_descr_v3_t, proxyOp.pid) == offsetof(ncs_descr_v1_t, proxyOp.pid) &&
                    offsetof(ncs_descr_v2_t, proxyOp.pid) == offsetof(ncs_descr_v1_t, proxyOp.pid),
                "proxyOp.pid");
 
 typedef union {
+  ncs_descr_v7_t v7;
   ncs_descr_v6_t v6;
   ncs_descr_v4_t v4;
   ncs_descr_v3_t v3;
@@ -400,13 +415,15 @@ static size_t descr_size(int abi) {
   case 2: return sizeof(ncs_descr_v2_t);
   case 3: return sizeof(ncs_descr_v3_t);
   case 4: return sizeof(ncs_descr_v4_t);
-  default: return sizeof(ncs_descr_v6_t);
+  case 5:
+  case 6: return sizeof(ncs_descr_v6_t);
+  default: return sizeof(ncs_descr_v7_t);
   }
 }
 
 static int type_of(const ch_descr_t *d, int abi) {
   uint64_t ty = abi >= 5 ? d->v6.type : d->v1.type;
-  if (!ty || (ty & (ty - 1)) || ty > NCS_EV_CE_BATCH) return -1;
+  if (!ty || (ty & (ty - 1)) || ty > NCS_EV_KERNEL_PHASE) return -1;
   return __builtin_ctzll(ty);
 }
 
@@ -421,7 +438,7 @@ static int their_descr(ch_descr_t *out, const ch_descr_t *in, int t, void *paren
     return 1;
   }
   if (!((abi_types(ch.their_abi) >> t) & 1)) return 0;
-  if (ch.their_abi == 5) { /* NCCL v6, plugin v5: the same layout without the CE types */
+  if (ch.their_abi >= 5) { /* v5 and v6 are v7's prefix (NCCL v6 or v7, plugin v5 or v6) */
     memcpy(out, in, sizeof(ncs_descr_v6_t));
     out->v6.parentObj = parent;
     if (t == NCS_T_COLL) out->v6.coll.parentGroup = group;
@@ -448,6 +465,7 @@ _Static_assert(offsetof(ncs_descr_v4_t, coll) == offsetof(ncs_descr_v6_t, coll) 
 
 static ncs_result_t their_start(void *ctx, void **h, ch_descr_t *d) {
   switch (ch.their_abi) {
+  case 7: return ch.api.v7->startEvent(ctx, h, &d->v7);
   case 6:
   case 5: return ch.api.v6->startEvent(ctx, h, &d->v6);
   case 4: return ch.api.v4->startEvent(ctx, h, &d->v4);
@@ -463,6 +481,9 @@ static void their_end(void *h, int kind, int state, void *args) {
     if (ch.api.v1->stopEvent) rc = ch.api.v1->stopEvent(h); /* the same signature in every version */
   } else if (state_passes(state)) {
     switch (ch.their_abi) {
+    case 7:
+      if (ch.api.v7->recordEventState) rc = ch.api.v7->recordEventState(h, state, args);
+      break;
     case 6:
     case 5:
       if (ch.api.v6->recordEventState) rc = ch.api.v6->recordEventState(h, state, args);
@@ -484,7 +505,7 @@ ncs_result_t ncs_chain_start(void *ctx, void **eh, void *descr, ncs_start_rec_fn
   int n = ch.abi, t = type_of(d, n);
   if (t < 0) return rec(ctx, eh, descr);
   mask_refresh();
-  uint32_t fo = (trigger[t] & (uint32_t)atomic_load_explicit(&ch.ours_mask, memory_order_relaxed)) ? F_OURS : 0;
+  uint32_t fo = (trigger[t] & v7_mask((uint32_t)atomic_load_explicit(&ch.ours_mask, memory_order_relaxed))) ? F_OURS : 0;
   uint32_t ft = (trigger[t] & theirs_eff()) ? F_THEIRS : 0;
   void *octx = ctx, *tctx = ctx;
   ch_comm_t *c = ctx_comm(ctx);
