@@ -277,6 +277,17 @@ void ncs_config_load(ncs_config_t *c) {
   range_config(c);
   cupti_config(c);
   metrics_config(c);
+  const char *chain = getenv("NCCLSCOPE_CHAIN");
+  if (chain && *chain) {
+    if (strlen(chain) >= sizeof c->chain)
+      add_error(c, "NCCLSCOPE_CHAIN", chain, "path too long; no plugin is chained");
+    else
+      snprintf(c->chain, sizeof c->chain, "%s", chain);
+  }
+  uint64_t cs = env_size(c, "NCCLSCOPE_CHAIN_SLOTS", 1u << 18, 1024, 1u << 26);
+  uint32_t cp = 1024;
+  while (cp < cs) cp <<= 1;
+  c->chain_slots = cp;
   const char *dis = getenv("NCCLSCOPE_DISABLE");
   c->disabled = dis && *dis && strcmp(dis, "0") != 0;
 }

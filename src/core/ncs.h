@@ -90,6 +90,8 @@ typedef struct {
   char otlp_endpoint[512];   /* OTEL_EXPORTER_OTLP_(METRICS_)ENDPOINT */
   char otlp_headers[1024];   /* OTEL_EXPORTER_OTLP_(METRICS_)HEADERS */
   uint32_t otlp_timeout_ms;  /* OTEL_EXPORTER_OTLP_(METRICS_)TIMEOUT */
+  char chain[1024];          /* NCCLSCOPE_CHAIN: a second profiler plugin to forward to ("" none) */
+  uint32_t chain_slots;      /* NCCLSCOPE_CHAIN_SLOTS: the chain's handle table (power of 2) */
   char errors[1024]; /* configuration problems, logged through NCCL's logger at init */
 } ncs_config_t;
 
@@ -237,6 +239,10 @@ typedef struct {
   /* counters not owned by a slot (rare paths) */
   _Atomic uint64_t no_slot_drops, no_slot_by_type[NCS_T_COUNT];
 
+  /* NCCLSCOPE_CHAIN (plugin/chain.c): set once per load, before the first event, under the lock.
+   * While it is on the fast paths stay off, so every call reaches the cold paths that forward. */
+  _Atomic int chain_on;
+
   /* writer */
   int writer_running;
   pthread_t writer;
@@ -256,6 +262,7 @@ static inline void ncs_set_epoch(uint32_t e) {
  * take the slow path: KernelLaunch while CUPTI is active) or off: after set-up, at init, and
  * when group sampling starts or stops needing the slow path (plugin.c, "Event path"). */
 static inline void ncs_hot_set(int on, uint32_t types, uint32_t slow) {
+  on = on && !atomic_load(&ncs_g.chain_on); /* the chain forwards from the slow paths only */
   atomic_store(&ncs_g.hot, on ? types & ~slow : 0);
   atomic_store(&ncs_g.cold, on ? ~(types | slow) & ((1u << NCS_T_COUNT) - 1) : 0);
   atomic_store(&ncs_g.hkey_hot, on ? atomic_load(&ncs_g.hkey) : ~0u);

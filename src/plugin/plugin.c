@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/ncs.h"
+#include "plugin/chain.h"
 #include "gpu/gpu.h"
 #include "metrics/metrics.h"
 #include "range/range.h"
@@ -138,9 +139,10 @@ static void current_gpu(int *dev, char *bus, size_t len) {
   dlclose(cuda); /* drops only the reference RTLD_NOLOAD took */
 }
 
-/* Shared by every version. Never fails: a communicator we cannot track gets a NULL context. */
-static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const char *name,
-                            int nnodes, int nranks, int rank, ncs_logger_t logfn, int abi) {
+/* ncclscope's own init (the chain calls it too). Never fails: a communicator we cannot track gets
+ * a NULL context. */
+ncs_result_t ncs_init_rec(void **context, uint64_t comm_id, int *mask, const char *name,
+                          int nnodes, int nranks, int rank, ncs_logger_t logfn, int abi) {
   if (context) *context = NULL;
   if (logfn) atomic_store_explicit(&ncs_logfn, logfn, memory_order_relaxed);
   if (!context) return NCS_SUCCESS;
@@ -219,6 +221,21 @@ static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const c
   return NCS_SUCCESS;
 }
 
+/* Shared by every version: with NCCLSCOPE_CHAIN set, the first init loads the chained plugin and
+ * every init goes through the chain (plugin/chain.c). */
+static ncs_result_t do_init(void **context, uint64_t comm_id, int *mask, const char *name,
+                            int nnodes, int nranks, int rank, ncs_logger_t logfn, int abi) {
+  if (context) *context = NULL;
+  if (logfn) atomic_store_explicit(&ncs_logfn, logfn, memory_order_relaxed);
+  if (!context) return NCS_SUCCESS;
+  pthread_mutex_lock(&ncs_g.lock);
+  int chained = 0;
+  if (setup_locked() == 0 && ncs_g.cfg.chain[0]) chained = ncs_chain_load_locked(abi);
+  pthread_mutex_unlock(&ncs_g.lock);
+  if (chained) return ncs_chain_init(context, comm_id, mask, name, nnodes, nranks, rank, logfn, abi);
+  return ncs_init_rec(context, comm_id, mask, name, nnodes, nranks, rank, logfn, abi);
+}
+
 /* Returns the comm index of one of our live contexts of this load, or -1. */
 static int ctx_index(void *context) {
   uint64_t v = (uint64_t)(uintptr_t)context;
@@ -231,7 +248,7 @@ static int ctx_index(void *context) {
   return (int)idx;
 }
 
-static ncs_result_t do_finalize(void *context) {
+ncs_result_t ncs_finalize_rec(void *context) {
   pthread_mutex_lock(&ncs_g.lock);
   int idx = ncs_g.ready ? ctx_index(context) : -1;
   if (idx >= 0) {
@@ -250,6 +267,11 @@ static ncs_result_t do_finalize(void *context) {
   return NCS_SUCCESS;
 }
 
+static ncs_result_t do_finalize(void *context) {
+  if (atomic_load_explicit(&ncs_g.chain_on, memory_order_relaxed)) return ncs_chain_finalize(context);
+  return ncs_finalize_rec(context);
+}
+
 __attribute__((destructor)) static void ncs_unload(void) {
   /* dlclose, or process exit with communicators still alive (common: many programs never
    * destroy their communicators). Either way the trace is completed. */
@@ -264,6 +286,7 @@ __attribute__((destructor)) static void ncs_unload(void) {
      * handler must not outlive the code it points to */
     ncs_hot_set(0, 0, 0);
     ncs_fl_signal_remove();
+    ncs_chain_unload(); /* every communicator of the chained plugin was finalized too */
     ncs_range_free();
     free(ncs_g.comms);
     ncs_g.comms = NULL;
@@ -407,11 +430,19 @@ static COLD ncs_slow_t start_slow(void *ctx, void **eh, unsigned t, uint32_t nw,
     }                                                                                             \
     return FULL(ctx, eh, d);                                                                      \
   }
+/* NAME##_rec is ncclscope's own START; NAME hands the call to the chain when it is on (the fast
+ * paths are off then, so every START reaches it). */
 #define START_FULL_FN(NAME, DESCR, MAXT, CASES)                                                   \
-  static COLD ncs_result_t NAME(void *ctx, void **eh, DESCR *d) {                                 \
+  static COLD ncs_result_t NAME##_rec(void *ctx, void **eh, void *dv) {                           \
+    DESCR *d = dv;                                                                                \
     START_ENTRY(d, MAXT);                                                                         \
     switch (t) { CASES }                                                                          \
     return NCS_SUCCESS;                                                                           \
+  }                                                                                               \
+  static COLD ncs_result_t NAME(void *ctx, void **eh, DESCR *d) {                                 \
+    if (NCS_UNLIKELY(atomic_load_explicit(&ncs_g.chain_on, memory_order_relaxed)))                \
+      return ncs_chain_start(ctx, eh, d, NAME##_rec);                                             \
+    return NAME##_rec(ctx, eh, d);                                                                \
   }
 
 /* One START of event type Ty (NCS_T_##E), a case of the lists below: reserve the record (its size
@@ -813,7 +844,7 @@ static ncs_result_t stop_any(void *eh);
 
 /* STOP/STATE off the fast path: group sampling's hooks, counting what was wrong, or writing the
  * record after claiming a slot or a block. */
-static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a1) {
+void ncs_end_rec(void *eh, int kind, int state, uint64_t a0, uint64_t a1) {
   uint64_t h = (uint64_t)(uintptr_t)eh;
   if (NCS_UNLIKELY((h >> 56) == NCS_EH_TAG_LAUNCH)) { /* a KernelLaunch while CUPTI is active */
     h = (h & ~(0xFFull << 56)) | (NCS_EH_TAG << 56);
@@ -873,6 +904,15 @@ static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a
   ncs_publish(T, nw, NCS_REC_HDR(kind, t, nw, 0, kind == NCS_REC_STATE ? state : 0));
 }
 
+/* `args` is NCCL's state argument pointer (its ABI version's), for the chain. */
+static COLD void end_slow(void *eh, int kind, int state, uint64_t a0, uint64_t a1, void *args) {
+  if (NCS_UNLIKELY(atomic_load_explicit(&ncs_g.chain_on, memory_order_relaxed))) {
+    ncs_chain_end(eh, kind, state, a0, a1, args);
+    return;
+  }
+  ncs_end_rec(eh, kind, state, a0, a1);
+}
+
 static ncs_result_t stop_any(void *eh) {
   ncs_tls_t *T = &ncs_t;
   uint64_t h = (uint64_t)(uintptr_t)eh;
@@ -883,12 +923,12 @@ static ncs_result_t stop_any(void *eh) {
     ncs_publish(T, 3, NCS_REC_HDR(NCS_REC_STOP, ncs_eh_type(h), 3, 0, 0));
     return NCS_SUCCESS;
   }
-  end_slow(eh, NCS_REC_STOP, 0, 0, 0);
+  end_slow(eh, NCS_REC_STOP, 0, 0, 0, NULL);
   return NCS_SUCCESS;
 }
 
 /* A state value of NCS_NSTATES or more is recorded as it is and counted by the writer. */
-static HOT void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
+static HOT void record_state(void *eh, int state, uint64_t a0, uint64_t a1, void *args) {
   ncs_tls_t *T = &ncs_t;
   uint64_t h = (uint64_t)(uintptr_t)eh;
   if (NCS_LIKELY(hot_handle(h) && 5 <= (size_t)(T->end - T->w))) {
@@ -900,20 +940,20 @@ static HOT void record_state(void *eh, int state, uint64_t a0, uint64_t a1) {
     ncs_publish(T, 5, NCS_REC_HDR(NCS_REC_STATE, ncs_eh_type(h), 5, 0, state));
     return;
   }
-  end_slow(eh, NCS_REC_STATE, state, a0, a1);
+  end_slow(eh, NCS_REC_STATE, state, a0, a1, args);
 }
 
 static ncs_result_t state_v4(void *eh, ncs_state_t st, ncs_args_v4_t *a) {
   uint64_t a0 = 0;
   if (a) memcpy(&a0, a, sizeof a0); /* every v4+ state argument is the union's first 8 bytes */
-  record_state(eh, st, a0, 0);
+  record_state(eh, st, a0, 0, a);
   return NCS_SUCCESS;
 }
 
 static ncs_result_t state_v1(void *eh, ncs_state_t st, ncs_args_v1_t *a) {
   uint64_t a0 = 0, a1 = 0;
   if (a) a0 = a->proxyOp.transSize, a1 = I(a->proxyOp.steps);
-  record_state(eh, st, a0, a1);
+  record_state(eh, st, a0, a1, a);
   return NCS_SUCCESS;
 }
 
