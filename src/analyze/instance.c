@@ -56,7 +56,7 @@ static void add_mismatch(ncs_analysis_t *a, const ncs_op_t *x, const ncs_op_t *y
  * AllGather and Broadcast): only the byte counts can be compared then. */
 static int same_args(const ncs_op_t *x, const ncs_op_t *y) {
   if (x->api != y->api ? x->bytes != y->bytes : x->count != y->count || x->dtype != y->dtype) return 0;
-  return !((an_is_func(x->func, "Broadcast") || an_is_func(x->func, "Reduce")) && x->root != y->root);
+  return !((ncs_is_func(x->func, "Broadcast") || ncs_is_func(x->func, "Reduce")) && x->root != y->root);
 }
 
 /* Mismatch of one instance ops[0..n) (sorted by rank): the reference is what most ranks passed
@@ -106,7 +106,7 @@ static void check_mismatch(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
 static int gpu_suspect(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
   priv_t *P = an_priv(a);
   const char *f = ops[0].func;
-  if (n < 2 || !(an_is_func(f, "AllReduce") || an_is_func(f, "AllGather") || an_is_func(f, "ReduceScatter")))
+  if (n < 2 || !(ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter")))
     return 0;
   int64_t m1 = INT64_MIN, m2 = INT64_MIN; /* the two latest kernel starts */
   for (size_t k = 0; k < n; k++) {

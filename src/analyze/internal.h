@@ -61,7 +61,6 @@ typedef struct {
 } priv_t;
 
 static inline priv_t *an_priv(const ncs_analysis_t *a) { return (priv_t *)a->priv; }
-static inline int an_is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
 
 /* aggregate.c */
 int ikey_cmp(const ikey_t *x, const ikey_t *y);

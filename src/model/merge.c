@@ -44,7 +44,6 @@ typedef struct { /* one file in a merged pass */
 } src_t;
 
 /* ------------------------------------------------------------------ finishing an operation */
-static int is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
 
 static int has_gpu(const held_t *h) {
   return (h->cflags & NCS_CF_KERNEL) && h->gpu_stop > h->gpu_start && h->gpu_start;
@@ -188,7 +187,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   } else {
     h->p2p = 1, h->func = fstr(j, e, NCS_F(P2p, func)), h->dtype = fstr(j, e, NCS_F(P2p, datatype));
     h->count = e->f[NCS_F(P2p, count)], h->peer = (int32_t)(int64_t)e->f[NCS_F(P2p, peer)];
-    h->is_send = is_func(h->func, "Send");
+    h->is_send = ncs_is_func(h->func, "Send");
     h->order = p2p_order(S, h);
   }
   const api_t *x = e->parent_kind == NCS_REF_LOCAL ? api_get(S, e->parent) : NULL;

@@ -56,19 +56,17 @@ uint32_t ncs_type_size(const char *dt) {
   return 0; /* a name not in the table: its bytes are not known, and are not guessed */
 }
 
-static int is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
-
 uint64_t ncs_op_bytes(const char *func, const char *dt, uint64_t count, int nranks, int p2p) {
   uint64_t b = count * ncs_type_size(dt);
-  if (!p2p && (is_func(func, "AllGather") || is_func(func, "ReduceScatter")))
+  if (!p2p && (ncs_is_func(func, "AllGather") || ncs_is_func(func, "ReduceScatter")))
     b *= (uint64_t)(nranks > 0 ? nranks : 1);
   return b;
 }
 
 double ncs_bus_factor(const char *func, int nranks) {
   if (nranks <= 1) return 1.0;
-  if (is_func(func, "AllReduce")) return 2.0 * (nranks - 1) / nranks;
-  if (is_func(func, "AllGather") || is_func(func, "ReduceScatter")) return (double)(nranks - 1) / nranks;
+  if (ncs_is_func(func, "AllReduce")) return 2.0 * (nranks - 1) / nranks;
+  if (ncs_is_func(func, "AllGather") || ncs_is_func(func, "ReduceScatter")) return (double)(nranks - 1) / nranks;
   return 1.0;
 }
 

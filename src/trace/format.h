@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define NCS_FILE_MAGIC "NCSTRACE" /* 8 bytes at offset 0 */
 #define NCS_FILE_MAGIC_LEN 8
@@ -319,5 +320,7 @@ const char *ncs_state_name(unsigned s);
 uint32_t ncs_type_size(const char *dt);
 uint64_t ncs_op_bytes(const char *func, const char *dt, uint64_t count, int nranks, int p2p);
 double ncs_bus_factor(const char *func, int nranks);
+/* an operation's function (NCCL's name, "AllReduce"; NULL when not known) is name */
+static inline int ncs_is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
 
 #endif
