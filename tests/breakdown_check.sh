@@ -35,9 +35,15 @@ slowlink)
   py "assert L['network']*10>=n*8, L; assert all(b['label']=='network' for b in B), B" "not network"
   ;;
 slowgpu)
-  run t --slow-gpu 3 --slow-gpu-us 3000
+  # 20 ms per receive step: the three healthy ranks' own phases (a few ms per instance, longer
+  # when the host is loaded) stay far below the slow consumer's wait; with 3 ms a loaded host
+  # pushed the GPU wait under half of some instances' time (mixed)
+  run t --slow-gpu 3 --slow-gpu-us 20000
   json t
-  py "assert L['gpu_wait']*3>=n*2, L; assert L['network']==0 and L['peer_wait']==0, L
+  # an instance whose healthy ranks' proxy threads were descheduled for long on a loaded host
+  # really spent most of its recorded time elsewhere: at most a tenth of them may say so, and no
+  # bucket may be labelled anything but gpu_wait (or mixed)
+  py "assert L['gpu_wait']*3>=n*2, L; assert (L['network']+L['peer_wait']+L['flush'])*10<=n, L
 assert all(b['label'] in ('gpu_wait','mixed') for b in B) and any(b['label']=='gpu_wait' for b in B), B" "not gpu_wait"
   ;;
 slowrank)
