@@ -62,7 +62,10 @@ uint32_t bd_netq(acc_t *a, const ncs_event_t *e) {
   while (i < a->nnq && !same_q(&a->nq[i], &q)) i++;
   if (i == a->nnq) {
     if (a->nnq >= 0xFFFF) return UINT32_MAX;
-    NCS_XGROW(a->nq, a->capnq, a->nnq + 1);
+    if (a->nnq == a->capnq) { /* most ProxyOps use one or two QPs: not NCS_XGROW's 16 */
+      a->capnq = a->capnq ? 2 * a->capnq : 2;
+      a->nq = ncs_xrealloc(a->nq, a->capnq * sizeof *a->nq);
+    }
     a->nq[a->nnq++] = q;
   }
   a->nq[i].events++;

@@ -181,8 +181,10 @@ static void proxy_event(src_t *S, const ncs_event_t *e) {
       if (!(a = unpk(S, &S->px, e->parent, NULL)) || !hm_get(&S->px, e->parent, &v)) return;
       bd_record(&a->lk, e, NCS_T_PROXY_STEP);
       if (hm_put(&S->sp, e->id, v) != 0) ncs_oom();
-    } else if ((a = unpk(S, &S->sp, e->id, NULL))) {
-      bd_record(&a->lk, e, NCS_T_PROXY_STEP);
+    } else {
+      if ((a = unpk(S, &S->sp, e->id, NULL))) bd_record(&a->lk, e, NCS_T_PROXY_STEP);
+      /* also when its ProxyOp is gone (the operation left the file before its steps stopped):
+       * the entry would stay for the rest of the file */
       if (e->kind == NCS_REC_STOP || e->kind == NCS_REC_EXPIRED) hm_del(&S->sp, e->id);
     }
   } else if (e->type == NCS_T_NET_PLUGIN) {
