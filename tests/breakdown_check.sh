@@ -37,10 +37,11 @@ slowlink)
   py "assert L['network']*10>=n*8, L; assert all(b['label']=='network' for b in B), B" "not network"
   ;;
 slowgpu)
-  # 20 ms per receive step: the three healthy ranks' own phases (a few ms per instance, longer
-  # when the host is loaded) stay far below the slow consumer's wait; with 3 ms a loaded host
-  # pushed the GPU wait under half of some instances' time (mixed)
-  run t --slow-gpu 3 --slow-gpu-us 20000
+  # 20 ms per receive step, 2 ranks on one channel: the slow consumer's link is one of 4, and the
+  # other links' phases (about a scheduler tick per step on a loaded host) stay far below its wait
+  # (measured with 4 such runs at once: 87-95% of the proxy time gpu_wait; 4 ranks on 2 channels,
+  # one link of 16, gave 63-87%, and with 3 ms per step 14-20% under the full suite's load)
+  run t --ranks 2 --channels 1 --slow-gpu 1 --slow-gpu-us 20000
   json t
   # an instance whose healthy ranks' proxy threads were descheduled for long on a loaded host
   # really spent most of its recorded time elsewhere: at most a tenth of them may say so, and no
@@ -61,7 +62,7 @@ diff_same)
   python3 -c "import json; d=json.load(open('$W/out.json')); assert d['regressions']==0, d
 assert all(b['verdict'] in ('no_change','too_few') for b in d['buckets']), d['buckets']
 assert any(b['verdict']=='no_change' for b in d['buckets']), d['buckets']
-assert not d['findings'], d['findings']" || fail "same-seed diff found a change"
+assert all(f['change']=='not_significant' for f in d['findings']), d['findings']" || fail "same-seed diff found a change"
   ;;
 diff_slow)
   run a; run b --slow-link 1 --slow-link-us 3000

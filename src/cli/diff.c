@@ -108,6 +108,27 @@ static size_t whos(const ncs_findings_t *f, who_t *w, size_t max) {
       w[n++] = (who_t){f->items[k].kind, f->items[k].rank->comm, f->items[k].rank->rank};
   return n;
 }
+/* A finding of one run only is a change when that rank's share (last arrivals, or slowest) in
+ * that run is more than chance given both runs: P(X >= k) under the pooled share, X binomial over
+ * its trials, at most NCS_DIFF_ALPHA. A rank the other run lacks is a change. */
+#define NCS_DIFF_ALPHA 0.01
+static const ncs_an_rank_t *rank_of(const ncs_analysis_t *a, uint32_t comm, int32_t rank) {
+  for (uint32_t k = 0; k < a->nranks; k++)
+    if (a->ranks[k].comm == comm && a->ranks[k].rank == rank) return &a->ranks[k];
+  return NULL;
+}
+static int who_changed(const ncs_analysis_t *x, const ncs_analysis_t *other, const who_t *w) {
+  const ncs_an_rank_t *r = rank_of(x, w->comm, w->rank), *o = rank_of(other, w->comm, w->rank);
+  if (!r || !o) return 1;
+  int st = w->kind == NCS_FIND_STRAGGLER;
+  uint64_t k = st ? r->last : r->slowest, n = st ? r->last_trials : r->slow_trials;
+  uint64_t ko = st ? o->last : o->slowest, no = st ? o->last_trials : o->slow_trials;
+  if (!no) return 1;
+  if (!n) return 0;
+  double p0 = (double)(k + ko) / (double)(n + no);
+  return ncs_binom_sf(k, n, p0) <= NCS_DIFF_ALPHA;
+}
+
 static int has_who(const who_t *w, size_t n, const who_t *x) {
   for (size_t i = 0; i < n; i++)
     if (w[i].kind == x->kind && w[i].comm == x->comm && w[i].rank == x->rank) return 1;
@@ -272,10 +293,15 @@ int ncs_cmd_diff(int argc, char **argv) {
     for (size_t i = 0; i < n; i++) {
       if (has_who(other, no, &w[i])) continue;
       const char *what = w[i].kind == NCS_FIND_STRAGGLER ? "straggler" : "slow_rank";
-      const char *ch = side ? "vanished" : "new";
+      const char *ch = !who_changed(side ? A : B, side ? B : A, &w[i]) ? "not_significant"
+                       : side                                           ? "vanished"
+                                                                        : "new";
       if (json)
-        fprintf(o, "%s{\"change\":\"%s\",\"kind\":\"%s\",\"comm\":%u,\"rank\":%d}", nf ? "," : "", ch,
-                what, w[i].comm, w[i].rank);
+        fprintf(o, "%s{\"change\":\"%s\",\"kind\":\"%s\",\"comm\":%u,\"rank\":%d,\"run\":\"%s\"}",
+                nf ? "," : "", ch, what, w[i].comm, w[i].rank, side ? "a" : "b");
+      else if (*ch == 'n' && ch[1] == 'o')
+        fprintf(o, "  - %s: comm %u rank %d, a finding of run %s only, but no significant change "
+                   "between the runs\n", what, w[i].comm, w[i].rank, side ? "A" : "B");
       else
         fprintf(o, "  - %s %s: comm %u rank %d\n", ch, what, w[i].comm, w[i].rank);
       nf++;
