@@ -91,7 +91,6 @@ void *sim_xcalloc(size_t n, size_t size) {
 void sim_delay_point(int rank, int where) {
   if (where == SIM_AT_ENQUEUE && rank == sim_opt.slow_rank && sim_opt.slow_us)
     sim_sleep_us(sim_opt.slow_us);
-
 }
 
 /* ------------------------------------------------------------------ options */
