@@ -87,12 +87,10 @@ void *sim_xcalloc(size_t n, size_t size) {
 }
 
 /* Per-rank delays: --slow-rank R --slow-us U sleeps before each enqueue of global rank R (a
- * straggler); --slow-link R --slow-link-us U makes each network step of rank R U us longer. */
+ * straggler). --slow-link and --slow-gpu act in net.c and proxy.c. */
 void sim_delay_point(int rank, int where) {
   if (where == SIM_AT_ENQUEUE && rank == sim_opt.slow_rank && sim_opt.slow_us)
     sim_sleep_us(sim_opt.slow_us);
-  else if (where == SIM_AT_STEP && rank == sim_opt.slow_link_rank && sim_opt.slow_link_us)
-    sim_sleep_us(sim_opt.slow_link_us);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -138,7 +136,10 @@ static void usage(FILE *f) {
       "  --gpu-drift-ppm D fake GPU clock drift (default 0)\n"
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
       "  --hold MS            keep the communicators alive MS ms after their last operation finished\n"
-      "  --slow-link R --slow-link-us U  each network step of global rank R takes U us longer\n"
+      "  --slow-link R --slow-link-us U  each network transfer of global rank R takes U us longer,\n"
+      "                    one after the other (a slow link)\n"
+      "  --slow-gpu R --slow-gpu-us U  each receive step of global rank R waits U us longer in\n"
+      "                    RecvGPUWait, one after the other (a slow GPU consumer, device unpack)\n"
       "  --gpu-gbps G      a kernel lasts (bus bytes)/G ns, G in GB/s (default: as fast as it runs)\n"
       "  --cupti LIB       play the CUDA driver under this fake libcupti (tests/fake_cupti.c):\n"
       "                    kernel launches, graph instantiation and launches, kernel records\n"
@@ -206,7 +207,7 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_SLOW_GPU, O_SLOW_GPU_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
   O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
   O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER,
@@ -238,6 +239,8 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"hold", 1, 0, O_HOLD},
                                           {"slow-link", 1, 0, O_SLOW_LINK},
                                           {"slow-link-us", 1, 0, O_SLOW_LINK_US},
+                                          {"slow-gpu", 1, 0, O_SLOW_GPU},
+                                          {"slow-gpu-us", 1, 0, O_SLOW_GPU_US},
                                           {"gpu-gbps", 1, 0, O_GPU_GBPS},
                                           {"couple", 1, 0, O_COUPLE},
                                           {"fault", 1, 0, O_FAULT},
@@ -274,7 +277,7 @@ static void set_defaults(sim_opts_t *o) {
   o->count = 262144, o->seed = 1, o->mask_override = -1;
   o->flood_events = 1000000;
   o->gpu_offset_ns = 500000;
-  o->slow_rank = o->slow_link_rank = -1;
+  o->slow_rank = o->slow_link_rank = o->slow_gpu_rank = -1;
   o->couple = -1; /* auto: on with --fault */
   o->hang_s = 10;
   o->user_tags = 1;
@@ -329,6 +332,8 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_HOLD: NUM(0, 3.6e6, v); o->hold_ms = (unsigned)v; break;
     case O_SLOW_LINK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_link_rank = (int)v; break;
     case O_SLOW_LINK_US: NUM(0, 1e7, v); o->slow_link_us = (unsigned)v; break;
+    case O_SLOW_GPU: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_gpu_rank = (int)v; break;
+    case O_SLOW_GPU_US: NUM(0, 1e7, v); o->slow_gpu_us = (unsigned)v; break;
     case O_GPU_GBPS: NUM(1e-3, 1e6, o->gpu_gbps); break;
     case O_COUPLE:
       if (!strcmp(optarg, "on") || !strcmp(optarg, "off")) {

@@ -56,13 +56,15 @@ static void fill_descr(net_descr_t *nd, const sim_netreq_t *r, size_t len) {
   }
 }
 
-/* One transfer: 1..3 net-plugin events, each with its own handle. */
-static void serve(sim_netreq_t *r, uint64_t *rng) {
+/* One transfer: 1..3 net-plugin events, each with its own handle. They start here; they stop in
+ * serve_stop, at once, or with --slow-link once the transfer's due time came. */
+static void serve_start(sim_netreq_t *r, uint64_t *rng) {
   int nev = 1 + (int)(sim_rand(rng) % (r->net_kind == SIM_NET_IB ? 3 : 2));
+  r->nev = 0;
   for (int e = 0; e < nev; e++) {
     if (!(r->mask & NCS_EV_NET_PLUGIN)) break; /* NCCL does not start it (R§4) */
-    net_descr_t nd;
-    fill_descr(&nd, r, r->len / (size_t)nev);
+    net_descr_t *nd = (net_descr_t *)(void *)r->nd[e];
+    fill_descr(nd, r, r->len / (size_t)nev);
     ncs_descr_v7_t d;
     memset(&d, 0, sizeof d);
     d.type = NCS_EV_NET_PLUGIN;
@@ -70,33 +72,74 @@ static void serve(sim_netreq_t *r, uint64_t *rng) {
     d.rank = r->rank;
     d.netPlugin.id =
         (int64_t)((r->net_kind == SIM_NET_IB ? NCS_NET_TYPE_IB : NCS_NET_TYPE_SOCK) | 1);
-    d.netPlugin.data = &nd;
-    void *neh = NULL;
-    sim_ev_start(r->ctx, &neh, &d);
+    d.netPlugin.data = nd;
+    r->neh[e] = NULL;
+    sim_ev_start(r->ctx, &r->neh[e], &d);
     /* IB posts no updates; sockets: none, one or two before the stop */
     int updates = r->net_kind == SIM_NET_IB ? 0 : (int)(sim_rand(rng) % 3);
     for (int u = 0; u < updates; u++) {
-      if (r->net_kind != SIM_NET_IB) nd.sock.sock.length += 1;
-      ncs_args_v7_t a = {.netPlugin.data = &nd};
-      sim_ev_state_unchecked(SIM_T_NET_PLUGIN, neh, NCS_ST_NET_PLUGIN_UPDATE, &a);
+      if (r->net_kind != SIM_NET_IB) nd->sock.sock.length += 1;
+      ncs_args_v7_t a = {.netPlugin.data = nd};
+      sim_ev_state_unchecked(SIM_T_NET_PLUGIN, r->neh[e], NCS_ST_NET_PLUGIN_UPDATE, &a);
     }
-    sim_ev_stop_unchecked(SIM_T_NET_PLUGIN, neh); /* no NULL check in NCCL's callback */
+    r->nev++;
   }
+}
+
+static void serve_stop(sim_netreq_t *r) {
+  for (int e = 0; e < r->nev; e++)
+    sim_ev_stop_unchecked(SIM_T_NET_PLUGIN, r->neh[e]); /* no NULL check in NCCL's callback */
   atomic_store_explicit(&r->done, 1, memory_order_release);
+}
+
+/* --slow-link: the slow rank's transfers go one after the other, each U us long (a link of
+ * little bandwidth), while the helpers serve everyone else's; under g_net.mu */
+static uint64_t g_link_busy[SIM_MAX_RANKS];
+static sim_netreq_t *g_delayed; /* by due time */
+
+static void delay_req(sim_netreq_t *r) {
+  uint64_t now = sim_now_ns(), *busy = &g_link_busy[r->grank];
+  r->due = (*busy > now ? *busy : now) + (uint64_t)sim_opt.slow_link_us * 1000u;
+  *busy = r->due;
+  sim_netreq_t **p = &g_delayed;
+  while (*p && (*p)->due <= r->due) p = &(*p)->next;
+  r->next = *p, *p = r;
 }
 
 static void *net_main(void *arg) {
   uint64_t rng = sim_mix(sim_opt.seed, (uint64_t)(uintptr_t)arg + 77) | 1;
   pthread_mutex_lock(&g_net.mu);
   for (;;) {
-    while (!g_net.head && !g_net.stop) pthread_cond_wait(&g_net.cv, &g_net.mu);
-    if (!g_net.head) break;
-    sim_netreq_t *r = g_net.head;
-    g_net.head = r->next;
-    if (!g_net.head) g_net.tail = NULL;
-    pthread_mutex_unlock(&g_net.mu);
-    serve(r, &rng);
-    pthread_mutex_lock(&g_net.mu);
+    if (g_delayed && g_delayed->due <= sim_now_ns()) {
+      sim_netreq_t *r = g_delayed;
+      g_delayed = r->next;
+      pthread_mutex_unlock(&g_net.mu);
+      serve_stop(r);
+      pthread_mutex_lock(&g_net.mu);
+      continue;
+    }
+    if (g_net.head) {
+      sim_netreq_t *r = g_net.head;
+      g_net.head = r->next;
+      if (!g_net.head) g_net.tail = NULL;
+      pthread_mutex_unlock(&g_net.mu);
+      serve_start(r, &rng);
+      int slow = sim_opt.slow_link_us && r->grank == sim_opt.slow_link_rank && r->grank >= 0 &&
+                 r->grank < SIM_MAX_RANKS;
+      if (!slow) serve_stop(r);
+      pthread_mutex_lock(&g_net.mu);
+      if (slow) delay_req(r);
+      continue;
+    }
+    if (g_net.stop && !g_delayed) break;
+    if (g_delayed) { /* poll for the next due transfer */
+      uint64_t wait = (g_delayed->due - sim_now_ns()) / 1000u;
+      pthread_mutex_unlock(&g_net.mu);
+      sim_sleep_us(wait < 1 ? 1 : wait > 200 ? 200 : (unsigned)wait);
+      pthread_mutex_lock(&g_net.mu);
+      continue;
+    }
+    pthread_cond_wait(&g_net.cv, &g_net.mu);
   }
   pthread_mutex_unlock(&g_net.mu);
   return NULL;

@@ -26,7 +26,7 @@
 #include "sim.h"
 
 enum { PH_FREE = 0, PH_S_GPUWAIT, PH_S_PEERWAIT, PH_S_CTS, PH_S_SEND, PH_NET, PH_R_WAIT,
-       PH_R_DATA, PH_R_FLUSH, PH_R_GPUWAIT, PH_DONE };
+       PH_R_DATA, PH_R_FLUSH, PH_R_GPUWAIT, PH_R_CONSUME, PH_DONE };
 
 #define APPEND_BATCH 16
 
@@ -127,6 +127,7 @@ static void submit_net(sim_pop_t *o, struct sim_step *st) {
   r->rank = o->rank;
   r->is_send = o->kind == POP_SEND;
   r->fd = 40 + o->channel;
+  r->grank = o->comm ? sim_global_rank(o->comm, o->rank) : o->rank;
   r->len = st->trans;
   r->net_kind = o->net_kind;
   st->req = r;
@@ -141,7 +142,6 @@ static void start_step(sim_pop_t *o) {
   st->trans =
       off >= o->bytes ? 0 : (o->bytes - off < (size_t)o->chunk ? o->bytes - off : (size_t)o->chunk);
   st->phase = o->kind == POP_SEND ? PH_S_GPUWAIT : PH_R_WAIT;
-  sim_delay_point(o->comm ? sim_global_rank(o->comm, o->rank) : o->rank, SIM_AT_STEP);
   if (!sim_active(o->mask, SIM_T_PROXY_STEP)) return;
   ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
@@ -221,6 +221,18 @@ static int advance_step(sim_proxy_t *p, sim_pop_t *o, int s) {
     return 1;
   case PH_R_GPUWAIT:
     step_state(st, NCS_ST_PROXY_STEP_RECV_GPU_WAIT, st->trans);
+    st->phase = PH_DONE;
+    if (sim_opt.slow_gpu_us && o->comm &&
+        sim_global_rank(o->comm, o->rank) == sim_opt.slow_gpu_rank) {
+      /* --slow-gpu: the GPU consumes (unpacks) the received steps one after the other */
+      uint64_t now = sim_now_ns();
+      st->due = (o->gpu_busy > now ? o->gpu_busy : now) + (uint64_t)sim_opt.slow_gpu_us * 1000u;
+      o->gpu_busy = st->due;
+      st->phase = PH_R_CONSUME;
+    }
+    return 1;
+  case PH_R_CONSUME:
+    if (sim_now_ns() < st->due) return 0;
     st->phase = PH_DONE;
     return 1;
   default: return 0;
@@ -369,7 +381,7 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
                        link the kernel waits for its data: it ends when the network finished,
                        if that was later (the injected delay dwarfs scheduling noise). */
     uint64_t end = o->inst->gpu_launch + 700 + o->kern_ns;
-    if (sim_opt.slow_link_us > 0) {
+    if (sim_opt.slow_link_us > 0 || sim_opt.slow_gpu_us > 0) {
       uint64_t net = atomic_load(&o->inst->net_done_gpu);
       if (net > end) end = net;
     }

@@ -81,8 +81,8 @@ typedef struct {
   int64_t gpu_offset_ns;
   double gpu_drift_ppm;
   /* delay injection (report validation): -1 = none. Ranks are global ranks. */
-  int slow_rank, slow_link_rank;
-  unsigned slow_us, slow_link_us;
+  int slow_rank, slow_link_rank, slow_gpu_rank;
+  unsigned slow_us, slow_link_us, slow_gpu_us;
   double gpu_gbps; /* > 0: a kernel lasts bus bytes / gpu_gbps (see docs/nccl-sim.md) */
   unsigned hold_ms; /* --hold: the communicators stay alive this long after their last operation */
   /* peer coupling and faults (fault.c) */
@@ -149,8 +149,9 @@ void sim_sleep_us(unsigned us);
 void sim_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void sim_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void *sim_xcalloc(size_t n, size_t size);
-/* Per-rank delay injection: --slow-rank sleeps at ENQUEUE, --slow-link at each network STEP.
- * 'rank' is the global rank. */
+/* Per-rank delay injection: --slow-rank sleeps at ENQUEUE. (--slow-link delays the rank's
+ * network transfers on the net helper threads, net.c; --slow-gpu its receive steps' GPU
+ * consumption, proxy.c.) 'rank' is the global rank. */
 enum { SIM_AT_ENQUEUE = 0, SIM_AT_STEP = 1 };
 void sim_delay_point(int rank, int where);
 
@@ -256,8 +257,10 @@ typedef struct sim_pop {
     void *h;             /* stepEventHandle; the net helper reads it (NCCL's pHandle) */
     int phase, repeats;
     size_t trans;
+    uint64_t due;        /* --slow-gpu: when the GPU has consumed this step (monotonic ns) */
     struct sim_netreq *req;
   } st[SIM_STEP_RING];
+  uint64_t gpu_busy;     /* --slow-gpu: the GPU consumes one step after the other */
   int rounds, frozen;
   uint64_t gpu_start;
   uint64_t kern_ns;      /* --gpu-gbps: KernelCh lasts this long (bus bytes / G) */
@@ -297,7 +300,12 @@ typedef struct sim_netreq {
   void *ctx;
   void **step_h;         /* &sub->pHandles[i].stepEventHandle */
   int mask, rank, is_send, fd, net_kind;
+  int grank;             /* global rank (--slow-link) */
   size_t len;
+  uint64_t due;          /* --slow-link: the transfer completes at this monotonic ns */
+  int nev;               /* NetPlugin events started, and their handles and descriptors */
+  void *neh[3];
+  _Alignas(8) unsigned char nd[3][40];
   _Atomic int done;
   struct sim_netreq *next;
 } sim_netreq_t;

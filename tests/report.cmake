@@ -88,3 +88,11 @@ foreach(c slowed drops hang)
   set_tests_properties(consistency_${c} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
                        PASS_REGULAR_EXPRESSION "consistency check ${c}: ok")
 endforeach()
+
+# the breakdown's bottleneck labels and `ncclscope diff` (docs/report.md "Breakdown", docs/diff.md)
+foreach(c healthy slowlink slowgpu slowrank diff_same diff_slow outputs)
+  add_test(NAME breakdown_${c}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/breakdown_check.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/breakdown_${c} ${c})
+endforeach()

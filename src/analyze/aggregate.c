@@ -136,6 +136,8 @@ static void p2p_one(ncs_analysis_t *a, const ncs_op_t *o) {
 
 void an_p2p(ncs_analysis_t *a, const ncs_op_t *op, const ncs_op_t *partner) {
   p2p_one(a, op);
+  an_bd_op(a, op);
+  if (partner) an_bd_op(a, partner);
   if (!partner) {
     if (op->is_send)
       a->p2p_unmatched_send++;

@@ -79,6 +79,7 @@ static void finish(ncs_analysis_t *a) {
   free(reorder(a->cells, P->ckey, a->ncells, sizeof *a->cells, sizeof *P->ckey, cmp_cell_idx));
   free(reorder(a->mism, P->mkey, a->nmism, sizeof *a->mism, sizeof *P->mkey, cmp_mism_idx));
   free(bnew), free(rnew);
+  an_bd_finish(a);
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     ncs_an_bucket_t *b = &a->buckets[k];
     bx_t *x = &P->bx[k];
@@ -142,6 +143,7 @@ void ncs_analysis_free(ncs_analysis_t *a) {
   if (!a) return;
   priv_t *P = a->priv;
   if (P) {
+    an_bd_free(a);
     for (uint32_t k = 0; k < a->nbuckets; k++) {
       bx_t *x = &P->bx[k];
       qs_free(&x->lat), qs_free(&x->bw), qs_free(&x->abw), qs_free(&x->skew), qs_free(&x->tbw);

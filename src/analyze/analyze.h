@@ -51,7 +51,40 @@ typedef struct {
   double lat_min, lat_p25, lat_p75, lat_max;
   int sketch; /* 0: every quantile exact; 1: over NCS_AN_EXACT_MAX samples, from the sketch */
   uint64_t suspect; /* of its instances, those whose GPU times cannot be right (doubtful) */
+  /* where its time went (docs/report.md, "Breakdown"), summed over its instances (the model's
+   * ncs_bd_t); collectives only (p2p buckets: bd_label -1) */
+  int64_t bd_launch, bd_span, bd_ph[NCS_PH_N];
+  uint64_t bd_bytes, bd_n;          /* bd_n: instances with proxy links */
+  uint64_t bd_labels[NCS_BN_N];     /* its instances by label */
+  uint64_t bd_why[NCS_BW_N];        /* its cannot_tell instances by reason */
+  int bd_label;   /* the label of at least 2/3 of its labelled instances, else mixed; cannot_tell
+                   * when none is labelled (bd_reason: the most common reason) */
+  int bd_reason;
+  int32_t bd_wait_rank; /* peer_wait: the rank most of its peer-labelled instances waited for */
 } ncs_an_bucket_t;
+
+/* one connection (ProxyOp) of a rank, summed over the job: a channel's sends to, or receives
+ * from, one peer (docs/report.md, "Breakdown") */
+typedef struct {
+  uint32_t comm;
+  int32_t rank, peer;
+  uint16_t channel;
+  uint8_t is_send;
+  uint64_t ops, steps, bytes;
+  int64_t active;          /* summed link time: first step start to last step stop */
+  int64_t ph[NCS_PH_N];
+} ncs_an_link_t;
+
+/* NetPlugin events of a rank on one IB QP or socket, summed over the job */
+typedef struct {
+  uint32_t comm;
+  int32_t rank;
+  uint8_t kind;            /* ncs_netq_t.kind: 1 IB, 2 socket, 0 not decoded */
+  int32_t device;
+  int64_t qp;
+  uint64_t events, bytes;
+  int64_t ns;
+} ncs_an_netq_t;
 
 typedef struct {
   const char *func;
@@ -128,6 +161,12 @@ typedef struct {
   uint32_t nmism;
   uint64_t sends, recvs, p2p_pairs, p2p_unmatched_send, p2p_unmatched_recv, p2p_bytes_mismatch;
   uint64_t damaged_files; /* files that could not be read, or end early (job->unreadable + damaged) */
+  ncs_an_link_t *links; /* by (comm, rank, peer, channel, send first) */
+  uint32_t nlinks;
+  ncs_an_netq_t *netqs; /* by (comm, rank, kind, device, qp) */
+  uint32_t nnetqs;
+  uint64_t bd_instances; /* collective instances with a breakdown (proxy links) */
+  uint64_t bd_labels[NCS_BN_N]; /* collective instances by label */
   ncs_an_cell_t *cells; /* (bucket, rank) arrival sums, in order of first appearance */
   uint32_t ncells;
   uint64_t cells_dropped; /* rank operations left out of cells: NCS_AN_CELL_MAX reached */
@@ -180,6 +219,7 @@ typedef struct {
   int64_t slowest_excess; /* its duration - the median duration */
   int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */
   int gpu_suspect;       /* its GPU times cannot be right (a->gpu_suspect, docs/report.md) */
+  ncs_bd_t bd;           /* the model's breakdown and bottleneck label */
 } ncs_an_instance_t;
 
 const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i); /* NULL: past end */

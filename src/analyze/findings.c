@@ -276,3 +276,41 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     break;
   }
 }
+
+/* ------------------------------------------------------------------ breakdown (docs/report.md) */
+double ncs_bd_share(const ncs_an_bucket_t *b, int p) {
+  int64_t sum = 0;
+  for (int k = 0; k < NCS_PH_N; k++) sum += b->bd_ph[k];
+  return sum > 0 ? (double)b->bd_ph[p] / (double)sum : 0;
+}
+
+double ncs_bd_launch_share(const ncs_an_bucket_t *b) {
+  int64_t t = b->bd_launch + b->bd_span;
+  return t > 0 ? (double)b->bd_launch / (double)t : 0;
+}
+
+void ncs_bd_label_text(const ncs_an_bucket_t *b, char *out, size_t len) {
+  static const int ph_of[NCS_BN_N] = {-1, -1, NCS_PH_GPU, NCS_PH_PEER, NCS_PH_NET, NCS_PH_FLUSH, -1};
+  if (b->bd_label < 0) {
+    snprintf(out, len, "-");
+  } else if (b->bd_label == NCS_BN_CANNOT) {
+    snprintf(out, len, "cannot tell: %s", ncs_bw_text[b->bd_reason]);
+  } else if (b->bd_label == NCS_BN_LAUNCH) {
+    snprintf(out, len, "launch %.0f%%", 100 * ncs_bd_launch_share(b));
+  } else if (b->bd_label == NCS_BN_MIXED) {
+    snprintf(out, len, "mixed");
+  } else if (b->bd_label == NCS_BN_PEER) {
+    if (b->bd_wait_rank >= 0)
+      snprintf(out, len, "peer_wait %.0f%% (for rank %d)", 100 * ncs_bd_share(b, NCS_PH_PEER),
+               b->bd_wait_rank);
+    else
+      snprintf(out, len, "peer_wait %.0f%% (no one rank)", 100 * ncs_bd_share(b, NCS_PH_PEER));
+  } else if (b->bd_wait_rank >= 0) { /* the others waited for this rank's own time */
+    snprintf(out, len, "%s of rank %d", ncs_bn_names[b->bd_label], b->bd_wait_rank);
+  } else if (ncs_bd_share(b, ph_of[b->bd_label]) < NCS_BD_DOMINANT) {
+    snprintf(out, len, "%s of one rank (others waited)", ncs_bn_names[b->bd_label]);
+  } else {
+    snprintf(out, len, "%s %.0f%%", ncs_bn_names[b->bd_label],
+             100 * ncs_bd_share(b, ph_of[b->bd_label]));
+  }
+}

@@ -76,6 +76,14 @@ ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, i
  * trace (function names) are copied as they are: escape the result for HTML. */
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *out, size_t len);
 
+/* A bucket's breakdown label as a short phrase (docs/report.md, "Breakdown"): "network 82%",
+ * "peer_wait 64% (for rank 2)", "mixed", "cannot tell: <reason>"; "-" for p2p buckets. */
+void ncs_bd_label_text(const ncs_an_bucket_t *b, char *out, size_t len);
+/* the share of a bucket's proxy time (summed phases) in phase p, 0..1 */
+double ncs_bd_share(const ncs_an_bucket_t *b, int p);
+/* the share of enqueue and launch in (launch + proxy span), 0..1 */
+double ncs_bd_launch_share(const ncs_an_bucket_t *b);
+
 /* the name of the timing source most of a bucket's samples used (ncs_src_names) */
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b);
 

@@ -266,6 +266,9 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   uint32_t bi = (uint32_t)(b - a->buckets);
   ikey_min(&P->bx[bi].first, op_key(I));
   for (size_t k = 0; k < n; k++) rank_share(a, in, ops, k, lastk, &d, bi, &x);
+  x.bd = in->bd;
+  an_bd_instance(a, b, in);
+  for (size_t k = 0; k < n; k++) an_bd_op(a, &ops[k]);
   /* Latency is what the slowest rank took, waiting for late peers included. Bandwidth is over
    * the transfer time: the shortest rank duration, since the rank whose kernel started last
    * waits for no one (its whole duration is the data exchange). Waiting shows up as skew and

@@ -25,6 +25,7 @@ typedef struct { /* a bucket's private part (parallel to a->buckets) */
   uint64_t porder;
   int psend;
   ikey_t first;         /* collective: the first instance (comm, func, seq) */
+  hmap_t wr;            /* breakdown: rank -> peer-labelled instances that waited for it */
 } bx_t;
 
 #define TPUT_KEEP 16 /* finished instances kept per (comm, func) for throughput */
@@ -56,6 +57,8 @@ typedef struct {
   size_t capbuckets, capranks, capcells;
   int64_t *durs, *arr, *tiv, *fresh; /* scratch */
   size_t capd, captiv;
+  hmap_t lm, qm;          /* breakdown: link and QP maps */
+  size_t caplinks, capnetqs;
   ncs_an_instance_t *insts; /* retained, by the model's instance id */
   size_t ninsts, capinsts;
 } priv_t;
@@ -76,6 +79,11 @@ void an_cell(ncs_analysis_t *a, uint32_t bi, uint32_t ri, const ncs_op_t *o, int
 void an_p2p(ncs_analysis_t *a, const ncs_op_t *op, const ncs_op_t *partner);
 /* instance.c */
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops);
+/* breakdown.c */
+void an_bd_instance(ncs_analysis_t *a, ncs_an_bucket_t *b, const ncs_inst_t *in);
+void an_bd_op(ncs_analysis_t *a, const ncs_op_t *o);
+void an_bd_finish(ncs_analysis_t *a);
+void an_bd_free(ncs_analysis_t *a);
 /* throughput.c */
 void an_throughput(ncs_analysis_t *a, const ncs_op_t *ops, size_t n, uint64_t bytes);
 void an_throughput_free(priv_t *P);

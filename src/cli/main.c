@@ -27,6 +27,7 @@ static const verb_t verbs[] = {
     {"demo", ncs_cmd_demo, "record a simulated 8-rank job with nccl-sim (no GPU needed)"},
     {"export", ncs_cmd_export, "write a trace as a Perfetto (.pftrace) or Chrome JSON timeline"},
     {"report", ncs_cmd_report, "cross-rank analysis: stragglers, skew, busbw per size, mismatches"},
+    {"diff", ncs_cmd_diff, "what changed between two runs: latency and busbw with intervals, stragglers, bottlenecks"},
     {"diagnose", ncs_cmd_diagnose, "hang and desync verdicts: who never entered, who is stuck, mismatches"},
 };
 

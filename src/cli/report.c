@@ -18,6 +18,7 @@
 #include "analyze/phases.h"
 #include "cli/cli.h"
 #include "export/html_report.h"
+#include "util/mem.h"
 #include "util/outfile.h"
 
 static const char report_help[] =
@@ -153,6 +154,50 @@ static void print_v7_text(FILE *o, const ncs_v7_t *v) {
   }
 }
 
+/* a bucket's breakdown (docs/report.md, "Breakdown") */
+static void json_bucket_bd(FILE *o, const ncs_an_bucket_t *b) {
+  if (b->bd_label < 0) {
+    fprintf(o, ",\"breakdown\":null");
+    return;
+  }
+  fprintf(o, ",\"breakdown\":{\"label\":\"%s\",\"reason\":", ncs_bn_names[b->bd_label]);
+  ncs_json_str(o, ncs_bw_text[b->bd_label == NCS_BN_CANNOT ? b->bd_reason : 0]);
+  fprintf(o, ",\"wait_rank\":%d,\"instances\":%" PRIu64 ",\"labels\":{", b->bd_wait_rank, b->bd_n);
+  for (int l = 0; l < NCS_BN_N; l++)
+    fprintf(o, "%s\"%s\":%" PRIu64, l ? "," : "", ncs_bn_names[l], b->bd_labels[l]);
+  fprintf(o, "},\"launch_ns\":%" PRId64 ",\"span_ns\":%" PRId64, b->bd_launch, b->bd_span);
+  for (int p = 0; p < NCS_PH_N; p++) fprintf(o, ",\"%s_ns\":%" PRId64, ncs_ph_names[p], b->bd_ph[p]);
+  fprintf(o, ",\"network_bytes\":%" PRIu64 "}", b->bd_bytes);
+}
+
+/* links and NetPlugin QPs over the job (docs/report.md, "Breakdown") */
+static void json_breakdown(FILE *o, const ncs_analysis_t *a) {
+  fprintf(o, ",\n\"breakdown\":{\"instances\":%" PRIu64 ",\"labels\":{", a->bd_instances);
+  for (int l = 0; l < NCS_BN_N; l++)
+    fprintf(o, "%s\"%s\":%" PRIu64, l ? "," : "", ncs_bn_names[l], a->bd_labels[l]);
+  fprintf(o, "},\"links\":[");
+  for (uint32_t k = 0; k < a->nlinks; k++) {
+    const ncs_an_link_t *L = &a->links[k];
+    fprintf(o,
+            "%s\n{\"comm\":%u,\"rank\":%d,\"peer\":%d,\"channel\":%u,\"dir\":\"%s\",\"ops\":%" PRIu64
+            ",\"steps\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"active_ns\":%" PRId64 ",\"gbs\":%.4f",
+            k ? "," : "", L->comm, L->rank, L->peer, L->channel, L->is_send ? "send" : "recv", L->ops,
+            L->steps, L->bytes, L->active, L->active > 0 ? (double)L->bytes / (double)L->active : 0);
+    for (int p = 0; p < NCS_PH_N; p++) fprintf(o, ",\"%s_ns\":%" PRId64, ncs_ph_names[p], L->ph[p]);
+    fputc('}', o);
+  }
+  fprintf(o, "],\"net\":[");
+  for (uint32_t k = 0; k < a->nnetqs; k++) {
+    const ncs_an_netq_t *q = &a->netqs[k];
+    fprintf(o,
+            "%s\n{\"comm\":%u,\"rank\":%d,\"kind\":\"%s\",\"device\":%d,\"qp\":%" PRId64
+            ",\"events\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ns\":%" PRId64 ",\"gbs\":%.4f}",
+            k ? "," : "", q->comm, q->rank, q->kind == 1 ? "ib" : q->kind == 2 ? "socket" : "unknown",
+            q->device, q->qp, q->events, q->bytes, q->ns, q->ns > 0 ? (double)q->bytes / (double)q->ns : 0);
+  }
+  fprintf(o, "]}");
+}
+
 static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_v7_t *v) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
@@ -226,12 +271,14 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
             "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
             "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\","
-            "\"gpu_suspect\":%" PRIu64 "}",
+            "\"gpu_suspect\":%" PRIu64,
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
             b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
             b->sketch ? "sketch" : "exact", b->suspect);
+    json_bucket_bd(o, b);
+    fputc('}', o);
   }
   fprintf(o, "],\n\"ranks\":[");
   for (uint32_t k = 0; k < a->nranks; k++) {
@@ -246,7 +293,9 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0);
   }
-  fprintf(o, "],\n");
+  fprintf(o, "]");
+  json_breakdown(o, a);
+  fprintf(o, ",\n");
   json_coverage(o, a, f);
   fprintf(o, ",\n\"stragglers\":[");
   uint32_t ns = 0;
@@ -303,6 +352,59 @@ static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_
   fputc('\n', o);
 }
 
+/* where the time goes (docs/report.md, "Breakdown"): per bucket, then the slowest links and the
+ * NetPlugin QPs/sockets with the most bytes */
+static void print_breakdown(FILE *o, const ncs_analysis_t *a, uint32_t top) {
+  fprintf(o, "\nWhere the time goes (proxy steps; %% of the proxy time, launch: %% of launch + proxy)\n");
+  fprintf(o, "  %-5s %-14s %-10s %7s %6s %6s %6s %6s %6s  %s\n", "comm", "func", "size>=", "proxy",
+          "launch", "gpu", "peer", "net", "flush", "bottleneck");
+  for (uint32_t k = 0; k < a->nbuckets; k++) {
+    const ncs_an_bucket_t *b = &a->buckets[k];
+    if (b->p2p || !b->count) continue;
+    char sz[24], lab[320];
+    ncs_fmt_bytes(sz, sizeof sz, b->log2);
+    ncs_bd_label_text(b, lab, sizeof lab);
+    if (!b->bd_n) {
+      fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %6s %6s %6s %6s %6s  %s\n", b->comm, b->func, sz,
+              b->bd_n, "-", "-", "-", "-", "-", lab);
+      continue;
+    }
+    fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %5.0f%% %5.0f%% %5.0f%% %5.0f%% %5.0f%%  %s\n", b->comm,
+            b->func, sz, b->bd_n, 100 * ncs_bd_launch_share(b), 100 * ncs_bd_share(b, NCS_PH_GPU),
+            100 * ncs_bd_share(b, NCS_PH_PEER), 100 * ncs_bd_share(b, NCS_PH_NET),
+            100 * ncs_bd_share(b, NCS_PH_FLUSH), lab);
+  }
+  if (!a->nlinks) return;
+  /* the links of least bandwidth first: where a slow link shows */
+  const ncs_an_link_t **by = ncs_xcalloc(a->nlinks, sizeof *by);
+  uint32_t n = 0;
+  for (uint32_t k = 0; k < a->nlinks; k++)
+    if (a->links[k].active > 0 && a->links[k].bytes) by[n++] = &a->links[k];
+  for (uint32_t i = 1; i < n; i++) /* insertion sort by GB/s, ascending */
+    for (uint32_t k = i; k > 0; k--) {
+      const ncs_an_link_t *x = by[k], *y = by[k - 1];
+      if ((double)x->bytes / (double)x->active >= (double)y->bytes / (double)y->active) break;
+      by[k] = y, by[k - 1] = x;
+    }
+  fprintf(o, "\n  Links by network bandwidth, slowest first (%u of %u; --json lists all)\n",
+          n < top ? n : top, a->nlinks);
+  fprintf(o, "  %-5s %5s %5s %4s %-4s %10s %9s %6s %6s %6s\n", "comm", "rank", "peer", "ch", "dir",
+          "bytes", "GB/s", "gpu", "peer", "net");
+  for (uint32_t k = 0; k < n && k < top; k++) {
+    const ncs_an_link_t *L = by[k];
+    int64_t s = 0;
+    for (int p = 0; p < NCS_PH_N; p++) s += L->ph[p];
+    fprintf(o, "  %-5u %5d %5d %4u %-4s %10" PRIu64 " %9.3f %5.0f%% %5.0f%% %5.0f%%\n", L->comm, L->rank,
+            L->peer, L->channel, L->is_send ? "send" : "recv", L->bytes,
+            (double)L->bytes / (double)L->active, ncs_pct((uint64_t)L->ph[NCS_PH_GPU], (uint64_t)s),
+            ncs_pct((uint64_t)L->ph[NCS_PH_PEER], (uint64_t)s), ncs_pct((uint64_t)L->ph[NCS_PH_NET], (uint64_t)s));
+  }
+  free(by);
+  if (a->nnetqs)
+    fprintf(o, "  NetPlugin: %u QPs/sockets with events (--json \"breakdown.net\", SQLite net_qps)\n",
+            a->nnetqs);
+}
+
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top,
                        const ncs_v7_t *v) {
   const ncs_an_rank_t *const *byw = f->by_wait;
@@ -338,6 +440,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %10s %10s %10s %9.2f %9.2f %10s %10s %s\n", b->comm,
             b->func, sz, b->count, l1, l2, l3, b->busbw_p50, b->busbw_p95, tp, b->p2p ? "-" : sk, src);
   }
+  print_breakdown(o, a, top);
   fprintf(o, "\nRanks by waiting caused (top %u)\n", top);
   fprintf(o, "  %-5s %5s %8s %9s %7s %12s %12s %12s %12s\n", "comm", "rank", "pid", "instances",
           "last%", "wait caused", "waited", "slowest%", "launch mean");

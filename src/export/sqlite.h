@@ -37,6 +37,9 @@ enum {
   NCS_SQ_PROXY_STATES,
   NCS_SQ_LOSSES,
   NCS_SQ_KERNEL_PHASES,
+  NCS_SQ_BREAKDOWN,
+  NCS_SQ_LINKS,
+  NCS_SQ_NET_QPS,
   NCS_SQ_NTABLES
 };
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];

@@ -69,7 +69,7 @@
   X(P, timing_kernel_gpu, I) X(P, timing_proxy_host, I) X(P, timing_enqueue_host, I)               \
   X(P, lat_p50_ns, R) X(P, lat_p95_ns, R) X(P, lat_p99_ns, R) X(P, algbw_p50_gbs, R)               \
   X(P, busbw_p50_gbs, R) X(P, busbw_p95_gbs, R) X(P, busbw_p99_gbs, R) X(P, skew_p50_ns, R)        \
-  X(P, skew_max_ns, R)
+  X(P, skew_max_ns, R) X(P, bd_label, T) X(P, bd_reason, T) X(P, bd_wait_rank, I)
 
 #define COLS_INSTANCES(X, P)                                                                       \
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
@@ -129,6 +129,24 @@
   X(P, rank, I) X(P, channel, I) X(P, phase_id, I) X(P, phase, T) X(P, start_gpu_ns, I)           \
   X(P, stop_gpu_ns, I) X(P, gpu_duration_ns, I) X(P, start_mono_ns, I) X(P, expired, T)
 
+/* the breakdown (docs/report.md, "Breakdown"): the job model's per collective instance, per
+ * operation link and per NetPlugin QP */
+#define COLS_BREAKDOWN(X, P)                                                                       \
+  X(P, collective_id, I " PRIMARY KEY") X(P, label, T) X(P, reason, T) X(P, wait_rank, I)          \
+  X(P, launch_ns, I) X(P, span_ns, I) X(P, gpu_wait_ns, I) X(P, peer_wait_ns, I)                   \
+  X(P, network_ns, I) X(P, flush_ns, I) X(P, network_bytes, I) X(P, links, I) X(P, steps, I)
+
+#define COLS_LINKS(X, P)                                                                           \
+  X(P, id, I " PRIMARY KEY") X(P, instance_id, I) X(P, collective_id, I) X(P, comm, I)             \
+  X(P, rank, I) X(P, peer, I) X(P, channel, I) X(P, is_send, I) X(P, steps, I) X(P, bytes, I)      \
+  X(P, start_job_ns, I) X(P, stop_job_ns, I) X(P, first_data_job_ns, I) X(P, gpu_wait_ns, I)       \
+  X(P, peer_wait_ns, I) X(P, network_ns, I) X(P, flush_ns, I) X(P, open, I) X(P, proxy_lost, I)
+
+#define COLS_NET_QPS(X, P)                                                                         \
+  X(P, id, I " PRIMARY KEY") X(P, instance_id, I) X(P, collective_id, I) X(P, comm, I)             \
+  X(P, rank, I) X(P, kind, T) X(P, device, I) X(P, qp, I) X(P, events, I) X(P, bytes, I)           \
+  X(P, busy_ns, I)
+
 #define X_ENUM(P, n, t) P##_##n,
 #define X_DEF(P, n, t) {#n, t},
 enum { COLS_META(X_ENUM, MT) MT_N };
@@ -147,6 +165,9 @@ enum { COLS_PROXY_STEPS(X_ENUM, PS) PS_N };
 enum { COLS_PROXY_STATES(X_ENUM, PT) PT_N };
 enum { COLS_LOSSES(X_ENUM, LS) LS_N };
 enum { COLS_KERNEL_PHASES(X_ENUM, KP) KP_N };
+enum { COLS_BREAKDOWN(X_ENUM, BD) BD_N };
+enum { COLS_LINKS(X_ENUM, LK) LK_N };
+enum { COLS_NET_QPS(X_ENUM, NQ) NQ_N };
 
 #define NSTATES NCS_STATE_COUNT
 /* ncs_state_names indexes */

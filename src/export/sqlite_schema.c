@@ -11,7 +11,7 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
-    "kernel_phases"};
+    "kernel_phases", "breakdown",   "links",     "net_qps"};
 
 typedef struct {
   const char *name, *decl;
@@ -32,6 +32,9 @@ static const col_t c_proxy_steps[] = {COLS_PROXY_STEPS(X_DEF, PS)};
 static const col_t c_proxy_states[] = {COLS_PROXY_STATES(X_DEF, PT)};
 static const col_t c_losses[] = {COLS_LOSSES(X_DEF, LS)};
 static const col_t c_kernel_phases[] = {COLS_KERNEL_PHASES(X_DEF, KP)};
+static const col_t c_breakdown[] = {COLS_BREAKDOWN(X_DEF, BD)};
+static const col_t c_links[] = {COLS_LINKS(X_DEF, LK)};
+static const col_t c_net_qps[] = {COLS_NET_QPS(X_DEF, NQ)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -55,6 +58,9 @@ static const struct {
     [NCS_SQ_PROXY_STATES] = TBL(c_proxy_states, NULL),
     [NCS_SQ_LOSSES] = TBL(c_losses, NULL),
     [NCS_SQ_KERNEL_PHASES] = TBL(c_kernel_phases, NULL),
+    [NCS_SQ_BREAKDOWN] = TBL(c_breakdown, NULL),
+    [NCS_SQ_LINKS] = TBL(c_links, NULL),
+    [NCS_SQ_NET_QPS] = TBL(c_net_qps, NULL),
 };
 #undef TBL
 
@@ -81,6 +87,11 @@ static const char *const post_sql[] = {
     "k.process_id = kernel_phases.process_id AND k.segment = kernel_phases.segment AND "
     "k.event_id = kernel_phases.parent_event_id) "
     "WHERE kernel_channel_id IS NULL AND parent_event_id IS NOT NULL",
+    "CREATE INDEX breakdown_label ON breakdown (label)",
+    "CREATE INDEX links_instance ON links (instance_id)",
+    "CREATE INDEX links_collective ON links (collective_id)",
+    "CREATE INDEX links_rank ON links (comm, rank, peer, channel)",
+    "CREATE INDEX net_qps_instance ON net_qps (instance_id)",
     /* children whose START came before their parent's in the file (chunks of different
      * threads overlap in time): link them now */
     "UPDATE kernel_channels SET instance_id = (SELECT i.id FROM instances i WHERE "

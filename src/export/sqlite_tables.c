@@ -27,6 +27,52 @@ static void losses(sq_t *q) {
   }
 }
 
+/* the breakdown (docs/report.md, "Breakdown"): the model's per collective instance, and per
+ * retained operation its links and NetPlugin QPs; nothing is computed here */
+static void breakdown_row(sq_t *q, size_t i, const ncs_bd_t *d) {
+  sqlite3_stmt *s = q->ins[NCS_SQ_BREAKDOWN];
+  b_u64(s, BD_collective_id, i + 1), b_txt(s, BD_label, ncs_bn_names[d->label]);
+  if (d->label == NCS_BN_CANNOT) b_txt(s, BD_reason, ncs_bw_text[d->why]);
+  if (d->wait_rank >= 0) b_i64(s, BD_wait_rank, d->wait_rank);
+  b_i64(s, BD_launch_ns, d->launch), b_i64(s, BD_span_ns, d->span);
+  b_i64(s, BD_gpu_wait_ns, d->ph[NCS_PH_GPU]), b_i64(s, BD_peer_wait_ns, d->ph[NCS_PH_PEER]);
+  b_i64(s, BD_network_ns, d->ph[NCS_PH_NET]), b_i64(s, BD_flush_ns, d->ph[NCS_PH_FLUSH]);
+  b_u64(s, BD_network_bytes, d->bytes), b_u64(s, BD_links, d->links), b_u64(s, BD_steps, d->steps);
+  sq_insert(q, NCS_SQ_BREAKDOWN);
+}
+
+static void link_rows(sq_t *q, size_t k, const ncs_op_t *o) {
+  static const char *const kinds[3] = {NULL, "ib", "socket"};
+  for (uint32_t l = 0; l < o->nlinks && !q->failed; l++) {
+    const ncs_link_t *L = &o->links[l];
+    sqlite3_stmt *s = q->ins[NCS_SQ_LINKS];
+    b_u64(s, LK_id, ++q->next_row[NCS_SQ_LINKS]), b_nz(s, LK_instance_id, q->op_row[k]);
+    if (o->inst != SIZE_MAX) b_u64(s, LK_collective_id, o->inst + 1);
+    b_u64(s, LK_comm, o->comm), b_i64(s, LK_rank, o->rank), b_i64(s, LK_peer, L->peer);
+    b_u64(s, LK_channel, L->channel), b_i64(s, LK_is_send, L->is_send);
+    b_u64(s, LK_steps, L->steps), b_u64(s, LK_bytes, L->bytes);
+    if (L->t0) b_i64(s, LK_start_job_ns, L->t0), b_i64(s, LK_stop_job_ns, L->t1);
+    if (L->first_data) b_i64(s, LK_first_data_job_ns, L->first_data);
+    b_i64(s, LK_gpu_wait_ns, L->ph[NCS_PH_GPU]), b_i64(s, LK_peer_wait_ns, L->ph[NCS_PH_PEER]);
+    b_i64(s, LK_network_ns, L->ph[NCS_PH_NET]), b_i64(s, LK_flush_ns, L->ph[NCS_PH_FLUSH]);
+    b_i64(s, LK_open, L->open), b_i64(s, LK_proxy_lost, o->proxy_lost);
+    sq_insert(q, NCS_SQ_LINKS);
+  }
+  for (uint32_t n = 0; n < o->nnetq && !q->failed; n++) {
+    const ncs_netq_t *x = &o->netq[n];
+    sqlite3_stmt *s = q->ins[NCS_SQ_NET_QPS];
+    b_u64(s, NQ_id, ++q->next_row[NCS_SQ_NET_QPS]), b_nz(s, NQ_instance_id, q->op_row[k]);
+    if (o->inst != SIZE_MAX) b_u64(s, NQ_collective_id, o->inst + 1);
+    b_u64(s, NQ_comm, o->comm), b_i64(s, NQ_rank, o->rank);
+    if (x->kind == 1 || x->kind == 2) {
+      b_txt(s, NQ_kind, kinds[x->kind]), b_i64(s, NQ_qp, x->qp);
+      if (x->kind == 1) b_i64(s, NQ_device, x->device);
+    }
+    b_u64(s, NQ_events, x->events), b_u64(s, NQ_bytes, x->bytes), b_i64(s, NQ_busy_ns, x->ns);
+    sq_insert(q, NCS_SQ_NET_QPS);
+  }
+}
+
 void sq_analysis_tables(sq_t *q) {
   const ncs_analysis_t *a = q->a;
   sqlite3_stmt *s;
@@ -103,6 +149,7 @@ void sq_analysis_tables(sq_t *q) {
     b_i64(s, CO_unsampled, x->unsampled != 0);
     b_i64(s, CO_gpu_suspect, x->gpu_suspect != 0);
     sq_insert(q, NCS_SQ_COLLECTIVES);
+    breakdown_row(q, i, &in->bd);
   }
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
@@ -120,7 +167,16 @@ void sq_analysis_tables(sq_t *q) {
     b_dbl(s, BK_busbw_p50_gbs, b->busbw_p50), b_dbl(s, BK_busbw_p95_gbs, b->busbw_p95);
     b_dbl(s, BK_busbw_p99_gbs, b->busbw_p99), b_dbl(s, BK_skew_p50_ns, b->skew_p50);
     b_dbl(s, BK_skew_max_ns, b->skew_max);
+    if (b->bd_label >= 0) { /* collectives only */
+      b_txt(s, BK_bd_label, ncs_bn_names[b->bd_label]);
+      if (b->bd_label == NCS_BN_CANNOT) b_txt(s, BK_bd_reason, ncs_bw_text[b->bd_reason]);
+      if (b->bd_wait_rank >= 0) b_i64(s, BK_bd_wait_rank, b->bd_wait_rank);
+    }
     sq_insert(q, NCS_SQ_BUCKETS);
+  }
+  for (size_t k = 0; k < q->nops && !q->failed; k++) {
+    const ncs_op_t *o = ncs_job_op(a->job, k);
+    if (o) link_rows(q, k, o);
   }
   /* send/receive pairs: each pair once, from its send */
   for (size_t k = 0; k < q->nops && !q->failed; k++) {

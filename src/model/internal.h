@@ -8,6 +8,17 @@
 #include "trace/reader.h"
 #include "util/hmap.h"
 
+/* one ProxyOp of a held operation while its file holds it (breakdown.c): the public link (times
+ * still monotonic) and its open steps, oldest first */
+#define LK_OPEN 8 /* NCCL_STEPS: steps one ProxyOp can have in flight */
+typedef struct {
+  ncs_link_t l;
+  uint64_t open_id[LK_OPEN];
+  int8_t open_ph[LK_OPEN]; /* NCS_PH_*, -1 before its first state */
+  uint8_t nopen;
+  uint64_t last_ts;
+} lk_t;
+
 /* an operation while its file holds it: what the records said, in the file's monotonic time;
  * the public ncs_op_t is made from it when it leaves the file (merge.c op_finish). Kept small:
  * a file holds every operation between its START and its settled completion. */
@@ -21,6 +32,20 @@ typedef struct {
   const char *func, *dtype;
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
 } held_t;
+
+/* one ProxyOp being read (merge.c): its link and NetPlugin QPs, until the operation it belongs
+ * to (parent) leaves its file. A thread's records may reach the file before the Coll/P2p START
+ * written by another thread, so a ProxyOp does not need its parent yet. */
+typedef struct {
+  uint64_t parent;   /* Coll/P2p event id */
+  uint64_t born;     /* file time of its START: orphans are dropped after the horizon */
+  uint32_t gen, next; /* generation of the slot; next ProxyOp of the same parent + 1 (0: none) */
+  int used;
+  lk_t lk;
+  ncs_netq_t *nq;
+  uint32_t nnq;
+  size_t capnq;
+} acc_t;
 
 /* an open collective instance (match.c) */
 typedef struct {
@@ -118,6 +143,14 @@ void match_sweep(ncs_job_t *j);
 void match_end(ncs_job_t *j);
 void match_free(ncs_job_t *j);
 void match_peak(ncs_job_t *j);
+/* breakdown.c: proxy records of a held operation, and an instance's bottleneck */
+void bd_record(lk_t *k, const ncs_event_t *e, uint32_t type);
+void bd_link(acc_t *a, const ncs_event_t *e);
+uint32_t bd_netq(acc_t *a, const ncs_event_t *e); /* UINT32_MAX: too many */
+/* the links and QPs of an operation leaving its file: its ProxyOps acc[0..n) */
+void bd_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o, acc_t *const *acc, size_t n);
+void bd_op_free(ncs_op_t *o);
+void bd_instance(const ncs_job_t *j, ncs_inst_t *in, const ncs_op_t *ops);
 /* retain.c */
 void retain_instance(ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops);
 void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner);

@@ -78,8 +78,11 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
     return;
   }
   in.id = P->next_inst_id++;
+  bd_instance(j, &in, x->ops);
   if (P->retain) retain_instance(j, &in, x->ops);
   if (P->sink && P->sink->instance) P->sink->instance(P->arg, &in, x->ops);
+  if (!P->retain) /* retained: the job keeps the links */
+    for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]);
 }
 
 static void hand_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) {
@@ -90,6 +93,10 @@ static void hand_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) 
   }
   if (P->retain) retain_p2p(j, op, partner);
   if (P->sink && P->sink->p2p) P->sink->p2p(P->arg, op, partner);
+  if (!P->retain) {
+    bd_op_free((ncs_op_t *)op);
+    if (partner) bd_op_free((ncs_op_t *)partner);
+  }
 }
 
 /* ------------------------------------------------------------------ collective instances */

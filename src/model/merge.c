@@ -39,6 +39,14 @@ typedef struct { /* one file in a merged pass */
   uint32_t *fifo; /* completed held ops in settle order (ring) */
   size_t capfifo, fhead, ftail;
   hmap_t order; /* sends/recvs per (comm, peer, kind, rank) so far */
+  /* proxy records (breakdown.c): ProxyOps being read (acc), chained per parent (par: parent id ->
+   * first + 1); ProxyOp, ProxyStep and NetPlugin ids -> pk(acc, generation, QP index);
+   * NetPlugin ids -> start time */
+  acc_t *acc;
+  size_t nacc, capacc, naccfree, capaccfree;
+  uint32_t *accfree;
+  uint64_t acc_sweep;
+  hmap_t par, px, sp, np, npt;
   uint32_t comm_map[NCS_JOB_COMM_INDEX_MAX]; /* comm index -> job comm + 1 */
   int32_t comm_rank[NCS_JOB_COMM_INDEX_MAX];
 } src_t;
@@ -83,11 +91,143 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
   o->bytes = ncs_op_bytes(h->func, h->dtype, h->count, n, h->p2p);
 }
 
+/* ------------------------------------------------------------------ proxy records */
+static uint64_t pk(size_t ai, uint32_t gen, uint32_t q) {
+  return ((uint64_t)ai << 40) | ((uint64_t)(gen & 0xFFFFFFu) << 16) | q;
+}
+/* the ProxyOp a packed value names (and the QP index); NULL when it is gone */
+static acc_t *unpk(src_t *S, const hmap_t *m, uint64_t id, uint32_t *q) {
+  uint64_t v;
+  if (!hm_get(m, id, &v)) return NULL;
+  size_t ai = (size_t)(v >> 40);
+  if (ai >= S->nacc || !S->acc[ai].used || (S->acc[ai].gen & 0xFFFFFFu) != ((v >> 16) & 0xFFFFFFu))
+    return NULL;
+  if (q) *q = (uint32_t)(v & 0xFFFF);
+  return &S->acc[ai];
+}
+
+static void acc_drop(src_t *S, size_t ai) {
+  acc_t *a = &S->acc[ai];
+  free(a->nq);
+  a->nq = NULL, a->nnq = 0, a->capnq = 0, a->used = 0, a->gen++;
+  NCS_XGROW(S->accfree, S->capaccfree, S->naccfree + 1);
+  S->accfree[S->naccfree++] = (uint32_t)ai;
+}
+
+/* the ProxyOps of parent `id` leave with it */
+static void acc_drop_parent(src_t *S, uint64_t id) {
+  uint64_t v;
+  if (!hm_get(&S->par, id, &v)) return;
+  for (size_t ai = v - 1;;) {
+    uint32_t next = S->acc[ai].next;
+    acc_drop(S, ai);
+    if (!next) break;
+    ai = next - 1;
+  }
+  hm_del(&S->par, id);
+}
+
+/* ProxyOps whose parent never came (lost, or not an operation of a local communicator) */
+static void acc_sweep(src_t *S) {
+  S->acc_sweep = S->tmax;
+  for (size_t i = 0; i < S->nacc; i++)
+    if (S->acc[i].used && S->acc[i].born + (uint64_t)NCS_JOB_HORIZON_NS < S->tmax)
+      acc_drop_parent(S, S->acc[i].parent);
+}
+
+static void acc_clear(src_t *S) {
+  for (size_t i = 0; i < S->nacc; i++) free(S->acc[i].nq);
+  free(S->acc), free(S->accfree);
+  S->acc = NULL, S->accfree = NULL, S->nacc = S->capacc = S->naccfree = S->capaccfree = 0;
+  hm_clear(&S->par), hm_clear(&S->px), hm_clear(&S->sp), hm_clear(&S->np), hm_clear(&S->npt);
+}
+
+static void proxy_start_op(src_t *S, const ncs_event_t *e) {
+  if (S->tmax - S->acc_sweep > (uint64_t)NCS_JOB_HORIZON_NS / 8) acc_sweep(S);
+  size_t ai;
+  if (S->naccfree) {
+    ai = S->accfree[--S->naccfree];
+  } else {
+    if (S->nacc >= (1u << 24)) return;
+    NCS_XGROW(S->acc, S->capacc, S->nacc + 1);
+    ai = S->nacc++;
+    S->acc[ai].gen = 0, S->acc[ai].nq = NULL;
+  }
+  acc_t *a = &S->acc[ai];
+  a->used = 1, a->parent = e->parent, a->born = e->ts, a->nnq = 0, a->capnq = 0;
+  bd_link(a, e);
+  int created;
+  uint64_t *head = hm_ref(&S->par, e->parent, 0, &created);
+  if (!head) ncs_oom();
+  a->next = (uint32_t)*head, *head = ai + 1;
+  if (hm_put(&S->px, e->id, pk(ai, a->gen, 0)) != 0) ncs_oom();
+}
+
+static void proxy_event(src_t *S, const ncs_event_t *e) {
+  uint32_t q;
+  uint64_t v;
+  acc_t *a;
+  if (e->kind == NCS_REC_START && e->parent_kind != NCS_REF_LOCAL) return; /* PXN: not ours */
+  if (e->type == NCS_T_PROXY_OP) {
+    if (e->kind == NCS_REC_START) {
+      proxy_start_op(S, e);
+    } else if (e->kind == NCS_REC_STOP || e->kind == NCS_REC_EXPIRED) {
+      if ((a = unpk(S, &S->px, e->id, NULL))) bd_record(&a->lk, e, NCS_T_PROXY_OP);
+      hm_del(&S->px, e->id);
+    }
+  } else if (e->type == NCS_T_PROXY_STEP) {
+    if (e->kind == NCS_REC_START) {
+      if (!(a = unpk(S, &S->px, e->parent, NULL)) || !hm_get(&S->px, e->parent, &v)) return;
+      bd_record(&a->lk, e, NCS_T_PROXY_STEP);
+      if (hm_put(&S->sp, e->id, v) != 0) ncs_oom();
+    } else {
+      if ((a = unpk(S, &S->sp, e->id, NULL))) bd_record(&a->lk, e, NCS_T_PROXY_STEP);
+      /* also when its ProxyOp is gone (the operation left the file before its steps stopped):
+       * the entry would stay for the rest of the file */
+      if (e->kind == NCS_REC_STOP || e->kind == NCS_REC_EXPIRED) hm_del(&S->sp, e->id);
+    }
+  } else if (e->type == NCS_T_NET_PLUGIN) {
+    if (e->kind == NCS_REC_START) {
+      if (!(a = unpk(S, &S->sp, e->parent, NULL)) || !hm_get(&S->sp, e->parent, &v)) return;
+      if ((q = bd_netq(a, e)) == UINT32_MAX) return;
+      if (hm_put(&S->np, e->id, (v & ~0xFFFFull) | q) != 0 || hm_put(&S->npt, e->id, e->ts) != 0)
+        ncs_oom();
+    } else if (e->kind == NCS_REC_STOP) {
+      if ((a = unpk(S, &S->np, e->id, &q)) && q < a->nnq && hm_get(&S->npt, e->id, &v) && e->ts >= v)
+        a->nq[q].ns += (int64_t)(e->ts - v);
+      hm_del(&S->np, e->id), hm_del(&S->npt, e->id);
+    }
+  }
+}
+
+/* an operation leaving its file takes its ProxyOps along (breakdown.c) */
+static void proxy_take(const ncs_job_t *j, src_t *S, const held_t *h, ncs_op_t *o) {
+  acc_t *stack[64], **v = stack;
+  size_t n = 0, cap = 64;
+  uint64_t head;
+  if (hm_get(&S->par, o->id, &head))
+    for (size_t ai = head - 1;;) {
+      if (n == cap) {
+        acc_t **w = ncs_xrealloc(NULL, 2 * cap * sizeof *w);
+        memcpy(w, v, n * sizeof *v);
+        if (v != stack) free(v);
+        v = w, cap *= 2;
+      }
+      v[n++] = &S->acc[ai];
+      if (!S->acc[ai].next) break;
+      ai = S->acc[ai].next - 1;
+    }
+  bd_finish(j, h, o, v, n);
+  if (v != stack) free(v);
+  acc_drop_parent(S, o->id);
+}
+
 /* an operation leaves its file: to its instance or its pair */
 static void release(ncs_job_t *j, src_t *S, uint32_t hi) {
   jpriv_t *P = jp(j);
   ncs_op_t o;
   op_finish(j, &S->held[hi], &o);
+  proxy_take(j, S, &S->held[hi], &o);
   hm_del(&S->ops, o.id);
   S->settle[hi] = 0;
   NCS_XGROW(S->free_, S->capfree, S->nfree + 1);
@@ -230,7 +370,9 @@ static void completion(src_t *S, const ncs_event_t *e) {
 static void handle_event(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   int op = e->type == NCS_T_COLL || e->type == NCS_T_P2P;
   uint64_t oi;
-  if (e->kind == NCS_REC_START) {
+  if (e->type == NCS_T_PROXY_OP || e->type == NCS_T_PROXY_STEP || e->type == NCS_T_NET_PLUGIN) {
+    if (!jp(j)->hostpass) proxy_event(S, e);
+  } else if (e->kind == NCS_REC_START) {
     if ((e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API) && !jp(j)->hostpass)
       api_start(j, S, e);
     else if (op && e->ctx_kind == NCS_CTX_LOCAL && e->ctx < NCS_JOB_COMM_INDEX_MAX &&
@@ -248,6 +390,7 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
   case NCS_ITEM_SEGMENT:
     release_all(j, S);
     hm_clear(&S->api), S->head = S->tail = 0;
+    acc_clear(S);
     S->seg = ncs_reader_segment(S->r) ? ncs_reader_segment(S->r)->index : 0;
     memset(S->comm_map, 0, sizeof S->comm_map);
     break;
@@ -278,6 +421,8 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
 static void src_free(src_t *S) {
   if (S->r) ncs_reader_close(S->r);
   hm_free(&S->api), hm_free(&S->ops), hm_free(&S->order);
+  acc_clear(S);
+  hm_free(&S->par), hm_free(&S->px), hm_free(&S->sp), hm_free(&S->np), hm_free(&S->npt);
   free(S->apis), free(S->held), free(S->settle), free(S->free_), free(S->fifo);
 }
 

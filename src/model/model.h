@@ -183,6 +183,39 @@ typedef struct {
   uint64_t init_ns, fin_ns;  /* monotonic ns of its init and finalize (0: not recorded) */
 } ncs_job_member_t;
 
+/* ---- Where an operation's proxy time went (docs/report.md, "Breakdown"). The model reads the
+ * ProxyOp, ProxyStep and NetPlugin records under each Coll/P2p in its streaming pass; a ProxyOp is
+ * one connection of one channel to one peer (a "link"). A link's time, from its first step's
+ * start to its last step's stop, is split by the state of its oldest open step (NCCL stops steps
+ * in order: the oldest is what holds the pipeline), so the phases of a link add up to its active
+ * time. */
+enum { NCS_PH_GPU = 0,   /* SendGPUWait, RecvGPUWait: the GPU producing or consuming (unpack) */
+       NCS_PH_PEER = 1,  /* SendPeerWait: no clear-to-send from the receiver yet */
+       NCS_PH_NET = 2,   /* SendWait, RecvWait: the transfer posted, not done */
+       NCS_PH_FLUSH = 3, /* RecvFlushWait */
+       NCS_PH_N = 4 };
+extern const char *const ncs_ph_names[NCS_PH_N]; /* "gpu_wait", "peer_wait", "network", "flush" */
+
+typedef struct { /* one ProxyOp of an operation: a channel's connection to a peer */
+  int32_t peer;       /* the ProxyOp's peer (a rank of the communicator) */
+  uint16_t channel;
+  uint8_t is_send;
+  uint8_t open;       /* some step never stopped (expired, hung) */
+  uint32_t steps;     /* ProxySteps started */
+  uint64_t bytes;     /* transSize summed (SendWait for sends, RecvFlushWait for receives) */
+  int64_t t0, t1;     /* job time: its first step's start, its last step's stop (or last record) */
+  int64_t first_data; /* receive: job time the first step's data arrived (RecvFlushWait); 0 */
+  int64_t ph[NCS_PH_N]; /* wall ns of [t0, t1] by the state of the oldest open step */
+} ncs_link_t;
+
+typedef struct { /* the NetPlugin events of an operation on one IB QP or one socket */
+  uint8_t kind;       /* 1 IB (device, qpNum), 2 socket (fd), 0 not decoded */
+  int32_t device;     /* IB device index; -1 for sockets */
+  int64_t qp;         /* IB qpNum, socket fd */
+  uint64_t events, bytes; /* bytes: the descriptors' lengths (IB receives carry none) */
+  int64_t ns;         /* summed start-to-stop time of its events */
+} ncs_netq_t;
+
 /* One Coll or P2p of one rank. Times are job time (ns); 0 is unknown. */
 typedef struct {
   uint32_t proc, seg;    /* its file and segment */
@@ -212,7 +245,42 @@ typedef struct {
                           * first child start), enqueue_host (STOP - arrival: a lower bound) */
   size_t inst;           /* retained Coll: index of its instance; else SIZE_MAX */
   size_t pair;           /* retained P2p: index of its partner; SIZE_MAX when unpaired or Coll */
+  /* its proxy work (Breakdown): valid during a sink call; with retain, as long as the job */
+  const ncs_link_t *links;
+  const ncs_netq_t *netq;
+  uint32_t nlinks, nnetq;
+  uint8_t proxy_lost;    /* its file lost proxy records while it ran: the links are partial */
 } ncs_op_t;
+
+/* an instance's bottleneck (docs/report.md, "Breakdown") */
+enum { NCS_BN_CANNOT = 0, /* cannot tell: why in ncs_bd_t.why */
+       NCS_BN_LAUNCH = 1, /* enqueue and launch: the ranks' host side */
+       NCS_BN_GPU = 2, NCS_BN_PEER = 3, NCS_BN_NET = 4, NCS_BN_FLUSH = 5,
+       NCS_BN_MIXED = 6,  /* no part holds NCS_BD_DOMINANT of the time */
+       NCS_BN_N = 7 };
+extern const char *const ncs_bn_names[NCS_BN_N];
+/* "cannot_tell", "launch", "gpu_wait", "peer_wait", "network", "flush", "mixed" */
+enum { NCS_BW_NONE = 0, NCS_BW_NOT_RECORDED = 1, /* proxystep not in the recording's events */
+       NCS_BW_NO_PROXY = 2, /* recorded, but no rank had network proxy work (within a node) */
+       NCS_BW_LOST = 3,     /* proxy records lost while it ran */
+       NCS_BW_INCOMPLETE = 4, /* not every rank recorded it */
+       NCS_BW_N = 5 };
+extern const char *const ncs_bw_text[NCS_BW_N];
+#define NCS_BD_DOMINANT 0.5 /* the share of the time a part needs to be the label */
+
+typedef struct {
+  int label;          /* NCS_BN_* */
+  int why;            /* NCS_BW_*: for NCS_BN_CANNOT */
+  int32_t wait_rank;  /* the rank that held at least half of the peer wait (-1 none): for
+                       * peer_wait the rank waited for; for gpu_wait, network or flush the rank
+                       * whose own time in that phase the others waited for */
+  int64_t launch;     /* summed over ranks: first proxy step (or kernel start) - arrival */
+  int64_t span;       /* summed over ranks: first proxy step - last step stop */
+  int64_t ph[NCS_PH_N]; /* summed over ranks and links; network time before the sending peer
+                         * arrived counts as peer wait */
+  uint64_t bytes;     /* network bytes of every link */
+  uint32_t links, steps;
+} ncs_bd_t;
 
 /* a collective instance: its operations, sorted by rank */
 typedef struct {
@@ -228,6 +296,7 @@ typedef struct {
   int32_t first_rank, last_rank; /* ranks of the earliest and the latest arrival (lowest on ties) */
   uint64_t id;            /* order it was handed out in (0, 1, ...) */
   size_t first_op;        /* retained: its operations are ncs_job_op(j, first_op + k), k < nops */
+  ncs_bd_t bd;            /* where its time went, and its bottleneck */
 } ncs_inst_t;
 
 /* what the streaming pass hands over. Pointers are valid during the call only. */

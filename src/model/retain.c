@@ -50,6 +50,7 @@ void retain_layout(ncs_job_t *j) {
 
 void retain_free(ncs_job_t *j) {
   jpriv_t *P = jp(j);
+  for (size_t i = 0; i < P->nops; i++) bd_op_free(&P->ops[i]);
   free(P->ops), free(P->insts);
 }
 
