@@ -77,6 +77,8 @@ void an_cell(ncs_analysis_t *a, uint32_t bi, uint32_t ri, const ncs_op_t *o, int
 void an_p2p(ncs_analysis_t *a, const ncs_op_t *op, const ncs_op_t *partner);
 /* instance.c */
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops);
+/* gpu_an.c */
+void an_gpu(ncs_analysis_t *a);
 /* throughput.c */
 void an_throughput(ncs_analysis_t *a, const ncs_op_t *ops, size_t n, uint64_t bytes);
 void an_throughput_free(priv_t *P);
