@@ -196,3 +196,29 @@ add_test(NAME cupti_fixture_h200_wrong
 '$<TARGET_FILE:ncs-cupti-check>' --counts '${NCS_CUPTI_FX}' '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx-wrong.expect'; echo rc=$?")
 set_tests_properties(cupti_fixture_h200_wrong PROPERTIES PASS_REGULAR_EXPRESSION
   "ncs_spin eager: 150 kernels in the trace, 151 ran.*FAILED.*rc=1")
+
+# the analysis of CUPTI's kernels (docs/gpu-truth.md, "Analysis"): report --json and SQLite
+# against what nccl-sim ran: overlap and exposed communication per GPU recomputed from the truth,
+# GPU-time sources, replays; without CUPTI no number is invented; with CUPTI's records lost the
+# report says it cannot tell
+function(gpu_analysis_test name mode expect)
+  cmake_parse_arguments(GA "" "" "ENV" ${ARGN})
+  string(REPLACE ";" " " GA_ENV "${GA_ENV}")
+  add_test(NAME cupti_analysis_${name}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_analysis.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:fake_cupti>
+                   $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_LIST_DIR}/gpu_analysis_check.py
+                   ${CMAKE_CURRENT_BINARY_DIR}/cupti-analysis-${name} ${mode} "${GA_ENV}"
+                   ${GA_UNPARSED_ARGUMENTS})
+  set_tests_properties(cupti_analysis_${name} PROPERTIES TIMEOUT 180
+                       PASS_REGULAR_EXPRESSION "gpu analysis check: ok ${mode}.*${expect}|${expect}.*gpu analysis check: ok ${mode}"
+                       FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
+endfunction()
+gpu_analysis_test(graph full "24 replay records"
+                  --scenario graph --ranks 4 --procs 2 --iters 6 --replays 3 --compute 2)
+gpu_analysis_test(eager full "'cupti': 24"
+                  --scenario allreduce --ranks 4 --iters 6 --compute 2)
+gpu_analysis_test(off off "no overlap numbers"
+                  --scenario allreduce --ranks 4 --iters 6 --compute 2 ENV NCCLSCOPE_CUPTI=off)
+gpu_analysis_test(lost lost "CUPTI dropped"
+                  --scenario allreduce --ranks 4 --iters 20 --compute 2 ENV FAKECUPTI=drop_every=9)

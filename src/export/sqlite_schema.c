@@ -11,7 +11,7 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
-    "kernel_phases"};
+    "kernel_phases", "kernels", "gpu_devices"};
 
 typedef struct {
   const char *name, *decl;
@@ -32,6 +32,8 @@ static const col_t c_proxy_steps[] = {COLS_PROXY_STEPS(X_DEF, PS)};
 static const col_t c_proxy_states[] = {COLS_PROXY_STATES(X_DEF, PT)};
 static const col_t c_losses[] = {COLS_LOSSES(X_DEF, LS)};
 static const col_t c_kernel_phases[] = {COLS_KERNEL_PHASES(X_DEF, KP)};
+static const col_t c_kernels[] = {COLS_KERNELS(X_DEF, KN)};
+static const col_t c_gpu_devices[] = {COLS_GPU_DEVICES(X_DEF, GD)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -55,6 +57,8 @@ static const struct {
     [NCS_SQ_PROXY_STATES] = TBL(c_proxy_states, NULL),
     [NCS_SQ_LOSSES] = TBL(c_losses, NULL),
     [NCS_SQ_KERNEL_PHASES] = TBL(c_kernel_phases, NULL),
+    [NCS_SQ_KERNELS] = TBL(c_kernels, NULL),
+    [NCS_SQ_GPU_DEVICES] = TBL(c_gpu_devices, NULL),
 };
 #undef TBL
 
@@ -63,6 +67,7 @@ static const char *const post_sql[] = {
     "CREATE INDEX instances_event ON instances (process_id, segment, event_id)",
     "CREATE INDEX instances_collective ON instances (collective_id)",
     "CREATE INDEX instances_comm_rank ON instances (comm, rank)",
+    "CREATE INDEX kernels_stream ON kernels (process_id, device, stream, start_job_ns)",
     "CREATE INDEX collectives_bucket ON collectives (comm, func, size_log2)",
     "CREATE INDEX collectives_last ON collectives (comm, last_rank)",
     "CREATE INDEX ranks_comm_rank ON ranks (comm, rank)",

@@ -1,0 +1,17 @@
+#!/bin/sh
+# gpu_analysis.sh SIM PLUGIN FAKE NCS CHECK WORKDIR MODE "ENV" SIM-ARGS...
+# One analysis case of CUPTI's kernels (tests/cupti.cmake): nccl-sim under the plugin and the
+# fake CUPTI writes what really ran; report --json and the SQLite export are compared with it by
+# tests/gpu_analysis_check.py (MODE full, off or lost).
+set -u
+SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 CHECK=$5 W=$6 MODE=$7 ENVS=$8
+shift 8
+rm -rf "$W" && mkdir -p "$W" && : >"$W/truth"
+# shellcheck disable=SC2086
+env NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR="$W/trace" $ENVS "$SIM" --plugin "$PLUGIN" --cupti "$FAKE" \
+  --gpu-truth "$W/truth" "$@" >"$W/sim.out" 2>"$W/sim.err" || { cat "$W/sim.err"; echo "FAILED: nccl-sim"; exit 1; }
+"$NCS" report --json "$W/trace" >"$W/report.json" || { echo "FAILED: report --json"; exit 1; }
+"$NCS" report "$W/trace" >"$W/report.txt" || { echo "FAILED: report"; exit 1; }
+"$NCS" export "$W/trace" --format sqlite -o "$W/trace.db" >/dev/null 2>&1 || { echo "FAILED: export sqlite"; exit 1; }
+grep -A12 '^GPU times by source' "$W/report.txt"
+python3 "$CHECK" "$MODE" "$W/report.json" "$W/truth" "$W/trace.db"
