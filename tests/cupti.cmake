@@ -222,3 +222,24 @@ gpu_analysis_test(off off "no overlap numbers"
                   --scenario allreduce --ranks 4 --iters 6 --compute 2 ENV NCCLSCOPE_CUPTI=off)
 gpu_analysis_test(lost lost "CUPTI dropped"
                   --scenario allreduce --ranks 4 --iters 20 --compute 2 ENV FAKECUPTI=drop_every=9)
+
+# diagnose with CUPTI (docs/diagnose.md, "CUPTI"): the hung ranks' NCCL kernels were launched and
+# never completed; with CUPTI's records dropped the same launches are no evidence
+foreach(c hang lost)
+  set(_env "")
+  if(c STREQUAL "lost")
+    set(_env "FAKECUPTI=drop_every=3")
+  endif()
+  add_test(NAME cupti_diagnose_${c}
+           COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/cupti-diagnose-${c}' && \
+env NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR='${CMAKE_CURRENT_BINARY_DIR}/cupti-diagnose-${c}' ${_env} '$<TARGET_FILE:nccl-sim>' \
+--plugin '$<TARGET_FILE:nccl-profiler-ncclscope>' --cupti '$<TARGET_FILE:fake_cupti>' --scenario allreduce \
+--ranks 4 --iters 8 --compute 2 --fault skip:1:5 --hang-s 1 >/dev/null 2>&1; \
+'$<TARGET_FILE:ncclscope>' diagnose '${CMAKE_CURRENT_BINARY_DIR}/cupti-diagnose-${c}'; echo exit=$?")
+endforeach()
+set_tests_properties(cupti_diagnose_hang PROPERTIES PASS_REGULAR_EXPRESSION
+  "rank 1 never entered AllReduce #5.*rank 0 .*CUPTI: the NCCL kernel of AllReduce #5 \\(KernelLaunch [0-9]+, stream 0x[0-9a-f]+\\) was launched .* before CUPTI's last flush and never completed.*exit=1"
+  FAIL_REGULAR_EXPRESSION "CUPTI lost records|against a hang|ERROR: AddressSanitizer|runtime error")
+set_tests_properties(cupti_diagnose_lost PROPERTIES PASS_REGULAR_EXPRESSION
+  "rank 1 never entered AllReduce #5.*CUPTI lost records \\(CUPTI dropped [0-9]+ records\\): its kernel launches without kernels are no evidence of a hang.*exit=1"
+  FAIL_REGULAR_EXPRESSION "never completed|ERROR: AddressSanitizer|runtime error")

@@ -162,6 +162,14 @@ const gop_t *gpu_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t id
   return &P->gops[v - 1];
 }
 
+int ncs_job_cupti_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t id, int64_t *start,
+                     int64_t *end) {
+  const gop_t *g = proc < j->nprocs ? gpu_op(j, proc, seg, id) : NULL;
+  if (!g || !g->start || g->end <= g->start) return 0;
+  *start = ncs_job_time(j, proc, g->start), *end = ncs_job_time(j, proc, g->end);
+  return 1;
+}
+
 static uint64_t op_bytes(const ncs_job_t *j, const char *func, const char *dtype, uint64_t count,
                          uint32_t comm) {
   uint64_t b = count * ncs_dtype_size(dtype);

@@ -462,4 +462,9 @@ int64_t ncs_job_comm_index(const ncs_job_t *j, uint64_t comm_id, int32_t nranks,
 const ncs_job_member_t *ncs_job_member(const ncs_job_t *j, uint32_t proc, uint32_t seg,
                                        uint64_t idx);
 
+/* the CUPTI kernels of the operation (file proc, segment seg, Coll/P2p event id), eager only:
+ * 1 with their first start and last end (job time), 0 none joined */
+int ncs_job_cupti_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t id, int64_t *start,
+                     int64_t *end);
+
 #endif
