@@ -208,7 +208,7 @@ function(gpu_analysis_test name mode expect)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_analysis.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:fake_cupti>
                    $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_LIST_DIR}/gpu_analysis_check.py
-                   ${CMAKE_CURRENT_BINARY_DIR}/cupti-analysis-${name} ${mode} "${GA_ENV}"
+                   $<TARGET_FILE:ncs-pftrace-lint> ${CMAKE_CURRENT_BINARY_DIR}/cupti-analysis-${name} ${mode} "${GA_ENV}"
                    ${GA_UNPARSED_ARGUMENTS})
   set_tests_properties(cupti_analysis_${name} PROPERTIES TIMEOUT 180
                        PASS_REGULAR_EXPRESSION "gpu analysis check: ok ${mode}.*${expect}|${expect}.*gpu analysis check: ok ${mode}"

@@ -1,11 +1,12 @@
 #!/bin/sh
-# gpu_analysis.sh SIM PLUGIN FAKE NCS CHECK WORKDIR MODE "ENV" SIM-ARGS...
+# gpu_analysis.sh SIM PLUGIN FAKE NCS CHECK LINT WORKDIR MODE "ENV" SIM-ARGS...
 # One analysis case of CUPTI's kernels (tests/cupti.cmake): nccl-sim under the plugin and the
 # fake CUPTI writes what really ran; report --json and the SQLite export are compared with it by
-# tests/gpu_analysis_check.py (MODE full, off or lost).
+# tests/gpu_analysis_check.py (MODE full, off or lost), with the Chrome JSON timeline; the
+# Perfetto timeline goes through ncs-pftrace-lint (LINT).
 set -u
-SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 CHECK=$5 W=$6 MODE=$7 ENVS=$8
-shift 8
+SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 CHECK=$5 LINT=$6 W=$7 MODE=$8 ENVS=$9
+shift 9
 rm -rf "$W" && mkdir -p "$W" && : >"$W/truth"
 # shellcheck disable=SC2086
 env NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR="$W/trace" $ENVS "$SIM" --plugin "$PLUGIN" --cupti "$FAKE" \
@@ -13,5 +14,8 @@ env NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR="$W/trace" $ENVS "$SIM" --plugin "$PLUGIN" 
 "$NCS" report --json "$W/trace" >"$W/report.json" || { echo "FAILED: report --json"; exit 1; }
 "$NCS" report "$W/trace" >"$W/report.txt" || { echo "FAILED: report"; exit 1; }
 "$NCS" export "$W/trace" --format sqlite -o "$W/trace.db" >/dev/null 2>&1 || { echo "FAILED: export sqlite"; exit 1; }
+"$NCS" export "$W/trace" --format chrome -o "$W/trace.json" >/dev/null 2>&1 || { echo "FAILED: export chrome"; exit 1; }
+"$NCS" export "$W/trace" --format perfetto -o "$W/trace.pftrace" >/dev/null 2>&1 || { echo "FAILED: export perfetto"; exit 1; }
+"$LINT" "$W/trace.pftrace" || { echo "FAILED: the Perfetto timeline does not lint"; exit 1; }
 grep -A12 '^GPU times by source' "$W/report.txt"
-python3 "$CHECK" "$MODE" "$W/report.json" "$W/truth" "$W/trace.db"
+python3 "$CHECK" "$MODE" "$W/report.json" "$W/truth" "$W/trace.db" "$W/trace.json"

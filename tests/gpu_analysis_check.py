@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-"""gpu_analysis_check.py MODE REPORT.json TRUTH [SQLITE.db] - the analysis of CUPTI's kernels
+"""gpu_analysis_check.py MODE REPORT.json TRUTH [SQLITE.db [CHROME.json]] - the analysis of CUPTI's kernels
 (docs/gpu-truth.md, "Analysis") against what nccl-sim says ran (its --gpu-truth file).
 
 MODE full: every GPU's overlap and exposed communication equal those computed here from the
 truth (unions of NCCL and other kernel intervals per process and device), every eager NCCL
 operation has its GPU time from CUPTI, replays match the truth's graph kernels.
 MODE off: no CUPTI data: no GPU entry, no overlap number, sources KernelCh or none only.
+MODE fixture: a capture from a real GPU (TRUTH is `ncclscope dump` of it): every kernel is a
+compute kernel, the compute time is the union of the KERNEL records' [start, end) (CUPTI's clock;
+a union's length does not depend on the offset), no NCCL time and no source is invented.
 MODE lost: CUPTI lost records: every GPU of the job says "cannot tell" with the reason, and no
 overlap number is given.
 """
@@ -49,6 +52,12 @@ def truth_kernels(path):
 def main():
     mode, rep, truth = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
     db = sys.argv[4] if len(sys.argv) > 4 else None
+    tl = None
+    if len(sys.argv) > 5:
+        d = json.load(open(sys.argv[5]))
+        tl = d["traceEvents"] if isinstance(d, dict) else d
+    def tl_count(cat):
+        return sum(1 for e in tl if e.get("cat") == cat and e.get("ph") in ("X", "B"))
     g = rep.get("gpu")
     if g is None:
         fail("the report has no 'gpu' section")
@@ -61,6 +70,8 @@ def main():
             fail("%d operations claim CUPTI times without CUPTI" % src["cupti"])
         if src["kernelch"] + src["none"] != nops or nops == 0:
             fail("sources do not add up: %s" % src)
+        if tl is not None and (tl_count("cupti") or tl_count("replay")):
+            fail("timeline: CUPTI slices without CUPTI")
         print("gpu analysis check: ok off: sources %s, no overlap numbers" % src)
         return
     if mode == "lost":
@@ -72,6 +83,27 @@ def main():
         if not g["files_cupti_lost"]:
             fail("files_cupti_lost is 0")
         print("gpu analysis check: ok lost: %d GPUs cannot tell (%s)" % (len(g["devices"]), g["devices"][0]["cannot_tell"]))
+        return
+    if mode == "fixture":
+        iv, nk = [], 0
+        for line in open(truth):
+            if " GPU KERNEL " not in line:
+                continue
+            f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+            nk += 1
+            iv.append((int(f["start"]), int(f["end"])))
+        u = union(iv)
+        want = sum(b - a for a, b in u)
+        if len(g["devices"]) != 1:
+            fail("fixture: %d GPUs, one ran" % len(g["devices"]))
+        d = g["devices"][0]
+        if d["compute_kernels"] != nk or d["nccl_kernels"] != 0 or d["comm_ns"] != 0 or d["exposed_ns"] != 0:
+            fail("fixture: %s, %d kernels in the dump" % (d, nk))
+        if abs(d["compute_ns"] - want) > 100 * len(u) or d["cannot_tell"]:
+            fail("fixture: compute %s ns, the dump's union %d ns" % (d["compute_ns"], want))
+        if any(src.values()) or g["replays"]:
+            fail("fixture: sources or replays invented: %s" % json.dumps(g)[:300])
+        print("gpu analysis check: ok fixture: %d kernels, compute %d ns (%d intervals)" % (nk, want, len(u)))
         return
     ks = truth_kernels(truth)
     per = {}
@@ -128,6 +160,16 @@ def main():
         m = c.execute("select count(*) from instances where gpu_source='cupti'").fetchone()[0]
         if m != eager:
             fail("sqlite: %d operations with gpu_source cupti, truth %d" % (m, eager))
+    if tl is not None:
+        if tl_count("cupti") != len(ks):
+            fail("timeline: %d CUPTI kernel slices, truth %d kernels" % (tl_count("cupti"), len(ks)))
+        if tl_count("replay") != want_rk:
+            fail("timeline: %d replay slices, truth %d" % (tl_count("replay"), want_rk))
+        for e in tl:
+            if e.get("cat") == "replay":
+                a = e["args"]
+                if a["gpu_source"] != "cupti" or a["replay"] < 1 or "capture_seqNumber" not in a or a["func"] != e["name"]:
+                    fail("timeline: a replay slice without its metadata: %s" % e)
     print("gpu analysis check: ok full: %d GPUs, %d kernels, %d replay records, sources %s" %
           (len(per), len(ks), got_rk, src))
 
