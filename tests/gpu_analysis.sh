@@ -17,5 +17,12 @@ env NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR="$W/trace" $ENVS "$SIM" --plugin "$PLUGIN" 
 "$NCS" export "$W/trace" --format chrome -o "$W/trace.json" >/dev/null 2>&1 || { echo "FAILED: export chrome"; exit 1; }
 "$NCS" export "$W/trace" --format perfetto -o "$W/trace.pftrace" >/dev/null 2>&1 || { echo "FAILED: export perfetto"; exit 1; }
 "$LINT" "$W/trace.pftrace" || { echo "FAILED: the Perfetto timeline does not lint"; exit 1; }
+"$NCS" report --html "$W/report.html" "$W/trace" >/dev/null || { echo "FAILED: report --html"; exit 1; }
+case $MODE in # the HTML page says the same
+full) want='id="gpu-table"' ;;
+off) want='id="gpu-none"' ;;
+lost) want='cannot tell: CUPTI dropped' ;;
+esac
+grep -q "$want" "$W/report.html" || { echo "FAILED: the HTML page lacks $want"; exit 1; }
 grep -A12 '^GPU times by source' "$W/report.txt"
 python3 "$CHECK" "$MODE" "$W/report.json" "$W/truth" "$W/trace.db" "$W/trace.json"
