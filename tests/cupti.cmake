@@ -220,6 +220,8 @@ gpu_analysis_test(eager full "'cupti': 24"
                   --scenario allreduce --ranks 4 --iters 6 --compute 2)
 gpu_analysis_test(off off "no overlap numbers"
                   --scenario allreduce --ranks 4 --iters 6 --compute 2 ENV NCCLSCOPE_CUPTI=off)
+gpu_analysis_test(busy off "no overlap numbers"
+                  --scenario allreduce --ranks 4 --iters 6 --compute 2 ENV FAKECUPTI=holder=CUPTI_for_kineto)
 gpu_analysis_test(lost lost "CUPTI dropped"
                   --scenario allreduce --ranks 4 --iters 20 --compute 2 ENV FAKECUPTI=drop_every=9)
 

@@ -70,6 +70,12 @@ def main():
             fail("%d operations claim CUPTI times without CUPTI" % src["cupti"])
         if src["kernelch"] + src["none"] != nops or nops == 0:
             fail("sources do not add up: %s" % src)
+        keys = [w["key"] for w in rep["warnings"]]
+        asked = [f for f in g["files"] if f["state"] not in ("off", "none")]
+        if asked and "cupti_unused" not in keys:
+            fail("CUPTI asked for (%s) but not used, and no warning says so: %s" % (asked[0]["state"], keys))
+        if not asked and "cupti_unused" in keys:
+            fail("a cupti_unused warning with CUPTI off")
         if tl is not None and (tl_count("cupti") or tl_count("replay")):
             fail("timeline: CUPTI slices without CUPTI")
         print("gpu analysis check: ok off: sources %s, no overlap numbers" % src)
@@ -82,6 +88,8 @@ def main():
                 fail("CUPTI lost records but a GPU has numbers: %s" % d)
         if not g["files_cupti_lost"]:
             fail("files_cupti_lost is 0")
+        if "cupti_lost" not in [w["key"] for w in rep["warnings"]]:
+            fail("no cupti_lost warning")
         print("gpu analysis check: ok lost: %d GPUs cannot tell (%s)" % (len(g["devices"]), g["devices"][0]["cannot_tell"]))
         return
     if mode == "fixture":
@@ -170,6 +178,8 @@ def main():
                 a = e["args"]
                 if a["gpu_source"] != "cupti" or a["replay"] < 1 or "capture_seqNumber" not in a or a["func"] != e["name"]:
                     fail("timeline: a replay slice without its metadata: %s" % e)
+    if [w for w in rep["warnings"] if w["key"].startswith("cupti")]:
+        fail("CUPTI warnings with nothing lost: %s" % rep["warnings"])
     print("gpu analysis check: ok full: %d GPUs, %d kernels, %d replay records, sources %s" %
           (len(per), len(ks), got_rk, src))
 

@@ -57,6 +57,10 @@ static void pending_lines(dg_t *D, ncs_dg_verdict_t *v) {
                     ", stream 0x%" PRIx64 ") was launched %s before CUPTI's last flush and never completed",
                  p->rank, P->host, P->pid, p->graph ? "graph launch" : "kernel", what, p->launch,
                  p->stream, ago);
+    } else if (!p->ts) {
+      dg_ev_line(v, "rank %d (%s-%" PRIu64 "): CUPTI: the NCCL %s of %s has no kernel, but its launch "
+                    "time was not recorded: not known whether it had time to complete (no evidence)",
+                 p->rank, P->host, P->pid, p->graph ? "graph launch" : "kernel", what);
     } else {
       dg_ev_line(v, "rank %d (%s-%" PRIu64 "): CUPTI: the NCCL %s of %s was launched after CUPTI's last "
                     "flush: not known whether it completed (no evidence either way)",
