@@ -52,7 +52,8 @@ static void pending_lines(dg_t *D, ncs_dg_verdict_t *v) {
     shown++;
     if (p->before_flush) {
       char ago[32];
-      ncs_fmt_ns(ago, sizeof ago, (double)((int64_t)g->flush_ns + P->job_off - p->ts));
+      ncs_fmt_ns(ago, sizeof ago, /* unsigned: no overflow on a hostile file's times */
+                 (double)(int64_t)(g->flush_ns + (uint64_t)P->job_off - (uint64_t)p->ts));
       dg_ev_line(v, "rank %d (%s-%" PRIu64 "): CUPTI: the NCCL %s of %s (KernelLaunch %" PRIu64
                     ", stream 0x%" PRIx64 ") was launched %s before CUPTI's last flush and never completed",
                  p->rank, P->host, P->pid, p->graph ? "graph launch" : "kernel", what, p->launch,
@@ -86,7 +87,7 @@ static void completed_lines(dg_t *D, ncs_dg_verdict_t *v) {
         !ncs_job_cupti_op(D->job, (uint32_t)cr->proc, w.found->seg - 1, w.found->id, &s, &e))
       continue;
     char d[32];
-    ncs_fmt_ns(d, sizeof d, (double)(e - s));
+    ncs_fmt_ns(d, sizeof d, (double)((uint64_t)e - (uint64_t)s));
     dg_ev_line(v, "rank %d: against a hang in its kernel: CUPTI saw the kernel of %s #%" PRId64
                   " complete (%s) although its host events are open",
                r, v->func, w.found->seq, d);

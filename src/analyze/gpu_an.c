@@ -27,6 +27,10 @@ static int cmp_i64(const void *x, const void *y) {
   return (a > b) - (a < b);
 }
 
+static int64_t span(const ncs_job_replay_t *r) { /* no overflow on a hostile file's times */
+  return (int64_t)((uint64_t)r->end - (uint64_t)r->start);
+}
+
 /* the replays, sorted by (comm, func, seq, replay, rank) in the model: one bucket per
  * (comm, func, bytes), one instance per (comm, func, seq, replay) run */
 static void replays(ncs_analysis_t *a) {
@@ -47,7 +51,7 @@ static void replays(ncs_analysis_t *a) {
     for (size_t k = i; k < e; k++) {
       const ncs_job_replay_t *q = &j->replays[k];
       if (q->rank != last) ranks++, last = q->rank;
-      if (q->start && q->end > q->start && q->end - q->start > worst) worst = q->end - q->start;
+      if (q->start && q->end > q->start && span(q) > worst) worst = span(q);
     }
     ncs_an_replay_t *b = NULL;
     for (uint32_t k = 0; k < G->nreplays && !b; k++)
@@ -78,7 +82,7 @@ static void replays(ncs_analysis_t *a) {
         int64_t worst = -1;
         for (size_t q = i; q < e; q++) {
           const ncs_job_replay_t *x = &j->replays[q];
-          if (x->start && x->end > x->start && x->end - x->start > worst) worst = x->end - x->start;
+          if (x->start && x->end > x->start && span(x) > worst) worst = span(x);
         }
         if (worst >= 0) {
           NCS_XGROW(lat, capl, nl + 1);

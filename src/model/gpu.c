@@ -6,7 +6,8 @@
  *   - per operation (segment, Coll/P2p id): the start of its first and the end of its last eager
  *     kernel, for op_finish (merge.c), which prefers them to KernelCh's times;
  *   - every replay of a captured operation, with the capture's metadata;
- *   - per GPU (CUPTI device): its NCCL and its other kernels as unions of intervals, from which
+ *   - per GPU (CUPTI device): its NCCL and its other kernels as unions of intervals (monotonic
+ *     time of the file), from which
  *     overlap and exposed communication are computed for any window;
  *   - launches whose kernels never came, with their operations (diagnose);
  *   - with opts.retain, every kernel (the timeline).
@@ -80,6 +81,7 @@ int64_t ncs_iv_overlap(const ncs_iv_t *a, size_t na, const ncs_iv_t *b, size_t n
 
 void ncs_job_gpu_overlap(const ncs_job_gpu_dev_t *d, int64_t from, int64_t to,
                          ncs_gpu_overlap_t *out) {
+  from = (int64_t)((uint64_t)from - (uint64_t)d->off), to = (int64_t)((uint64_t)to - (uint64_t)d->off);
   out->comm_ns = ncs_iv_len(d->nccl, d->nnccl, from, to);
   out->compute_ns = ncs_iv_len(d->compute, d->ncompute, from, to);
   out->overlap_ns = ncs_iv_overlap(d->nccl, d->nnccl, d->compute, d->ncompute, from, to);
@@ -185,8 +187,9 @@ typedef struct {
   size_t n, cap;
 } ivs_t;
 
+#define IV_MAX (1ull << 62) /* times of a hostile file beyond it are left out: no overflow */
 static void iv_push(ivs_t *s, uint64_t a, uint64_t b) {
-  if (!a || b <= a) return;
+  if (!a || b <= a || b > IV_MAX) return;
   NCS_XGROW(s->v, s->cap, s->n + 1);
   s->v[s->n++] = (ncs_iv_t){(int64_t)a, (int64_t)b};
 }
@@ -391,9 +394,7 @@ void gpu_job_times(ncs_job_t *j) {
     j->gpu[i].active_from = JT(i, j->gpu[i].active_from), j->gpu[i].active_to = JT(i, j->gpu[i].active_to);
   for (uint32_t d = 0; d < j->ngdevs; d++) {
     ncs_job_gpu_dev_t *D = &j->gdevs[d];
-    int64_t off = j->procs[D->proc].job_off;
-    for (size_t k = 0; k < D->nnccl; k++) D->nccl[k].from += off, D->nccl[k].to += off;
-    for (size_t k = 0; k < D->ncompute; k++) D->compute[k].from += off, D->compute[k].to += off;
+    D->off = j->procs[D->proc].job_off;
     D->from = JT(D->proc, D->from), D->to = JT(D->proc, D->to);
   }
   for (size_t i = 0; i < j->nreplays; i++) {

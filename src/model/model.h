@@ -281,16 +281,18 @@ typedef struct {
 } ncs_job_gpu_t;
 
 /* one GPU (file, device) that CUPTI saw kernels on: its NCCL and compute kernels as unions of
- * intervals (job time), for overlap and exposed communication in any window */
+ * intervals, for overlap and exposed communication in any window. The unions are in the file's
+ * monotonic time (job time = monotonic + off); ncs_job_gpu_overlap takes job time. */
 typedef struct {
   uint32_t proc;
   int32_t device;           /* CUPTI's device id */
   int32_t rank;             /* the rank whose NCCL kernels ran here (the lowest; -1 none joined) */
   uint32_t comm;            /* that rank's communicator (job index; UINT32_MAX none) */
   uint64_t nccl_kernels, compute_kernels;
-  ncs_iv_t *nccl, *compute; /* unions, by time */
+  ncs_iv_t *nccl, *compute; /* unions, by time (monotonic ns of the file, below 2^62) */
   size_t nnccl, ncompute;
-  int64_t from, to;         /* its first kernel start, last kernel end */
+  int64_t off;              /* job time - monotonic time of the file */
+  int64_t from, to;         /* its first kernel start, last kernel end (job time) */
 } ncs_job_gpu_dev_t;
 
 /* the numbers of one device in a window (ncs_job_gpu_overlap) */
