@@ -68,6 +68,8 @@ def main():
             fail("no CUPTI data, yet GPU entries: %s" % json.dumps(g)[:300])
         if src["cupti"]:
             fail("%d operations claim CUPTI times without CUPTI" % src["cupti"])
+        if any(r["gpu_sources"]["cupti"] for r in rep["ranks"]):
+            fail("a rank has CUPTI times without CUPTI")
         if src["kernelch"] + src["none"] != nops or nops == 0:
             fail("sources do not add up: %s" % src)
         keys = [w["key"] for w in rep["warnings"]]
@@ -153,6 +155,11 @@ def main():
     if got_rk != want_rk:
         fail("%d replay records, truth %d (graph kernels x captured operations)" % (got_rk, want_rk))
     eager = sum(len(k["ops"].split(",")) for k in ks if k["kind"] == "nccl" and k["graph"] == "0")
+    for r in rep["ranks"]:  # per rank: its eager collectives from CUPTI, as the truth's
+        want_r = sum(len(k["ops"].split(",")) for k in ks
+                     if k["kind"] == "nccl" and k["graph"] == "0" and int(k["rank"]) == r["rank"])
+        if r["gpu_sources"]["cupti"] != want_r:
+            fail("rank %d: %d operations from CUPTI, truth %d" % (r["rank"], r["gpu_sources"]["cupti"], want_r))
     if src["cupti"] != eager:
         fail("%d operations with CUPTI times, %d eager operations ran" % (src["cupti"], eager))
     if db:

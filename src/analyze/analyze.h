@@ -79,6 +79,7 @@ typedef struct {
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;
   uint64_t launch_n;
+  uint64_t gsrc[NCS_GS_N]; /* its collective operations by GPU-time source (NCS_GS_*) */
   ncs_an_evidence_t ev[NCS_AN_EVIDENCE];
   uint32_t nev;
 } ncs_an_rank_t;

@@ -191,7 +191,7 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
   const ncs_op_t *o = &ops[k];
   ncs_an_rank_t *r = an_rank(a, o);
   int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
-  r->instances++;
+  r->instances++, r->gsrc[o->gsrc]++;
   r->kwait += o->duration - xfer, r->transfer += xfer;
   if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
   r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
