@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpu_analysis_check.py MODE REPORT.json TRUTH [SQLITE.db [CHROME.json]] - the analysis of CUPTI's kernels
+"""gpu_analysis_check.py MODE REPORT.json TRUTH [SQLITE.db|- [CHROME.json]] - the analysis of CUPTI's kernels
 (docs/gpu-truth.md, "Analysis") against what nccl-sim says ran (its --gpu-truth file).
 
 MODE full: every GPU's overlap and exposed communication equal those computed here from the
@@ -51,7 +51,7 @@ def truth_kernels(path):
 
 def main():
     mode, rep, truth = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3]
-    db = sys.argv[4] if len(sys.argv) > 4 else None
+    db = sys.argv[4] if len(sys.argv) > 4 and sys.argv[4] != "-" else None
     tl = None
     if len(sys.argv) > 5:
         d = json.load(open(sys.argv[5]))
@@ -113,6 +113,9 @@ def main():
             fail("fixture: compute %s ns, the dump's union %d ns" % (d["compute_ns"], want))
         if any(src.values()) or g["replays"]:
             fail("fixture: sources or replays invented: %s" % json.dumps(g)[:300])
+        if tl is not None and (tl_count("cupti") != nk or tl_count("replay")):
+            fail("fixture timeline: %d CUPTI slices, %d replay slices; %d kernels" %
+                 (tl_count("cupti"), tl_count("replay"), nk))
         print("gpu analysis check: ok fixture: %d kernels, compute %d ns (%d intervals)" % (nk, want, len(u)))
         return
     ks = truth_kernels(truth)
