@@ -245,3 +245,15 @@ set_tests_properties(cupti_diagnose_hang PROPERTIES PASS_REGULAR_EXPRESSION
 set_tests_properties(cupti_diagnose_lost PROPERTIES PASS_REGULAR_EXPRESSION
   "rank 1 never entered AllReduce #5.*CUPTI lost records \\(CUPTI dropped [0-9]+ records\\): its kernel launches without kernels are no evidence of a hang.*exit=1"
   FAIL_REGULAR_EXPRESSION "never completed|ERROR: AddressSanitizer|runtime error")
+
+# the H200 capture through the analysis (docs/gpu-truth.md, "Analysis"): one GPU, 190 kernels that
+# are not NCCL's: the report's compute time is the union of its KERNEL records (from dump), no NCCL
+# time, no GPU-time source or replay invented; the timeline has a CUPTI slice per kernel
+add_test(NAME cupti_fixture_h200_analysis
+         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' report --json '${NCS_CUPTI_FX}' > '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.json' && \
+'$<TARGET_FILE:ncclscope>' dump '${NCS_CUPTI_FX}' > '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.dump' && \
+'$<TARGET_FILE:ncclscope>' export '${NCS_CUPTI_FX}' --format chrome --force -o '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.chrome.json' >/dev/null 2>&1 && \
+python3 '${CMAKE_CURRENT_LIST_DIR}/gpu_analysis_check.py' fixture '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.json' \
+'${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.dump' - '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.chrome.json'")
+set_tests_properties(cupti_fixture_h200_analysis PROPERTIES PASS_REGULAR_EXPRESSION
+                     "gpu analysis check: ok fixture: 190 kernels")

@@ -22,7 +22,6 @@
 
 #include "model/internal.h"
 #include "trace/gpujoin.h"
-#include "util/dtype.h"
 #include "util/mem.h"
 
 const char *const ncs_gs_names[NCS_GS_N] = {"none", "cupti", "kernelch"};
@@ -172,13 +171,11 @@ int ncs_job_cupti_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t i
   return 1;
 }
 
+/* as ncs_op_t.bytes: the one table of nccl-tests' conventions (trace/format.h) */
 static uint64_t op_bytes(const ncs_job_t *j, const char *func, const char *dtype, uint64_t count,
                          uint32_t comm) {
-  uint64_t b = count * ncs_dtype_size(dtype);
-  if (comm != UINT32_MAX && (!strcmp(func, "AllGather") || !strcmp(func, "ReduceScatter")) &&
-      j->comms[comm].nranks > 0)
-    b *= (uint64_t)j->comms[comm].nranks;
-  return b;
+  int n = comm != UINT32_MAX ? j->comms[comm].nranks : 1;
+  return ncs_op_bytes(func, dtype, count, n > 0 ? n : 1, 0);
 }
 
 /* a device of the file: its index in j->gdevs */
