@@ -196,3 +196,64 @@ add_test(NAME cupti_fixture_h200_wrong
 '$<TARGET_FILE:ncs-cupti-check>' --counts '${NCS_CUPTI_FX}' '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx-wrong.expect'; echo rc=$?")
 set_tests_properties(cupti_fixture_h200_wrong PROPERTIES PASS_REGULAR_EXPRESSION
   "ncs_spin eager: 150 kernels in the trace, 151 ran.*FAILED.*rc=1")
+
+# the analysis of CUPTI's kernels (docs/gpu-truth.md, "Analysis"): report --json and SQLite
+# against what nccl-sim ran: overlap and exposed communication per GPU recomputed from the truth,
+# GPU-time sources, replays; without CUPTI no number is invented; with CUPTI's records lost the
+# report says it cannot tell
+function(gpu_analysis_test name mode expect)
+  cmake_parse_arguments(GA "" "" "ENV" ${ARGN})
+  string(REPLACE ";" " " GA_ENV "${GA_ENV}")
+  add_test(NAME cupti_analysis_${name}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/gpu_analysis.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:fake_cupti>
+                   $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_LIST_DIR}/gpu_analysis_check.py
+                   $<TARGET_FILE:ncs-pftrace-lint> ${CMAKE_CURRENT_BINARY_DIR}/cupti-analysis-${name} ${mode} "${GA_ENV}"
+                   ${GA_UNPARSED_ARGUMENTS})
+  set_tests_properties(cupti_analysis_${name} PROPERTIES TIMEOUT 180
+                       PASS_REGULAR_EXPRESSION "gpu analysis check: ok ${mode}.*${expect}|${expect}.*gpu analysis check: ok ${mode}"
+                       FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|WARNING: ThreadSanitizer|runtime error")
+endfunction()
+gpu_analysis_test(graph full "24 replay records"
+                  --scenario graph --ranks 4 --procs 2 --iters 6 --replays 3 --compute 2)
+gpu_analysis_test(eager full "'cupti': 24"
+                  --scenario allreduce --ranks 4 --iters 6 --compute 2)
+gpu_analysis_test(off off "no overlap numbers"
+                  --scenario allreduce --ranks 4 --iters 6 --compute 2 ENV NCCLSCOPE_CUPTI=off)
+gpu_analysis_test(busy off "no overlap numbers"
+                  --scenario allreduce --ranks 4 --iters 6 --compute 2 ENV FAKECUPTI=holder=CUPTI_for_kineto)
+gpu_analysis_test(lost lost "CUPTI dropped"
+                  --scenario allreduce --ranks 4 --iters 20 --compute 2 ENV FAKECUPTI=drop_every=9)
+
+# diagnose with CUPTI (docs/diagnose.md, "CUPTI"): the hung ranks' NCCL kernels were launched and
+# never completed; with CUPTI's records dropped the same launches are no evidence
+foreach(c hang lost)
+  set(_env "")
+  if(c STREQUAL "lost")
+    set(_env "FAKECUPTI=drop_every=3")
+  endif()
+  add_test(NAME cupti_diagnose_${c}
+           COMMAND sh -c "rm -rf '${CMAKE_CURRENT_BINARY_DIR}/cupti-diagnose-${c}' && \
+env NCCLSCOPE_CUPTI=on NCCLSCOPE_DIR='${CMAKE_CURRENT_BINARY_DIR}/cupti-diagnose-${c}' ${_env} '$<TARGET_FILE:nccl-sim>' \
+--plugin '$<TARGET_FILE:nccl-profiler-ncclscope>' --cupti '$<TARGET_FILE:fake_cupti>' --scenario allreduce \
+--ranks 4 --iters 8 --compute 2 --fault skip:1:5 --hang-s 1 >/dev/null 2>&1; \
+'$<TARGET_FILE:ncclscope>' diagnose '${CMAKE_CURRENT_BINARY_DIR}/cupti-diagnose-${c}'; echo exit=$?")
+endforeach()
+set_tests_properties(cupti_diagnose_hang PROPERTIES PASS_REGULAR_EXPRESSION
+  "rank 1 never entered AllReduce #5.*rank 0 .*CUPTI: the NCCL kernel of AllReduce #5 \\(KernelLaunch [0-9]+, stream 0x[0-9a-f]+\\) was launched .* before CUPTI's last flush and never completed.*exit=1"
+  FAIL_REGULAR_EXPRESSION "CUPTI lost records|against a hang|ERROR: AddressSanitizer|runtime error")
+set_tests_properties(cupti_diagnose_lost PROPERTIES PASS_REGULAR_EXPRESSION
+  "rank 1 never entered AllReduce #5.*CUPTI lost records \\(CUPTI dropped [0-9]+ records\\): its kernel launches without kernels are no evidence of a hang.*exit=1"
+  FAIL_REGULAR_EXPRESSION "never completed|ERROR: AddressSanitizer|runtime error")
+
+# the H200 capture through the analysis (docs/gpu-truth.md, "Analysis"): one GPU, 190 kernels that
+# are not NCCL's: the report's compute time is the union of its KERNEL records (from dump), no NCCL
+# time, no GPU-time source or replay invented; the timeline has a CUPTI slice per kernel
+add_test(NAME cupti_fixture_h200_analysis
+         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' report --json '${NCS_CUPTI_FX}' > '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.json' && \
+'$<TARGET_FILE:ncclscope>' dump '${NCS_CUPTI_FX}' > '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.dump' && \
+'$<TARGET_FILE:ncclscope>' export '${NCS_CUPTI_FX}' --format chrome --force -o '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.chrome.json' >/dev/null 2>&1 && \
+python3 '${CMAKE_CURRENT_LIST_DIR}/gpu_analysis_check.py' fixture '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.json' \
+'${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.dump' - '${CMAKE_CURRENT_BINARY_DIR}/cupti-fx.chrome.json'")
+set_tests_properties(cupti_fixture_h200_analysis PROPERTIES PASS_REGULAR_EXPRESSION
+                     "gpu analysis check: ok fixture: 190 kernels")

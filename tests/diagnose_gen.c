@@ -4,7 +4,10 @@
  *   ncs-diagnose-gen OUTDIR CASE MODE
  *
  * CASE: healthy | skip | stall | mismatch | kill | kernel (stall with KernelCh only) | p2p (rank 1
- * never posts the Recv that rank 0's Send waits in). MODE: trace (one .nstrace per process, with
+ * never posts the Recv that rank 0's Send waits in) | cupti (stall, recorded with CUPTI: every
+ * operation has its GroupApi, CollApi and KernelLaunch, and CUPTI's LAUNCH and KERNEL records; in
+ * the hung #5 rank 0's kernel completed, the kernels of ranks 2 and 3 were launched before the
+ * last CUPTI flush and never completed, rank 1 launched after it). MODE: trace (one .nstrace per process, with
  * the flush records the writer emits at exit) or flight (live .nsflight files and, for a hang,
  * a watchdog incident of dumps in OUTDIR/dumps; a killed process has only its live file, still
  * "running", with an old heartbeat) or jobkill (traces without footers that all stop together: the
@@ -32,8 +35,11 @@
 #define HANG_END (T0 + FOP * MS + 3000 * MS)
 #define DUMP_AT (T0 + FOP * MS + 1200 * MS)
 
-enum { S_ALLREDUCE = 1, S_FLOAT, S_RING, S_SIMPLE, S_SEND, S_RECV, S_INT8, NSTR };
-static const char *const strs[NSTR] = {NULL, "AllReduce", "ncclFloat32", "RING", "SIMPLE", "Send", "Recv", "ncclInt8"};
+enum { S_ALLREDUCE = 1, S_FLOAT, S_RING, S_SIMPLE, S_SEND, S_RECV, S_INT8, S_KNAME, NSTR };
+static const char *const strs[NSTR] = {NULL, "AllReduce", "ncclFloat32", "RING", "SIMPLE", "Send", "Recv", "ncclInt8",
+                                       "ncclDevKernel_AllReduce_Sum_f32_RING_LL"};
+#define CUPTI_OFF 7000000000ull /* CUPTI time - monotonic (cupti case) */
+static uint64_t coll_parent; /* cupti case: the CollApi of the next Coll */
 
 static const char *kase, *mode;
 static int fault_rank = -1;
@@ -70,6 +76,7 @@ static void coll_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t seq, uint64_
   memset(&e, 0, sizeof e);
   e.kind = NCS_REC_START, e.type = NCS_T_COLL, e.id = id, e.ts = ts, e.thread = 0;
   e.ctx_kind = NCS_CTX_LOCAL, e.ctx = 0, e.rank = g->rank;
+  if (coll_parent) e.parent_kind = NCS_REF_LOCAL, e.parent = coll_parent;
   e.nfields = ncs_schema[NCS_T_COLL].nfields;
   e.f[NCS_F(Coll, seqNumber)] = seq, e.f[NCS_F(Coll, func)] = S_ALLREDUCE, e.f[NCS_F(Coll, count)] = count;
   e.f[NCS_F(Coll, root)] = 0, e.f[NCS_F(Coll, datatype)] = dtype, e.f[NCS_F(Coll, nChannels)] = 1;
@@ -96,6 +103,62 @@ static void kernel_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t parent) {
   e.nfields = ncs_schema[NCS_T_KERNEL_CH].nfields;
   e.f[NCS_F(KernelCh, channelId)] = 0, e.f[NCS_F(KernelCh, pTimer)] = ts + 500000;
   put(g, &e);
+}
+
+/* cupti case: GroupApi, CollApi and KernelLaunch of op id (ids id+50..52), and CUPTI's records:
+ * the LAUNCH, and the KERNEL when `done` */
+static void api_events(gen_t *g, uint64_t id, uint64_t ts) {
+  ncs_event_t e;
+  memset(&e, 0, sizeof e);
+  e.kind = NCS_REC_START, e.type = NCS_T_GROUP_API, e.id = id + 50, e.ts = ts - 2000, e.thread = 0;
+  e.ctx_kind = NCS_CTX_LOCAL, e.nfields = ncs_schema[NCS_T_GROUP_API].nfields;
+  put(g, &e);
+  memset(&e, 0, sizeof e);
+  e.kind = NCS_REC_START, e.type = NCS_T_COLL_API, e.id = id + 51, e.ts = ts - 1000, e.thread = 0;
+  e.ctx_kind = NCS_CTX_LOCAL, e.parent_kind = NCS_REF_LOCAL, e.parent = id + 50;
+  e.nfields = ncs_schema[NCS_T_COLL_API].nfields;
+  e.f[NCS_F(CollApi, func)] = S_ALLREDUCE, e.f[NCS_F(CollApi, count)] = 262144;
+  e.f[NCS_F(CollApi, datatype)] = S_FLOAT;
+  put(g, &e);
+  coll_parent = id + 51;
+}
+
+static void launch_events(gen_t *g, uint64_t id, uint64_t ts, int done) {
+  ncs_event_t e;
+  memset(&e, 0, sizeof e);
+  e.kind = NCS_REC_START, e.type = NCS_T_KERNEL_LAUNCH, e.id = id + 52, e.ts = ts, e.thread = 0;
+  e.ctx_kind = NCS_CTX_LOCAL, e.parent_kind = NCS_REF_LOCAL, e.parent = id + 50;
+  e.nfields = ncs_schema[NCS_T_KERNEL_LAUNCH].nfields;
+  put(g, &e);
+  ev_flush(g);
+  ncs_gpu_chunk_t c;
+  ncs_gpu_enc_begin(&g->body.pay, &c, ts, ts + CUPTI_OFF);
+  ncs_gpu_rec_t r;
+  memset(&r, 0, sizeof r);
+  r.kind = NCS_GR_LAUNCH, r.ts = ts + 100, r.corr = id, r.launch = id + 52, r.comm = 1, r.group = id + 50;
+  r.stream = 0x5a000000ull + (uint64_t)g->rank;
+  ncs_gpu_enc_rec(&g->body.pay, &c, &r);
+  if (done) {
+    memset(&r, 0, sizeof r);
+    r.kind = NCS_GR_KERNEL, r.flags = NCS_GKF_EAGER, r.corr = id, r.launch = id + 52;
+    r.start = ts + 5000 + CUPTI_OFF, r.end = ts + 250000 + CUPTI_OFF, r.device = (uint32_t)g->rank;
+    r.stream = 7, r.name_id = S_KNAME;
+    ncs_gpu_enc_rec(&g->body.pay, &c, &r);
+  }
+  ncs_gpu_enc_end(&g->body.pay, &c);
+  tg_chunk(&g->body, NCS_CHUNK_GPU);
+}
+
+static void gpu_state(gen_t *g, uint64_t mono, uint64_t flush_ns, int final) {
+  ev_flush(g);
+  ncs_gpu_state_t s;
+  memset(&s, 0, sizeof s);
+  s.state = NCS_GPU_ACTIVE, s.flags = final ? NCS_GSF_FINAL : 0, s.since_ns = T0 - 9 * MS;
+  s.reason = "", s.library = "libcupti.so.13", s.holder = "", s.api_version = 130001;
+  s.clock_mono_ns = mono, s.clock_cupti_ns = mono + CUPTI_OFF, s.clock_width_ns = 40;
+  s.keys[s.ncounters] = NCS_GK_FLUSH_NS, s.values[s.ncounters++] = flush_ns;
+  ncs_gpu_enc_state(&g->body.pay, &s);
+  tg_chunk(&g->body, NCS_CHUNK_GPU_STATE);
 }
 
 static void pop_start(gen_t *g, uint64_t id, uint64_t ts, uint64_t parent, int peer, int send) {
@@ -193,9 +256,10 @@ static void meta(gen_t *g, uint64_t pid) {
 static void gen_rank(gen_t *g, int final) {
   int r = g->rank, next = (r + 1) % NR, prev = (r + NR - 1) % NR;
   int hang = strcmp(kase, "healthy") != 0 && strcmp(kase, "orphan") != 0;
-  int kernel_only = !strcmp(kase, "kernel");
+  int kernel_only = !strcmp(kase, "kernel"), cupti = !strcmp(kase, "cupti");
   int nops = hang ? FOP + 1 : 8;
   clock_pair(g, T0 - 5 * MS);
+  if (cupti) gpu_state(g, T0 - 5 * MS, 0, 0);
   if (!strcmp(kase, "p2p")) {
     /* ranks 0 and 1: a healthy AllReduce #0, then rank 0 sends to 1, which never receives */
     nops = 1;
@@ -205,7 +269,10 @@ static void gen_rank(gen_t *g, int final) {
     int is_fault = hang && i == FOP;
     if (is_fault && (r == fault_rank) && (!strcmp(kase, "skip") || !strcmp(kase, "kill"))) break;
     uint64_t count = is_fault && r == fault_rank && !strcmp(kase, "mismatch") ? 1024 : 262144;
+    if (cupti) api_events(g, id, t);
     coll_start(g, id, t, (uint64_t)i, count, S_FLOAT);
+    coll_parent = 0;
+    if (cupti) launch_events(g, id, t + 10000, !is_fault || r == 0);
     /* kernel case: the stalled rank's kernel starts 3 ms late, the others' wait for it */
     kernel_start(g, id + 1, t + (kernel_only && is_fault && r == fault_rank ? 3 * MS : 20000), id);
     if (!kernel_only) {
@@ -245,7 +312,7 @@ static void gen_rank(gen_t *g, int final) {
     }
     /* the hung op: step 0 of each side. The stalled rank's send freezes in SendWait early;
      * everyone else waits in RecvWait for its previous rank, later. */
-    int stalled = (!strcmp(kase, "stall") || !strcmp(kase, "lost")) && r == fault_rank;
+    int stalled = (!strcmp(kase, "stall") || !strcmp(kase, "lost") || cupti) && r == fault_rank;
     uint64_t base = t + 50000, late = stalled ? 0 : 2 * MS + (uint64_t)r * 100000;
     step_start(g, id + 4, base, id + 2, 0);
     state(g, NCS_T_PROXY_STEP, id + 4, base + 1000, 8);
@@ -276,6 +343,8 @@ static void gen_rank(gen_t *g, int final) {
   }
   uint64_t end = hang ? HANG_END : T0 + 10 * MS;
   clock_pair(g, end - 1000);
+  /* the last successful flush: after every launch, but before rank 1's in the hung op */
+  if (cupti) gpu_state(g, end - 1000, r == 1 ? T0 + FOP * MS : end - 2000, 1);
   if (hang) {
     /* what the writer emits at the end of the segment for what is still open */
     uint64_t id = 100 * FOP + 1, t = T0 + FOP * MS + (uint64_t)r * 10000;
@@ -349,7 +418,7 @@ int main(int argc, char **argv) {
   const char *out = argv[1];
   kase = argv[2], mode = argv[3];
   if (!strcmp(kase, "skip") || !strcmp(kase, "kill")) fault_rank = 2;
-  else if (!strcmp(kase, "stall") || !strcmp(kase, "kernel")) fault_rank = 1;
+  else if (!strcmp(kase, "stall") || !strcmp(kase, "kernel") || !strcmp(kase, "cupti")) fault_rank = 1;
   else if (!strcmp(kase, "lost")) fault_rank = 1, steps_dropped = 7; /* stall, and its drops */
   else if (!strcmp(kase, "mismatch")) fault_rank = 3;
   else if (strcmp(kase, "healthy") && strcmp(kase, "p2p") && strcmp(kase, "orphan")) {

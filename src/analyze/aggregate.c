@@ -121,6 +121,7 @@ static int p2p_before(const ncs_op_t *o, const bx_t *x) {
 /* one Send or Recv: its bucket sample (duration and bandwidth of this rank alone) */
 static void p2p_one(ncs_analysis_t *a, const ncs_op_t *o) {
   a->cov.timing[o->timing]++;
+  a->cov.gsrc[o->gsrc]++, a->cov.captured += o->captured;
   if (o->is_send)
     a->sends++;
   else

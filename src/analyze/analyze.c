@@ -132,6 +132,7 @@ ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t
   ncs_job_stream(j, &sink, a);
   finish(a);
   coverage(a);
+  an_gpu(a);
   return a;
 }
 
@@ -155,6 +156,7 @@ void ncs_analysis_free(ncs_analysis_t *a) {
     free(P);
   }
   free(a->buckets), free(a->ranks), free(a->cells);
+  free(a->gpu.devs), free(a->gpu.replays);
   ncs_job_free(a->job);
   free(a);
 }

@@ -112,6 +112,7 @@ typedef struct {
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;
   uint64_t launch_n;
+  uint64_t gsrc[NCS_GS_N]; /* its collective operations by GPU-time source (NCS_GS_*) */
   ncs_an_evidence_t ev[NCS_AN_EVIDENCE];
   uint32_t nev;
 } ncs_an_rank_t;
@@ -135,7 +136,42 @@ typedef struct {
   char what[96];          /* rank_a's values vs rank_b's */
 } ncs_an_mismatch_t;
 
+/* one GPU (ncs_job_t.gdevs[dev]) over its whole recording; when its file lost CUPTI records
+ * (why) or has no compute kernels recorded one by one, nothing is computed (known 0) */
 typedef struct {
+  uint32_t dev;
+  int known;             /* 0: CUPTI lost records of its file (why): no numbers */
+  const char *why;       /* "" when known */
+  ncs_gpu_overlap_t ov;  /* [from, to) of the device */
+} ncs_an_gdev_t;
+
+/* graph replays of one (comm, func, size): replay instances (comm, seq, replay index) */
+typedef struct {
+  uint32_t comm;
+  const char *func;
+  uint64_t bytes;
+  uint64_t instances;    /* distinct (seq, replay) */
+  uint64_t incomplete;   /* of them with fewer ranks than the communicator has */
+  uint64_t kernels;      /* replay kernels (rank records) */
+  int64_t lat_p50, lat_max; /* per instance: the longest rank's kernel (end - start), ns */
+} ncs_an_replay_t;
+
+typedef struct {
+  ncs_an_gdev_t *devs;
+  uint32_t ndevs;
+  ncs_an_replay_t *replays;
+  uint32_t nreplays;
+  uint32_t files_cupti;  /* files with CUPTI kernel records */
+  uint32_t files_lost;   /* of them: CUPTI's picture is incomplete (ncs_job_gpu_t.lost) */
+  uint32_t files_asked;  /* files where CUPTI was asked for (a state other than off) */
+} ncs_an_gpu_t;
+
+typedef struct ncs_analysis ncs_analysis_t;
+/* overlap of one GPU in a window [from, to) of job time (steps or user ranges plug in here) */
+int ncs_an_gpu_window(const ncs_analysis_t *a, uint32_t dev, int64_t from, int64_t to,
+                      ncs_gpu_overlap_t *out);
+
+struct ncs_analysis {
   char path[512];
   ncs_job_t *job; /* the job model: files (procs), hosts, communicators, clocks, error bound */
   ncs_an_bucket_t *buckets;
@@ -182,10 +218,15 @@ typedef struct {
     uint64_t write_errors, gaps, gap_bytes;
     uint64_t groups, groups_unsampled;
     uint64_t timing[NCS_SRC_N]; /* Coll and P2p operations by the source of their duration */
+    uint64_t gsrc[NCS_GS_N];    /* Coll and P2p operations by the source of their GPU times */
+    uint64_t captured;          /* of them captured into CUDA graphs (their GPU work: replays) */
   } cov;
+  /* CUPTI (docs/report.md, "GPU truth"): per GPU, overlap of communication and computation;
+   * graph replays by (comm, func, size). Empty when no file has CUPTI kernels. */
+  ncs_an_gpu_t gpu;
   /* internal */
   void *priv;
-} ncs_analysis_t;
+};
 
 typedef struct {
   int retain; /* keep every operation and instance for ncs_an_op/ncs_an_instance (memory grows

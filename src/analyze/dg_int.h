@@ -149,6 +149,8 @@ typedef struct { /* the newest operation entered and the newest completed by a r
 int dg_op_stuck(const dg_proc_t *P, const dg_op_t *op);
 void dg_ago_str(const dg_t *D, char *out, size_t n, int64_t real);
 ncs_dg_verdict_t *dg_verdict(dg_t *D, int kind, int comm);
+/* dg_cupti.c: CUPTI's evidence for and against, added to the verdicts */
+void dg_cupti(dg_t *D);
 void dg_ev_line(ncs_dg_verdict_t *v, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 last_t dg_rank_last(dg_t *D, dg_crank_t *cr);
 void dg_analyze_comm(dg_t *D, uint32_t c);

@@ -656,7 +656,7 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
         int64_t t = dg_to_real(&D->procs[w[i].cr->proc], w[i].k.ev[q]->ts);
         if (!kmin || t < kmin) kmin = t;
       }
-  for (int i = 0; i < nw && v->nev < NCS_DG_EVIDENCE - 1; i++) {
+  for (int i = 0; i < nw && v->nev < NCS_DG_EVIDENCE - 1 - NCS_DG_EVIDENCE_CUPTI; i++) {
     const waiter_t *x = &w[i == 0 ? cul : (i == cul ? 0 : i)];
     const dg_proc_t *Q = &D->procs[x->cr->proc];
     dg_ago_str(D, ag, sizeof ag, x->prog_real);

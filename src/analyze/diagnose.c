@@ -286,6 +286,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
   G->ncomms = D->ncomms;
   G->comms = ncs_xcalloc(D->ncomms, sizeof *G->comms);
   for (uint32_t c = 0; c < D->ncomms; c++) dg_analyze_comm(D, c);
+  dg_cupti(D);
   dead_procs(D);
   for (uint32_t k = 0; k < G->nverdicts; k++) {
     const ncs_dg_verdict_t *v = &G->verdicts[k];

@@ -30,7 +30,8 @@
 #define NCS_DG_STUCK_NS 500000000ll /* an open operation without progress for this long is stuck */
 #define NCS_DG_DEAD_NS 3000000000ll /* a live file's heartbeat this much older than the others' */
 #define NCS_DG_INCIDENT_GAP_NS 30000000000ll /* dumps further apart start a new incident */
-#define NCS_DG_EVIDENCE 12         /* evidence lines per verdict */
+#define NCS_DG_EVIDENCE 16         /* evidence lines per verdict */
+#define NCS_DG_EVIDENCE_CUPTI 4    /* of them kept for CUPTI's (docs/diagnose.md, "CUPTI") */
 #define NCS_DG_LINE 240
 #define NCS_DG_MAX_FUNCS 12        /* distinct functions per communicator in the table */
 

@@ -1,5 +1,6 @@
 /* findings.c - the report's findings and number formats (findings.h). */
 #include "analyze/findings.h"
+#include "trace/gpu.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -133,6 +134,36 @@ static void warn_records(ncs_findings_t *f, const ncs_analysis_t *a) {
          a->unsampled);
 }
 
+/* CUPTI (docs/report.md, "GPU truth"): asked for but not used, or used and incomplete */
+static void warn_cupti(ncs_findings_t *f, const ncs_analysis_t *a) {
+  const ncs_job_t *j = a->job;
+  uint32_t unused = 0, first = UINT32_MAX, lost = 0, lfirst = UINT32_MAX;
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_gpu_t *g = &j->gpu[i];
+    if (j->procs[i].excluded || !g->have_state) continue;
+    int asked = (g->states_seen & ~(1u << NCS_GPU_OFF)) != 0; /* a state other than off */
+    if (asked && !g->kernels && g->state != NCS_GPU_ACTIVE) {
+      if (!unused++) first = i;
+    }
+    if (g->kernels && *g->lost) {
+      if (!lost++) lfirst = i;
+    }
+  }
+  if (unused) {
+    const ncs_job_gpu_t *g = &j->gpu[first];
+    warn(f, "cupti_unused",
+         "CUPTI was asked for but not used in %u file%s (first: %s, %s%s%s): their GPU times are "
+         "KernelCh's or none, and they have no overlap numbers",
+         unused, unused == 1 ? "" : "s", j->procs[first].path, g->state == NCS_GPU_BUSY ? "busy, held by " : ncs_gpu_state_name(g->state),
+         g->state == NCS_GPU_BUSY ? g->holder : ": ", g->state == NCS_GPU_BUSY ? "" : g->reason);
+  }
+  if (lost)
+    warn(f, "cupti_lost",
+         "CUPTI's kernel records are incomplete in %u file%s (first: %s: %s): their GPUs have no "
+         "overlap numbers, and their launches without kernels are no evidence of a hang",
+         lost, lost == 1 ? "" : "s", j->procs[lfirst].path, j->gpu[lfirst].lost);
+}
+
 static void warn_gpu(ncs_findings_t *f, const ncs_analysis_t *a) {
   if (!a->gpu_suspect) return;
   char g[32], l[32];
@@ -174,7 +205,7 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
   f->items = calloc(2 * (size_t)a->nranks + 4, sizeof *f->items);
   f->n = 0, f->nwarn = 0;
   if (!f->by_wait || !f->by_slow || !f->items) abort();
-  warn_files(f, a), warn_records(f, a), warn_gpu(f, a), none_text(f, a);
+  warn_files(f, a), warn_records(f, a), warn_gpu(f, a), warn_cupti(f, a), none_text(f, a);
   for (uint32_t k = 0; k < a->nranks; k++) f->by_wait[k] = f->by_slow[k] = &a->ranks[k];
   if (a->nranks > 1) {
     qsort(f->by_wait, a->nranks, sizeof *f->by_wait, cmp_wait);

@@ -191,7 +191,7 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
   const ncs_op_t *o = &ops[k];
   ncs_an_rank_t *r = an_rank(a, o);
   int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
-  r->instances++;
+  r->instances++, r->gsrc[o->gsrc]++;
   r->kwait += o->duration - xfer, r->transfer += xfer;
   if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
   r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
@@ -237,7 +237,8 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   const ncs_op_t *I = &ops[0];
   int32_t nr = a->job->comms[I->comm].nranks;
   a->instances++, a->coll_ops += n;
-  for (size_t k = 0; k < n; k++) a->cov.timing[ops[k].timing]++;
+  for (size_t k = 0; k < n; k++)
+    a->cov.timing[ops[k].timing]++, a->cov.gsrc[ops[k].gsrc]++, a->cov.captured += ops[k].captured;
   if ((int32_t)n < nr) a->incomplete++;
   a->unmatched_seq += (uint64_t)in->again;
   check_mismatch(a, ops, n);

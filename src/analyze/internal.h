@@ -84,6 +84,8 @@ void an_bd_instance(ncs_analysis_t *a, ncs_an_bucket_t *b, const ncs_inst_t *in)
 void an_bd_op(ncs_analysis_t *a, const ncs_op_t *o);
 void an_bd_finish(ncs_analysis_t *a);
 void an_bd_free(ncs_analysis_t *a);
+/* gpu_an.c */
+void an_gpu(ncs_analysis_t *a);
 /* throughput.c */
 void an_throughput(ncs_analysis_t *a, const ncs_op_t *ops, size_t n, uint64_t bytes);
 void an_throughput_free(priv_t *P);

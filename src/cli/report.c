@@ -17,6 +17,7 @@
 #include "analyze/findings.h"
 #include "analyze/phases.h"
 #include "cli/cli.h"
+#include "trace/gpu.h"
 #include "export/html_report.h"
 #include "util/mem.h"
 #include "util/outfile.h"
@@ -43,6 +44,134 @@ static const char report_help[] =
     "trace file is damaged (its readable chunks are analysed), 5 the output cannot be written\n"
     "(docs/cli.md)\n";
 
+
+
+/* CUPTI: sources, files, overlap per GPU, replays (docs/report.md, "GPU truth") */
+static const char *dev_file(const ncs_analysis_t *a, uint32_t d) {
+  const char *p = a->job->procs[a->job->gdevs[d].proc].path, *b = strrchr(p, '/');
+  return b ? b + 1 : p;
+}
+
+static void json_gpu(FILE *o, const ncs_analysis_t *a) {
+  const ncs_job_t *j = a->job;
+  fprintf(o, "\"gpu\":{\"sources\":{");
+  for (unsigned k = 0; k < NCS_GS_N; k++)
+    fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", ncs_gs_names[k], a->cov.gsrc[k]);
+  fprintf(o, "},\"captured\":%" PRIu64 ",\"files_cupti\":%u,\"files_cupti_lost\":%u,\"files\":[",
+          a->cov.captured, a->gpu.files_cupti, a->gpu.files_lost);
+  for (uint32_t i = 0, n = 0; i < j->nprocs; i++) {
+    const ncs_job_gpu_t *g = &j->gpu[i];
+    if (j->procs[i].excluded) continue;
+    fprintf(o, "%s{\"file\":", n++ ? "," : "");
+    ncs_json_str(o, j->procs[i].path);
+    fprintf(o, ",\"state\":\"%s\",\"reason\":", g->have_state ? ncs_gpu_state_name(g->state) : "none");
+    ncs_json_str(o, g->reason);
+    fprintf(o, ",\"holder\":");
+    ncs_json_str(o, g->holder);
+    fprintf(o,
+            ",\"kernels\":%" PRIu64 ",\"nccl_eager\":%" PRIu64 ",\"nccl_replays\":%" PRIu64
+            ",\"compute\":%" PRIu64 ",\"bad_time\":%" PRIu64 ",\"pending\":%" PRIu64
+            ",\"cupti_dropped\":%" PRIu64 ",\"no_buffer\":%" PRIu64 ",\"lost\":",
+            g->kernels, g->nccl_eager, g->nccl_replays, g->compute, g->bad_time, g->pending,
+            g->cupti_dropped, g->no_buffer);
+    ncs_json_str(o, g->lost);
+    fputc('}', o);
+  }
+  fprintf(o, "],\"devices\":[");
+  for (uint32_t k = 0; k < a->gpu.ndevs; k++) {
+    const ncs_an_gdev_t *x = &a->gpu.devs[k];
+    const ncs_job_gpu_dev_t *D = &j->gdevs[x->dev];
+    fprintf(o, "%s\n{\"file\":", k ? "," : "");
+    ncs_json_str(o, j->procs[D->proc].path);
+    fprintf(o, ",\"device\":%d,\"rank\":%d,\"comm\":%d,\"nccl_kernels\":%" PRIu64
+               ",\"compute_kernels\":%" PRIu64 ",\"from_ns\":%" PRId64 ",\"to_ns\":%" PRId64 ",",
+            D->device, D->rank, D->comm == UINT32_MAX ? -1 : (int)D->comm, D->nccl_kernels,
+            D->compute_kernels, D->from, D->to);
+    if (x->known)
+      fprintf(o, "\"comm_ns\":%" PRId64 ",\"compute_ns\":%" PRId64 ",\"overlap_ns\":%" PRId64
+                 ",\"exposed_ns\":%" PRId64 ",\"cannot_tell\":\"\"}",
+              x->ov.comm_ns, x->ov.compute_ns, x->ov.overlap_ns, x->ov.exposed_ns);
+    else {
+      fprintf(o, "\"comm_ns\":null,\"compute_ns\":null,\"overlap_ns\":null,\"exposed_ns\":null,\"cannot_tell\":");
+      ncs_json_str(o, x->why);
+      fputc('}', o);
+    }
+  }
+  fprintf(o, "],\"replays\":[");
+  for (uint32_t k = 0; k < a->gpu.nreplays; k++) {
+    const ncs_an_replay_t *r = &a->gpu.replays[k];
+    fprintf(o, "%s\n{\"comm\":%d,\"func\":", k ? "," : "", r->comm == UINT32_MAX ? -1 : (int)r->comm);
+    ncs_json_str(o, r->func);
+    fprintf(o, ",\"bytes\":%" PRIu64 ",\"instances\":%" PRIu64 ",\"incomplete\":%" PRIu64
+               ",\"kernels\":%" PRIu64 ",\"lat_p50_ns\":%" PRId64 ",\"lat_max_ns\":%" PRId64 "}",
+            r->bytes, r->instances, r->incomplete, r->kernels, r->lat_p50, r->lat_max);
+  }
+  fprintf(o, "]}");
+}
+
+static void print_gpu(FILE *o, const ncs_analysis_t *a) {
+  const ncs_job_t *j = a->job;
+  uint64_t ops = a->cov.gsrc[0] + a->cov.gsrc[1] + a->cov.gsrc[2];
+  fprintf(o, "GPU times by source: CUPTI %" PRIu64 ", KernelCh %" PRIu64 ", none %" PRIu64 " of %" PRIu64
+             " operations",
+          a->cov.gsrc[NCS_GS_CUPTI], a->cov.gsrc[NCS_GS_KERNELCH], a->cov.gsrc[NCS_GS_NONE], ops);
+  if (a->cov.captured)
+    fprintf(o, " (%" PRIu64 " captured into CUDA graphs: their GPU work is their replays)", a->cov.captured);
+  fputc('\n', o);
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_gpu_t *g = &j->gpu[i];
+    if (j->procs[i].excluded || !g->have_state || (!g->kernels && g->state == NCS_GPU_OFF)) continue;
+    fprintf(o, "  %s: CUPTI %s", j->procs[i].path, ncs_gpu_state_name(g->state));
+    if (*g->holder) fprintf(o, " (held by %s)", g->holder);
+    if (*g->reason && g->state != NCS_GPU_ACTIVE) fprintf(o, " (%s)", g->reason);
+    if (g->kernels)
+      fprintf(o, ", %" PRIu64 " kernels: %" PRIu64 " NCCL eager, %" PRIu64 " NCCL replayed, %" PRIu64
+                 " other; %" PRIu64 " launches never completed",
+              g->kernels, g->nccl_eager, g->nccl_replays, g->compute, g->pending);
+    if (*g->lost) fprintf(o, "; incomplete: %s", g->lost);
+    fputc('\n', o);
+  }
+  if (!a->gpu.ndevs) {
+    fprintf(o, "  no CUPTI kernel records: no compute/communication overlap (record with --cupti on)\n\n");
+    return;
+  }
+  fprintf(o, "\nCompute/communication overlap per GPU (CUPTI; exposed = NCCL kernels running with no other kernel)\n");
+  fprintf(o, "  %-5s %4s %6s %7s %7s %10s %10s %10s %10s %8s  %s\n", "comm", "rank", "device", "nccl k",
+          "other k", "comm", "compute", "overlap", "exposed", "exposed%", "file");
+  for (uint32_t k = 0; k < a->gpu.ndevs; k++) {
+    const ncs_an_gdev_t *x = &a->gpu.devs[k];
+    const ncs_job_gpu_dev_t *D = &j->gdevs[x->dev];
+    char c[16] = "-", r[16] = "-";
+    if (D->comm != UINT32_MAX) snprintf(c, sizeof c, "%u", D->comm);
+    if (D->rank >= 0) snprintf(r, sizeof r, "%d", D->rank);
+    fprintf(o, "  %-5s %4s %6d %7" PRIu64 " %7" PRIu64 " ", c, r, D->device, D->nccl_kernels,
+            D->compute_kernels);
+    if (!x->known) {
+      fprintf(o, "cannot tell: %s  %s\n", x->why, dev_file(a, x->dev));
+      continue;
+    }
+    char t1[24], t2[24], t3[24], t4[24];
+    ncs_fmt_ns(t1, sizeof t1, (double)x->ov.comm_ns), ncs_fmt_ns(t2, sizeof t2, (double)x->ov.compute_ns);
+    ncs_fmt_ns(t3, sizeof t3, (double)x->ov.overlap_ns), ncs_fmt_ns(t4, sizeof t4, (double)x->ov.exposed_ns);
+    fprintf(o, "%10s %10s %10s %10s %7.1f%%  %s\n", t1, t2, t3, t4,
+            ncs_pct((uint64_t)x->ov.exposed_ns, (uint64_t)x->ov.comm_ns), dev_file(a, x->dev));
+  }
+  if (a->gpu.nreplays) {
+    fprintf(o, "\nCUDA graph replays of NCCL operations (CUPTI; metadata from the capture; latency = slowest rank's kernel)\n");
+    fprintf(o, "  %-5s %-14s %12s %9s %10s %8s %10s %10s\n", "comm", "func", "bytes", "instances",
+            "incomplete", "kernels", "lat p50", "lat max");
+    for (uint32_t k = 0; k < a->gpu.nreplays; k++) {
+      const ncs_an_replay_t *rp = &a->gpu.replays[k];
+      char c[16] = "-", l1[24] = "-", l2[24] = "-";
+      if (rp->comm != UINT32_MAX) snprintf(c, sizeof c, "%u", rp->comm);
+      if (rp->lat_p50 >= 0) ncs_fmt_ns(l1, sizeof l1, (double)rp->lat_p50);
+      if (rp->lat_max >= 0) ncs_fmt_ns(l2, sizeof l2, (double)rp->lat_max);
+      fprintf(o, "  %-5s %-14s %12" PRIu64 " %9" PRIu64 " %10" PRIu64 " %8" PRIu64 " %10s %10s\n", c,
+              rp->func, rp->bytes, rp->instances, rp->incomplete, rp->kernels, l1, l2);
+    }
+  }
+  fputc('\n', o);
+}
 
 /* "coverage" and "warnings" (docs/report.md, "Coverage") */
 static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
@@ -288,13 +417,17 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"last_arrivals\":%" PRIu64 ",\"last_trials\":%" PRIu64 ",\"slow_trials\":%" PRIu64
             ",\"wait_caused_ns\":%" PRId64
             ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
-            ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64 "}",
+            ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
+            ",\"gpu_sources\":{\"none\":%" PRIu64 ",\"cupti\":%" PRIu64 ",\"kernelch\":%" PRIu64 "}}",
             k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
             r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
-            r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0);
+            r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0, r->gsrc[NCS_GS_NONE],
+            r->gsrc[NCS_GS_CUPTI], r->gsrc[NCS_GS_KERNELCH]);
   }
   fprintf(o, "]");
   json_breakdown(o, a);
+  fprintf(o, ",\n");
+  json_gpu(o, a);
   fprintf(o, ",\n");
   json_coverage(o, a, f);
   fprintf(o, ",\n\"stragglers\":[");
@@ -416,6 +549,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           a->cov.files, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
   print_coverage(o, a, f);
+  print_gpu(o, a);
   fprintf(o, "Findings\n");
   for (uint32_t k = 0; k < f->n; k++) {
     char line[1024];

@@ -846,6 +846,65 @@ static const char css[] =
     "g.pt:hover circle{r:6}"
     "footer{margin-top:36px;color:#888;font-size:12px}";
 
+/* CUPTI: overlap per GPU and graph replays, as the terminal report (docs/report.md, "GPU truth") */
+static void gpu_section(FILE *o, const ncs_analysis_t *a) {
+  const ncs_job_t *j = a->job;
+  fputs("<section id=\"gpu\">\n<h2>GPU: compute/communication overlap (CUPTI)</h2>\n", o);
+  if (!a->gpu.ndevs) {
+    fputs("<p id=\"gpu-none\">No CUPTI kernel records: no overlap numbers (record with --cupti on).</p>\n"
+          "</section>\n", o);
+    return;
+  }
+  fputs("<p class=\"explain\">Per GPU, the time some NCCL kernel ran (comm), some other kernel ran "
+        "(compute), both at once (overlap), and NCCL kernels with no other kernel beside them "
+        "(exposed). A GPU whose file lost CUPTI records has no numbers: the reason is shown.</p>\n", o);
+  thead(o, "gpu-table", "comm|rank|device|NCCL kernels|other kernels|comm|compute|overlap|exposed|<file");
+  for (uint32_t k = 0; k < a->gpu.ndevs; k++) {
+    const ncs_an_gdev_t *x = &a->gpu.devs[k];
+    const ncs_job_gpu_dev_t *D = &j->gdevs[x->dev];
+    fputs("<tr>", o);
+    if (D->comm != UINT32_MAX)
+      fprintf(o, "<td>%u</td><td>%d</td>", D->comm, D->rank);
+    else
+      fputs("<td>-</td><td>-</td>", o);
+    fprintf(o, "<td>%d</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", D->device, D->nccl_kernels,
+            D->compute_kernels);
+    if (x->known) {
+      td_ns(o, (double)x->ov.comm_ns), td_ns(o, (double)x->ov.compute_ns);
+      td_ns(o, (double)x->ov.overlap_ns), td_ns(o, (double)x->ov.exposed_ns);
+    } else {
+      fputs("<td colspan=\"4\" class=\"l cannot-tell\">cannot tell: ", o);
+      esc(o, x->why);
+      fputs("</td>", o);
+    }
+    fputs("<td class=\"l\">", o);
+    esc(o, j->procs[D->proc].path);
+    fputs("</td></tr>\n", o);
+  }
+  fputs("</tbody></table>\n", o);
+  if (a->gpu.nreplays) {
+    fputs("<h3>CUDA graph replays of NCCL operations</h3>\n", o);
+    thead(o, "replay-table", "comm|<func|bytes|instances|incomplete|kernels|lat p50|lat max");
+    for (uint32_t k = 0; k < a->gpu.nreplays; k++) {
+      const ncs_an_replay_t *r = &a->gpu.replays[k];
+      if (r->comm != UINT32_MAX)
+        fprintf(o, "<tr><td>%u</td><td class=\"l\">", r->comm);
+      else
+        fputs("<tr><td>-</td><td class=\"l\">", o);
+      esc(o, r->func);
+      fprintf(o, "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>",
+              r->bytes, r->instances, r->incomplete, r->kernels);
+      if (r->lat_p50 >= 0)
+        td_ns(o, (double)r->lat_p50), td_ns(o, (double)r->lat_max);
+      else
+        fputs("<td>-</td><td>-</td>", o);
+      fputs("</tr>\n", o);
+    }
+    fputs("</tbody></table>\n", o);
+  }
+  fputs("</section>\n", o);
+}
+
 int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   char err[32];
   ncs_fmt_ns(err, sizeof err, (double)a->job->error);
@@ -894,12 +953,17 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
           ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops), ops,
           ncs_pct(a->cov.op_lost, a->cov.op_starts));
   fprintf(o,
+          "<dt>GPU times</dt><dd id=\"gpu-sources\">CUPTI %" PRIu64 ", KernelCh %" PRIu64
+          ", none %" PRIu64 " of %" PRIu64 " operations (%" PRIu64 " captured into CUDA graphs)</dd>\n",
+          a->cov.gsrc[NCS_GS_CUPTI], a->cov.gsrc[NCS_GS_KERNELCH], a->cov.gsrc[NCS_GS_NONE],
+          a->cov.gsrc[0] + a->cov.gsrc[1] + a->cov.gsrc[2], a->cov.captured);
+  fprintf(o,
           "<dt>clock error bound</dt><dd id=\"error-bound\">&#177;%s (of every cross-rank time "
           "difference: skew, lateness, waiting)</dd>\n</dl>\n",
           err);
   fputs("<nav><a href=\"#findings\">findings</a><a href=\"#busbw\">bus bandwidth</a>"
         "<a href=\"#skew\">skew heatmap</a><a href=\"#latency\">latency</a>"
-        "<a href=\"#buckets\">buckets</a><a href=\"#ranks\">ranks</a>"
+        "<a href=\"#buckets\">buckets</a><a href=\"#ranks\">ranks</a><a href=\"#gpu\">GPU</a>"
         "<a href=\"#processes\">processes</a></nav>\n</header>\n",
         o);
 
@@ -986,7 +1050,9 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   table_breakdown(o, &L, a);
   fputs("</section>\n<section id=\"ranks\">\n<h2>Ranks by waiting caused</h2>\n", o);
   table_ranks(o, a, f);
-  fputs("</section>\n<section id=\"processes\">\n"
+  fputs("</section>\n", o);
+  gpu_section(o, a);
+  fputs("<section id=\"processes\">\n"
         "<h2>Communicators, processes and clocks</h2>\n",
         o);
   thead(o, "comms-table", "comm|<commId|nranks|nodes|ranks recorded");

@@ -32,6 +32,8 @@ enum {
   TC_JOB,        /* one collective instance over all its ranks (job track) */
   TC_LOSS,       /* a loss window of a trace file (job track) */
   TC_KPHASE,     /* KernelPhase: a phase of a KernelCh, GPU time */
+  TC_CUPTI,      /* a kernel as CUPTI reported it (job track, docs/gpu-truth.md) */
+  TC_REPLAY,     /* a CUDA graph replay of a captured NCCL operation (job track) */
   TC_OTHER,
   TC_COUNT
 };

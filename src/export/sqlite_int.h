@@ -82,7 +82,9 @@
   X(P, n_kernel_ch, I) X(P, n_proxy_op, I) X(P, n_open, I) X(P, expired, T)                        \
   X(P, arrival_job_ns, I) X(P, duration_ns, I) X(P, timing, T) X(P, kernel_start_job_ns, I)        \
   X(P, collective_id, I) X(P, p2p_order, I) X(P, user_tag, I) X(P, kernel_variant, T)            \
-  X(P, is_sym_coll, I)
+  X(P, is_sym_coll, I) \
+  X(P, gpu_source, T) X(P, kernel_stop_job_ns, I) \
+  X(P, cupti_kernels, I) X(P, graph_captured, I) X(P, graph_replays, I)
 
 #define COLS_P2P(X, P)                                                                             \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, sender, I) X(P, receiver, I)           \
@@ -146,6 +148,17 @@
   X(P, id, I " PRIMARY KEY") X(P, instance_id, I) X(P, collective_id, I) X(P, comm, I)             \
   X(P, rank, I) X(P, kind, T) X(P, device, I) X(P, qp, I) X(P, events, I) X(P, bytes, I)           \
   X(P, busy_ns, I)
+#define COLS_KERNELS(X, P)                                                                         \
+  X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, device, I)      \
+  X(P, stream, I) X(P, name, T) X(P, start_job_ns, I) X(P, end_job_ns, I) X(P, nccl, I)            \
+  X(P, comm, I) X(P, rank, I) X(P, func, T) X(P, seq, I) X(P, n_ops, I) X(P, graph_id, I)          \
+  X(P, replay, I)
+
+#define COLS_GPU_DEVICES(X, P)                                                                     \
+  X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, device, I) X(P, comm, I)         \
+  X(P, rank, I) X(P, nccl_kernels, I) X(P, compute_kernels, I) X(P, from_job_ns, I)                \
+  X(P, to_job_ns, I) X(P, comm_ns, I) X(P, compute_ns, I) X(P, overlap_ns, I) X(P, exposed_ns, I)  \
+  X(P, cannot_tell, T)
 
 #define X_ENUM(P, n, t) P##_##n,
 #define X_DEF(P, n, t) {#n, t},
@@ -168,6 +181,8 @@ enum { COLS_KERNEL_PHASES(X_ENUM, KP) KP_N };
 enum { COLS_BREAKDOWN(X_ENUM, BD) BD_N };
 enum { COLS_LINKS(X_ENUM, LK) LK_N };
 enum { COLS_NET_QPS(X_ENUM, NQ) NQ_N };
+enum { COLS_KERNELS(X_ENUM, KN) KN_N };
+enum { COLS_GPU_DEVICES(X_ENUM, GD) GD_N };
 
 #define NSTATES NCS_STATE_COUNT
 /* ncs_state_names indexes */

@@ -106,7 +106,9 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
     b_u64(s, IN_bytes, op->bytes);
     b_i64(s, IN_arrival_job_ns, op->arrival), b_i64(s, IN_duration_ns, op->duration);
     b_txt(s, IN_timing, ncs_src_names[op->timing]);
-    if (op->kstart) b_i64(s, IN_kernel_start_job_ns, op->kstart);
+    if (op->kstart) b_i64(s, IN_kernel_start_job_ns, op->kstart), b_i64(s, IN_kernel_stop_job_ns, op->kstop);
+    b_txt(s, IN_gpu_source, ncs_gs_names[op->gsrc]), b_u64(s, IN_cupti_kernels, op->kernels);
+    b_u64(s, IN_graph_captured, op->captured), b_u64(s, IN_graph_replays, op->replays);
     if (op->inst != SIZE_MAX) b_u64(s, IN_collective_id, op->inst + 1);
     if (op->p2p) b_u64(s, IN_p2p_order, op->order);
   }

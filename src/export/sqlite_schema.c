@@ -11,7 +11,7 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
-    "kernel_phases", "breakdown",   "links",     "net_qps"};
+    "kernel_phases", "breakdown",   "links",     "net_qps",     "kernels",   "gpu_devices"};
 
 typedef struct {
   const char *name, *decl;
@@ -35,6 +35,8 @@ static const col_t c_kernel_phases[] = {COLS_KERNEL_PHASES(X_DEF, KP)};
 static const col_t c_breakdown[] = {COLS_BREAKDOWN(X_DEF, BD)};
 static const col_t c_links[] = {COLS_LINKS(X_DEF, LK)};
 static const col_t c_net_qps[] = {COLS_NET_QPS(X_DEF, NQ)};
+static const col_t c_kernels[] = {COLS_KERNELS(X_DEF, KN)};
+static const col_t c_gpu_devices[] = {COLS_GPU_DEVICES(X_DEF, GD)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -61,6 +63,8 @@ static const struct {
     [NCS_SQ_BREAKDOWN] = TBL(c_breakdown, NULL),
     [NCS_SQ_LINKS] = TBL(c_links, NULL),
     [NCS_SQ_NET_QPS] = TBL(c_net_qps, NULL),
+    [NCS_SQ_KERNELS] = TBL(c_kernels, NULL),
+    [NCS_SQ_GPU_DEVICES] = TBL(c_gpu_devices, NULL),
 };
 #undef TBL
 
@@ -69,6 +73,7 @@ static const char *const post_sql[] = {
     "CREATE INDEX instances_event ON instances (process_id, segment, event_id)",
     "CREATE INDEX instances_collective ON instances (collective_id)",
     "CREATE INDEX instances_comm_rank ON instances (comm, rank)",
+    "CREATE INDEX kernels_stream ON kernels (process_id, device, stream, start_job_ns)",
     "CREATE INDEX collectives_bucket ON collectives (comm, func, size_log2)",
     "CREATE INDEX collectives_last ON collectives (comm, last_rank)",
     "CREATE INDEX ranks_comm_rank ON ranks (comm, rank)",

@@ -73,10 +73,47 @@ static void link_rows(sq_t *q, size_t k, const ncs_op_t *o) {
   }
 }
 
+/* CUPTI's kernels (the job model keeps them: retain) and the overlap per GPU (docs/sqlite.md) */
+static void gpu_tables(sq_t *q) {
+  const ncs_job_t *j = q->a->job;
+  sqlite3_stmt *s = q->ins[NCS_SQ_KERNELS];
+  for (size_t i = 0; i < j->nkernels; i++) {
+    const ncs_job_kernel_t *k = &j->kernels[i];
+    b_u64(s, KN_id, i), b_u64(s, KN_process_id, k->proc), b_u64(s, KN_segment, k->seg);
+    b_i64(s, KN_device, k->device), b_u64(s, KN_stream, k->stream), b_txt(s, KN_name, k->name);
+    if (k->start) b_i64(s, KN_start_job_ns, k->start), b_i64(s, KN_end_job_ns, k->end);
+    b_u64(s, KN_nccl, k->nccl);
+    if (k->comm != UINT32_MAX) b_u64(s, KN_comm, k->comm);
+    if (k->rank >= 0) b_i64(s, KN_rank, k->rank);
+    if (*k->func) b_txt(s, KN_func, k->func);
+    if (k->seq >= 0) b_i64(s, KN_seq, k->seq);
+    b_u64(s, KN_n_ops, k->nops);
+    if (k->graph) b_u64(s, KN_graph_id, k->graph_id), b_u64(s, KN_replay, k->replay);
+    sq_insert(q, NCS_SQ_KERNELS);
+  }
+  s = q->ins[NCS_SQ_GPU_DEVICES];
+  for (uint32_t d = 0; d < q->a->gpu.ndevs; d++) {
+    const ncs_an_gdev_t *x = &q->a->gpu.devs[d];
+    const ncs_job_gpu_dev_t *D = &j->gdevs[x->dev];
+    b_u64(s, GD_id, d), b_u64(s, GD_process_id, D->proc), b_i64(s, GD_device, D->device);
+    if (D->comm != UINT32_MAX) b_u64(s, GD_comm, D->comm), b_i64(s, GD_rank, D->rank);
+    b_u64(s, GD_nccl_kernels, D->nccl_kernels), b_u64(s, GD_compute_kernels, D->compute_kernels);
+    b_i64(s, GD_from_job_ns, D->from), b_i64(s, GD_to_job_ns, D->to);
+    if (x->known) { /* NULL: CUPTI lost records of the file (cannot_tell says which) */
+      b_i64(s, GD_comm_ns, x->ov.comm_ns), b_i64(s, GD_compute_ns, x->ov.compute_ns);
+      b_i64(s, GD_overlap_ns, x->ov.overlap_ns), b_i64(s, GD_exposed_ns, x->ov.exposed_ns);
+    } else {
+      b_txt(s, GD_cannot_tell, x->why);
+    }
+    sq_insert(q, NCS_SQ_GPU_DEVICES);
+  }
+}
+
 void sq_analysis_tables(sq_t *q) {
   const ncs_analysis_t *a = q->a;
   sqlite3_stmt *s;
   losses(q);
+  gpu_tables(q);
   for (uint32_t h = 0; h < a->job->nhosts; h++) {
     s = q->ins[NCS_SQ_HOSTS];
     b_u64(s, HO_id, h), b_txt(s, HO_host, a->job->hosts[h].host);

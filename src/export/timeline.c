@@ -31,7 +31,7 @@
 
 const char *const tl_cat_names[TC_COUNT] = {
     "api", "group", "coll", "p2p", "ce", "kernel", "proxyop", "proxystep", "proxyctrl", "net",
-    "phase", "state", "job", "loss", "kernelphase", "other"};
+    "phase", "state", "job", "loss", "kernelphase", "cupti", "replay", "other"};
 
 void tl_out_flush(tl_sink_t *s) {
   size_t off = 0;
@@ -355,6 +355,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   w0->next_track = x->next_track;
   if (x->o.types & (1u << NCS_T_COLL)) tl_emit_job(w0);
   if (x->job->nlosses) tl_emit_losses(w0);
+  if (x->job->nkernels || x->job->nreplays) tl_emit_gpu(w0);
   ncs_pool_free(&w0->pool);
   if (w0->oom) goto oom;
   /* pass 2 */

@@ -213,6 +213,7 @@ void tl_reset_file_state(wk_t *w);
 uint64_t tl_hub_flow(size_t inst, size_t op);
 void tl_emit_job(wk_t *w);
 void tl_emit_losses(wk_t *w);
+void tl_emit_gpu(wk_t *w); /* CUPTI's kernels and graph replays (docs/timeline.md, "GPU") */
 void tl_heap_push(wk_t *w, uint64_t ts, uint32_t proc, uint8_t kind, double d);
 void tl_counters_flush(wk_t *w, uint64_t upto);
 /* timeline.c */

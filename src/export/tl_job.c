@@ -246,3 +246,136 @@ void tl_emit_losses(wk_t *w) {
   }
   free(row.lanes);
 }
+
+/* CUPTI (docs/timeline.md, "GPU"): a row per (file, device, stream) with every kernel CUPTI
+ * reported, NCCL's next to the others, so that compute lanes sit beside NCCL's; and the graph
+ * replays of captured NCCL operations, a row per (communicator, function) whose lanes merge by
+ * that kind (sibling_merge_key), each slice with the capture's metadata. Kernels and replays are
+ * in job time already. */
+static int cmp_kernel(const void *a, const void *b) {
+  const ncs_job_kernel_t *p = *(const ncs_job_kernel_t *const *)a, *q = *(const ncs_job_kernel_t *const *)b;
+  if (p->proc != q->proc) return p->proc < q->proc ? -1 : 1;
+  if (p->device != q->device) return p->device < q->device ? -1 : 1;
+  if (p->stream != q->stream) return p->stream < q->stream ? -1 : 1;
+  return (p->start > q->start) - (p->start < q->start);
+}
+
+static void gpu_kernels(wk_t *w) {
+  ex_t *x = w->x;
+  const ncs_job_t *j = x->job;
+  const ncs_job_kernel_t **v = malloc((j->nkernels + 1) * sizeof *v);
+  if (!v) {
+    tl_set_oom(w);
+    return;
+  }
+  size_t n = 0;
+  for (size_t i = 0; i < j->nkernels; i++)
+    if (j->kernels[i].start && j->kernels[i].end >= j->kernels[i].start) v[n++] = &j->kernels[i];
+  qsort(v, n, sizeof *v, cmp_kernel);
+  tl_track_t grp;
+  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
+  grp.name = grp.path = "GPU kernels (CUPTI)";
+  grp.desc = "Every kernel CUPTI reported, a row per process, GPU and CUDA stream: NCCL's kernels "
+             "(func, seqNumber of the operations they ran) next to the compute kernels. Kernels "
+             "CUPTI gave no usable times are left out (report: bad_time).";
+  grp.order = -3;
+  x->main_sink->track(x->main_sink, &grp);
+  jrow_t row = {.comm = NONE32};
+  const ncs_job_kernel_t *prev = NULL;
+  for (size_t i = 0; i < n && !w->oom; i++) {
+    const ncs_job_kernel_t *k = v[i];
+    if (!prev || k->proc != prev->proc || k->device != prev->device || k->stream != prev->stream) {
+      row.n = 0;
+      row.name = ncs_pool_fmt(&w->pool, "%s-%" PRIu64 " GPU %d stream %" PRIu64, j->procs[k->proc].host,
+                              j->procs[k->proc].pid, k->device, k->stream);
+    }
+    prev = k;
+    uint64_t s = (uint64_t)k->start, e = max64((uint64_t)k->end, s + 1);
+    lane_t *ln = job_lane(w, &row, &grp, s, "Kernels of one CUDA stream as CUPTI reported them.");
+    if (!ln) break;
+    ln->last_end = e;
+    w->nargs = 0;
+    tl_arg_str(w, "kernel", *k->name ? k->name : "?");
+    tl_arg_i64(w, "device", k->device);
+    tl_arg_u64(w, "stream", k->stream);
+    if (k->nccl) {
+      tl_arg_str(w, "func", *k->func ? k->func : "?");
+      if (k->seq >= 0) tl_arg_i64(w, "seqNumber", k->seq);
+      if (k->rank >= 0) tl_arg_i64(w, "rank", k->rank);
+      tl_arg_u64(w, "operations", k->nops);
+    }
+    if (k->graph) tl_arg_u64(w, "graph", k->graph_id), tl_arg_u64(w, "replay", k->replay);
+    const char *name = k->nccl && *k->func ? ncs_pool_fmt(&w->pool, "%s%s", k->func, k->graph ? " (replay)" : "")
+                                           : (*k->name ? k->name : "kernel");
+    tl_slice_t sl = {&ln->t, s, name, TC_CUPTI, w->args, w->nargs, NULL, 0, 0};
+    x->main_sink->begin(x->main_sink, &sl);
+    x->main_sink->end(x->main_sink, &ln->t, e, NULL, 0);
+    w->st.slices++;
+  }
+  free(row.lanes);
+  free(v);
+}
+
+static void gpu_replays(wk_t *w) {
+  ex_t *x = w->x;
+  const ncs_job_t *j = x->job;
+  tl_track_t grp;
+  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
+  grp.name = grp.path = "CUDA graph replays (CUPTI)";
+  grp.desc = "Every replay of a captured NCCL operation, with the capture's metadata (func, count, "
+             "datatype, communicator, seqNumber of the capture, replay index): a row per "
+             "communicator and function; rows of one kind merge their lanes.";
+  grp.order = -4;
+  x->main_sink->track(x->main_sink, &grp);
+  /* the replays come sorted by (comm, func, seq, replay, rank): a row per (comm, func), lanes
+   * by overlap; starts are not in order within a row, so each row takes its own pass */
+  size_t i = 0;
+  while (i < j->nreplays && !w->oom) {
+    size_t e = i;
+    while (e < j->nreplays && j->replays[e].comm == j->replays[i].comm && j->replays[e].func == j->replays[i].func) e++;
+    const ncs_job_replay_t *r0 = &j->replays[i];
+    jrow_t row = {.comm = r0->comm};
+    row.name = r0->comm == UINT32_MAX
+                   ? ncs_pool_fmt(&w->pool, "replays %s", r0->func)
+                   : ncs_pool_fmt(&w->pool, "replays %s comm 0x%016" PRIx64, r0->func, j->comms[r0->comm].comm_id);
+    const char *key = ncs_pool_fmt(&w->pool, "replay %s", r0->func);
+    for (size_t k = i; k < e && !w->oom; k++) {
+      const ncs_job_replay_t *r = &j->replays[k];
+      if (!r->start) continue; /* CUPTI gave no usable times */
+      uint64_t s = (uint64_t)r->start, en = max64((uint64_t)r->end, s + 1);
+      lane_t *ln = NULL;
+      for (uint32_t l = 0; l < row.n && !ln; l++)
+        if (row.lanes[l].last_end <= s) ln = &row.lanes[l];
+      if (!ln) {
+        ln = job_lane(w, &row, &grp, s, "Replays of captured NCCL operations of one communicator and function.");
+        if (!ln) break;
+        ln->t.merge_key = key;
+      }
+      ln->last_end = max64(ln->last_end, en);
+      w->nargs = 0;
+      tl_arg_str(w, "func", r->func);
+      tl_arg_u64(w, "count", r->count);
+      tl_arg_str(w, "datatype", r->dtype);
+      tl_arg_u64(w, "bytes", r->bytes);
+      if (r->comm != UINT32_MAX) tl_arg_ptr(w, "commId", j->comms[r->comm].comm_id);
+      tl_arg_i64(w, "rank", r->rank);
+      tl_arg_i64(w, "capture_seqNumber", r->seq);
+      tl_arg_u64(w, "replay", r->replay);
+      tl_arg_u64(w, "graph", r->graph);
+      tl_arg_str(w, "kernel", r->name);
+      tl_arg_i64(w, "device", r->device);
+      tl_arg_str(w, "gpu_source", "cupti");
+      tl_slice_t sl = {&ln->t, s, r->func, TC_REPLAY, w->args, w->nargs, NULL, 0, 0};
+      x->main_sink->begin(x->main_sink, &sl);
+      x->main_sink->end(x->main_sink, &ln->t, en, NULL, 0);
+      w->st.slices++;
+    }
+    free(row.lanes);
+    i = e;
+  }
+}
+
+void tl_emit_gpu(wk_t *w) {
+  if (w->x->job->nkernels) gpu_kernels(w);
+  if (w->x->job->nreplays) gpu_replays(w);
+}

@@ -46,6 +46,12 @@ typedef struct {
   uint32_t nnq;
   size_t capnq;
 } acc_t;
+/* an operation's CUPTI times (gpu.c), monotonic ns of its file */
+typedef struct {
+  uint64_t start, end;
+  uint32_t kernels, replays;
+  uint8_t captured;
+} gop_t;
 
 /* an open collective instance (match.c) */
 typedef struct {
@@ -98,6 +104,10 @@ typedef struct {
   int64_t *hd, *hsp; /* [host * NCS_JOB_HOST_SAMPLES + k] */
   uint64_t *hn, rng;
   int64_t *lo, *hi;
+  /* CUPTI (gpu.c): per file, (segment, Coll/P2p id) -> index into gops + 1 */
+  hmap_t *gop_map;
+  gop_t *gops;
+  size_t ngops, capgops, cap_gdevs, cap_replays, cap_kernels, cap_pending;
   /* retained (opts.retain; retain.c) */
   int retain;
   ncs_op_t *ops;
@@ -134,6 +144,13 @@ void cov_scan_item(void *state, ncs_job_t *j, uint32_t proc, const ncs_item_t *i
 void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc);
 void clock_host_offsets(ncs_job_t *j);
 void clock_job_offsets(ncs_job_t *j);
+/* gpu.c */
+void gpu_scan_begin(void **state);
+int gpu_scan_item(void *state, const ncs_reader_t *r, const ncs_item_t *it);
+void gpu_scan_end(void *state, ncs_job_t *j, uint32_t proc);
+void gpu_job_times(ncs_job_t *j); /* once job_off is known: monotonic -> job time */
+const gop_t *gpu_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t id);
+void gpu_free(ncs_job_t *j);
 /* merge.c */
 void merge_pass(ncs_job_t *j);
 /* match.c */

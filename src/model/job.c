@@ -120,8 +120,8 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     return;
   }
   p->readable = 1;
-  void *clk, *cov;
-  clock_scan_begin(&clk), cov_scan_begin(&cov);
+  void *clk, *cov, *gpu;
+  clock_scan_begin(&clk), cov_scan_begin(&cov), gpu_scan_begin(&gpu);
   ncs_job_seg_t *s = NULL;
   ncs_item_t it;
   int rc;
@@ -131,6 +131,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     seg_times(s, &it, first);
     clock_scan_item(clk, &it, s->index);
     cov_scan_item(cov, j, pi, &it, s->index, s->start_mono);
+    if (gpu_scan_item(gpu, r, &it) != 0) ncs_oom();
     if (it.what == NCS_ITEM_COMM) {
       add_member(j, pi, s->index, &it.comm);
       if (it.comm.abi_version > p->abi_max) p->abi_max = it.comm.abi_version;
@@ -150,6 +151,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
   ncs_reader_close(r);
   clock_scan_end(clk, p);
   cov_scan_end(cov, j, pi);
+  gpu_scan_end(gpu, j, pi); /* after the coverage: it asks for the file's losses */
 }
 
 /* ------------------------------------------------------------------ open, free */
@@ -177,6 +179,9 @@ static ncs_job_t *scan_files(char *const *paths, size_t n, const ncs_job_opts_t 
   P->retain = opts && opts->retain;
   j->procs = ncs_xcalloc(n, sizeof *j->procs);
   j->nprocs = (uint32_t)n;
+  j->gpu = ncs_xcalloc(n, sizeof *j->gpu);
+  P->gop_map = ncs_xcalloc(n, sizeof *P->gop_map);
+  for (uint32_t i = 0; i < j->nprocs; i++) j->gpu[i].reason = j->gpu[i].holder = j->gpu[i].library = j->gpu[i].lost = "";
   for (uint32_t i = 0; i < j->nprocs; i++) {
     ncs_job_proc_t *p = &j->procs[i];
     p->path = ncs_pool_str(&j->strs, paths[i]);
@@ -231,6 +236,7 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
     j->run.pass_s[j->run.passes++] = now_s() - t0;
   }
   clock_job_offsets(j);
+  gpu_job_times(j);
   job_span(j);
   return j;
 }
@@ -269,6 +275,7 @@ void ncs_job_free(ncs_job_t *j) {
   jpriv_t *P = jp(j);
   match_free(j);
   retain_free(j);
+  gpu_free(j);
   hm_free(&P->comm_map), hm_free(&P->member_map), hm_free(&P->rank_seen);
   for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
   free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);

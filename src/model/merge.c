@@ -86,7 +86,17 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
   o->end = h->complete ? ncs_job_time(j, p, h->end_ns) : 0;
   if (has_gpu(h)) o->kstart = ncs_job_gpu_time(j, p, h->gpu_start);
   if (o->kstart) o->kstop = ncs_job_gpu_time(j, p, h->gpu_stop);
+  if (o->kstart) o->gsrc = NCS_GS_KERNELCH;
   duration(h, o);
+  const gop_t *g = gpu_op(j, p, h->seg, h->id);
+  if (g) { /* CUPTI's kernels are preferred (docs/gpu-truth.md, "Analysis") */
+    o->captured = g->captured, o->kernels = g->kernels, o->replays = g->replays;
+    if (g->start && g->end > g->start) {
+      o->gsrc = NCS_GS_CUPTI, o->kstart = ncs_job_time(j, p, g->start);
+      o->kstop = ncs_job_time(j, p, g->end);
+      o->timing = NCS_SRC_KERNEL_GPU, o->duration = (int64_t)(g->end - g->start);
+    }
+  }
   int32_t n = h->p2p ? 1 : j->comms[h->comm].nranks;
   o->bytes = ncs_op_bytes(h->func, h->dtype, h->count, n, h->p2p);
 }

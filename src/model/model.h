@@ -61,6 +61,11 @@
 enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
 extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host", "enqueue_host" */
 
+/* where an operation's GPU times come from (docs/gpu-truth.md, "Analysis"): CUPTI's kernel records
+ * joined to it, else its KernelCh events (NCCL's pTimer), else none. CUPTI is preferred. */
+enum { NCS_GS_NONE = 0, NCS_GS_CUPTI = 1, NCS_GS_KERNELCH = 2, NCS_GS_N = 3 };
+extern const char *const ncs_gs_names[NCS_GS_N]; /* "none", "cupti", "kernelch" */
+
 /* how a file's GPU pTimer maps to host time */
 enum { NCS_GPU_NONE = 0, NCS_GPU_REALTIME = 1, NCS_GPU_OWN = 2 };
 extern const char *const ncs_gpu_domain_names[3]; /* "none", "realtime", "own" */
@@ -238,7 +243,13 @@ typedef struct {
   int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
   int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
   int64_t end;           /* completion from its children (COMPLETE end) */
-  int64_t kstart, kstop; /* GPU kernel start and stop mapped to job time */
+  int64_t kstart, kstop; /* GPU kernel start and stop in job time, from `gsrc`: CUPTI's kernels
+                          * (mapped with its clock pairs), else KernelCh's pTimer (mapped) */
+  int gsrc;              /* NCS_GS_*: where kstart/kstop (and a kernel_gpu duration) come from */
+  uint8_t captured;      /* captured into a CUDA graph (graphCaptured): its GPU work is its
+                          * replays (ncs_job_replay_t), not this record */
+  uint32_t kernels;      /* CUPTI kernels joined to it (eager; > 1: NCCL split its group) */
+  uint32_t replays;      /* CUPTI kernels of graph replays of it (ncs_job_t.replays) */
   uint64_t gpu_start, gpu_stop; /* the same as raw pTimer ns: one GPU's clock, no mapping */
   int64_t duration;      /* ns, from `timing` */
   int timing;            /* NCS_SRC_*: kernel_gpu (GPU stop - start), proxy_host (completion end -
@@ -308,6 +319,113 @@ typedef struct {
   void (*p2p)(void *arg, const ncs_op_t *op, const ncs_op_t *partner);
 } ncs_job_sink_t;
 
+/* ------------------------------------------------------------------ CUPTI (docs/gpu-truth.md) */
+/* a time interval, job time, [from, to) */
+typedef struct {
+  int64_t from, to;
+} ncs_iv_t;
+/* sort and merge overlapping or touching intervals in place (empty ones go); the new count */
+size_t ncs_iv_union(ncs_iv_t *v, size_t n);
+/* length of a union inside [from, to) */
+int64_t ncs_iv_len(const ncs_iv_t *u, size_t n, int64_t from, int64_t to);
+/* length of the intersection of two unions inside [from, to) */
+int64_t ncs_iv_overlap(const ncs_iv_t *a, size_t na, const ncs_iv_t *b, size_t nb, int64_t from,
+                       int64_t to);
+
+/* what one file says about CUPTI (its GPU_STATE chunks and GPU records) */
+typedef struct {
+  int have_state;           /* a GPU_STATE was seen (format 1.2): else nothing is known */
+  uint32_t state;           /* the last state (NCS_GPU_*) */
+  uint32_t states_seen;     /* bit per NCS_GPU_* state seen */
+  const char *reason, *holder, *library; /* pooled, of the last GPU_STATE that had one; "" */
+  uint64_t kernels, nccl_eager, nccl_replays, compute, bad_time, unjoined_launch;
+  uint64_t pending;         /* launches without their kernels (ncs_job_t.pending) */
+  /* the segments' GPU_STATE counters, summed over segments (the last of each) */
+  uint64_t cupti_dropped, no_buffer, bad_buffer, untracked, host_drops, write_lost, map_full,
+      node_set_full, names_full, flush_errors, summarized;
+  uint64_t flush_ns;        /* monotonic ns of the last successful flush (0 none) */
+  int summary_mode;         /* NCCLSCOPE_CUPTI_KERNELS=nccl: compute kernels only summarized */
+  const char *lost;         /* pooled: why what CUPTI gave is incomplete ("" when complete) */
+  int64_t active_from, active_to; /* job time of its first and last kernel (0 none) */
+} ncs_job_gpu_t;
+
+/* one GPU (file, device) that CUPTI saw kernels on: its NCCL and compute kernels as unions of
+ * intervals, for overlap and exposed communication in any window. The unions are in the file's
+ * monotonic time (job time = monotonic + off); ncs_job_gpu_overlap takes job time. */
+typedef struct {
+  uint32_t proc;
+  int32_t device;           /* CUPTI's device id */
+  int32_t rank;             /* the rank whose NCCL kernels ran here (the lowest; -1 none joined) */
+  uint32_t comm;            /* that rank's communicator (job index; UINT32_MAX none) */
+  uint64_t nccl_kernels, compute_kernels;
+  ncs_iv_t *nccl, *compute; /* unions, by time (monotonic ns of the file, below 2^62) */
+  size_t nnccl, ncompute;
+  int64_t off;              /* job time - monotonic time of the file */
+  int64_t from, to;         /* its first kernel start, last kernel end (job time) */
+} ncs_job_gpu_dev_t;
+
+/* the numbers of one device in a window (ncs_job_gpu_overlap) */
+typedef struct {
+  int64_t comm_ns;     /* time some NCCL kernel ran */
+  int64_t compute_ns;  /* time some other kernel ran */
+  int64_t overlap_ns;  /* both at once */
+  int64_t exposed_ns;  /* NCCL kernels with no compute beside them: comm_ns - overlap_ns */
+} ncs_gpu_overlap_t;
+void ncs_job_gpu_overlap(const ncs_job_gpu_dev_t *d, int64_t from, int64_t to,
+                         ncs_gpu_overlap_t *out);
+
+/* one replay of a captured NCCL operation: a CUPTI kernel of a graph launch, with the captured
+ * operation's metadata. Sorted by (comm, func, seq, replay, rank): the replays of one
+ * (comm, seq, replay index) across ranks are adjacent, one instance of the replay. */
+typedef struct {
+  uint32_t proc, seg;
+  uint32_t comm;           /* job communicator (UINT32_MAX unknown) */
+  int32_t rank;            /* -1 unknown */
+  const char *func, *dtype; /* pooled: the captured operation's */
+  uint64_t count, bytes;   /* bytes as ncs_op_t.bytes (0 datatype unknown) */
+  int64_t seq;             /* the capture's seqNumber (-1 unknown) */
+  uint64_t op_id;          /* the captured Coll/P2p event id (ncs_op_t.id; 0 none) */
+  uint32_t replay;         /* 1-based graph launch index of its exec graph */
+  uint64_t graph;          /* exec graph id */
+  uint64_t stream;         /* CUPTI stream id */
+  int32_t device;
+  const char *name;        /* pooled kernel name */
+  int64_t start, end;      /* job time; 0 when CUPTI's times were bad */
+} ncs_job_replay_t;
+
+/* one CUPTI kernel (kept with opts.retain): what the timeline draws */
+typedef struct {
+  uint32_t proc, seg;
+  int32_t device;
+  uint64_t stream;          /* CUPTI stream id */
+  const char *name;         /* pooled; "" unknown */
+  int64_t start, end;       /* job time; 0 when bad */
+  uint8_t nccl;             /* joined to NCCL operations (or named like NCCL's kernels) */
+  uint8_t graph;            /* from a graph launch */
+  uint32_t replay;          /* graph launch index, 0 eager */
+  uint64_t graph_id;
+  int32_t rank;             /* NCCL: the launch's rank (-1 unknown) */
+  uint32_t comm;            /* NCCL: job communicator (UINT32_MAX unknown) */
+  const char *func;         /* NCCL: its first operation's function (pooled; "" none) */
+  int64_t seq;              /* NCCL: its first operation's seqNumber (-1 none) */
+  uint32_t nops;            /* NCCL: operations it ran */
+} ncs_job_kernel_t;
+
+/* an NCCL launch whose kernels are not in the file (docs/gpu-truth.md "Hangs") */
+typedef struct {
+  uint32_t proc, seg;
+  int64_t ts;               /* job time of the launch (0 unknown: restated without time) */
+  uint64_t corr, launch, stream; /* CUPTI correlation id, KernelLaunch id, CUstream pointer */
+  uint64_t graph;           /* a graph launch: its exec graph id; 0 eager */
+  uint32_t comm;            /* job communicator (UINT32_MAX unknown) */
+  int32_t rank;
+  const char *func;         /* the first operation of its group on that communicator (pooled; "") */
+  int64_t seq;              /* its seqNumber, -1 unknown */
+  uint64_t op_id;           /* its Coll/P2p event id (0 unknown) */
+  uint32_t nops;            /* operations of the group on that communicator */
+  int before_flush;         /* launched before the file's last successful CUPTI flush */
+} ncs_job_pending_t;
+
 /* why ncs_job_open failed */
 enum {
   NCS_JOB_ERR_NO_INPUT = 1, /* no trace files */
@@ -343,6 +461,17 @@ typedef struct {
   uint32_t duplicates;     /* files left out as copies of another (NCS_JX_DUPLICATE) */
   uint32_t other_job;      /* files left out as another job's (NCS_JX_OTHER_JOB) */
   ncs_job_part_t *parts;   /* the jobs found among the listed files, by start time */
+  /* CUPTI (docs/gpu-truth.md, "Analysis"): per file, per GPU, replays, pending launches; kernels
+   * only with opts.retain. Filled by pass 1; times in job time. */
+  ncs_job_gpu_t *gpu;      /* [nprocs] */
+  ncs_job_gpu_dev_t *gdevs;
+  uint32_t ngdevs;
+  ncs_job_replay_t *replays;
+  size_t nreplays;
+  ncs_job_kernel_t *kernels;
+  size_t nkernels;
+  ncs_job_pending_t *pending;
+  size_t npending;
   uint32_t njobs, job;     /* how many; which one this is (1-based) */
   /* the last streaming pass (docs/report.md, "Memory") */
   struct {
@@ -403,5 +532,10 @@ int64_t ncs_job_comm_index(const ncs_job_t *j, uint64_t comm_id, int32_t nranks,
 /* the member of file proc, segment seg, comm index idx; NULL when none was recorded */
 const ncs_job_member_t *ncs_job_member(const ncs_job_t *j, uint32_t proc, uint32_t seg,
                                        uint64_t idx);
+
+/* the CUPTI kernels of the operation (file proc, segment seg, Coll/P2p event id), eager only:
+ * 1 with their first start and last end (job time), 0 none joined */
+int ncs_job_cupti_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t id, int64_t *start,
+                     int64_t *end);
 
 #endif

@@ -98,10 +98,11 @@ typedef struct {
   int64_t seq;
   uint8_t type;
   int32_t comm;
-  const char *func;
+  const char *func, *dtype;
   uint64_t count;
   uint32_t cflags; /* COMPLETE flags, last seen */
   int completed;
+  uint32_t op;     /* its operation (fold_execs) */
 } exec_t;
 
 struct ncs_gj {
@@ -166,6 +167,7 @@ static int on_start(ncs_gj_t *j, const ncs_event_t *e) {
     o->segment = seg, o->api = e->id, o->api_type = e->type, o->comm = local_comm(e), o->seq = -1;
     o->group = e->parent_kind == NCS_REF_LOCAL ? e->parent : 0;
     o->func = keep(j, e->fstr[coll ? NCS_F(CollApi, func) : NCS_F(P2pApi, func)]);
+    o->dtype = keep(j, e->fstr[coll ? NCS_F(CollApi, datatype) : NCS_F(P2pApi, datatype)]);
     o->count = e->f[coll ? NCS_F(CollApi, count) : NCS_F(P2pApi, count)];
     o->captured = (int)e->f[coll ? NCS_F(CollApi, graphCaptured) : NCS_F(P2pApi, graphCaptured)];
     return idx_put(&j->op_by_api, key(seg, e->id), (uint32_t)(j->ops.n - 1));
@@ -178,6 +180,7 @@ static int on_start(ncs_gj_t *j, const ncs_event_t *e) {
     x->parent = e->parent_kind == NCS_REF_LOCAL ? e->parent : 0;
     x->seq = coll ? (int64_t)e->f[NCS_F(Coll, seqNumber)] : -1;
     x->func = keep(j, e->fstr[coll ? NCS_F(Coll, func) : NCS_F(P2p, func)]);
+    x->dtype = keep(j, e->fstr[coll ? NCS_F(Coll, datatype) : NCS_F(P2p, datatype)]);
     x->count = e->f[coll ? NCS_F(Coll, count) : NCS_F(P2p, count)];
     return idx_put(&j->exec_by_id, key(seg, e->id), (uint32_t)(j->execs.n - 1));
   }
@@ -337,11 +340,14 @@ static void fold_execs(ncs_gj_t *j) {
     if (!x->parent || !idx_get(&j->op_by_api, key(x->seg, x->parent), &oi)) {
       ncs_gj_op_t *o = vec_push(&j->ops); /* no API event (ABI v4, or api not recorded) */
       if (!o) continue;
-      o->segment = x->seg, o->func = x->func, o->count = x->count, o->comm = x->comm, o->seq = -1;
+      o->segment = x->seg, o->func = x->func, o->dtype = x->dtype, o->count = x->count;
+      o->comm = x->comm, o->seq = -1;
       oi = (uint32_t)(j->ops.n - 1);
     }
     ncs_gj_op_t *o = AT(j->ops, ncs_gj_op_t, oi);
+    x->op = oi;
     if (o->seq < 0) o->seq = x->seq;
+    if (!o->exec) o->exec = x->id;
     o->nexec++;
     if (x->completed && (x->cflags & NCS_CF_KERNEL)) o->source = NCS_GJ_KERNELCH;
   }
@@ -448,3 +454,11 @@ const ncs_gpu_rec_t *ncs_gj_pending(const ncs_gj_t *j, size_t i, uint32_t *segme
   return AT(j->pending, ncs_gpu_rec_t, i);
 }
 const ncs_gj_summary_t *ncs_gj_summary(const ncs_gj_t *j) { return &j->sum; }
+
+size_t ncs_gj_nexecs(const ncs_gj_t *j) { return j->execs.n; }
+int ncs_gj_exec(const ncs_gj_t *j, size_t i, uint32_t *segment, uint64_t *id, uint32_t *op) {
+  if (i >= j->execs.n) return -1;
+  const exec_t *x = AT(j->execs, exec_t, i);
+  *segment = x->seg, *id = x->id, *op = x->op;
+  return 0;
+}

@@ -48,7 +48,9 @@ typedef struct {
   uint8_t api_type;  /* NCS_T_COLL_API or NCS_T_P2P_API (0 none) */
   int captured;      /* its graphCaptured flag */
   const char *func;  /* from the API event, else the Coll/P2p ("?" unknown) */
+  const char *dtype; /* likewise ("?" unknown) */
   uint64_t count;
+  uint64_t exec;     /* the event id of its first Coll/P2p (0 none): the job model's operation */
   int32_t comm;      /* communicator index, -1 unknown */
   uint64_t group;    /* GroupApi id */
   int64_t seq;       /* seqNumber of its first Coll child, -1 none */
@@ -90,6 +92,10 @@ const ncs_gj_op_t *ncs_gj_op(const ncs_gj_t *j, size_t i);
 size_t ncs_gj_npending(const ncs_gj_t *j);
 const ncs_gpu_rec_t *ncs_gj_pending(const ncs_gj_t *j, size_t i, uint32_t *segment);
 const ncs_gj_summary_t *ncs_gj_summary(const ncs_gj_t *j);
+/* the Coll/P2p events (executions) in file order, after ncs_gj_finish: segment, event id and the
+ * index of its operation (ncs_gj_op); -1 past the end */
+size_t ncs_gj_nexecs(const ncs_gj_t *j);
+int ncs_gj_exec(const ncs_gj_t *j, size_t i, uint32_t *segment, uint64_t *id, uint32_t *op);
 /* CUPTI time -> monotonic ns of a segment, by the latest clock pair at or before it (else the
  * first); 0 when the segment has none. CLOCK_REALTIME and CLOCK_MONOTONIC are slewed alike, so
  * their difference changes only when the wall clock is stepped: *err (when not NULL) is the
