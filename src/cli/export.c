@@ -150,7 +150,7 @@ static int export_otf2(const char *in, const char *out_opt, int force, uint32_t 
               " calls that never stopped (closed at their segment's end)\n",
               st.coll_unknown, st.p2p_unpaired, st.unfinished);
     fprintf(stderr, "ncclscope export: what the trace covers and lost: the archive's NCCLSCOPE::* "
-                    "properties (otf2-print -G %s/%s)\n", oo.out, NCS_OTF2_ANCHOR);
+                    "properties (otf2-print -I %s/%s)\n", oo.out, NCS_OTF2_ANCHOR);
   }
   return export_status(rc);
 }

@@ -351,6 +351,7 @@ static int read_files(ox_t *x, size_t nops) {
     x->st->files++;
     r.ops = by_proc + first[p], r.nops = first[p + 1] - first[p];
     rc = ox_read_file(x, p, &r);
+    if (!rc) ox_track(x, p, 0, 0); /* every file has a location, even one with no events */
     for (size_t i = 0; !rc && i < r.nops; i++) place_op(x, r.ops[i], &r);
     if (x->oom) rc = -1;
   }
