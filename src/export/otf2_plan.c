@@ -285,7 +285,7 @@ typedef struct {
 
 /* sort a track's intervals and give each the first lane where it nests */
 static int ox_lanes(ox_t *x, ox_track_t *t) {
-  qsort(t->iv, t->niv, sizeof *t->iv, iv_cmp);
+  if (t->niv > 1) qsort(t->iv, t->niv, sizeof *t->iv, iv_cmp); /* iv is NULL when empty */
   stack_t_ *lanes = NULL;
   size_t nl = 0, cap = 0;
   int rc = 0;
