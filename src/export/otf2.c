@@ -29,6 +29,7 @@
 
 #include "export/otf2_int.h"
 #include "util/mem.h"
+#include "util/outfile.h"
 
 #define OX_MAX_RANKS 65536       /* a communicator larger than this is not written as one */
 #define OX_MAX_RANK_SLOTS (1u << 22) /* rank slots of all communicators together */
@@ -499,6 +500,7 @@ static void rm_tree(const char *p) {
 typedef struct {
   char parent[PATH_MAX], base[NAME_MAX + 1], tmp[PATH_MAX + NAME_MAX + 32];
   int replace;
+  int slot; /* tmp's signal cleanup (util/outfile.h): a signal that ends the process removes it */
 } outdir_t;
 
 /* check the output against the rules of docs/cli.md ("Output files") for a directory, and make
@@ -530,7 +532,7 @@ static int out_open(outdir_t *d, const char *out, const char *in, int force, cha
     d->replace = 1;
   }
   snprintf(d->tmp, sizeof d->tmp, "%s/.%s.tmp-XXXXXX", d->parent, d->base);
-  if (!mkdtemp(d->tmp)) {
+  if (!ncs_out_mkdtemp(d->tmp, &d->slot)) {
     int e = errno;
     d->tmp[0] = 0;
     return snprintf(err, el, "cannot write %s: %s", out, strerror(e)), -1;
@@ -554,7 +556,10 @@ static int out_commit(outdir_t *d, const char *out, char *err, size_t el) {
     return snprintf(err, el, "cannot write %s: %s", out, strerror(e)), -1;
   }
   d->tmp[0] = 0;
+  ncs_out_forget(&d->slot);
+  int s = *old ? ncs_out_track_dir(old) : -1; /* the replaced archive goes even when interrupted */
   rm_tree(old);
+  ncs_out_forget(&s);
   return 0;
 }
 
@@ -635,6 +640,7 @@ int ncs_export_otf2(const char *path, const ncs_otf2_opts_t *o, ncs_otf2_stats_t
     return -1;
   }
   w->x.st = st, w->t0 = INT64_MAX, w->t1 = INT64_MIN;
+  d->slot = -1;
   OTF2_Error_RegisterCallback(on_otf2_error, NULL);
   ox_errmsg[0] = 0;
   int rc = out_open(d, o->out, path, o->force, err, errlen) != 0 ? -2 : 0;
@@ -646,6 +652,7 @@ int ncs_export_otf2(const char *path, const ncs_otf2_opts_t *o, ncs_otf2_stats_t
   if (!rc && out_commit(d, o->out, err, errlen) != 0) rc = -2;
   if (!rc && (st->damaged || w->x.a->cov.unreadable)) rc = 1;
   if (d->tmp[0]) rm_tree(d->tmp);
+  ncs_out_forget(&d->slot);
   ow_free(w);
   free(w), free(d);
   st->seconds = (double)(now_ns() - t0) * 1e-9;
