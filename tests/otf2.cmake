@@ -7,6 +7,24 @@
 #                directory or file), an output inside the input, '-', --events; nothing is left
 # otf2_fixtures  crafted traces (valid, crashed, damaged, escape): an archive otf2-print and
 #                otf2_read accept, or a refusal, never a partial archive
+# otf2_missing   an ncclscope without OTF2 (this build's with -DNCS_OTF2=OFF or without the
+#                library; else one linked with otf2_missing.c in place of the exporter): the
+#                format says so, exit status 2, nothing written
+if(NCS_HAVE_OTF2)
+  # otf2_missing.c defines ncs_export_otf2, so otf2.c is never taken from libncs_export.a
+  add_executable(ncclscope_no_otf2 ${CMAKE_SOURCE_DIR}/src/cli/main.c
+                                   ${CMAKE_SOURCE_DIR}/src/export/otf2_missing.c)
+  target_link_libraries(ncclscope_no_otf2 PRIVATE ncs_cli)
+  set(NCS_OX_MISSING $<TARGET_FILE:ncclscope_no_otf2>)
+else()
+  set(NCS_OX_MISSING $<TARGET_FILE:ncclscope>)
+endif()
+add_test(NAME otf2_missing
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/otf2_check.sh missing
+                 ${CMAKE_CURRENT_BINARY_DIR}/otf2-missing ${NCS_OX_MISSING} none
+                 ${CMAKE_CURRENT_BINARY_DIR}/generated/fixtures/valid)
+set_tests_properties(otf2_missing PROPERTIES FIXTURES_REQUIRED ncs_traces TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "otf2_check: ok")
 if(NOT NCS_HAVE_OTF2)
   return()
 endif()

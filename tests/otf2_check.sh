@@ -3,6 +3,17 @@
 set -u
 case_=$1 dir=$2 ncs=$3 rd=$4
 shift 4
+if [ "$case_" = missing ]; then # NCCLSCOPE was built without OTF2; $1: a trace directory
+  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
+  "$ncs" export "$1" -f otf2 -o arch 2>err.txt
+  rc=$?
+  [ $rc -eq 2 ] || { echo "otf2_check: FAIL: status $rc, not 2: $(cat err.txt)"; exit 1; }
+  grep -q "built without OTF2" err.txt || { echo "otf2_check: FAIL: message: $(cat err.txt)"; exit 1; }
+  [ -z "$(ls -A)" ] || [ "$(ls -A)" = err.txt ] || { echo "otf2_check: FAIL: left $(ls -A)"; exit 1; }
+  cat err.txt
+  echo "otf2_check: ok"
+  exit 0
+fi
 command -v otf2-print >/dev/null || { echo "otf2-print not installed (otf2-tools): skipped"; exit 77; }
 rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 1
 fail() { echo "otf2_check: FAIL: $*"; exit 1; }
@@ -41,6 +52,18 @@ errors)
   "$ncs" export -q traces -f otf2 -e coll -o x 2>/dev/null; [ $? -eq 2 ] || fail "--events accepted"
   "$ncs" export -q traces -f otf2 -o nodir/x 2>/dev/null; [ $? -eq 5 ] || fail "missing parent"
   ls -A | grep -q '\.tmp-' && fail "temporary directory left: $(ls -A)"
+  # SIGTERM and SIGHUP at several points of an export: the hidden directory goes with the
+  # process (util/outfile.h); an export that finished first left its archive, nothing else
+  for d in 0.05 0.2 0.4 0.8; do
+    for sig in TERM HUP; do
+      "$ncs" export -q traces -f otf2 -o killed --force 2>/dev/null &
+      pid=$!
+      sleep $d
+      kill -$sig $pid 2>/dev/null
+      wait $pid
+      ls -A | grep -q '\.\(tmp\|old\)-' && fail "SIG$sig after ${d}s: left $(ls -A | grep '\.\(tmp\|old\)-')"
+    done
+  done
   check_archive arch traces
   ;;
 fixtures)
