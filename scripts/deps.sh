@@ -3,11 +3,13 @@
 # installs what is missing. Usage: scripts/deps.sh [build|test]
 set -euo pipefail
 # libmicrohttpd-dev and libcurl4-openssl-dev: the headers of the live metrics' libraries, which
-# the plugin loads at run time (docs/metrics.md); the tests run Debian's prometheus and node_exporter
-want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev)
+# the plugin loads at run time (docs/metrics.md); the tests run Debian's prometheus and node_exporter.
+# libopen-trace-format2-dev: the OTF2 export (optional at build time, docs/otf2.md); otf2-tools: its tests
+want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev
+      libopen-trace-format2-dev)
 if [ "${1:-build}" = test ]; then
   want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind procps
-         prometheus prometheus-node-exporter)
+         prometheus prometheus-node-exporter otf2-tools)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -92,7 +92,7 @@ endfunction()
 ncs_export_cli(help 0 "usage: ncclscope export" "--format" "--jobs" -- ${NCS_X_EXE} export --help)
 ncs_export_cli(in_verbs 0 "export +write a trace as a Perfetto" -- ${NCS_X_EXE} --help)
 ncs_export_cli(no_path 2 "which traces[?]" -- ${NCS_X_EXE} export)
-ncs_export_cli(bad_format 2 "--format must be perfetto, chrome or sqlite, not 'svg'"
+ncs_export_cli(bad_format 2 "--format must be perfetto, chrome, sqlite or otf2, not 'svg'"
                -- ${NCS_X_EXE} export -f svg /nonexistent)
 ncs_export_cli(bad_jobs 2 "--jobs needs a number from 1 to 64" -- ${NCS_X_EXE} export -j 0 x)
 ncs_export_cli(bad_events 2 "unknown event type 'colll'" -- ${NCS_X_EXE} export -e colll x)

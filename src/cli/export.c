@@ -9,6 +9,7 @@
 
 #include "cli/cli.h"
 #include "export/export.h"
+#include "export/otf2.h"
 #include "export/sqlite.h"
 
 static const char export_help[] =
@@ -22,10 +23,14 @@ static const char export_help[] =
     "options:\n"
     "  -f, --format FMT     perfetto (native protobuf, the default) or chrome (trace-event JSON),\n"
     "                       or sqlite: a database of the job's collectives, operations, kernel\n"
-    "                       channels and proxy operations and steps (docs/sqlite.md); one DIR\n"
-    "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace, DIR.json or\n"
-    "                       DIR.sqlite); written under its name only once complete\n"
-    "  -e, --events LIST    only these event types (names as for record --events; default all)\n"
+    "                       channels and proxy operations and steps (docs/sqlite.md); one DIR;\n"
+    "                       or otf2: an OTF2 archive directory for Vampir and Score-P's tools\n"
+    "                       (open ARCHIVE/traces.otf2; docs/otf2.md); one DIR\n"
+    "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace, DIR.json,\n"
+    "                       DIR.sqlite or the directory DIR-otf2); written under its name only\n"
+    "                       once complete\n"
+    "  -e, --events LIST    only these event types (names as for record --events; default all;\n"
+    "                       not with otf2)\n"
     "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
     "      --force          replace an existing output file (it is refused otherwise)\n"
@@ -37,7 +42,7 @@ static const char export_help[] =
     "found, 4 an input file is damaged in the middle (what could be read is exported), 5 the\n"
     "output was refused or cannot be written, 6 out of memory (docs/cli.md)\n";
 
-/* ncs_export's and ncs_export_sqlite's results as exit statuses */
+/* ncs_export's, ncs_export_sqlite's and ncs_export_otf2's results as exit statuses */
 static int export_status(int rc) {
   switch (rc) {
   case 0: return NCS_EXIT_OK;
@@ -45,6 +50,7 @@ static int export_status(int rc) {
   case 2: return NCS_EXIT_NO_INPUT;
   case 3: return NCS_EXIT_USAGE; /* several jobs, none chosen (or no such one) */
   case -2: return NCS_EXIT_OUTPUT;
+  case -3: return NCS_EXIT_USAGE; /* a format this build does not have */
   default: return NCS_EXIT_ERROR;
   }
 }
@@ -104,6 +110,51 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
   return export_status(rc);
 }
 
+/* --format otf2: one trace directory (or file), one archive directory (docs/otf2.md) */
+static int export_otf2(const char *in, const char *out_opt, int force, uint32_t job, int quiet) {
+  char out[PATH_MAX];
+  if (!out_opt) {
+    if (default_output(in, "-otf2", out, sizeof out) != 0)
+      return ncs_usage_error("export", "path too long: %s", in);
+    out_opt = out;
+  }
+  if (!strcmp(out_opt, "-"))
+    return ncs_usage_error("export", "an OTF2 archive is a directory: name it with -o DIR");
+  ncs_otf2_opts_t oo = {.out = out_opt, .force = force, .job = job, .prog = "ncclscope export"};
+  ncs_otf2_stats_t st;
+  char err[2 * PATH_MAX] = "";
+  int rc = ncs_export_otf2(in, &oo, &st, err, sizeof err);
+  if (rc == 2 || rc == 3 || rc < 0) {
+    ncs_error("%s", err);
+    return export_status(rc);
+  }
+  if (!quiet) {
+    fprintf(stderr,
+            "ncclscope export: wrote %s/%s (OTF2): %" PRIu64 " locations (%" PRIu64
+            " host threads, %" PRIu64 " GPU streams, %" PRIu64 " of them extra lanes, %" PRIu64
+            " ranks not recorded), %" PRIu64 " regions, %" PRIu64 " events: %" PRIu64
+            " collectives, %" PRIu64 " send/recv messages, %" PRIu64 " bus bandwidth samples\n",
+            oo.out, NCS_OTF2_ANCHOR, st.locations, st.host_locations, st.stream_locations,
+            st.extra_lanes, st.unrecorded_ranks, st.regions, st.events, st.collectives,
+            st.messages, st.metrics);
+    fprintf(stderr,
+            "ncclscope export: %" PRIu64 " operations: %" PRIu64 " with GPU kernel times, %" PRIu64
+            " with host times only, %" PRIu64 " without a usable time (left out); %" PRIu64
+            " records from %" PRIu64 " files (%.1f MB) in %.2f s\n",
+            st.ops + st.ops_skipped, st.ops_gpu, st.ops_host, st.ops_skipped, st.records,
+            st.files, (double)st.bytes_in / 1e6, st.seconds);
+    if (st.coll_unknown || st.p2p_unpaired || st.unfinished)
+      fprintf(stderr,
+              "ncclscope export: %" PRIu64 " collectives without an OTF2 collective record, %" PRIu64
+              " sends/receives without a partner, %" PRIu64
+              " calls that never stopped (closed at their segment's end)\n",
+              st.coll_unknown, st.p2p_unpaired, st.unfinished);
+    fprintf(stderr, "ncclscope export: what the trace covers and lost: the archive's NCCLSCOPE::* "
+                    "properties (otf2-print -I %s/%s)\n", oo.out, NCS_OTF2_ANCHOR);
+  }
+  return export_status(rc);
+}
+
 int ncs_cmd_export(int argc, char **argv) {
   static const struct option opts[] = {
       {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
@@ -112,22 +163,25 @@ int ncs_cmd_export(int argc, char **argv) {
       {"force", no_argument, 0, 'F'},        {"run", required_argument, 0, 'R'},
       {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
-  int c, quiet = 0, sqlite = 0, force = 0;
+  int c, quiet = 0, sqlite = 0, otf2 = 0, force = 0;
   uint64_t v;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":f:o:e:j:qh", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
-      sqlite = 0;
+      sqlite = otf2 = 0;
       if (!strcmp(optarg, "perfetto") || !strcmp(optarg, "pftrace") || !strcmp(optarg, "proto"))
         o.format = NCS_EXPORT_PERFETTO;
       else if (!strcmp(optarg, "chrome") || !strcmp(optarg, "json"))
         o.format = NCS_EXPORT_CHROME;
       else if (!strcmp(optarg, "sqlite") || !strcmp(optarg, "sqlite3") || !strcmp(optarg, "db"))
         sqlite = 1;
+      else if (!strcmp(optarg, "otf2"))
+        otf2 = 1;
       else
-        return ncs_usage_error("export", "--format must be perfetto, chrome or sqlite, not '%s'",
+        return ncs_usage_error("export",
+                               "--format must be perfetto, chrome, sqlite or otf2, not '%s'",
                                optarg);
       break;
     case 'o': o.out = optarg; break;
@@ -151,6 +205,12 @@ int ncs_cmd_export(int argc, char **argv) {
   }
   if (optind >= argc)
     return ncs_usage_error("export", "which traces? give a trace directory or files");
+  if (otf2) {
+    if (argc - optind > 1)
+      return ncs_usage_error("export", "--format otf2 takes one trace directory (or file)");
+    if (o.types) return ncs_usage_error("export", "--events does not apply to --format otf2");
+    return export_otf2(argv[optind], o.out, force, o.job, quiet);
+  }
   if (sqlite) {
     if (argc - optind > 1)
       return ncs_usage_error("export", "--format sqlite takes one trace directory (or file)");

@@ -8,21 +8,59 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---------------------------------------------------------------- signal cleanup */
 
-/* Named temporary files that exist right now. A signal that would kill the process removes them
- * first; the handler only calls unlink, signal and raise (async-signal-safe). A slot is 0 free,
- * 2 claimed by a thread that is filling it in, 1 a file to remove. */
+/* Named temporary files and directories that exist right now. A signal that would kill the
+ * process removes them first; the handler only calls unlink, openat, getdents64, unlinkat, close,
+ * signal and raise (async-signal-safe system calls). A slot is 0 free, 2 claimed by a thread that
+ * is filling it in, 1 a file to remove, 3 a directory to remove with what it holds. */
 #define NSLOTS 8
+#define TREE_DEPTH 4 /* how deep a temporary directory is emptied (an OTF2 archive: 2) */
 static char g_tmp[NSLOTS][PATH_MAX];
 static _Atomic int g_used[NSLOTS];
 static const int g_fatal[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGABRT};
 
+/* remove NAME (in the directory dirfd) and, when it is a directory, what it holds; only system
+ * calls, no allocation: usable in the signal handler. Entries are listed again until a pass
+ * removes nothing, so removing while listing loses none. 0 when NAME is gone. */
+static int rm_tree_at(int dirfd, const char *name, int depth) {
+  if (unlinkat(dirfd, name, 0) == 0) return 0;
+  if (depth <= 0) return -1;
+  int fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -1;
+  for (int removed = 1; removed;) {
+    removed = 0;
+    if (lseek(fd, 0, SEEK_SET) != 0) break;
+    _Alignas(8) char buf[2048];
+    long n;
+    while ((n = syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
+      for (long off = 0; off < n;) {
+        /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+        unsigned short reclen;
+        memcpy(&reclen, buf + off + 16, sizeof reclen);
+        const char *nm = buf + off + 19;
+        off += reclen;
+        if (!reclen) break;
+        if (!strcmp(nm, ".") || !strcmp(nm, "..")) continue;
+        if (rm_tree_at(fd, nm, depth - 1) == 0) removed = 1;
+      }
+    }
+  }
+  close(fd);
+  return unlinkat(dirfd, name, AT_REMOVEDIR);
+}
+
 static void on_fatal(int sig) {
-  for (int i = 0; i < NSLOTS; i++)
-    if (atomic_load(&g_used[i]) == 1) unlink(g_tmp[i]);
+  int e = errno;
+  for (int i = 0; i < NSLOTS; i++) {
+    int u = atomic_load(&g_used[i]);
+    if (u == 1) unlink(g_tmp[i]);
+    if (u == 3) (void)rm_tree_at(AT_FDCWD, g_tmp[i], TREE_DEPTH);
+  }
+  errno = e;
   signal(sig, SIG_DFL);
   raise(sig); /* delivered when the handler returns: the process ends as it would have */
 }
@@ -85,6 +123,52 @@ static void forget_named(int *slot) {
   if (*slot >= 0) atomic_store(&g_used[*slot], 0);
   *slot = -1;
 }
+
+char *ncs_out_mkdtemp(char *templ, int *slot) {
+  install_handlers();
+  sigset_t old;
+  block_fatal(&old);
+  char *r = NULL;
+  int s = -1;
+  for (int i = 0; i < NSLOTS && s < 0; i++) {
+    int z = 0;
+    if (atomic_compare_exchange_strong(&g_used[i], &z, 2)) s = i;
+  }
+  if (s < 0) {
+    errno = EMFILE;
+  } else if ((r = mkdtemp(templ)) != NULL) {
+    snprintf(g_tmp[s], sizeof g_tmp[s], "%s", templ);
+    atomic_store(&g_used[s], 3);
+  } else {
+    int e = errno;
+    atomic_store(&g_used[s], 0);
+    errno = e;
+  }
+  int e = errno;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  errno = e;
+  *slot = r ? s : -1;
+  return r;
+}
+
+int ncs_out_track_dir(const char *path) {
+  install_handlers();
+  sigset_t old;
+  block_fatal(&old);
+  int s = -1;
+  for (int i = 0; i < NSLOTS && s < 0; i++) {
+    int z = 0;
+    if (atomic_compare_exchange_strong(&g_used[i], &z, 2)) s = i;
+  }
+  if (s >= 0) {
+    snprintf(g_tmp[s], sizeof g_tmp[s], "%s", path);
+    atomic_store(&g_used[s], 3);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return s;
+}
+
+void ncs_out_forget(int *slot) { forget_named(slot); }
 
 /* ---------------------------------------------------------------- paths */
 

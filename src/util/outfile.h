@@ -6,7 +6,7 @@
  * leaves a partial file under the final name. The temporary file is anonymous (O_TMPFILE) where
  * the file system allows it, so that even SIGKILL leaves nothing behind; else it is a hidden
  * ".NAME.tmp-XXXXXX" beside the output, removed on failure and on SIGINT, SIGTERM, SIGHUP,
- * SIGQUIT and SIGABRT.
+ * SIGQUIT and SIGABRT. A temporary directory (ncs_out_mkdtemp) is removed the same way.
  *
  * The rules, the same for every verb:
  *   - an existing regular file is replaced only with force (it keeps its permission bits);
@@ -57,6 +57,16 @@ FILE *ncs_out_file(ncs_out_t *o);
 int ncs_out_commit(ncs_out_t *o, char *err, size_t errlen);
 /* Drop the output: the temporary file is removed, the target stays as it was. Idempotent. */
 void ncs_out_abort(ncs_out_t *o);
+
+/* An output that is a directory (the OTF2 archive) is built in a temporary directory beside it:
+ * mkdtemp(templ), registered so that the signals above remove it, and what it holds, before the
+ * process dies. Returns templ, or NULL with errno set (EMFILE: no cleanup slot left); *slot is
+ * the registration (-1 none). ncs_out_forget ends it (once the directory was renamed into place
+ * or removed). ncs_out_track_dir registers an existing directory the same way (the old output
+ * while it is replaced) and returns its slot, -1 when none is left. */
+char *ncs_out_mkdtemp(char *templ, int *slot);
+int ncs_out_track_dir(const char *path);
+void ncs_out_forget(int *slot);
 
 /* An anonymous scratch file in dir, read-write, removed when closed; -1 with errno set. */
 int ncs_out_scratch(const char *dir);

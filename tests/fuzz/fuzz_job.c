@@ -89,9 +89,11 @@ static int verb(int (*fn)(int, char **), char **argv) {
 }
 
 static void run_verbs(void) {
-  char html[600], pf[600], js[600], db[600];
+  char html[600], pf[600], js[600], db[600], ox[600], anchor[640];
   out_path(html, sizeof html, "html"), out_path(pf, sizeof pf, "pftrace");
   out_path(js, sizeof js, "json"), out_path(db, sizeof db, "sqlite");
+  out_path(ox, sizeof ox, "otf2"); /* a directory; --force replaces the previous input's */
+  snprintf(anchor, sizeof anchor, "%s/traces.otf2", ox);
   char *report_json[] = {"report", "--json", dir, NULL};
   int rc = verb(ncs_cmd_report, report_json);
   /* several runs: the rest on the first (the refusal itself was just run) */
@@ -102,6 +104,7 @@ static void run_verbs(void) {
   char *chrome[] = {"export", "-q", "-j", "1", "--force", "-f", "chrome", "-o", js, run[0], run[1],
                     dir, NULL};
   char *sqlite[] = {"export", "-q", "--force", "-f", "sqlite", "-o", db, run[0], run[1], dir, NULL};
+  char *otf2[] = {"export", "-q", "--force", "-f", "otf2", "-o", ox, run[0], run[1], dir, NULL};
   char *diag[] = {"diagnose", run[0], run[1], dir, NULL};
   char *diag_json[] = {"diagnose", "--json", run[0], run[1], dir, NULL};
   char *stats[] = {"dump", "--stats", dir, NULL};
@@ -110,6 +113,8 @@ static void run_verbs(void) {
   verb(ncs_cmd_export, perfetto);
   verb(ncs_cmd_export, chrome);
   verb(ncs_cmd_export, sqlite);
+  int o = verb(ncs_cmd_export, otf2); /* an archive when it says so (built without OTF2: usage) */
+  if (o == NCS_EXIT_OK || o == NCS_EXIT_DAMAGED) CHECK(access(anchor, R_OK) == 0);
   int d = verb(ncs_cmd_diagnose, diag);
   CHECK(verb(ncs_cmd_diagnose, diag_json) == d); /* the same verdicts, the same status */
   verb(ncs_cmd_dump, stats);
