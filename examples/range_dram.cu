@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../include/ncclscope.h"
 extern "C" { /* the project's C headers and libraries */
@@ -89,6 +90,21 @@ int main(int argc, char **argv) {
       CK(cudaDeviceSynchronize());
       ncclscope_range_pop();
     }
+  /* the host cost of a range at the metrics level (CUPTI's range push and pop on top of the
+   * plugin's): 256 empty ranges, each a push and a pop, timed as a whole */
+  {
+    const int R = 256;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int i = 0; i < R; i++) {
+      ncclscope_range_push("cost");
+      ncclscope_range_pop();
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("range dram: cost with metrics: %.0f ns per push or pop (%d empty ranges at the metrics level)\n",
+           ns / (2.0 * R), R);
+  }
   p->finalize(ctx);
 
   char **paths, err[256];
