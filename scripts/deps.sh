@@ -7,7 +7,7 @@ set -euo pipefail
 want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev libmicrohttpd-dev libcurl4-openssl-dev)
 if [ "${1:-build}" = test ]; then
   want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind procps
-         prometheus prometheus-node-exporter)
+         prometheus prometheus-node-exporter dpkg-dev)
 fi
 missing=()
 for p in "${want[@]}"; do

@@ -97,7 +97,11 @@ int ncs_find_tool(const char *env, const char *name, const char *const *rel, cha
 }
 
 int ncs_find_plugin(char *out, size_t len) {
-  static const char *const rel[] = {"", "../lib", NULL};
+#ifndef NCS_INSTALL_LIBDIR
+#define NCS_INSTALL_LIBDIR "lib"
+#endif
+  /* the build directory (side by side), the installed tree (bin/../lib/<arch>), then ../lib */
+  static const char *const rel[] = {"", "../" NCS_INSTALL_LIBDIR, "../lib", NULL};
   return ncs_find_tool("NCCLSCOPE_PLUGIN", "libnccl-profiler-ncclscope.so", rel, out, len);
 }
 
