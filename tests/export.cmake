@@ -94,7 +94,8 @@ ncs_export_cli(in_verbs 0 "export +write a trace as a Perfetto" -- ${NCS_X_EXE} 
 ncs_export_cli(no_path 2 "which traces[?]" -- ${NCS_X_EXE} export)
 ncs_export_cli(bad_format 2 "--format must be perfetto, chrome or sqlite, not 'svg'"
                -- ${NCS_X_EXE} export -f svg /nonexistent)
-ncs_export_cli(bad_jobs 2 "--jobs needs a number from 1 to 64" -- ${NCS_X_EXE} export -j 0 x)
+ncs_export_cli(bad_jobs 2 "--jobs needs a number from 1 to 64" -- ${NCS_X_EXE} export --jobs 0 x)
+ncs_export_cli(short_j_is_json 2 "-j is short for --json" -- ${NCS_X_EXE} export -j 2 x)
 ncs_export_cli(bad_events 2 "unknown event type 'colll'" -- ${NCS_X_EXE} export -e colll x)
 ncs_export_cli(two_inputs 2 "several inputs: name the output with -o FILE"
                -- ${NCS_X_EXE} export /a /b)

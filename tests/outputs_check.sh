@@ -204,7 +204,7 @@ def writing(pid):  # the export has an output file with data open in out/
         pass
     return False
 def kill_while_writing(fmt, final, sig):  # True once it was killed while writing
-    p = subprocess.Popen([ncs, "export", "-q", "-j", "1", "-f", fmt, trace, "-o", final],
+    p = subprocess.Popen([ncs, "export", "-q", "--jobs", "1", "-f", fmt, trace, "-o", final],
                          stderr=subprocess.DEVNULL)
     caught = False
     while p.poll() is None:

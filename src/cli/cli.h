@@ -31,6 +31,7 @@ int ncs_cmd_demo(int argc, char **argv);
 int ncs_cmd_export(int argc, char **argv);
 int ncs_cmd_report(int argc, char **argv);
 int ncs_cmd_diagnose(int argc, char **argv);
+int ncs_cmd_trigger(int argc, char **argv);
 
 /* dump --stats over the traces of `path` (a directory or one file); used by dump and demo */
 int ncs_stats_path(const char *path, FILE *out);

@@ -22,10 +22,10 @@ static const char demo_help[] =
     "\n"
     "options:\n"
     "  -o, --output DIR     trace directory (default ncclscope-demo-YYYYmmdd-HHMMSS)\n"
-    "  -r, --ranks N        simulated ranks (default 8)\n"
-    "  -i, --iters K        operations per rank (default 200)\n"
+    "  -r, --ranks N        simulated ranks, 1 to 1024 (default 8)\n"
+    "      --iters K        operations per rank (default 200)\n"
     "  -p, --procs P        processes the ranks run in (default: one per rank, like a real job)\n"
-    "  -s, --scenario NAME  nccl-sim scenario (default mixed)\n"
+    "      --scenario NAME  nccl-sim scenario (default mixed)\n"
     "  -e, --events LIST    event types to record (default: all)\n"
     "      --force          replace an existing timeline DIR.pftrace (refused otherwise)\n"
     "  -h, --help           this help\n"
@@ -48,7 +48,7 @@ static int parse(int argc, char **argv, demo_opts_t *d) {
   uint64_t v;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":o:r:i:p:s:e:h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":o:r:p:e:h", opts, NULL)) != -1) {
     switch (c) {
     case 'o': d->out = optarg; break;
     case 's': d->scenario = optarg; break;

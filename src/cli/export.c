@@ -26,7 +26,7 @@ static const char export_help[] =
     "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace, DIR.json or\n"
     "                       DIR.sqlite); written under its name only once complete\n"
     "  -e, --events LIST    only these event types (names as for record --events; default all)\n"
-    "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
+    "      --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
     "      --force          replace an existing output file (it is refused otherwise)\n"
     "      --run N|last     the N-th job (by start time) when the traces hold several runs;\n"
@@ -108,7 +108,7 @@ int ncs_cmd_export(int argc, char **argv) {
   static const struct option opts[] = {
       {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
       {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
-      {"jobs", required_argument, 0, 'j'},   {"help", no_argument, 0, 'h'},
+      {"jobs", required_argument, 0, 'N'},   {"help", no_argument, 0, 'h'},
       {"force", no_argument, 0, 'F'},        {"run", required_argument, 0, 'R'},
       {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
@@ -116,7 +116,7 @@ int ncs_cmd_export(int argc, char **argv) {
   uint64_t v;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":f:o:e:j:qh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":f:o:e:jqh", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
       sqlite = 0;
@@ -140,7 +140,10 @@ int ncs_cmd_export(int argc, char **argv) {
     case 'R':
       if (ncs_parse_run("export", optarg, &o.job) != 0) return NCS_EXIT_USAGE;
       break;
-    case 'j':
+    case 'j': /* one letter, one meaning in every verb (docs/cli.md, "Short options") */
+      return ncs_usage_error("export", "-j is short for --json, which export does not take; "
+                                       "threads: --jobs N");
+    case 'N':
       if (ncs_parse_count(optarg, 1, 64, &v) != 0)
         return ncs_usage_error("export", "--jobs needs a number from 1 to 64, not '%s'", optarg);
       o.jobs = (int)v;

@@ -28,6 +28,7 @@ static const verb_t verbs[] = {
     {"export", ncs_cmd_export, "write a trace as a Perfetto (.pftrace) or Chrome JSON timeline"},
     {"report", ncs_cmd_report, "cross-rank analysis: stragglers, skew, busbw per size, mismatches"},
     {"diagnose", ncs_cmd_diagnose, "hang and desync verdicts: who never entered, who is stuck, mismatches"},
+    {"trigger", ncs_cmd_trigger, "make every flight-mode process recording into DIR dump, on all hosts"},
 };
 
 static void usage(FILE *o) {

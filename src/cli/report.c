@@ -19,6 +19,7 @@
 #include "cli/cli.h"
 #include "export/html_report.h"
 #include "util/outfile.h"
+#include "util/fmt.h"
 
 static const char report_help[] =
     "usage: ncclscope report [--json] [--top N] [--html FILE] [--run N] [--timing] DIR|FILE\n"
@@ -184,7 +185,7 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   }
   fprintf(o, "],\n\"communicators\":[");
   for (uint32_t c = 0; c < a->job->ncomms; c++)
-    fprintf(o, "%s{\"index\":%u,\"comm_id\":\"0x%016" PRIx64 "\",\"nranks\":%d,\"nnodes\":%d,\"ranks_seen\":%d}",
+    fprintf(o, "%s{\"index\":%u,\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"nranks\":%d,\"nnodes\":%d,\"ranks_seen\":%d}",
             c ? "," : "", c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes,
             a->job->comms[c].ranks_seen);
   fprintf(o,

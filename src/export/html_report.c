@@ -6,6 +6,7 @@
  * tooltip; nothing runs in the browser. Trace strings go through esc() only.
  */
 #include "export/html_report.h"
+#include "util/fmt.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -439,7 +440,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     const heat_t *H = &hs[i];
     const ncs_job_comm_t *c = &a->job->comms[H->comm];
     double y0 = H->top - COLLAB - 22;
-    snprintf(t, sizeof t, "comm %u (0x%016" PRIx64 "), %d ranks%s", H->comm, c->comm_id, c->nranks,
+    snprintf(t, sizeof t, "comm %u (" NCS_COMM_ID_FMT "), %d ranks%s", H->comm, c->comm_id, c->nranks,
              H->nrows < H->rows_all || H->ncols < H->cols_all ? " (part: see the note below)" : "");
     svg_text(o, 4, y0 + 14, "start", "title", t);
     /* column labels, rotated */
@@ -950,7 +951,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   thead(o, "comms-table", "comm|<commId|nranks|nodes|ranks recorded");
   for (uint32_t c = 0; c < a->job->ncomms; c++)
     fprintf(o,
-            "<tr><td>%u</td><td class=\"l\">0x%016" PRIx64 "</td><td>%d</td><td>%d</td>"
+            "<tr><td>%u</td><td class=\"l\">" NCS_COMM_ID_FMT "</td><td>%d</td><td>%d</td>"
             "<td>%d</td></tr>\n",
             c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes, a->job->comms[c].ranks_seen);
   fputs("</tbody></table>\n", o);

@@ -49,3 +49,5 @@ void ncs_fmt_utc(char *o, size_t n, int64_t real) {
   }
   snprintf(o, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
 }
+
+void ncs_fmt_comm_id(char *out, size_t len, uint64_t id) { snprintf(out, len, NCS_COMM_ID_FMT, id); }
