@@ -11,3 +11,8 @@ set_tests_properties(install_deb PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME cli_consistency COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_consistency.sh
          $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/cli-consistency)
 set_tests_properties(cli_consistency PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "cli consistency: ok")
+
+# the demo as a new user runs it: one screen, nothing left in the current directory
+add_test(NAME demo_one_screen COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/demo_check.sh
+         $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/demo-check)
+set_tests_properties(demo_one_screen PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "demo check: ok")

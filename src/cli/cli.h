@@ -33,6 +33,10 @@ int ncs_cmd_report(int argc, char **argv);
 int ncs_cmd_diagnose(int argc, char **argv);
 int ncs_cmd_trigger(int argc, char **argv);
 
+/* demo: the report's head on a few lines (what was recorded, coverage, warnings, up to
+ * max_findings findings) to o, and the --html page to html (NULL: none); an exit status */
+int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
+                     uint32_t max_findings);
 /* dump --stats over the traces of `path` (a directory or one file); used by dump and demo */
 int ncs_stats_path(const char *path, FILE *out);
 int ncs_stats_paths(char *const *paths, int npaths, FILE *out); /* one job over several paths */
@@ -54,6 +58,7 @@ typedef struct {
   char *dir_used;          /* out: the absolute trace directory ("" if removed again) */
   size_t dir_used_len;
   int dir_created;         /* out: record created the directory */
+  int quiet;               /* no "trace written" line (demo says where its files are) */
   int not_run;             /* out: the command could not be started (status 126/127) */
   int incomplete;          /* out: processes of the job had to be killed */
 } ncs_record_opts_t;

@@ -380,7 +380,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
 /* the --html page to `path` ("-": stdout), written as every output is (src/util/outfile.h):
  * a partial page never takes the name. 0, or -1 after saying why. */
 static int write_html(const char *path, int force, char *in, const ncs_analysis_t *a,
-                      const ncs_findings_t *f) {
+                      const ncs_findings_t *f, int say) {
   ncs_out_opts_t oo = {.force = force, .inputs = &in, .ninputs = 1};
   ncs_out_t out;
   char err[PATH_MAX + 256];
@@ -399,8 +399,48 @@ static int write_html(const char *path, int force, char *in, const ncs_analysis_
     ncs_error("report: --html: %s", err);
     return -1;
   }
-  if (strcmp(path, "-")) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
+  if (say && strcmp(path, "-")) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
   return 0;
+}
+
+int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
+                     uint32_t max_findings) {
+  char err[4096];
+  int why = 0;
+  ncs_analyze_opts_t ao = {.job = job, .why = &why};
+  ncs_analysis_t *a = ncs_analyze_path_opts(dir, &ao, err, sizeof err);
+  if (!a) {
+    ncs_error("report: %s", err);
+    return ncs_job_exit(why);
+  }
+  ncs_findings_t f;
+  ncs_findings_build(&f, a, 5);
+  int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  if (html && write_html(html, force, (char *)dir, a, &f, 0) != 0) rc = NCS_EXIT_OUTPUT;
+  char e[32];
+  ncs_fmt_ns(e, sizeof e, (double)a->job->error);
+  fprintf(o, "recorded  %u processes on %u host%s, %u communicators, %" PRIu64
+             " collective instances, %" PRIu64 " sends, %" PRIu64 " receives\n",
+          a->cov.files, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms,
+          a->instances, a->sends, a->recvs);
+  uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
+  fprintf(o, "coverage  %u of %u files read%s; completion from GPU kernels for %.0f%% of %" PRIu64
+             " operations; %.1f%% of operation calls lost; clock error +-%s\n",
+          a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "",
+          ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_starts), e);
+  for (uint32_t k = 0; k < f.nwarn && k < 2; k++) fprintf(o, "          ! %.150s\n", f.warn[k].text);
+  if (f.nwarn > 2) fprintf(o, "          ! and %u more warnings (ncclscope report)\n", f.nwarn - 2);
+  for (uint32_t k = 0; k < f.n && k < max_findings; k++) {
+    char line[1024];
+    ncs_finding_text(a, &f.items[k], line, sizeof line);
+    fprintf(o, "%s - %.200s\n", k ? "         " : "findings ", line);
+  }
+  if (f.n > max_findings)
+    fprintf(o, "          and %u more (ncclscope report)\n", f.n - max_findings);
+  if (!f.n) fprintf(o, "findings  - %s\n", f.none);
+  ncs_findings_free(&f);
+  ncs_analysis_free(a);
+  return rc;
 }
 
 int ncs_cmd_report(int argc, char **argv) {
@@ -465,7 +505,7 @@ int ncs_cmd_report(int argc, char **argv) {
     return NCS_EXIT_ERROR;
   }
   /* the page first: when it cannot be written, say so and print nothing else */
-  if (html && write_html(html, force, argv[optind], a, &f) != 0)
+  if (html && write_html(html, force, argv[optind], a, &f, 1) != 0)
     rc = NCS_EXIT_OUTPUT;
   else if (json)
     print_json(stdout, a, &f, &v);
