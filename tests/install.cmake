@@ -16,3 +16,8 @@ set_tests_properties(cli_consistency PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESS
 add_test(NAME demo_one_screen COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/demo_check.sh
          $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/demo-check)
 set_tests_properties(demo_one_screen PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "demo check: ok")
+
+# the terminal: colour, pager, width, sorted rows with units, progress bars (tty_check.py)
+add_test(NAME report_tty COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/tty_check.py
+         $<TARGET_FILE:ncclscope> $<TARGET_FILE:nccl-sim> ${CMAKE_CURRENT_BINARY_DIR}/tty-check)
+set_tests_properties(report_tty PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "tty check: ok")

@@ -11,7 +11,10 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
@@ -22,15 +25,19 @@
 #include "util/fmt.h"
 
 static const char report_help[] =
-    "usage: ncclscope report [--json] [--top N] [--html FILE] [--run N] [--timing] DIR|FILE\n"
+    "usage: ncclscope report [-j|--json] [-t|--top N] [--html FILE] [--wide] [--run N] DIR|FILE\n"
     "\n"
     "Cross-rank analysis of a recorded job: collectives matched across ranks by (commId, func,\n"
     "seqNumber), arrival skew and who arrived last, durations and bus bandwidth per size bucket,\n"
     "clock error bounds, mismatched collectives and unpaired sends/receives.\n"
     "\n"
-    "  --json        machine-readable output (schema: docs/report.md)\n"
-    "  --top N       stragglers and slow ranks listed (default 5)\n"
+    "  -j, --json    machine-readable output (schema: docs/report.md)\n"
+    "  -t, --top N   stragglers and slow ranks listed (default 5)\n"
     "  --timing      print the seconds of each reading pass to stderr\n"
+    "  --wide        every column of the size table (lat p99, algbw, busbw p95/p99, skew max)\n"
+    "                and no wrapping; the default fits 80 to 120 columns\n"
+    "  --no-color    no colour on a terminal (also: NO_COLOR set)\n"
+    "  --no-pager    no pager on a terminal (default: $PAGER, else less -FRX)\n"
     "  --html FILE   also write one self-contained page with charts (busbw vs size, per-rank\n"
     "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
     "                stdout. The text (or --json) report is still printed.\n"
@@ -292,69 +299,220 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   fprintf(o, "}\n");
 }
 
+/* ------------------------------------------------------------------ the terminal report */
+
+/* how the text report is laid out (docs/report.md, "The terminal report") */
+typedef struct {
+  int wide;  /* --wide: every column, no wrapping */
+  int color; /* ANSI colour: a terminal, no --no-color, no NO_COLOR */
+  int width; /* prose is wrapped to this many columns */
+} txt_t;
+static txt_t T = {0, 0, 100};
+
+static const char *on(const char *code) { return T.color ? code : ""; }
+#define BOLD on("\033[1m")
+#define YELLOW on("\033[33m")
+#define RED on("\033[1;31m")
+#define RESET on("\033[0m")
+
+/* text from `first` on, wrapped at word boundaries to T.width; continuation lines start with
+ * `rest` (spaces). --wide: one line. */
+static void put_wrapped(FILE *o, const char *first, const char *rest, const char *text) {
+  int col = fprintf(o, "%s", first);
+  int indent = (int)strlen(rest);
+  const char *p = text;
+  int start = col, space = 0;
+  while (*p) {
+    const char *sp = strchr(p, ' ');
+    int n = sp ? (int)(sp - p) : (int)strlen(p);
+    /* a number and its unit stay on one line: "50 ns", "2 MiB" */
+    static const char *const units[] = {"ns", "us", "ms", "s", "B", "KiB", "MiB", "GiB", "GB/s", NULL};
+    for (int u = 0; sp && units[u]; u++) {
+      size_t ul = strlen(units[u]);
+      if (!strncmp(sp + 1, units[u], ul) && strchr(" ,;:)", sp[1 + ul] ? sp[1 + ul] : ' ')) {
+        const char *e = sp + 1 + ul;
+        n = (int)(e - p);
+        break;
+      }
+    }
+    if (!T.wide && col > indent && col > start && col + space + n > T.width) {
+      fprintf(o, "\n%s", rest);
+      col = start = indent, space = 0;
+    }
+    if (space) fputc(' ', o), col++;
+    col += fprintf(o, "%.*s", n, p);
+    p += n;
+    space = 0;
+    while (*p == ' ') p++, space = 1;
+  }
+  fputc('\n', o);
+}
+
 /* what the analysis rests on, then the warnings (the same list as --json and --html) */
 static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
-  fprintf(o, "Coverage: %u of %u files read%s; %" PRIu64 " operations, completion from GPU kernels %.0f%%, "
-             "proxy ops %.0f%%, none (enqueue only) %.0f%%; %.1f%% of the operation calls lost\n",
+  char line[1024], first[48];
+  snprintf(line, sizeof line, "%u of %u files read%s; %" PRIu64 " operations, completion from GPU kernels %.0f%%, "
+             "proxy ops %.0f%%, none (enqueue only) %.0f%%; %.1f%% of the operation calls lost",
           a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "", ops,
           ncs_pct(a->cov.timing[0], ops), ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops),
           ncs_pct(a->cov.op_lost, a->cov.op_starts));
-  for (uint32_t k = 0; k < f->nwarn; k++) fprintf(o, "  ! %s\n", f->warn[k].text);
+  snprintf(first, sizeof first, "%sCoverage:%s ", BOLD, RESET);
+  put_wrapped(o, first, "  ", line);
+  snprintf(first, sizeof first, "  %s!%s ", YELLOW, RESET);
+  for (uint32_t k = 0; k < f->nwarn; k++) put_wrapped(o, first, "    ", f->warn[k].text);
   fputc('\n', o);
+}
+
+static int cmp_bucket_text(const void *x, const void *y) {
+  const ncs_an_bucket_t *a = *(const ncs_an_bucket_t *const *)x, *b = *(const ncs_an_bucket_t *const *)y;
+  if (a->p2p != b->p2p) return a->p2p - b->p2p; /* collectives first */
+  if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
+  if (!a->p2p) {
+    int c = strcmp(a->func, b->func);
+    if (c) return c;
+  }
+  if (a->log2 != b->log2) return a->log2 < b->log2 ? -1 : 1;
+  return strcmp(b->func, a->func); /* Send before Recv */
+}
+
+/* the timing sources as the 80-column table names them */
+static const char *short_timing(const char *src) {
+  return !strcmp(src, "kernel_gpu") ? "gpu kernels" : !strcmp(src, "proxy_host") ? "proxy" : "enqueue";
+}
+
+/* one bucket's columns after "func": sorted by size, bandwidth in GB/s */
+static void bucket_cols(char *out, size_t len, const ncs_an_bucket_t *b, int timing) {
+  char sz[24], l1[24], l2[24], l3[24], sk[24], sm[24], tp[24] = "-";
+  ncs_fmt_bytes(sz, sizeof sz, b->log2);
+  ncs_fmt_ns(l1, sizeof l1, b->lat_p50), ncs_fmt_ns(l2, sizeof l2, b->lat_p95);
+  ncs_fmt_ns(l3, sizeof l3, b->lat_p99), ncs_fmt_ns(sk, sizeof sk, b->skew_p50);
+  ncs_fmt_ns(sm, sizeof sm, b->skew_max);
+  if (b->tput_n) snprintf(tp, sizeof tp, "%.2f", b->tput_busbw_p50);
+  const char *src = ncs_bucket_timing(b);
+  if (T.wide)
+    snprintf(out, len, "%-9s %7" PRIu64 " %10s %10s %10s %10.2f %10.2f %10.2f %10.2f %10s %10s %10s %s", sz,
+             b->count, l1, l2, l3, b->algbw_p50, b->busbw_p50, b->busbw_p95, b->busbw_p99, tp,
+             b->p2p ? "-" : sk, b->p2p ? "-" : sm, src);
+  else
+    snprintf(out, len, "%-7s %6" PRIu64 " %9s %9s %9.2f %9s %9s%s%s", sz, b->count, l1, l2,
+             b->busbw_p50, tp, b->p2p ? "-" : sk, timing ? " " : "", timing ? short_timing(src) : "");
+}
+
+/* The size table. Default: 80 columns (a heading per communicator, the timing column only when
+ * the rows' sources differ); --wide: every column. Rows sorted by communicator, function, size;
+ * collectives before sends and receives. */
+static void print_buckets(FILE *o, const ncs_analysis_t *a) {
+  const ncs_an_bucket_t **v = malloc((a->nbuckets + 1) * sizeof *v);
+  if (!v) return;
+  uint32_t n = 0;
+  int any_tput = 0, merged = 0, timing = 0;
+  const char *src0 = NULL;
+  for (uint32_t k = 0; k < a->nbuckets; k++) {
+    const ncs_an_bucket_t *b = &a->buckets[k];
+    if (!b->count) continue; /* every instance of this size was unsampled (said above) */
+    v[n++] = b, any_tput |= b->tput_n > 0;
+    if (!src0) src0 = ncs_bucket_timing(b);
+    timing |= strcmp(src0, ncs_bucket_timing(b)) != 0;
+  }
+  qsort(v, n, sizeof *v, cmp_bucket_text);
+  fprintf(o, "\n%sCollectives by communicator, function and size%s (latency: the slowest rank's)\n",
+          BOLD, RESET);
+  if (T.wide) {
+    fprintf(o, "  %-4s %-14s %-9s %7s %10s %10s %10s %10s %10s %10s %10s %10s %10s %10s %s\n", "comm",
+            "func", "size>=", "count", "lat p50", "lat p95", "lat p99", "algbw p50", "busbw p50",
+            "busbw p95", "busbw p99", "tput busbw", "skew p50", "skew max", "timing");
+    fprintf(o, "  %-4s %-14s %-9s %7s %10s %10s %10s %10s %10s %10s %10s %10s\n", "", "", "", "", "",
+            "", "", "GB/s", "GB/s", "GB/s", "GB/s", "GB/s");
+  } else {
+    fprintf(o, "  %-13s %-7s %6s %9s %9s %9s %9s %9s%s\n", "func", "size>=", "count", "lat p50",
+            "lat p95", "busbw p50", "tput p50", "skew p50", timing ? " timing" : "");
+    fprintf(o, "  %-13s %-7s %6s %9s %9s %9s %9s\n", "", "", "", "", "", "GB/s", "GB/s");
+  }
+  char c1[256], c2[256];
+  for (uint32_t k = 0; k < n; k++) {
+    const ncs_an_bucket_t *b = v[k];
+    if (!T.wide && (k == 0 || v[k - 1]->comm != b->comm || v[k - 1]->p2p != b->p2p))
+      fprintf(o, " %scomm %u%s%s\n", BOLD, b->comm, b->p2p ? ", sends and receives" : "", RESET);
+    bucket_cols(c1, sizeof c1, b, timing);
+    /* a Send row and the Recv row after it that show the same numbers: one row */
+    if (b->p2p && k + 1 < n && v[k + 1]->p2p && v[k + 1]->comm == b->comm &&
+        v[k + 1]->log2 == b->log2 && strcmp(v[k + 1]->func, b->func)) {
+      bucket_cols(c2, sizeof c2, v[k + 1], timing);
+      if (!strcmp(c1, c2)) {
+        if (T.wide)
+          fprintf(o, "  %-4u %-14s %s\n", b->comm, "Send/Recv", c1);
+        else
+          fprintf(o, "  %-13s %s\n", "Send/Recv", c1);
+        merged = 1, k++;
+        continue;
+      }
+    }
+    if (T.wide)
+      fprintf(o, "  %-4u %-14.14s %s\n", b->comm, b->func, c1);
+    else
+      fprintf(o, "  %-13.13s %s\n", b->func, c1);
+  }
+  free(v);
+  if (merged)
+    put_wrapped(o, "  Send/Recv: ", "             ",
+                "one row where the sends and the receives of a size show the same numbers.");
+  if (any_tput)
+    put_wrapped(o, "  tput: ", "        ",
+                "busbw over the interval between the kernel starts of consecutive instances on "
+                "each rank (what a benchmark loop measures); busbw is over one kernel's transfer "
+                "time. When the kernels of consecutive operations overlap or queue back to back "
+                "(several streams, nccl-sim), that interval is shorter than a kernel and tput is "
+                "far above busbw; below it, launch gaps dominate (docs/report.md).");
+  char note[256];
+  snprintf(note, sizeof note, "GB/s = 1e9 bytes/s.%s%s%s", timing || T.wide ? "" : " Durations of every row from ",
+           timing || T.wide ? "" : short_timing(src0 ? src0 : "kernel_gpu"),
+           timing || T.wide ? "" : " (timing, docs/report.md).");
+  if (!T.wide) snprintf(note + strlen(note), sizeof note - strlen(note), " --wide: more columns.");
+  put_wrapped(o, "  ", "  ", note);
 }
 
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top,
                        const ncs_v7_t *v) {
   const ncs_an_rank_t *const *byw = f->by_wait;
-  char t1[32], t2[32], err[32];
+  char t1[32], t2[32], err[32], line[2048];
   ncs_fmt_ns(err, sizeof err, (double)a->job->error);
-  fprintf(o, "ncclscope report: %s\n", a->path);
-  fprintf(o, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
-             " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s\n\n",
+  fprintf(o, "%sncclscope report:%s %s\n", BOLD, RESET, a->path);
+  snprintf(line, sizeof line, "%u processes on %u host%s, %u communicators, %" PRIu64 " collective instances (%" PRIu64
+             " rank operations), %" PRIu64 " sends, %" PRIu64 " receives; clock error bound +-%s",
           a->cov.files, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
+  put_wrapped(o, "", "", line);
+  fputc('\n', o);
   print_coverage(o, a, f);
-  fprintf(o, "Findings\n");
+  fprintf(o, "%sFindings%s\n", BOLD, RESET);
   for (uint32_t k = 0; k < f->n; k++) {
-    char line[1024];
-    ncs_finding_text(a, &f->items[k], line, sizeof line);
-    fprintf(o, "  - %s\n", line);
+    char fl[1024], first[32];
+    ncs_finding_text(a, &f->items[k], fl, sizeof fl);
+    snprintf(first, sizeof first, "  %s-%s ", RED, RESET);
+    put_wrapped(o, first, "    ", fl);
   }
-  if (!f->n) fprintf(o, "  - %s\n", f->none);
-
-  fprintf(o, "\nCollectives per communicator x function x size (latency = slowest rank's duration)\n");
-  fprintf(o, "  %-5s %-14s %-10s %7s %10s %10s %10s %9s %9s %10s %10s %s\n", "comm", "func", "size>=",
-          "count", "lat p50", "lat p95", "lat p99", "busbw p50", "busbw p95", "tput busbw", "skew p50", "timing");
-  for (uint32_t k = 0; k < a->nbuckets; k++) {
-    const ncs_an_bucket_t *b = &a->buckets[k];
-    if (!b->count) continue; /* every instance of this size was unsampled (said above) */
-    char sz[24], l1[24], l2[24], l3[24], sk[24];
-    ncs_fmt_bytes(sz, sizeof sz, b->log2);
-    ncs_fmt_ns(l1, sizeof l1, b->lat_p50), ncs_fmt_ns(l2, sizeof l2, b->lat_p95);
-    ncs_fmt_ns(l3, sizeof l3, b->lat_p99), ncs_fmt_ns(sk, sizeof sk, b->skew_p50);
-    const char *src = ncs_bucket_timing(b);
-    char tp[24] = "-";
-    if (b->tput_n) snprintf(tp, sizeof tp, "%.2f", b->tput_busbw_p50);
-    fprintf(o, "  %-5u %-14s %-10s %7" PRIu64 " %10s %10s %10s %9.2f %9.2f %10s %10s %s\n", b->comm,
-            b->func, sz, b->count, l1, l2, l3, b->busbw_p50, b->busbw_p95, tp, b->p2p ? "-" : sk, src);
-  }
-  fprintf(o, "\nRanks by waiting caused (top %u)\n", top);
-  fprintf(o, "  %-5s %5s %8s %9s %7s %12s %12s %12s %12s\n", "comm", "rank", "pid", "instances",
-          "last%", "wait caused", "waited", "slowest%", "launch mean");
+  if (!f->n) put_wrapped(o, "  - ", "    ", f->none);
+  print_buckets(o, a);
+  fprintf(o, "\n%sRanks by waiting caused (top %u)%s\n", BOLD, top, RESET);
+  fprintf(o, "  %-4s %4s %7s %9s %5s %11s %10s %8s %10s\n", "comm", "rank", "pid", "instances",
+          "last%", "wait caused", "waited", "slowest%", "launch avg");
   for (uint32_t k = 0; k < top && k < a->nranks; k++) {
     const ncs_an_rank_t *r = byw[k];
     char w1[24], w2[24], l[24];
     ncs_fmt_ns(w1, sizeof w1, (double)r->wait_caused), ncs_fmt_ns(w2, sizeof w2, (double)r->wait_suffered);
     ncs_fmt_ns(l, sizeof l, r->launch_n ? (double)r->launch_sum / (double)r->launch_n : 0);
-    fprintf(o, "  %-5u %5d %8" PRIu64 " %9" PRIu64 " %6.0f%% %12s %12s %11.0f%% %12s\n", r->comm,
+    fprintf(o, "  %-4u %4d %7" PRIu64 " %9" PRIu64 " %4.0f%% %11s %10s %7.0f%% %10s\n", r->comm,
             r->rank, a->job->procs[r->proc].pid, r->instances, ncs_pct(r->last, r->instances), w1, w2,
             ncs_pct(r->slowest, r->instances), r->launch_n ? l : "-");
   }
-  fprintf(o, "\nClocks: ");
+  char first[32];
+  snprintf(first, sizeof first, "\n%sClocks:%s ", BOLD, RESET);
   if (a->job->nhosts <= 1) {
-    fprintf(o, "one host; all ranks share CLOCK_MONOTONIC, bound = CLOCK pair spread %s\n", err);
+    snprintf(line, sizeof line, "one host; all ranks share CLOCK_MONOTONIC, bound = CLOCK pair spread %s", err);
+    put_wrapped(o, first, "  ", line);
   } else {
+    fputs(first, o);
     fprintf(o, "%u hosts, offsets from collective end times relative to %s:\n", a->job->nhosts,
             a->job->hosts[0].host);
     for (uint32_t h = 1; h < a->job->nhosts; h++) {
@@ -371,8 +529,9 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
   }
   if (gn) {
     ncs_fmt_ns(t1, sizeof t1, (double)g50), ncs_fmt_ns(t2, sizeof t2, (double)g99);
-    fprintf(o, "  GPU pTimer vs host time at KernelCh start (%" PRIu64 " samples): worst process p50 %s, p99 %s\n",
-            gn, t1, t2);
+    snprintf(line, sizeof line, "GPU pTimer vs host time at KernelCh start (%" PRIu64
+             " samples): worst process p50 %s, p99 %s", gn, t1, t2);
+    put_wrapped(o, "  ", "    ", line);
   }
   print_v7_text(o, v);
 }
@@ -401,6 +560,37 @@ static int write_html(const char *path, int force, char *in, const ncs_analysis_
   }
   if (say && strcmp(path, "-")) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
   return 0;
+}
+
+/* The text report to stdout; on a terminal with colour (unless --no-color or NO_COLOR is set)
+ * and through a pager ($PAGER, else less -FRX: it exits at once when the report fits the
+ * screen; unless --no-pager, or PAGER is empty or cat), wrapped to the terminal's width (80 to
+ * 120 columns; COLUMNS, else 100, when not a terminal). */
+static void text_out(const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top, int wide,
+                     int color, int pager, const ncs_v7_t *v) {
+  int tty = isatty(STDOUT_FILENO);
+  const char *nc = getenv("NO_COLOR");
+  T.wide = wide;
+  T.color = tty && color && !(nc && *nc);
+  T.width = 100;
+  struct winsize ws;
+  const char *cols = getenv("COLUMNS");
+  if (tty && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
+    T.width = ws.ws_col;
+  else if (cols && atoi(cols) > 0)
+    T.width = atoi(cols);
+  T.width = T.width < 80 ? 80 : T.width > 120 ? 120 : T.width;
+  FILE *o = stdout, *p = NULL;
+  const char *pg = getenv("PAGER");
+  if (tty && pager && !(pg && (!*pg || !strcmp(pg, "cat")))) {
+    if (!pg) setenv("LESS", getenv("LESS") ? getenv("LESS") : "FRX", 0);
+    fflush(stdout);
+    signal(SIGPIPE, SIG_IGN); /* quitting the pager early is not an error */
+    p = popen(pg ? pg : "less", "w");
+    if (p) o = p;
+  }
+  print_text(o, a, f, top, v);
+  if (p) pclose(p);
 }
 
 int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
@@ -450,9 +640,12 @@ int ncs_cmd_report(int argc, char **argv) {
                                        {"force", no_argument, 0, 'F'},
                                        {"run", required_argument, 0, 'J'},
                                        {"timing", no_argument, 0, 'T'},
+                                       {"wide", no_argument, 0, 'W'},
+                                       {"no-color", no_argument, 0, 'C'},
+                                       {"no-pager", no_argument, 0, 'P'},
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
-  int c, json = 0, timing = 0, force = 0, why = 0;
+  int c, json = 0, timing = 0, force = 0, why = 0, wide = 0, color = 1, pager = 1;
   uint32_t job = 0;
   const char *html = NULL;
   uint64_t top = 5;
@@ -462,6 +655,9 @@ int ncs_cmd_report(int argc, char **argv) {
     switch (c) {
     case 'j': json = 1; break;
     case 'T': timing = 1; break;
+    case 'W': wide = 1; break;
+    case 'C': color = 0; break;
+    case 'P': pager = 0; break;
     case 'F': force = 1; break;
     case 'J':
       if (ncs_parse_run("report", optarg, &job) != 0) return NCS_EXIT_USAGE;
@@ -510,7 +706,7 @@ int ncs_cmd_report(int argc, char **argv) {
   else if (json)
     print_json(stdout, a, &f, &v);
   else if (!html_stdout)
-    print_text(stdout, a, &f, (uint32_t)top, &v);
+    text_out(a, &f, (uint32_t)top, wide, color, pager, &v);
   if (!html_stdout) ncs_v7_free(&v);
   ncs_findings_free(&f);
   ncs_analysis_free(a);

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "export/timeline.h"
+#include "util/fmt.h"
 #include "util/outfile.h"
 
 const char *const tl_cat_names[TC_COUNT] = {
@@ -79,8 +80,10 @@ static void progress_print(ex_t *x, int final) {
   atomic_store(&x->printed, 1);
   uint64_t done = final ? x->bytes_total : atomic_load(&x->bytes_done);
   double pct = x->bytes_total ? 100.0 * (double)done / (double)x->bytes_total : 100.0;
-  fprintf(stderr, "%s: %5.1f%% (%s, %.1f s)\n", x->o.prog, pct > 100 ? 100 : pct,
-          atomic_load(&x->writing) ? "writing" : "reading", (double)(t - x->t0_ns) * 1e-9);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%s, %.1f s", atomic_load(&x->writing) ? "writing" : "reading",
+           (double)(t - x->t0_ns) * 1e-9);
+  ncs_progress(x->o.prog, pct, detail, final);
 }
 
 void tl_progress(wk_t *w, ncs_reader_t *r) {

@@ -2,6 +2,7 @@
 #include "util/fmt.h"
 
 #include <stdio.h>
+#include <unistd.h>
 #include <time.h>
 
 void ncs_fmt_dur(char *o, size_t n, double ns, int style) {
@@ -51,3 +52,19 @@ void ncs_fmt_utc(char *o, size_t n, int64_t real) {
 }
 
 void ncs_fmt_comm_id(char *out, size_t len, uint64_t id) { snprintf(out, len, NCS_COMM_ID_FMT, id); }
+
+void ncs_progress(const char *prog, double pct, const char *detail, int final) {
+  if (pct > 100) pct = 100;
+  if (pct < 0) pct = 0;
+  if (!isatty(STDERR_FILENO)) {
+    fprintf(stderr, "%s: %5.1f%% (%s)\n", prog, pct, detail);
+    return;
+  }
+  char bar[31];
+  int fill = (int)(pct * 30 / 100 + 0.5);
+  for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '-';
+  bar[30] = 0;
+  /* \r: back to the line's start; \033[K: clear what a longer earlier line left */
+  fprintf(stderr, "\r%s: [%s] %5.1f%% %s\033[K%s", prog, bar, pct, detail, final ? "\n" : "");
+  fflush(stderr);
+}

@@ -27,6 +27,10 @@ void ncs_fmt_utc(char *out, size_t len, int64_t real_ns);
  * function for a string. */
 #define NCS_COMM_ID_FMT "0x%016" PRIx64
 void ncs_fmt_comm_id(char *out, size_t len, uint64_t id);
+/* A progress report of a long export on stderr: on a terminal one bar redrawn in place
+ * ("prog: [#########-----------]  45.0% detail"), ended by a newline when final; elsewhere (a
+ * log, a pipe) one plain line per call ("prog:  45.0% (detail)"), as before. */
+void ncs_progress(const char *prog, double pct, const char *detail, int final);
 /* 100 * a / b, 0 when b is 0 */
 double ncs_pct(uint64_t a, uint64_t b);
 
