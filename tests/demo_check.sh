@@ -21,6 +21,14 @@ for p in "^ran +nccl-sim, scenario mixed: 8 ranks in 8 processes, 200 operations
 done
 d=$(sed -n 's/^next *D=//p' "$W/out")
 [ -d "$d" ] && [ -s "$d.pftrace" ] && [ -s "$d.html" ] || fail "the files it names are not there"
+# the HTML report: one distinct colour per busbw series (the demo draws 10 or more)
+python3 - "$d.html" <<'PY' || fail "the HTML report's series share colours"
+import re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+busbw = page.split('<svg id="chart-busbw"', 1)[1].split("</svg>", 1)[0]
+cols = re.findall(r'<g class="series" stroke="([^"]+)"', busbw)
+assert len(cols) >= 10 and len(cols) == len(set(cols)), cols
+PY
 # the size it says is the size on disk (to 0.1 MB)
 said=$(sed -n 's/^ *\([0-9.]*\) MB in all.*/\1/p' "$W/out")
 real=$(du -cb "$d" "$d".* | tail -n 1 | cut -f1)
