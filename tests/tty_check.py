@@ -105,4 +105,14 @@ if not bars: fail("no progress bar on a terminal: %r" % out[:400])
 p = subprocess.run([ncs, "export", "--jobs", "1", "-o", os.path.join(work, "x2.pftrace"), big],
                    capture_output=True, text=True)
 if "\r" in p.stderr or "[#" in p.stderr: fail("a progress bar into a pipe")
+# a large Chrome JSON export says so first, and its estimate holds
+out_json = os.path.join(work, "x.json")
+if os.path.exists(out_json): os.unlink(out_json)
+p = subprocess.run([ncs, "export", "-f", "chrome", "-o", out_json, big], capture_output=True, text=True)
+m = re.search(r"warning: the Chrome JSON file will be about (\d+) to (\d+) MB", p.stderr)
+if not m: fail("no size warning before a %d MB Chrome JSON: %s" % (os.path.getsize(out_json) >> 20, p.stderr[:300]))
+size = os.path.getsize(out_json) / 1e6
+if not (int(m.group(1)) <= size + 1 and size - 1 <= int(m.group(2))):
+    fail("estimated %s to %s MB, wrote %.0f MB" % (m.group(1), m.group(2), size))
+os.unlink(out_json)
 print("tty check: ok (%d progress redraws)" % len(bars))

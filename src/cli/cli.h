@@ -94,6 +94,8 @@ int ncs_check_events(const char *verb, const char *opt, const char *list, uint32
  * any. 0, or an exit status after printing why (a path that cannot be read, or no trace file
  * at all: NCS_EXIT_NO_INPUT). Free the list with ncs_free_paths. */
 int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout);
+/* the same without any message (0, or -1) */
+int ncs_gather_traces_quiet(char *const *paths, int npaths, char ***out, size_t *nout);
 void ncs_put_str(FILE *o, const char *s);
 /* s as a JSON string, quotes included (NULL as ""); control characters escaped */
 void ncs_json_str(FILE *o, const char *s);

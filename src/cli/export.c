@@ -6,10 +6,12 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "export/export.h"
 #include "export/sqlite.h"
+#include "trace/reader.h"
 
 static const char export_help[] =
     "usage: ncclscope export [OPTIONS] DIR|FILE...\n"
@@ -47,6 +49,45 @@ static int export_status(int rc) {
   case -2: return NCS_EXIT_OUTPUT;
   default: return NCS_EXIT_ERROR;
   }
+}
+
+/* Output size per byte of trace, measured on nccl-sim jobs (scenarios mixed and allreduce, 20 KB
+ * to 23 MB of traces): Chrome JSON 6.4 to 7.5, Perfetto protobuf 3.0 to 3.3 (docs/timeline.md,
+ * "Size"). An estimate says "about" and the range; it is printed before a long export starts. */
+#define NCS_CHROME_PER_BYTE_LO 6.0
+#define NCS_CHROME_PER_BYTE_HI 8.0
+#define NCS_PFTRACE_PER_BYTE_LO 3.0
+#define NCS_PFTRACE_PER_BYTE_HI 3.5
+#define NCS_SIZE_WARN_BYTES (100ull << 20)
+
+/* the bytes of the trace files of the inputs (0 when they cannot be listed: the export says
+ * why) */
+static uint64_t input_bytes(char *const *paths, int n) {
+  char **list;
+  size_t nl;
+  if (ncs_gather_traces_quiet(paths, n, &list, &nl) != 0) return 0;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < nl; i++) {
+    struct stat st;
+    if (stat(list[i], &st) == 0) sum += (uint64_t)st.st_size;
+  }
+  ncs_free_paths(list, nl);
+  return sum;
+}
+
+/* Before a Chrome JSON or Perfetto export that will be large: its size, estimated */
+static void size_warning(char *const *paths, int n, int chrome) {
+  uint64_t in = input_bytes(paths, n);
+  double lo = (double)in * (chrome ? NCS_CHROME_PER_BYTE_LO : NCS_PFTRACE_PER_BYTE_LO);
+  double hi = (double)in * (chrome ? NCS_CHROME_PER_BYTE_HI : NCS_PFTRACE_PER_BYTE_HI);
+  if (hi < (double)NCS_SIZE_WARN_BYTES) return;
+  fprintf(stderr,
+          "ncclscope export: warning: the %s file will be about %.0f to %.0f MB (%.1f MB of "
+          "traces)%s; '--events all,-proxystep,-proxyctrl,-net' leaves out the proxy steps and "
+          "network events that make most of it\n",
+          chrome ? "Chrome JSON" : "Perfetto", lo / 1e6, hi / 1e6, (double)in / 1e6,
+          chrome ? "; Perfetto protobuf (--format perfetto) is about half as large and loads faster"
+                 : "");
 }
 
 /* DIR -> DIR.pftrace, FILE.nstrace -> FILE.pftrace */
@@ -169,6 +210,7 @@ int ncs_cmd_export(int argc, char **argv) {
     o.out = out;
   }
   o.progress = !quiet;
+  if (!quiet) size_warning(argv + optind, argc - optind, o.format == NCS_EXPORT_CHROME);
   ncs_export_stats_t st;
   char err[2 * PATH_MAX] = "";
   o.force = force;

@@ -297,3 +297,13 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
   }
   return 0;
 }
+
+int ncs_gather_traces_quiet(char *const *paths, int npaths, char ***out, size_t *nout) {
+  char err[512];
+  size_t dups = 0, *found = calloc(npaths > 0 ? (size_t)npaths : 1, sizeof *found);
+  *out = NULL, *nout = 0;
+  if (!found) return -1;
+  int rc = ncs_list_traces_n(paths, (size_t)npaths, out, nout, &dups, found, err, sizeof err);
+  free(found);
+  return rc != 0 ? -1 : 0;
+}
