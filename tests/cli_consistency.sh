@@ -71,4 +71,26 @@ for f in report.json diag.json sqlite.txt chrome.txt; do
   grep -v '^0x[0-9a-f]\{16\}$' "$W/got" | grep -q . && fail "$f writes a commId another way: $(grep -v '^0x[0-9a-f]\{16\}$' "$W/got" | head -n 1)"
   for id in $(cat "$W/want"); do grep -q "$id" "$W/$f" || [ $f = diag.json ] || fail "$f lacks commId $id"; done
 done
+# the shared filters (report): what they leave out plus what they keep is the whole job, the
+# outputs say so, and a commId that is not the job's is a usage error
+first=$(head -n 1 "$W/want")
+"$N" report -j --comm "$first" --rank 0-1 --from 0 --to 100ms "$T" >"$W/f.json" || fail "report with filters"
+python3 - "$W/report.json" "$W/f.json" "$first" <<'PY' || fail "filtered report"
+import json, sys
+whole, part, cid = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3])
+f = part["filter"]
+assert cid in f["text"] and "ranks 0,1" in f["text"] and "to 100.00 ms" in f["text"], f
+n_whole = sum(b["count"] for b in whole["buckets"] if b["func"] not in ("Send", "Recv"))
+n_part = sum(b["count"] for b in part["buckets"] if b["func"] not in ("Send", "Recv"))
+assert n_part + f["instances_left_out"] == n_whole, (n_part, f, n_whole)
+comms = {c["index"]: c["comm_id"] for c in part["communicators"]}
+assert all(comms[b["comm"]] == cid for b in part["buckets"]), "another communicator kept"
+PY
+expect 0 $N report --rank 0 "$T"
+grep -q "^Filter: ranks 0: " "$W/out" || fail "the text report does not state the filter"
+expect 2 $N report --comm 0x0000000000000001 "$T"
+grep -q "no such communicator" "$W/err" || fail "--comm of no communicator"
+expect 2 $N report --range step "$T"
+expect 2 $N report --rank x "$T"
+expect 2 $N report --from 2s --to 1s "$T"
 echo "cli consistency: ok"

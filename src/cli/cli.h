@@ -7,8 +7,11 @@
 #ifndef NCS_CLI_H
 #define NCS_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "model/model.h"
 
 /* Exit statuses: one table for every verb (docs/cli.md, "Exit status"). The same condition
  * gives the same status in every verb. When a verb stops early, the condition that stopped it
@@ -63,6 +66,27 @@ typedef struct {
   int incomplete;          /* out: processes of the job had to be killed */
 } ncs_record_opts_t;
 int ncs_record_run(ncs_record_opts_t *o);
+
+/* The shared filters (docs/cli.md, "Filters"): --comm ID, --rank LIST, --from T, --to T. A verb
+ * lists NCS_FILTER_OPTIONS in its getopt_long table and hands each of their codes to
+ * ncs_parse_filter; the model applies the result (ncs_job_filter_t). */
+#define NCS_OPT_COMM 0x1001
+#define NCS_OPT_RANK 0x1002
+#define NCS_OPT_FROM 0x1003
+#define NCS_OPT_TO 0x1004
+#define NCS_OPT_RANGE 0x1005
+#define NCS_FILTER_OPTIONS                                                                    \
+  {"comm", required_argument, 0, NCS_OPT_COMM}, {"rank", required_argument, 0, NCS_OPT_RANK},   \
+      {"from", required_argument, 0, NCS_OPT_FROM}, {"to", required_argument, 0, NCS_OPT_TO},   \
+      {"range", required_argument, 0, NCS_OPT_RANGE}, {"tag", required_argument, 0, NCS_OPT_RANGE}
+typedef struct {
+  ncs_job_filter_t f;
+  int32_t ranks[1024];
+} ncs_cli_filter_t;
+/* 1 when c is a filter option (then *rc is 0, or the usage error's exit status) */
+int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t *cf, int *rc);
+/* after the job is open: a --comm that names no communicator of the job is a usage error */
+int ncs_check_filter_comm(const char *verb, const ncs_job_filter_t *f, const ncs_job_t *j);
 
 /* helpers (util.c) */
 extern const char *ncs_prog; /* "ncclscope" */

@@ -42,6 +42,10 @@ static const char report_help[] =
     "                skew heatmap, latency distributions) to FILE; '-' writes only the page to\n"
     "                stdout. The text (or --json) report is still printed.\n"
     "  --force       replace an existing --html FILE (it is refused otherwise)\n"
+    "  --comm ID     only the communicator with this commId (0x and 16 hex digits)\n"
+    "  --rank LIST   only collectives and sends/receives with one of these ranks (0,2,4-7)\n"
+    "  --from T, --to T  only those whose first arrival is T after the job's first event\n"
+    "                (1.5, 1.5s, 250ms); the report says what the filter left out\n"
     "  --run N|last  the N-th job (by start time) when DIR holds the traces of several runs;\n"
     "                without it such a DIR is refused, with the list of its runs\n"
     "  -h, --help    this help\n"
@@ -164,6 +168,14 @@ static void print_v7_text(FILE *o, const ncs_v7_t *v) {
 static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_v7_t *v) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
+  if (ncs_job_filter_active(&a->job->filter)) {
+    char ft[512];
+    ncs_job_filter_text(&a->job->filter, ft, sizeof ft);
+    fprintf(o, ",\"filter\":{\"text\":");
+    ncs_json_str(o, ft);
+    fprintf(o, ",\"instances_left_out\":%" PRIu64 ",\"p2p_left_out\":%" PRIu64 "}",
+            a->job->run.filtered_inst, a->job->run.filtered_p2p);
+  }
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64
              ",\n\"processes\":[",
           a->job->error, a->job->t_last - a->job->t_first, a->damaged_files);
@@ -483,6 +495,15 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           a->cov.files, a->job->nhosts, a->job->nhosts == 1 ? "" : "s", a->job->ncomms, a->instances, a->coll_ops,
           a->sends, a->recvs, err);
   put_wrapped(o, "", "", line);
+  if (ncs_job_filter_active(&a->job->filter)) {
+    char ft[512], first[32];
+    ncs_job_filter_text(&a->job->filter, ft, sizeof ft);
+    snprintf(line, sizeof line, "%s: %" PRIu64 " collective instances and %" PRIu64
+             " sends/receives left out; every number below is of the rest", ft,
+             a->job->run.filtered_inst, a->job->run.filtered_p2p);
+    snprintf(first, sizeof first, "%sFilter:%s ", YELLOW, RESET);
+    put_wrapped(o, first, "  ", line);
+  }
   fputc('\n', o);
   print_coverage(o, a, f);
   fprintf(o, "%sFindings%s\n", BOLD, RESET);
@@ -643,9 +664,12 @@ int ncs_cmd_report(int argc, char **argv) {
                                        {"wide", no_argument, 0, 'W'},
                                        {"no-color", no_argument, 0, 'C'},
                                        {"no-pager", no_argument, 0, 'P'},
+                                       NCS_FILTER_OPTIONS,
                                        {"help", no_argument, 0, 'h'},
                                        {0, 0, 0, 0}};
   int c, json = 0, timing = 0, force = 0, why = 0, wide = 0, color = 1, pager = 1;
+  static ncs_cli_filter_t cf;
+  memset(&cf, 0, sizeof cf);
   uint32_t job = 0;
   const char *html = NULL;
   uint64_t top = 5;
@@ -671,7 +695,14 @@ int ncs_cmd_report(int argc, char **argv) {
       html = optarg;
       break;
     case 'h': fputs(report_help, stdout); return NCS_EXIT_OK;
-    default: return ncs_bad_option("report", c, argv);
+    default: {
+      int frc;
+      if (ncs_parse_filter("report", c, optarg, &cf, &frc)) {
+        if (frc) return frc;
+        break;
+      }
+      return ncs_bad_option("report", c, argv);
+    }
     }
   }
   int html_stdout = html && !strcmp(html, "-");
@@ -679,11 +710,16 @@ int ncs_cmd_report(int argc, char **argv) {
   if (optind >= argc) return ncs_usage_error("report", "which traces? give a trace directory");
   if (optind + 1 < argc) return ncs_usage_error("report", "one trace directory, please");
   char err[4096];
-  ncs_analyze_opts_t ao = {.job = job, .why = &why};
+  ncs_analyze_opts_t ao = {.job = job, .why = &why, .filter = &cf.f};
   ncs_analysis_t *a = ncs_analyze_path_opts(argv[optind], &ao, err, sizeof err);
   if (!a) {
     ncs_error("report: %s", err);
     return ncs_job_exit(why);
+  }
+  int frc = ncs_check_filter_comm("report", &cf.f, a->job);
+  if (frc) {
+    ncs_analysis_free(a);
+    return frc;
   }
   if (timing) {
     fprintf(stderr, "ncclscope report: %u passes:", a->job->run.passes);

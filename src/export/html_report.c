@@ -890,6 +890,15 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
           "<dt>point-to-point</dt><dd>%" PRIu64 " sends, %" PRIu64 " receives, %" PRIu64
           " pairs</dd>\n",
           a->sends, a->recvs, a->p2p_pairs);
+  if (ncs_job_filter_active(&a->job->filter)) { /* report --comm/--rank/--from/--to */
+    char ft[512];
+    ncs_job_filter_text(&a->job->filter, ft, sizeof ft);
+    fputs("<dt>filter</dt><dd id=\"filter\">", o);
+    escf(o, "%s: %" PRIu64 " collective instances and %" PRIu64 " sends/receives left out; every "
+            "number on this page is of the rest", ft, a->job->run.filtered_inst,
+         a->job->run.filtered_p2p);
+    fputs("</dd>\n", o);
+  }
   uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
   fprintf(o,
           "<dt>coverage</dt><dd id=\"coverage\">%u of %u files read; completion from GPU kernels "
