@@ -115,5 +115,5 @@ set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary
 add_test(NAME export_demo
          COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"
                  "open it at https://ui.perfetto.dev" -- sh -c
-                 "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
+                 "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' '${NCS_X_WORK}-demo.html' '${NCS_X_WORK}-demo.nccl-sim.log' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
 --ranks 2 --iters 5 && '${NCS_X_LINT}' '${NCS_X_WORK}-demo.pftrace'")
