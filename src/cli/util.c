@@ -385,10 +385,10 @@ int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t 
     return 1;
   }
   case NCS_OPT_RANGE:
-    /* the trace format has no user ranges or tags yet (record types 13..15 are reserved for
-     * them): a filter by range could only select nothing, or everything */
-    *rc = ncs_usage_error(verb, "--range/--tag: the traces carry no user ranges or tags yet "
-                                "(docs/cli.md, \"Filters\"); use --from/--to");
+    /* the job model does not hand user ranges to the analyses yet: a filter by range could
+     * only select nothing, or everything */
+    *rc = ncs_usage_error(verb, "--range/--tag: not available yet: the job model does not read "
+                                "user ranges (docs/cli.md, \"Filters\"); use --from/--to");
     return 1;
   default: return 0;
   }
