@@ -169,7 +169,8 @@ int ncs_cmd_demo(int argc, char **argv) {
   char *in[] = {dir};
   /* the run just recorded: the directory may hold earlier ones (--force) */
   ncs_export_opts_t eo = {.format = NCS_EXPORT_PERFETTO, .out = pf, .force = d.force,
-                          .job = NCS_JOB_LAST, .progress = 1, .prog = "ncclscope demo"};
+                          .job = NCS_JOB_LAST, .progress = isatty(STDERR_FILENO),
+                          .prog = "ncclscope demo"}; /* a bar on a terminal; no lines in a log */
   ncs_export_stats_t es;
   char err[2 * PATH_MAX] = "";
   int st = 0, erc = ncs_export(in, 1, &eo, &es, err, sizeof err);
