@@ -121,14 +121,16 @@ static void print_v7_json(FILE *o, const ncs_v7_t *v) {
 }
 
 /* ABI v7 in text: said only when NCCL called some communicator through v7 */
+static void put_wrapped(FILE *o, const char *first, const char *rest, const char *text);
 static void print_v7_text(FILE *o, const ncs_v7_t *v) {
   if (!v->v7_comm_ranks) return;
   fprintf(o, "\nNCCL 2.31 (profiler ABI v7): %u communicator ranks in %u of the processes\n",
           v->v7_comm_ranks, v->procs);
   if (v->all.ops) {
-    fprintf(o, "  GPU time by kernel phase (mean per operation and channel; initial sync = waiting for "
-               "peers, a GPU-side skew):\n  %-5s %5s %10s %12s %12s %12s %9s\n",
-            "comm", "rank", "ops", "initial sync", "compute", "final sync", "initial%");
+    put_wrapped(o, "  ", "    ", "GPU time by kernel phase (mean per operation and channel; "
+                                 "initial sync = waiting for peers, a GPU-side skew):");
+    fprintf(o, "  %-5s %5s %10s %12s %12s %12s %9s\n", "comm", "rank", "ops", "initial sync",
+            "compute", "final sync", "initial%");
     for (uint32_t k = 0; k < v->nranks; k++) {
       const ncs_v7_rank_t *r = &v->ranks[k];
       if (!r->sum.ops) continue;
@@ -140,10 +142,13 @@ static void print_v7_text(FILE *o, const ncs_v7_t *v) {
               t[0], t[1], t[2], ncs_pct(r->sum.ns[0], tot));
     }
   }
-  if (v->all.ops_without)
-    fprintf(o, "  GPU phases: cannot tell for %" PRIu64 " operations with kernel channels but no "
-               "KernelPhase (not recorded: NCCLSCOPE_EVENTS without kernelphase?)\n",
-            v->all.ops_without);
+  if (v->all.ops_without) {
+    char line[256];
+    snprintf(line, sizeof line, "GPU phases: cannot tell for %" PRIu64 " operations with kernel "
+             "channels but no KernelPhase (not recorded: NCCLSCOPE_EVENTS without kernelphase?)",
+             v->all.ops_without);
+    put_wrapped(o, "  ", "    ", line);
+  }
   if (v->tags.n) {
     fprintf(o, "  User tags (steps): %zu tags, %" PRIu64 " untagged operations\n  %12s %10s %14s %14s\n",
             v->tags.n, v->tags.untagged, "tag", "ops", "span", "busy");
@@ -158,10 +163,13 @@ static void print_v7_text(FILE *o, const ncs_v7_t *v) {
     fprintf(o, "  User tags: none (%" PRIu64 " operations untagged)\n", v->tags.untagged);
   }
   if (v->sym_colls) {
-    fprintf(o, "  Symmetric kernels: %" PRIu64 " of %" PRIu64 " collectives:", v->sym_colls, v->colls);
-    for (uint32_t k = 0; k < v->nvariants; k++)
-      fprintf(o, "%s %s %" PRIu64, k ? "," : "", v->variants[k].variant, v->variants[k].ops);
-    fputc('\n', o);
+    char line[2048];
+    size_t n = (size_t)snprintf(line, sizeof line, "Symmetric kernels: %" PRIu64 " of %" PRIu64
+                                " collectives:", v->sym_colls, v->colls);
+    for (uint32_t k = 0; k < v->nvariants && n < sizeof line; k++)
+      n += (size_t)snprintf(line + n, sizeof line - n, "%s %s %" PRIu64, k ? "," : "",
+                            v->variants[k].variant, v->variants[k].ops);
+    put_wrapped(o, "  ", "    ", line);
   }
 }
 
