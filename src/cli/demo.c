@@ -24,7 +24,7 @@ static const char demo_help[] =
     "Run nccl-sim (a simulated NCCL job on the CPU, no GPU needed) with the profiler plugin,\n"
     "write its trace, the timeline DIR.pftrace (for https://ui.perfetto.dev) and the report\n"
     "DIR.html beside the trace directory, and print one screen: what ran, the findings, where\n"
-    "the files are (about 35 MB with the defaults) and the next commands.\n"
+    "the files are (about 40 MB with the defaults) and the next commands.\n"
     "\n"
     "options:\n"
     "  -o, --output DIR     trace directory (default $TMPDIR/ncclscope-demo-YYYYmmdd-HHMMSS,\n"
