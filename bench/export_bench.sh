@@ -56,7 +56,7 @@ printf '|%s|\n' "-------|----------|-------------|-----------|------------|-----
 for j in $JOBS; do
   out=$work/out.$ext
   rm -f "$out"
-  /usr/bin/time -f 'TIME %M %e' -o "$work/time" "$CLI" export -j "$([ "$j" = 0 ] && nproc || echo "$j")" \
+  /usr/bin/time -f 'TIME %M %e' -o "$work/time" "$CLI" export --jobs "$([ "$j" = 0 ] && nproc || echo "$j")" \
     -f "$FORMAT" "$trace" -o "$out" 2>"$work/export.err" || { cat "$work/export.err" >&2; exit 1; }
   read -r _ rss secs <"$work/time"
   records=$(sed -n 's/.* \([0-9]*\) records from .*/\1/p' "$work/export.err")

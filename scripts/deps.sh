@@ -9,7 +9,7 @@ want=(cmake make gcc pkg-config libcmocka-dev libsqlite3-dev libmicrohttpd-dev l
       libopen-trace-format2-dev)
 if [ "${1:-build}" = test ]; then
   want+=(python3 clang libclang-rt-14-dev protobuf-compiler chromium sqlite3 valgrind procps
-         prometheus prometheus-node-exporter otf2-tools)
+         prometheus prometheus-node-exporter otf2-tools dpkg-dev)
 fi
 missing=()
 for p in "${want[@]}"; do

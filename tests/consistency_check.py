@@ -106,8 +106,23 @@ def check_instances(o):
     return tl, db
 
 
+def unwrap(text, mark):
+    """the items starting with `mark` ("  - ", "  ! "), with the terminal's wrapped
+    continuation lines (4 spaces) joined back"""
+    out, cur = [], None
+    for l in text.splitlines():
+        if l.startswith(mark):
+            out.append(l[4:])
+            cur = True
+        elif cur and l.startswith("    ") and not l.startswith("     "):
+            out[-1] += " " + l.strip()
+        else:
+            cur = None
+    return out
+
+
 def finding_lines(text):
-    return [l[4:] for l in text.splitlines() if l.startswith("  - ")]
+    return unwrap(text, "  - ")
 
 
 def check_findings(o):
@@ -121,7 +136,7 @@ def check_findings(o):
     page_keys = re.findall(r'<li class="warn" data-key="([a-z_0-9]+)">', o["html"])
     meta = dict(o["db"].execute("SELECT key, value FROM meta"))
     meta_keys = sorted(k[len("warning_"):] for k in meta if k.startswith("warning_"))
-    text_warn = [l[4:] for l in o["text"].splitlines() if l.startswith("  ! ")]
+    text_warn = unwrap(o["text"], "  ! ")
     if keys != page_keys or sorted(keys) != meta_keys or len(text_warn) != len(keys):
         fail("warnings: json %s, page %s, sqlite %s, terminal %d" % (keys, page_keys, meta_keys, len(text_warn)))
     for w in r["warnings"]:

@@ -94,7 +94,8 @@ ncs_export_cli(in_verbs 0 "export +write a trace as a Perfetto" -- ${NCS_X_EXE} 
 ncs_export_cli(no_path 2 "which traces[?]" -- ${NCS_X_EXE} export)
 ncs_export_cli(bad_format 2 "--format must be perfetto, chrome, sqlite or otf2, not 'svg'"
                -- ${NCS_X_EXE} export -f svg /nonexistent)
-ncs_export_cli(bad_jobs 2 "--jobs needs a number from 1 to 64" -- ${NCS_X_EXE} export -j 0 x)
+ncs_export_cli(bad_jobs 2 "--jobs needs a number from 1 to 64" -- ${NCS_X_EXE} export --jobs 0 x)
+ncs_export_cli(short_j_is_json 2 "-j is short for --json" -- ${NCS_X_EXE} export -j 2 x)
 ncs_export_cli(bad_events 2 "unknown event type 'colll'" -- ${NCS_X_EXE} export -e colll x)
 ncs_export_cli(two_inputs 2 "several inputs: name the output with -o FILE"
                -- ${NCS_X_EXE} export /a /b)
@@ -112,7 +113,7 @@ set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary
                      export_cli_only_coll PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
-         COMMAND ${NCS_X_CLI} 0 "timeline written to .*export-demo[.]pftrace"
+         COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"
                  "open it at https://ui.perfetto.dev" -- sh -c
-                 "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
+                 "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' '${NCS_X_WORK}-demo.html' '${NCS_X_WORK}-demo.nccl-sim.log' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
 --ranks 2 --iters 5 && '${NCS_X_LINT}' '${NCS_X_WORK}-demo.pftrace'")

@@ -53,7 +53,7 @@ fi
 out=$(NCCLSCOPE_DIR="$work/trace" NCCLSCOPE_EVENTS=all NCCLSCOPE_CLOCK=monotonic \
   "$sim" --plugin "$plugin" "$@" 2>"$work/sim.err") || { cat "$work/sim.err" >&2; fail "nccl-sim failed"; }
 printf '%s\n' "$out" >"$work/sim.out"
-"$ncs" export -j 2 "$work/trace" -o "$work/t.pftrace" 2>"$work/export.err" ||
+"$ncs" export --jobs 2 "$work/trace" -o "$work/t.pftrace" 2>"$work/export.err" ||
   { cat "$work/export.err" >&2; fail "export failed"; }
 cat "$work/export.err"
 
@@ -131,8 +131,8 @@ exp_slices=$(($(get slices.api) + $(get slices.group) + $(get slices.coll) + $(g
 check "slices (sum of kinds)" "$(get slices)" "$exp_slices"
 grep -q 'disagree' "$work/export.err" && { echo "FAIL: the export reports clocks that disagree" >&2; bad=1; }
 # the same bytes whatever the number of threads
-"$ncs" export -q -j 1 "$work/trace" -o "$work/t1.pftrace" && "$ncs" export -q -j 3 "$work/trace" -o "$work/t3.pftrace" ||
-  fail "export -j1/-j3 failed"
+"$ncs" export -q --jobs 1 "$work/trace" -o "$work/t1.pftrace" && "$ncs" export -q --jobs 3 "$work/trace" -o "$work/t3.pftrace" ||
+  fail "export --jobs 1/3 failed"
 cmp "$work/t.pftrace" "$work/t1.pftrace" && cmp "$work/t.pftrace" "$work/t3.pftrace" || { echo "FAIL: output depends on -j" >&2; bad=1; }
 [ $bad = 0 ] || exit 1
 echo "PASS"

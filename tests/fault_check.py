@@ -185,7 +185,8 @@ def report_json():
     p = subprocess.run([NCS, "report", "--json", os.path.join(WORK, "t")], stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True)
     check(p.returncode == 0, "report exited %d" % p.returncode)
-    txt = subprocess.run([NCS, "report", os.path.join(WORK, "t")], stdout=subprocess.PIPE,
+    # --wide: no wrapping, so that one finding is one line
+    txt = subprocess.run([NCS, "report", "--wide", os.path.join(WORK, "t")], stdout=subprocess.PIPE,
                          text=True).stdout
     return json.loads(p.stdout), txt
 

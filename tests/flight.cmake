@@ -1,7 +1,7 @@
 # The flight recorder (docs/flight.md): NCCLSCOPE_MODE=flight on nccl-sim. Ring reuse and
-# keyframes, kill -9 survival, dumps on a signal and on the request file, reloads; and the
+# keyframes, kill -9 survival, dumps on a signal, on the request file and by `ncclscope trigger`, reloads; and the
 # signal handler's manners towards the application's own handler (test_flight_signal.c).
-foreach(c wrap kill9 signal request reload)
+foreach(c wrap kill9 signal request trigger reload)
   add_test(NAME flight_${c}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/flight_check.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>

@@ -113,6 +113,35 @@ reload)
   stats "$W/t" || fail "unreadable: $(tail -5 "$W/stats.txt")"
   [ "$(grep -c 'flight recorder: exited' "$W/stats.txt")" -eq 3 ] || fail "states"
   ;;
+trigger)
+  # `ncclscope trigger DIR` writes the request file: every process dumps, the verb counts them
+  # (--wait) and the dumps carry its --reason; with no process there, it waits and says so (1)
+  "$NS" trigger --wait 1 "$W/nonexistent" 2>"$W/trig.err"
+  [ $? -eq 3 ] || fail "trigger of a missing directory did not exit 3"
+  "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 200000 \
+    >"$W/sim.txt" 2>&1 &
+  pid=$!
+  wait_file || fail "no flight file appeared"
+  i=0
+  while [ $i -lt 100 ] && [ "$(ls "$W"/t/*.nsflight 2>/dev/null | wc -l)" -lt 4 ]; do
+    sleep 0.05
+    i=$((i + 1))
+  done
+  sleep 0.5
+  "$NS" trigger --reason "from the test" --wait 10 "$W/t" >"$W/trig.out" 2>"$W/trig.err"
+  rc=$?
+  pkill -P $pid 2>/dev/null
+  kill $pid 2>/dev/null
+  wait $pid 2>/dev/null
+  [ $rc -eq 0 ] || fail "trigger exited $rc: $(cat "$W/trig.out" "$W/trig.err")"
+  grep -q "^4 new dumps in .* for 4 flight files" "$W/trig.out" || fail "trigger said: $(cat "$W/trig.out")"
+  stats "$W/t/dumps" || fail "dumps unreadable"
+  [ "$(grep -c 'request dump 1 ("from the test ' "$W/stats.txt")" -eq 4 ] ||
+    fail "reasons: $(grep flight "$W/stats.txt")"
+  # nobody records there any more: waiting finds no new dump, status 1
+  "$NS" trigger --wait 1 "$W/t" >"$W/trig2.out" 2>&1
+  [ $? -eq 1 ] || fail "trigger with no live process did not exit 1: $(cat "$W/trig2.out")"
+  ;;
 *)
   fail "unknown case"
   ;;

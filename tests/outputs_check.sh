@@ -170,9 +170,12 @@ overwrite)
     [ "$(stat -c %a "$W/new.$f")" = 640 ] || fail "new $f output: mode $(stat -c %a "$W/new.$f")"
   done
   # demo: its timeline DIR.pftrace follows the same rule
-  expect 0 "timeline written to" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
+  # (and so does its report DIR.html)
+  expect 0 "" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
+  grep -q "demo[.]pftrace  timeline" "$W/out" && grep -q "demo[.]html  report" "$W/out" || fail "demo names no timeline or report"
   expect 5 "exists [(]use --force to replace it[)]" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
-  expect 0 "timeline written to" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1 --force
+  expect 0 "" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1 --force
+  grep -q "demo[.]pftrace  timeline" "$W/out" && grep -q "demo[.]html  report" "$W/out" || fail "demo --force names no timeline or report"
   ls -A "$W" | grep -q tmp && fail "a temporary file was left: $(ls -A "$W")"
   ;;
 killed)
@@ -204,7 +207,7 @@ def writing(pid):  # the export has an output file with data open in out/
         pass
     return False
 def kill_while_writing(fmt, final, sig):  # True once it was killed while writing
-    p = subprocess.Popen([ncs, "export", "-q", "-j", "1", "-f", fmt, trace, "-o", final],
+    p = subprocess.Popen([ncs, "export", "-q", "--jobs", "1", "-f", fmt, trace, "-o", final],
                          stderr=subprocess.DEVNULL)
     caught = False
     while p.poll() is None:

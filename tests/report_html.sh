@@ -51,7 +51,10 @@ assert "job<b>" not in page and "job&lt;b&gt;&amp;&quot;x&#39;" in page, "path n
 m = re.search(r'<ul id="findings-list">(.*?)</ul>', page, re.S)
 items = [html.unescape(x) for x in re.findall(r"<li[^>]*>(.*?)</li>", m.group(1), re.S)]
 t = text.split("Findings\n", 1)[1].split("\n\n", 1)[0]
-want = [l[4:] for l in t.splitlines() if l.startswith("  - ")]
+want = []  # the terminal wraps a finding: continuation lines start with 4 spaces
+for l in t.splitlines():
+    if l.startswith("  - "): want.append(l[4:])
+    elif l.startswith("    ") and want: want[-1] += " " + l.strip()
 assert items == want, (items, want)
 assert re.match(r"rank 2 \(pid \d+\) arrived last in \d+% of 16 collectives", items[0]), items[0]
 # heatmap: 4 ranks x (buckets + all sizes); rank 2 has the largest mean lateness over all sizes
@@ -68,6 +71,16 @@ assert re.search(r"<title>comm 0 AllReduce, \d+ [KM]iB \.\. \d+ [KM]iB, \d+ inst
 assert re.search(r"<g class=\"row\"><title>comm 0 AllReduce, .*p50 [0-9.]+ [mu]?s", page)
 for i in ("buckets-table", "ranks-table", "procs-table", "comms-table"):
     assert 'id="%s"' % i in page, i
+# busbw: a log y axis; every point shows its sample count, the same as its tooltip's; one
+# colour per series
+busbw = page.split('<svg id="chart-busbw"', 1)[1].split("</svg>", 1)[0]
+assert "busbw GB/s (log scale)" in busbw
+pts = re.findall(r'<g class="pt[^"]*"><title>comm \d+ [^,]+, [^,]+, (\d+) instances:.*?<text class="n"[^>]*>(\d+)</text></g>', busbw)
+assert pts and all(a == b for a, b in pts), pts
+cols = re.findall(r'<g class="series" stroke="([^"]+)"', busbw)
+assert len(cols) == len(set(cols)), cols
+# heatmap: the colour scale is percentile-clipped, and says so
+assert "95th percentile of the cells" in page
 PY
   # headless Chromium: loads the page, keeps the charts, logs no console message
   rc=0
@@ -81,6 +94,14 @@ PY
     grep -q "$p" "$W/dom.html" || fail "DOM from chromium lacks $p"
   done
   if grep -i ':CONSOLE' "$W/chromium.log"; then fail "chromium logged console messages"; fi
+  # a screenshot of the whole page, kept in the test's directory for a person to look at
+  rc=0
+  timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-sync \
+    --disable-background-networking --disable-component-update --user-data-dir="$W/profile" \
+    --hide-scrollbars --window-size=1280,2600 --screenshot="$W/page.png" "file://$W/r.html" \
+    >>"$W/chromium.log" 2>&1 || rc=$?
+  [ $rc -eq 0 ] && [ "$(wc -c <"$W/page.png")" -gt 20000 ] || fail "no screenshot (chromium exited $rc)"
+  echo "screenshot: $W/page.png"
   python3 - "$W/r.html" "$W/dom.html" <<'PY' || fail "chromium's DOM differs from the page"
 import sys
 page, dom = (open(f, encoding="utf-8").read() for f in sys.argv[1:3])

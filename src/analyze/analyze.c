@@ -119,7 +119,7 @@ static void coverage(ncs_analysis_t *a) {
 ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t *opts, char *err,
                                       size_t errlen) {
   ncs_job_opts_t jo = {.retain = opts && opts->retain, .job = opts ? opts->job : 0,
-                       .why = opts ? opts->why : NULL};
+                       .why = opts ? opts->why : NULL, .filter = opts ? opts->filter : NULL};
   ncs_job_t *j = ncs_job_open(path, &jo, err, errlen);
   if (!j) return NULL;
   ncs_analysis_t *a = ncs_xcalloc(1, sizeof *a);

@@ -233,6 +233,7 @@ typedef struct {
                * with the job); without it their counts are 0 */
   uint32_t job; /* which job when the files hold several (ncs_job_opts_t.job) */
   int *why;     /* optional out: NCS_JOB_ERR_* when it fails */
+  const ncs_job_filter_t *filter; /* NULL: the whole job (ncs_job_opts_t.filter) */
 } ncs_analyze_opts_t;
 
 /* Analyse the traces of a directory (or one file). NULL with err filled on failure. */

@@ -168,7 +168,7 @@ static void dead_procs(dg_t *D) {
       const dg_crank_t *cr = D->cranks[g];
       if (cr->proc != (int)i) continue;
       if (v->comm < 0) v->comm = (int)cr->comm, v->rank = cr->rank;
-      len += (size_t)snprintf(rl + len, sizeof rl - len, "%srank %d of 0x%016" PRIx64, len ? ", " : "",
+      len += (size_t)snprintf(rl + len, sizeof rl - len, "%srank %d of " NCS_COMM_ID_FMT, len ? ", " : "",
                               cr->rank, D->comms[cr->comm].comm_id);
     }
     snprintf(v->summary, sizeof v->summary, "process %s-%" PRIu64 " died%s%s", G->procs[i].host,
@@ -310,7 +310,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
                     "newest operation completed, or its process ended cleanly, so none can hide "
                     "an operation still open", D->job->nlosses);
     for (uint32_t c = 0; c < G->ncomms; c++)
-      dg_ev_line(v, "communicator 0x%016" PRIx64 "%s%s: %d of %d ranks recorded, %" PRIu64
+      dg_ev_line(v, "communicator " NCS_COMM_ID_FMT "%s%s: %d of %d ranks recorded, %" PRIu64
                  " collectives completed on every rank",
               G->comms[c].comm_id, G->comms[c].name[0] ? " " : "", G->comms[c].name, G->comms[c].ranks_present,
               G->comms[c].nranks, G->comms[c].ops_completed_all);

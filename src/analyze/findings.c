@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "util/num.h"
+#include "util/fmt.h"
 
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b) {
   return b->src[0] >= b->src[1] && b->src[0] >= b->src[2] ? ncs_src_names[0]
@@ -259,7 +260,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t3, sizeof t3, per), ncs_fmt_ns(t4, sizeof t4, wall);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
-             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " collectives on comm " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested); the other %d ranks waited for it %s in"
              " total (+-%s), %s each, %.0f%%"
              " of the job's %s; worst: %s seq %" PRIu64 " by %s",
@@ -274,7 +275,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t1, sizeof t1, (double)r->excess);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
-             " collectives on comm 0x%016" PRIx64 " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " collectives on comm " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested), %s transfer time over the median rank"
              " in total",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->slowest, r->slow_trials), r->slow_trials,
@@ -287,7 +288,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     if (m->nodd > 1) snprintf(more, sizeof more, " (%d ranks differ from most)", m->nodd);
     snprintf(o, n,
              "%" PRIu64 " collective instances differ across ranks, e.g. %s seq %" PRIu64
-             " on comm 0x%016" PRIx64 ": rank %d differs from rank %d%s: %s",
+             " on comm " NCS_COMM_ID_FMT ": rank %d differs from rank %d%s: %s",
              a->mismatched, m->func, m->seq, a->job->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
              m->what);
     break;

@@ -7,8 +7,11 @@
 #ifndef NCS_CLI_H
 #define NCS_CLI_H
 
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#include "model/model.h"
 
 /* Exit statuses: one table for every verb (docs/cli.md, "Exit status"). The same condition
  * gives the same status in every verb. When a verb stops early, the condition that stopped it
@@ -32,7 +35,12 @@ int ncs_cmd_export(int argc, char **argv);
 int ncs_cmd_report(int argc, char **argv);
 int ncs_cmd_diagnose(int argc, char **argv);
 int ncs_cmd_diff(int argc, char **argv);
+int ncs_cmd_trigger(int argc, char **argv);
 
+/* demo: the report's head on a few lines (what was recorded, coverage, warnings, up to
+ * max_findings findings) to o, and the --html page to html (NULL: none); an exit status */
+int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
+                     uint32_t max_findings);
 /* dump --stats over the traces of `path` (a directory or one file); used by dump and demo */
 int ncs_stats_path(const char *path, FILE *out);
 int ncs_stats_paths(char *const *paths, int npaths, FILE *out); /* one job over several paths */
@@ -54,10 +62,32 @@ typedef struct {
   char *dir_used;          /* out: the absolute trace directory ("" if removed again) */
   size_t dir_used_len;
   int dir_created;         /* out: record created the directory */
+  int quiet;               /* no "trace written" line (demo says where its files are) */
   int not_run;             /* out: the command could not be started (status 126/127) */
   int incomplete;          /* out: processes of the job had to be killed */
 } ncs_record_opts_t;
 int ncs_record_run(ncs_record_opts_t *o);
+
+/* The shared filters (docs/cli.md, "Filters"): --comm ID, --rank LIST, --from T, --to T. A verb
+ * lists NCS_FILTER_OPTIONS in its getopt_long table and hands each of their codes to
+ * ncs_parse_filter; the model applies the result (ncs_job_filter_t). */
+#define NCS_OPT_COMM 0x1001
+#define NCS_OPT_RANK 0x1002
+#define NCS_OPT_FROM 0x1003
+#define NCS_OPT_TO 0x1004
+#define NCS_OPT_RANGE 0x1005
+#define NCS_FILTER_OPTIONS                                                                    \
+  {"comm", required_argument, 0, NCS_OPT_COMM}, {"rank", required_argument, 0, NCS_OPT_RANK},   \
+      {"from", required_argument, 0, NCS_OPT_FROM}, {"to", required_argument, 0, NCS_OPT_TO},   \
+      {"range", required_argument, 0, NCS_OPT_RANGE}, {"tag", required_argument, 0, NCS_OPT_RANGE}
+typedef struct {
+  ncs_job_filter_t f;
+  int32_t ranks[1024];
+} ncs_cli_filter_t;
+/* 1 when c is a filter option (then *rc is 0, or the usage error's exit status) */
+int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t *cf, int *rc);
+/* after the job is open: a --comm that names no communicator of the job is a usage error */
+int ncs_check_filter_comm(const char *verb, const ncs_job_filter_t *f, const ncs_job_t *j);
 
 /* helpers (util.c) */
 extern const char *ncs_prog; /* "ncclscope" */
@@ -89,6 +119,8 @@ int ncs_check_events(const char *verb, const char *opt, const char *list, uint32
  * any. 0, or an exit status after printing why (a path that cannot be read, or no trace file
  * at all: NCS_EXIT_NO_INPUT). Free the list with ncs_free_paths. */
 int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout);
+/* the same without any message (0, or -1) */
+int ncs_gather_traces_quiet(char *const *paths, int npaths, char ***out, size_t *nout);
 void ncs_put_str(FILE *o, const char *s);
 /* s as a JSON string, quotes included (NULL as ""); control characters escaped */
 void ncs_json_str(FILE *o, const char *s);

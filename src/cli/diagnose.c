@@ -98,7 +98,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
     fprintf(o, "%s\n{\"kind\":\"%s\",\"comm_id\":", i ? "," : "", ncs_dg_kind_name(v->kind));
     if (v->comm >= 0)
-      fprintf(o, "\"0x%016" PRIx64 "\"", d->comms[v->comm].comm_id);
+      fprintf(o, "\"" NCS_COMM_ID_FMT "\"", d->comms[v->comm].comm_id);
     else
       fprintf(o, "null");
     fprintf(o, ",\"rank\":%d,\"ranks\":[", v->rank);
@@ -141,7 +141,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
   fprintf(o, "],\n\"communicators\":[");
   for (uint32_t c = 0; c < d->ncomms; c++) {
     const ncs_dg_comm_t *C = &d->comms[c];
-    fprintf(o, "%s\n{\"comm_id\":\"0x%016" PRIx64 "\",\"name\":", c ? "," : "", C->comm_id);
+    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", c ? "," : "", C->comm_id);
     ncs_json_str(o, C->name);
     fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"completed_on_all\":%" PRIu64 ",\"in_flight\":%u,\"stuck\":",
             C->nranks, C->ranks_present, C->ops_completed_all, C->in_flight);
@@ -257,7 +257,7 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       for (int j = 0; j < nfn; j++) have |= fn[j] == C->ranks[r].f[k].func && fp[j] == C->ranks[r].f[k].p2p;
       if (!have) fn[nfn] = C->ranks[r].f[k].func, fp[nfn++] = C->ranks[r].f[k].p2p;
     }
-  fprintf(o, "\ncommunicator 0x%016" PRIx64 "%s%s: %d ranks (%d recorded)", C->comm_id, C->name[0] ? " " : "",
+  fprintf(o, "\ncommunicator " NCS_COMM_ID_FMT "%s%s: %d ranks (%d recorded)", C->comm_id, C->name[0] ? " " : "",
           C->name, C->nranks, C->ranks_present);
   if (C->has_stuck) {
     if (C->stuck_p2p)

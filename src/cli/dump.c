@@ -10,6 +10,7 @@
 
 #include "cli/cli.h"
 #include "trace/reader.h"
+#include "util/fmt.h"
 
 static const char dump_help[] =
     "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
@@ -21,7 +22,8 @@ static const char dump_help[] =
     "options:\n"
     "  --stats        per file and job-wide counts per event type, drops and losses, handles,\n"
     "                 completions\n"
-    "  --type LIST    only events of these types (e.g. coll,p2p or proxy); hides other lines\n"
+    "  -e, --events LIST, --type LIST\n"
+    "                 only events of these types (e.g. coll,p2p or proxy); hides other lines\n"
     "  --limit N      stop after N lines\n"
     "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
     "  -h, --help     this help\n"
@@ -289,7 +291,7 @@ static void line_segment(dump_t *d, const ncs_segment_info_t *s) {
 
 static void line_comm(dump_t *d, const ncs_comm_info_t *c) {
   put_prefix(d, 1, c->init_ns);
-  fprintf(d->o, "COMM index=%u commId=0x%016" PRIx64 " name=", c->index, c->comm_id);
+  fprintf(d->o, "COMM index=%u commId=" NCS_COMM_ID_FMT " name=", c->index, c->comm_id);
   ncs_put_str(d->o, c->name);
   fprintf(d->o, " rank=%d nranks=%d nNodes=%d abi=%u mask=0x%x(", c->rank, c->nranks, c->nnodes,
           c->abi_version, c->mask);
@@ -524,17 +526,19 @@ static int dump_paths(dump_t *d, char **paths, int npaths) {
 int ncs_cmd_dump(int argc, char **argv) {
   static const struct option opts[] = {
       {"stats", no_argument, 0, 's'},       {"type", required_argument, 0, 't'},
+      {"events", required_argument, 0, 't'},
       {"limit", required_argument, 0, 'n'}, {"abs", no_argument, 0, 'a'},
       {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
   dump_t d = {.o = stdout, .types = NCS_T_ALL, .limit = UINT64_MAX};
   int stats = 0, c;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":e:h", opts, NULL)) != -1) {
     switch (c) {
     case 's': stats = 1; break;
     case 'a': d.abs = 1; break;
     case 'h': fputs(dump_help, stdout); return NCS_EXIT_OK;
+    case 'e':
     case 't':
       if (ncs_check_events("dump", "--type", optarg, &d.types) != 0) return NCS_EXIT_USAGE;
       d.filtered = 1;

@@ -6,11 +6,13 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "export/export.h"
 #include "export/otf2.h"
 #include "export/sqlite.h"
+#include "trace/reader.h"
 
 static const char export_help[] =
     "usage: ncclscope export [OPTIONS] DIR|FILE...\n"
@@ -31,7 +33,7 @@ static const char export_help[] =
     "                       once complete\n"
     "  -e, --events LIST    only these event types (names as for record --events; default all;\n"
     "                       not with otf2)\n"
-    "  -j, --jobs N         threads (default: one per core; the output does not depend on it)\n"
+    "      --jobs N         threads (default: one per core; the output does not depend on it)\n"
     "  -q, --quiet          no progress lines and no summary on stderr\n"
     "      --force          replace an existing output file (it is refused otherwise)\n"
     "      --run N|last     the N-th job (by start time) when the traces hold several runs;\n"
@@ -53,6 +55,45 @@ static int export_status(int rc) {
   case -3: return NCS_EXIT_USAGE; /* a format this build does not have */
   default: return NCS_EXIT_ERROR;
   }
+}
+
+/* Output size per byte of trace, measured on nccl-sim jobs (scenarios mixed and allreduce, 20 KB
+ * to 23 MB of traces): Chrome JSON 6.4 to 7.5, Perfetto protobuf 3.0 to 3.3 (docs/timeline.md,
+ * "Size"). An estimate says "about" and the range; it is printed before a long export starts. */
+#define NCS_CHROME_PER_BYTE_LO 6.0
+#define NCS_CHROME_PER_BYTE_HI 8.0
+#define NCS_PFTRACE_PER_BYTE_LO 3.0
+#define NCS_PFTRACE_PER_BYTE_HI 3.5
+#define NCS_SIZE_WARN_BYTES (100ull << 20)
+
+/* the bytes of the trace files of the inputs (0 when they cannot be listed: the export says
+ * why) */
+static uint64_t input_bytes(char *const *paths, int n) {
+  char **list;
+  size_t nl;
+  if (ncs_gather_traces_quiet(paths, n, &list, &nl) != 0) return 0;
+  uint64_t sum = 0;
+  for (size_t i = 0; i < nl; i++) {
+    struct stat st;
+    if (stat(list[i], &st) == 0) sum += (uint64_t)st.st_size;
+  }
+  ncs_free_paths(list, nl);
+  return sum;
+}
+
+/* Before a Chrome JSON or Perfetto export that will be large: its size, estimated */
+static void size_warning(char *const *paths, int n, int chrome) {
+  uint64_t in = input_bytes(paths, n);
+  double lo = (double)in * (chrome ? NCS_CHROME_PER_BYTE_LO : NCS_PFTRACE_PER_BYTE_LO);
+  double hi = (double)in * (chrome ? NCS_CHROME_PER_BYTE_HI : NCS_PFTRACE_PER_BYTE_HI);
+  if (hi < (double)NCS_SIZE_WARN_BYTES) return;
+  fprintf(stderr,
+          "ncclscope export: warning: the %s file will be about %.0f to %.0f MB (%.1f MB of "
+          "traces)%s; '--events all,-proxystep,-proxyctrl,-net' leaves out the proxy steps and "
+          "network events that make most of it\n",
+          chrome ? "Chrome JSON" : "Perfetto", lo / 1e6, hi / 1e6, (double)in / 1e6,
+          chrome ? "; Perfetto protobuf (--format perfetto) is about half as large and loads faster"
+                 : "");
 }
 
 /* DIR -> DIR.pftrace, FILE.nstrace -> FILE.pftrace */
@@ -159,7 +200,7 @@ int ncs_cmd_export(int argc, char **argv) {
   static const struct option opts[] = {
       {"format", required_argument, 0, 'f'}, {"output", required_argument, 0, 'o'},
       {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
-      {"jobs", required_argument, 0, 'j'},   {"help", no_argument, 0, 'h'},
+      {"jobs", required_argument, 0, 'N'},   {"help", no_argument, 0, 'h'},
       {"force", no_argument, 0, 'F'},        {"run", required_argument, 0, 'R'},
       {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
@@ -167,7 +208,7 @@ int ncs_cmd_export(int argc, char **argv) {
   uint64_t v;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":f:o:e:j:qh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":f:o:e:jqh", opts, NULL)) != -1) {
     switch (c) {
     case 'f':
       sqlite = otf2 = 0;
@@ -194,7 +235,10 @@ int ncs_cmd_export(int argc, char **argv) {
     case 'R':
       if (ncs_parse_run("export", optarg, &o.job) != 0) return NCS_EXIT_USAGE;
       break;
-    case 'j':
+    case 'j': /* one letter, one meaning in every verb (docs/cli.md, "Short options") */
+      return ncs_usage_error("export", "-j is short for --json, which export does not take; "
+                                       "threads: --jobs N");
+    case 'N':
       if (ncs_parse_count(optarg, 1, 64, &v) != 0)
         return ncs_usage_error("export", "--jobs needs a number from 1 to 64, not '%s'", optarg);
       o.jobs = (int)v;
@@ -226,6 +270,7 @@ int ncs_cmd_export(int argc, char **argv) {
     o.out = out;
   }
   o.progress = !quiet;
+  if (!quiet) size_warning(argv + optind, argc - optind, o.format == NCS_EXPORT_CHROME);
   ncs_export_stats_t st;
   char err[2 * PATH_MAX] = "";
   o.force = force;

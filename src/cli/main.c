@@ -29,6 +29,7 @@ static const verb_t verbs[] = {
     {"report", ncs_cmd_report, "cross-rank analysis: stragglers, skew, busbw per size, mismatches"},
     {"diff", ncs_cmd_diff, "what changed between two runs: latency and busbw with intervals, stragglers, bottlenecks"},
     {"diagnose", ncs_cmd_diagnose, "hang and desync verdicts: who never entered, who is stuck, mismatches"},
+    {"trigger", ncs_cmd_trigger, "make every flight-mode process recording into DIR dump, on all hosts"},
 };
 
 static void usage(FILE *o) {

@@ -508,7 +508,8 @@ int ncs_record_run(ncs_record_opts_t *o) {
     if (o->dir_created && after == 0 && rmdir(dir) == 0 && o->dir_used) o->dir_used[0] = 0;
     return rc;
   }
-  fprintf(stderr, "%s: trace written to %s (%zu file%s)%s\n", ncs_prog, dir, after - before,
+  if (!o->quiet || o->incomplete)
+    fprintf(stderr, "%s: trace written to %s (%zu file%s)%s\n", ncs_prog, dir, after - before,
           after - before == 1 ? "" : "s",
           o->incomplete ? "; it may be incomplete: processes of the job had to be killed" : "");
   if (after == before)

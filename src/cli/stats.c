@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "trace/gpujoin.h"
 #include "trace/reader.h"
+#include "util/fmt.h"
 
 #define NPLAIN 0x20     /* plain counter keys 0x01..0x1F */
 #define MAX_COMMS 256   /* communicators listed per file */
@@ -405,7 +406,7 @@ static void put_comms(FILE *o, const file_t *f) {
   fprintf(o, "\n  communicators: %u\n", f->ncomms_all);
   for (uint32_t i = 0; i < f->ncomms; i++) {
     const comm_t *c = &f->comms[i];
-    fprintf(o, "    commId 0x%016" PRIx64 "  name ", c->comm_id);
+    fprintf(o, "    commId " NCS_COMM_ID_FMT "  name ", c->comm_id);
     ncs_put_str(o, c->name[0] ? c->name : "-");
     fprintf(o, "  rank %d/%d  nNodes %d  abi v%u  seg %u", c->rank, c->nranks, c->nnodes, c->abi,
             c->seg);
@@ -468,7 +469,7 @@ static void put_job_comms(FILE *o, job_t *j) {
     for (; k < j->npairs && j->pairs[k].comm_id == j->pairs[i].comm_id; k++)
       if (k == i || j->pairs[k].rank != j->pairs[k - 1].rank) ranks++;
     if (ncomm++ < 32)
-      fprintf(o, "    commId 0x%016" PRIx64 ": %zu of %d ranks recorded%s\n", j->pairs[i].comm_id,
+      fprintf(o, "    commId " NCS_COMM_ID_FMT ": %zu of %d ranks recorded%s\n", j->pairs[i].comm_id,
               ranks, j->pairs[i].nranks, j->pairs[i].comm_id ? "" : " (ABI v1-v3: no commId)");
     i = k;
   }

@@ -12,6 +12,7 @@
 #include "model/model.h"
 #include "trace/format.h"
 #include "trace/reader.h"
+#include "util/fmt.h"
 
 const char *ncs_prog = "ncclscope";
 
@@ -97,7 +98,11 @@ int ncs_find_tool(const char *env, const char *name, const char *const *rel, cha
 }
 
 int ncs_find_plugin(char *out, size_t len) {
-  static const char *const rel[] = {"", "../lib", NULL};
+#ifndef NCS_INSTALL_LIBDIR
+#define NCS_INSTALL_LIBDIR "lib"
+#endif
+  /* the build directory (side by side), the installed tree (bin/../lib/<arch>), then ../lib */
+  static const char *const rel[] = {"", "../" NCS_INSTALL_LIBDIR, "../lib", NULL};
   return ncs_find_tool("NCCLSCOPE_PLUGIN", "libnccl-profiler-ncclscope.so", rel, out, len);
 }
 
@@ -292,4 +297,111 @@ int ncs_gather_traces(char *const *paths, int npaths, char ***out, size_t *nout)
     return NCS_EXIT_NO_INPUT;
   }
   return 0;
+}
+
+int ncs_gather_traces_quiet(char *const *paths, int npaths, char ***out, size_t *nout) {
+  char err[512];
+  size_t dups = 0, *found = calloc(npaths > 0 ? (size_t)npaths : 1, sizeof *found);
+  *out = NULL, *nout = 0;
+  if (!found) return -1;
+  int rc = ncs_list_traces_n(paths, (size_t)npaths, out, nout, &dups, found, err, sizeof err);
+  free(found);
+  return rc != 0 ? -1 : 0;
+}
+
+/* ---------------------------------------------------------------- filters */
+
+/* "1.5", "1.5s", "250ms", "30us", "100ns" -> ns; 0 or -1 */
+static int parse_time(const char *s, int64_t *ns) {
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (errno || end == s || !(v >= 0) || v > 1e7) return -1;
+  double mul = 1e9;
+  if (!*end || !strcmp(end, "s")) mul = 1e9;
+  else if (!strcmp(end, "ms")) mul = 1e6;
+  else if (!strcmp(end, "us")) mul = 1e3;
+  else if (!strcmp(end, "ns")) mul = 1;
+  else return -1;
+  *ns = (int64_t)(v * mul + 0.5);
+  return 0;
+}
+
+int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t *cf, int *rc) {
+  ncs_job_filter_t *f = &cf->f;
+  *rc = 0;
+  switch (c) {
+  case NCS_OPT_COMM: {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(arg, &end, 16);
+    if (errno || end == arg || *end || strncmp(arg, "0x", 2))
+      *rc = ncs_usage_error(verb, "--comm needs a commId as the outputs write it (0x and 16 hex "
+                                  "digits, e.g. from 'ncclscope dump --stats'), not '%s'", arg);
+    f->comm_set = 1, f->comm_id = v;
+    return 1;
+  }
+  case NCS_OPT_RANK: { /* "0,2,5-7" */
+    const char *p = arg;
+    while (*p) {
+      char *end;
+      errno = 0;
+      long a = strtol(p, &end, 10), b = a;
+      if (end == p || a < 0 || a > 1 << 24) break;
+      p = end;
+      if (*p == '-') {
+        const char *q = p + 1;
+        b = strtol(q, &end, 10);
+        if (end == q || b < a || b > 1 << 24) break;
+        p = end;
+      }
+      for (long r = a; r <= b; r++) {
+        if (f->nranks >= sizeof cf->ranks / sizeof cf->ranks[0]) {
+          *rc = ncs_usage_error(verb, "--rank: at most %zu ranks", sizeof cf->ranks / sizeof cf->ranks[0]);
+          return 1;
+        }
+        cf->ranks[f->nranks++] = (int32_t)r;
+      }
+      if (*p == ',') p++;
+      else if (*p) break;
+    }
+    if (*p || !f->nranks)
+      *rc = ncs_usage_error(verb, "--rank needs ranks such as 0,2,4-7, not '%s'", arg);
+    f->ranks = cf->ranks;
+    return 1;
+  }
+  case NCS_OPT_FROM:
+  case NCS_OPT_TO: {
+    int64_t ns;
+    if (parse_time(arg, &ns) != 0) {
+      *rc = ncs_usage_error(verb, "--%s needs a time since the job's first event, e.g. 1.5, 1.5s, "
+                                  "250ms, not '%s'", c == NCS_OPT_FROM ? "from" : "to", arg);
+      return 1;
+    }
+    if (!f->window) f->window = 1, f->from_ns = 0, f->to_ns = INT64_MAX;
+    if (c == NCS_OPT_FROM) f->from_ns = ns;
+    else f->to_ns = ns;
+    if (f->to_ns < f->from_ns) *rc = ncs_usage_error(verb, "--to is before --from");
+    return 1;
+  }
+  case NCS_OPT_RANGE:
+    /* the job model does not hand user ranges to the analyses yet: a filter by range could
+     * only select nothing, or everything */
+    *rc = ncs_usage_error(verb, "--range/--tag: not available yet: the job model does not read "
+                                "user ranges (docs/cli.md, \"Filters\"); use --from/--to");
+    return 1;
+  default: return 0;
+  }
+}
+
+int ncs_check_filter_comm(const char *verb, const ncs_job_filter_t *f, const ncs_job_t *j) {
+  if (!f->comm_set) return 0;
+  for (uint32_t c = 0; c < j->ncomms; c++)
+    if (j->comms[c].comm_id == f->comm_id) return 0;
+  char ids[512] = "";
+  for (uint32_t c = 0; c < j->ncomms && strlen(ids) < sizeof ids - 24; c++)
+    snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s" NCS_COMM_ID_FMT, c ? ", " : "",
+             j->comms[c].comm_id);
+  return ncs_usage_error(verb, "--comm " NCS_COMM_ID_FMT ": no such communicator in the job (%s)",
+                         f->comm_id, ids);
 }

@@ -6,6 +6,7 @@
  * tooltip; nothing runs in the browser. Trace strings go through esc() only.
  */
 #include "export/html_report.h"
+#include "util/fmt.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -80,12 +81,14 @@ static void escf(FILE *o, const char *fmt, ...) {
 /* ------------------------------------------------------------------ helpers */
 static const char *const palette[10] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                         "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#7f7f7f"};
-static const char *const dashes[4] = {"none", "6 3", "2 2", "8 3 2 3"};
-
-/* 1, 2 or 5 x 10^k near range / target */
-static double nice_step(double range, int target) {
-  double raw = range / target, mag = pow(10, floor(log10(raw))), r = raw / mag;
-  return (r <= 1 ? 1 : r <= 2 ? 2 : r <= 5 ? 5 : 10) * mag;
+/* The colour of series s: the 10 of the palette, then hues 137.5 degrees apart (the golden
+ * angle: no two of the first hundreds are close) at three lightnesses, so that many series stay
+ * apart; the same series has the same colour in every chart. */
+static const char *series_color(size_t s, char *buf, size_t len) {
+  if (s < 10) return palette[s];
+  double h = fmod((double)(s - 10) * 137.508 + 265, 360);
+  snprintf(buf, len, "hsl(%.0f,%d%%,%d%%)", h, 70 - 10 * (int)((s / 7) % 3), 38 + 8 * (int)(s % 3));
+  return buf;
 }
 
 /* "1 MiB" .. "2 MiB" of a bucket */
@@ -169,7 +172,7 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
   const double W = 980, H = 440, ML = 84, MR = 250, MT = 16, MB = 56;
   const double pw = W - ML - MR, ph = H - MT - MB;
   int xmin = INT_MAX, xmax = INT_MIN;
-  double ymax = 0;
+  double ymax = 0, ymin = INFINITY;
   size_t npts = 0, nser = 0;
   for (size_t s = 0; s < L->ns; s++) {
     if (L->s[s].p2p) continue;
@@ -180,6 +183,8 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
       if (b->log2 < xmin) xmin = b->log2;
       if (b->log2 > xmax) xmax = b->log2;
       if (b->busbw_p50 > ymax) ymax = b->busbw_p50;
+      if (b->busbw_p50 > 0 && b->busbw_p50 < ymin) ymin = b->busbw_p50;
+      if (b->busbw_p99 > 0 && b->busbw_p99 < ymin) ymin = b->busbw_p99;
       pts++;
     }
     npts += pts, nser += pts > 0;
@@ -193,22 +198,28 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
     fputs("</svg>\n", o);
     return;
   }
+  /* a log y axis over whole decades: small messages' busbw is orders of magnitude below large
+   * ones', and a linear axis flattens it onto the floor. 0 GB/s (no duration) sits on the floor. */
   if (ymax <= 0) ymax = 1;
-  double step = nice_step(ymax, 6), ytop = ceil(ymax / step - 1e-9) * step;
-  if (ytop < ymax) ytop += step;
+  if (!(ymin < INFINITY) || ymin > ymax) ymin = ymax;
+  double dlo = floor(log10(ymin) + 1e-9), dhi = ceil(log10(ymax) - 1e-9);
+  if (dhi <= dlo) dhi = dlo + 1;
   int span = xmax - xmin + 1;
   double colw = pw / span;
 #define BX(lg) (ML + ((lg)-xmin + 0.5) * colw)
-#define BY(v) (MT + ph - (v) / ytop * ph)
+#define BY(v) (MT + ph - ((v) > 0 ? (log10(v) - dlo) / (dhi - dlo) : 0) * ph)
   char t[64];
-  int dec = step >= 1 ? 0 : (int)ceil(-log10(step) - 1e-9);
   fputs("<g class=\"grid\">\n", o);
-  for (int i = 0; i * step <= ytop + step / 2; i++) {
-    double v = i * step;
-    fprintf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", ML, BY(v), ML + pw,
-            BY(v));
-    snprintf(t, sizeof t, "%.*f", dec, v);
-    svg_text(o, ML - 6, BY(v) + 4, "end", NULL, t);
+  for (double d = dlo; d <= dhi + 1e-9; d++) {
+    for (int m = 1; m < 10; m++) {
+      double v = pow(10, d) * m;
+      if (d >= dhi && m > 1) break;
+      fprintf(o, "<line%s x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
+              m == 1 ? "" : " class=\"minor\"", ML, BY(v), ML + pw, BY(v));
+      if (m != 1 && !(m == 5 && dhi - dlo <= 3)) continue;
+      snprintf(t, sizeof t, "%g", v);
+      svg_text(o, ML - 6, BY(v) + 4, "end", NULL, t);
+    }
   }
   int every = (span + 11) / 12;
   for (int lg = xmin; lg <= xmax; lg++) {
@@ -227,7 +238,7 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
            "message size (bucket lower bound, log2 scale)");
   fprintf(o,
           "<text class=\"title\" transform=\"translate(18 %.1f) rotate(-90)\" "
-          "text-anchor=\"middle\">busbw GB/s</text>\n",
+          "text-anchor=\"middle\">busbw GB/s (log scale)</text>\n",
           MT + ph / 2);
   /* series */
   double jit = colw * 0.5 / (double)(nser + 1);
@@ -240,7 +251,8 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
     size_t pts = 0;
     for (size_t k = S->first; k < S->first + S->n; k++) pts += L->b[k]->n && L->b[k]->log2 >= 0;
     if (!pts) continue;
-    const char *col = palette[s % 10], *dash = dashes[(s / 10) % 4];
+    char colbuf[40];
+    const char *col = series_color(s, colbuf, sizeof colbuf), *dash = "none";
     double dx = ((double)si - (double)(nser - 1) / 2) * jit;
     fprintf(o, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">\n<title>comm %u ", col, col,
             S->comm);
@@ -274,10 +286,12 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
               "</title><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1\"/>"
               "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"2\"/>"
               "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke-width=\"1\"/>"
-              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"%s/></g>\n",
+              "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4\"%s/>"
+              "<text class=\"n\" x=\"%.1f\" y=\"%.1f\" stroke=\"none\">%" PRIu64 "</text></g>\n",
               x, BY(b->busbw_p99), x, BY(b->busbw_p50), x - 4, BY(b->busbw_p95), x + 4,
               BY(b->busbw_p95), x - 3, BY(b->busbw_p99), x + 3, BY(b->busbw_p99), x,
-              BY(b->busbw_p50), b->suspect ? " fill=\"#fff\" stroke-width=\"2\"" : "");
+              BY(b->busbw_p50), b->suspect ? " fill=\"#fff\" stroke-width=\"2\"" : "", x + 6,
+              BY(b->busbw_p50) - 6, b->count);
     }
     fputs("</g>\n", o);
     if (legend < legend_max) {
@@ -345,6 +359,11 @@ static int cmp_row_rank(const void *x, const void *y) {
   return ra < rb ? -1 : ra > rb;
 }
 
+static int cmp_dbl(const void *x, const void *y) {
+  double a = *(const double *)x, b = *(const double *)y;
+  return (a > b) - (a < b);
+}
+
 static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   const double W = 980, LABW = 84, COLLAB = 96;
   /* per rank: lateness sums over all its cells (to pick rows), per bucket: whether it has cells */
@@ -362,8 +381,10 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     rwait[c->rank] += c->waited;
     has[c->bucket] = 1;
   }
-  size_t nh = 0, comms_all = 0;
-  double vmax = 0, y = 8;
+  size_t nh = 0, comms_all = 0, nvals = 0;
+  double vmax = 0, vtop = 0, y = 8;
+  double *vals = malloc((a->ncells + a->nranks + 1) * sizeof *vals); /* drawn cells' values */
+  if (!vals) abort();
   for (uint32_t cm = 0; cm < a->job->ncomms; cm++) {
     heat_t H = {.comm = cm};
     for (uint32_t b = 0; b < a->nbuckets; b++) H.cols_all += has[b] && a->buckets[b].comm == cm;
@@ -403,11 +424,12 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
       if (rowof[c->rank] < 0 || colof[c->bucket] < 0) continue;
       H.m[(size_t)rowof[c->rank] * H.ncols + (size_t)colof[c->bucket]] = c;
       double v = c->n ? (double)c->late / (double)c->n : 0;
-      if (v > vmax) vmax = v;
+      if (c->n) vals[nvals++] = v;
     }
     for (size_t r = 0; r < H.nrows; r++) {
       uint32_t ri = H.rows[r];
       H.all_late[r] = rn[ri] ? late_sum[ri] / (double)rn[ri] : 0;
+      if (rn[ri]) vals[nvals++] = H.all_late[r];
     }
     /* layout */
     H.cw = (W - LABW - 40) / (double)(H.ncols + 1);
@@ -419,7 +441,19 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     y += H.h;
     hs[nh++] = H;
   }
-  double legend_y = y + 10, Htot = legend_y + 46;
+  /* The colour scale ends at the 95th percentile of the drawn cells (nearest rank), not at the
+   * largest: one outlier would otherwise leave every other cell pale. Cells above it are drawn
+   * in the darkest colour with a black outline, and the legend says how many and the largest. */
+  size_t nclip = 0;
+  if (nvals) {
+    qsort(vals, nvals, sizeof *vals, cmp_dbl);
+    vtop = vals[nvals - 1];
+    vmax = vals[(size_t)ceil(0.95 * (double)nvals) - 1];
+    if (!(vmax > 0)) vmax = vtop;
+    for (size_t k = 0; k < nvals; k++) nclip += vals[k] > vmax;
+  }
+  free(vals);
+  double legend_y = y + 10, Htot = legend_y + 62;
   double Wtot = W;
   for (size_t i = 0; i < nh; i++) {
     double need = LABW + (double)(hs[i].ncols + 1) * hs[i].cw + 16 + 40;
@@ -439,7 +473,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     const heat_t *H = &hs[i];
     const ncs_job_comm_t *c = &a->job->comms[H->comm];
     double y0 = H->top - COLLAB - 22;
-    snprintf(t, sizeof t, "comm %u (0x%016" PRIx64 "), %d ranks%s", H->comm, c->comm_id, c->nranks,
+    snprintf(t, sizeof t, "comm %u (" NCS_COMM_ID_FMT "), %d ranks%s", H->comm, c->comm_id, c->nranks,
              H->nrows < H->rows_all || H->ncols < H->cols_all ? " (part: see the note below)" : "");
     svg_text(o, 4, y0 + 14, "start", "title", t);
     /* column labels, rotated */
@@ -481,9 +515,9 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
         uint64_t last = k < H->ncols ? cell->last : rlast[H->rows[r]];
         ramp(vmax > 0 ? late / vmax : 0, colr, sizeof colr);
         fprintf(o,
-                "<rect class=\"cell\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
+                "<rect class=\"cell%s\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" "
                 "fill=\"%s\">",
-                x, yy, H->cw, H->ch, colr);
+                late > vmax ? " clipped" : "", x, yy, H->cw, H->ch, colr);
         ncs_fmt_ns(t2, sizeof t2, late), ncs_fmt_ns(t3, sizeof t3, wait);
         fprintf(o, "<title>rank %d (pid %" PRIu64 ", host ", R->rank, p->pid);
         esc(o, p->host);
@@ -520,6 +554,15 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     ncs_fmt_ns(t2, sizeof t2, vmax);
     svg_text(o, lx, legend_y + 26, "start", NULL, "0");
     svg_text(o, lx + lw, legend_y + 26, "end", NULL, t2);
+    ncs_fmt_ns(t3, sizeof t3, vtop);
+    char clip[200];
+    if (nclip)
+      snprintf(clip, sizeof clip, "scale clipped at the 95th percentile of the cells (%s); %zu "
+               "cell%s above it, outlined, up to %s", t2, nclip, nclip == 1 ? "" : "s", t3);
+    else
+      snprintf(clip, sizeof clip, "scale up to the 95th percentile of the cells (%s); none is "
+               "above it", t2);
+    svg_text(o, lx, legend_y + 58, "start", "note", clip);
     fprintf(o, "<rect class=\"cell none\" x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\"/>",
             lx + lw + 24, legend_y);
     svg_text(o, lx + lw + 42, legend_y + 10, "start", NULL, "no instance of that bucket");
@@ -629,7 +672,8 @@ static void chart_latency(FILE *o, const buckets_t *L) {
     const ncs_an_bucket_t *b = rows[k];
     size_t bi = 0;
     while (bi < L->n && L->b[bi] != b) bi++;
-    const char *col = palette[series_of(L, bi) % 10];
+    char colbuf[40];
+    const char *col = series_color(series_of(L, bi), colbuf, sizeof colbuf);
     double yy = MT + RH * (double)k, yc = yy + RH / 2;
     double mn = b->lat_min, p25 = b->lat_p25, p50 = b->lat_p50, p75 = b->lat_p75;
     double mx = b->lat_max;
@@ -843,7 +887,8 @@ static const char css[] =
     ".grid line{stroke:#e4e4e4}.grid line.minor{stroke:#f3f3f3}.axis line{stroke:#777}"
     "rect.cell{stroke:#fff;stroke-width:1}rect.cell.none{fill:#f2f2f2}"
     "rect.cell:hover{stroke:#000}rect.band{fill:#f8f8fa}g.row:hover rect.band{fill:#eef2f8}"
-    "g.pt:hover circle{r:6}"
+    "g.pt:hover circle{r:6}svg.chart text.n{font-size:10px;fill:#555}"
+    "rect.cell.clipped{stroke:#000;stroke-width:1.5}"
     "footer{margin-top:36px;color:#888;font-size:12px}";
 
 /* CUPTI: overlap per GPU and graph replays, as the terminal report (docs/report.md, "GPU truth") */
@@ -944,6 +989,15 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
           "<dt>point-to-point</dt><dd>%" PRIu64 " sends, %" PRIu64 " receives, %" PRIu64
           " pairs</dd>\n",
           a->sends, a->recvs, a->p2p_pairs);
+  if (ncs_job_filter_active(&a->job->filter)) { /* report --comm/--rank/--from/--to */
+    char ft[512];
+    ncs_job_filter_text(&a->job->filter, ft, sizeof ft);
+    fputs("<dt>filter</dt><dd id=\"filter\">", o);
+    escf(o, "%s: %" PRIu64 " collective instances and %" PRIu64 " sends/receives left out; every "
+            "number on this page is of the rest", ft, a->job->run.filtered_inst,
+         a->job->run.filtered_p2p);
+    fputs("</dd>\n", o);
+  }
   uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
   fprintf(o,
           "<dt>coverage</dt><dd id=\"coverage\">%u of %u files read; completion from GPU kernels "
@@ -1014,7 +1068,9 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
         "<p class=\"explain\">One series per (communicator, collective); one point per "
         "power-of-two size bucket, at its lower bound. The dot is the median busbw of the "
         "bucket's instances; the whisker goes down to p99 with a cap at p95 (the slow side: 5% "
-        "and 1% of instances were slower). busbw = algbw x the nccl-tests bus factor, GB/s = 1e9 "
+        "and 1% of instances were slower). The number beside a dot is how many instances the "
+        "bucket holds. The y axis is logarithmic, so that small messages are not flattened. "
+        "busbw = algbw x the nccl-tests bus factor, GB/s = 1e9 "
         "bytes/s. Send/Recv are in the latency chart and the tables. Hover a point for its "
         "numbers.</p>\n",
         o);
@@ -1058,7 +1114,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   thead(o, "comms-table", "comm|<commId|nranks|nodes|ranks recorded");
   for (uint32_t c = 0; c < a->job->ncomms; c++)
     fprintf(o,
-            "<tr><td>%u</td><td class=\"l\">0x%016" PRIx64 "</td><td>%d</td><td>%d</td>"
+            "<tr><td>%u</td><td class=\"l\">" NCS_COMM_ID_FMT "</td><td>%d</td><td>%d</td>"
             "<td>%d</td></tr>\n",
             c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes, a->job->comms[c].ranks_seen);
   fputs("</tbody></table>\n", o);

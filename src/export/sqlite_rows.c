@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "export/sqlite_int.h"
+#include "util/fmt.h"
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -418,15 +419,17 @@ void sq_progress(sq_t *q, ncs_reader_t *r, int final) {
   uint64_t t = now_ns();
   if (final) {
     if (!q->printed) return;
-  } else if (t - q->t0 < 1000000000ull || t - q->last_print < 1000000000ull) {
+  } else if (t - q->t0 < ncs_progress_after_ns() || t - q->last_print < 1000000000ull) {
     return;
   }
   q->last_print = t, q->printed = 1;
   uint64_t done = final ? q->bytes_total : q->bytes_before + (r ? ncs_reader_offset(r) : 0);
   double pct = q->bytes_total ? 100.0 * (double)done / (double)q->bytes_total : 100.0;
-  fprintf(stderr, "%s: %5.1f%% (file %u of %" PRIu64 ", %" PRIu64 " records, %.1f s)\n", q->o.prog,
-          pct > 100 ? 100 : pct, q->proc + 1 > q->a->job->nprocs ? q->a->job->nprocs : q->proc + 1,
-          (uint64_t)q->a->job->nprocs, q->st->records, (double)(t - q->t0) * 1e-9);
+  char detail[128];
+  snprintf(detail, sizeof detail, "file %u of %" PRIu64 ", %" PRIu64 " records, %.1f s",
+           q->proc + 1 > q->a->job->nprocs ? q->a->job->nprocs : q->proc + 1,
+           (uint64_t)q->a->job->nprocs, q->st->records, (double)(t - q->t0) * 1e-9);
+  ncs_progress(q->o.prog, pct, detail, final);
 }
 
 void sq_export_file(sq_t *q, uint32_t pi) {

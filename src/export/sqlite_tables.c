@@ -9,6 +9,7 @@
 
 #include "analyze/findings.h"
 #include "export/sqlite_int.h"
+#include "util/fmt.h"
 
 /* ================================================================ the analysis tables */
 
@@ -124,7 +125,7 @@ void sq_analysis_tables(sq_t *q) {
   for (uint32_t c = 0; c < a->job->ncomms; c++) {
     const ncs_job_comm_t *ci = &a->job->comms[c];
     char hex[24];
-    snprintf(hex, sizeof hex, "0x%016" PRIx64, ci->comm_id);
+    snprintf(hex, sizeof hex, NCS_COMM_ID_FMT, ci->comm_id);
     s = q->ins[NCS_SQ_COMMS];
     b_u64(s, CM_id, c), b_u64(s, CM_comm_id, ci->comm_id), b_txt(s, CM_comm_hex, hex);
     if (*ci->name) b_txt(s, CM_name, ci->name);

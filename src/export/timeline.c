@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "export/timeline.h"
+#include "util/fmt.h"
 #include "util/outfile.h"
 
 const char *const tl_cat_names[TC_COUNT] = {
@@ -73,14 +74,16 @@ static void progress_print(ex_t *x, int final) {
     if (!atomic_load(&x->printed)) return;
   } else {
     uint64_t last = atomic_load(&x->last_print_ns);
-    if (t - x->t0_ns < 1000000000ull || t - last < 500000000ull) return;
+    if (t - x->t0_ns < ncs_progress_after_ns() || t - last < 500000000ull) return;
     if (!atomic_compare_exchange_strong(&x->last_print_ns, &last, t)) return; /* another did */
   }
   atomic_store(&x->printed, 1);
   uint64_t done = final ? x->bytes_total : atomic_load(&x->bytes_done);
   double pct = x->bytes_total ? 100.0 * (double)done / (double)x->bytes_total : 100.0;
-  fprintf(stderr, "%s: %5.1f%% (%s, %.1f s)\n", x->o.prog, pct > 100 ? 100 : pct,
-          atomic_load(&x->writing) ? "writing" : "reading", (double)(t - x->t0_ns) * 1e-9);
+  char detail[64];
+  snprintf(detail, sizeof detail, "%s, %.1f s", atomic_load(&x->writing) ? "writing" : "reading",
+           (double)(t - x->t0_ns) * 1e-9);
+  ncs_progress(x->o.prog, pct, detail, final);
 }
 
 void tl_progress(wk_t *w, ncs_reader_t *r) {
@@ -342,7 +345,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
             "this is run %u; %u files of the others are left out\n", x->o.prog, x->job->njobs,
             x->job->job, x->job->other_job);
   x->nworkers = workers_for(x);
-  if (x->o.progress && now_ns() - x->t0_ns > 1000000000ull)
+  if (x->o.progress && now_ns() - x->t0_ns > ncs_progress_after_ns())
     fprintf(stderr, "%s: read the job (%u files) in %.1f s\n", x->o.prog, x->nfiles,
             (double)(now_ns() - x->t0_ns) * 1e-9);
   clocks(x, st);

@@ -42,6 +42,7 @@ typedef struct {
   uint32_t order;     /* order of first appearance in the file: groups */
   int32_t device;     /* CUDA device at init, -1 unknown */
   const char *bus_id; /* "" unknown */
+  char id_str[24];    /* comm_id as NCS_COMM_ID_FMT writes it: the slices' commId argument */
 } comm_t;
 
 typedef struct {

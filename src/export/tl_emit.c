@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "export/timeline.h"
+#include "util/fmt.h"
 
 static const char *fstr(ncs_pool_t *p, const ncs_event_t *e, int i) {
   return i >= 0 && i < e->nfields ? ncs_pool_str(p, e->fstr[i]) : NULL;
@@ -179,9 +180,9 @@ static uint32_t group_for(wk_t *w, uint32_t proc, const ncs_event_t *e, const co
   int32_t order;
   if (c) {
     if (c->name && *c->name)
-      name = ncs_pool_fmt(&w->pool, "comm %s 0x%016" PRIx64, c->name, c->comm_id);
+      name = ncs_pool_fmt(&w->pool, "comm %s " NCS_COMM_ID_FMT, c->name, c->comm_id);
     else
-      name = ncs_pool_fmt(&w->pool, "comm 0x%016" PRIx64, c->comm_id);
+      name = ncs_pool_fmt(&w->pool, "comm " NCS_COMM_ID_FMT, c->comm_id);
     order = 10 + (int32_t)c->order;
   } else if (e->ctx_kind == NCS_CTX_FOREIGN) {
     name = ncs_pool_fmt(&w->pool, "PXN for pid %" PRIu64 " comm %" PRIu64, e->ctx >> 16, e->ctx & 0xFFFF);
@@ -435,7 +436,7 @@ static void coll_p2p(wk_t *w, const ncs_event_t *e, uint32_t proc, const comm_t 
   int coll = e->type == NCS_T_COLL;
   if (hm_put(&w->parent_map, e->id, (uint64_t)(uintptr_t)op->func) != 0) tl_set_oom(w);
   start_args(w, e);
-  if (c && c->comm_id) tl_arg_ptr(w, "commId", c->comm_id);
+  if (c && c->comm_id) tl_arg_str(w, "commId", c->id_str);
   if (c) tl_arg_i64(w, "comm_rank", c->rank), tl_arg_i64(w, "nranks", c->nranks);
   double bus = op_args(w, op, start, end, c);
   tl_flow_t bf[1], ef[1];

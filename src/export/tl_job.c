@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "export/timeline.h"
+#include "util/fmt.h"
 
 /* ================================================================ counters */
 
@@ -126,7 +127,7 @@ static void job_slice(wk_t *w, const lane_t *ln, size_t ii, const ncs_inst_t *in
   const ncs_op_t *first = ncs_job_op(x->job, in->first_op);
   uint64_t s = (uint64_t)in->first_arrival;
   w->nargs = 0;
-  tl_arg_ptr(w, "commId", c->comm_id);
+  tl_arg_str(w, "commId", ncs_pool_fmt(&w->pool, NCS_COMM_ID_FMT, c->comm_id));
   tl_arg_str(w, "func", in->func);
   tl_arg_u64(w, "seqNumber", in->seq);
   tl_arg_i64(w, "nranks", c->nranks);
@@ -184,9 +185,9 @@ void tl_emit_job(wk_t *w) {
     const ncs_job_comm_t *c = &x->job->comms[in->comm];
     if (in->comm != row.comm) {
       row.comm = in->comm, row.n = 0;
-      row.name = *c->name ? ncs_pool_fmt(&w->pool, "comm %s 0x%016" PRIx64 " (%d ranks)", c->name,
+      row.name = *c->name ? ncs_pool_fmt(&w->pool, "comm %s " NCS_COMM_ID_FMT " (%d ranks)", c->name,
                                          c->comm_id, c->nranks)
-                          : ncs_pool_fmt(&w->pool, "comm 0x%016" PRIx64 " (%d ranks)", c->comm_id,
+                          : ncs_pool_fmt(&w->pool, "comm " NCS_COMM_ID_FMT " (%d ranks)", c->comm_id,
                                          c->nranks);
     }
     uint64_t s = (uint64_t)in->first_arrival, e = s + 1;

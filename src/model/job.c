@@ -238,6 +238,14 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
   clock_job_offsets(j);
   gpu_job_times(j);
   job_span(j);
+  if (opts && opts->filter) { /* the rank list is the caller's: a copy */
+    j->filter = *opts->filter;
+    if (j->filter.ranks) {
+      int32_t *r = ncs_xcalloc(j->filter.nranks + 1, sizeof *r);
+      memcpy(r, opts->filter->ranks, j->filter.nranks * sizeof *r);
+      j->filter.ranks = r;
+    }
+  }
   return j;
 }
 
@@ -280,6 +288,7 @@ void ncs_job_free(ncs_job_t *j) {
   for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
   free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);
   free(j->parts);
+  free((void *)j->filter.ranks);
   ncs_pool_free(&j->strs);
   free(P);
   free(j);

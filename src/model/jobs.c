@@ -202,7 +202,7 @@ static void list_jobs(const ncs_job_t *j, const job_plan_t *pl, char *err, size_
     char t[48], d[32];
     ncs_fmt_utc(t, sizeof t, q->start_real);
     ncs_fmt_ns(d, sizeof d, (double)(q->end_real - q->start_real));
-    n += (size_t)snprintf(err + n, errlen - n, "\n  run %u: %u file%s from %s for %s, commId 0x%016" PRIx64 ","
+    n += (size_t)snprintf(err + n, errlen - n, "\n  run %u: %u file%s from %s for %s, commId " NCS_COMM_ID_FMT ","
                           " first file %s", k + 1, q->files, q->files == 1 ? "" : "s", t, d,
                           q->comm_id, j->procs[q->first].path);
   }

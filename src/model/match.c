@@ -11,9 +11,11 @@
  * match function says whether an index is the key sought. Lookups probe the VPROBE slots
  * whatever is absent, so deletions need no tombstones. */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "model/internal.h"
+#include "util/fmt.h"
 #include "util/mem.h"
 #include "util/num.h"
 
@@ -61,6 +63,71 @@ static int cmp_rank(const void *x, const void *y) {
   return a->id < b->id ? -1 : a->id > b->id;
 }
 
+/* ------------------------------------------------------------------ filters (model.h) */
+int ncs_job_filter_active(const ncs_job_filter_t *f) {
+  return f && (f->comm_set || f->ranks || f->window);
+}
+
+void ncs_job_filter_text(const ncs_job_filter_t *f, char *out, size_t len) {
+  out[0] = 0;
+  if (!ncs_job_filter_active(f)) return;
+  size_t n = 0;
+#define ADD(...) n += (size_t)snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__)
+  if (f->comm_set) ADD("comm " NCS_COMM_ID_FMT, f->comm_id);
+  if (f->ranks) {
+    ADD("%sranks ", n ? ", " : "");
+    for (uint32_t k = 0; k < f->nranks && n < len; k++) {
+      uint32_t e = k;
+      while (e + 1 < f->nranks && f->ranks[e + 1] == f->ranks[e] + 1) e++;
+      if (e > k + 1)
+        ADD("%s%d-%d", k ? "," : "", f->ranks[k], f->ranks[e]), k = e;
+      else
+        ADD("%s%d", k ? "," : "", f->ranks[k]);
+    }
+  }
+  if (f->window) {
+    char a[32], b[32];
+    ncs_fmt_ns(a, sizeof a, (double)f->from_ns);
+    if (f->to_ns == INT64_MAX)
+      ADD("%sfrom %s after the job's first event to the end", n ? ", " : "", a);
+    else
+      ncs_fmt_ns(b, sizeof b, (double)f->to_ns), ADD("%sfrom %s to %s after the job's first event", n ? ", " : "", a, b);
+  }
+#undef ADD
+  if (n >= len && len > 4) strcpy(out + len - 4, "...");
+}
+
+static int rank_in(const ncs_job_filter_t *f, int32_t r) {
+  for (uint32_t k = 0; k < f->nranks; k++)
+    if (f->ranks[k] == r) return 1;
+  return 0;
+}
+
+static int in_window(const ncs_job_t *j, int64_t t) {
+  const ncs_job_filter_t *f = &j->filter;
+  return !f->window || (t - j->t_first >= f->from_ns && t - j->t_first <= f->to_ns);
+}
+
+/* the one place every consumer's filter is applied: an instance */
+static int pass_instance(const ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops) {
+  const ncs_job_filter_t *f = &j->filter;
+  if (f->comm_set && j->comms[in->comm].comm_id != f->comm_id) return 0;
+  if (!in_window(j, in->first_arrival)) return 0;
+  if (!f->ranks) return 1;
+  for (uint32_t k = 0; k < in->nops; k++)
+    if (rank_in(f, ops[k].rank)) return 1;
+  return 0;
+}
+
+/* and a send or receive (partner NULL: unpaired) */
+static int pass_p2p(const ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) {
+  const ncs_job_filter_t *f = &j->filter;
+  if (f->comm_set && j->comms[op->comm].comm_id != f->comm_id) return 0;
+  int64_t t = partner && partner->arrival < op->arrival ? partner->arrival : op->arrival;
+  if (!in_window(j, t)) return 0;
+  return !f->ranks || rank_in(f, op->rank) || (partner && rank_in(f, partner->rank));
+}
+
 static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   jpriv_t *P = jp(j);
   ncs_sort(x->ops, x->n, sizeof *x->ops, cmp_rank);
@@ -77,6 +144,10 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
     clock_host_instance(j, x->ops, x->n);
     return;
   }
+  if (ncs_job_filter_active(&j->filter) && !pass_instance(j, &in, x->ops)) {
+    j->run.filtered_inst++;
+    return;
+  }
   in.id = P->next_inst_id++;
   bd_instance(j, &in, x->ops);
   if (P->retain) retain_instance(j, &in, x->ops);
@@ -90,6 +161,10 @@ static void hand_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) 
   if (partner && !op->is_send) { /* the Send first */
     const ncs_op_t *t = op;
     op = partner, partner = t;
+  }
+  if (ncs_job_filter_active(&j->filter) && !P->hostpass && !pass_p2p(j, op, partner)) {
+    j->run.filtered_p2p += partner ? 2 : 1;
+    return;
   }
   if (P->retain) retain_p2p(j, op, partner);
   if (P->sink && P->sink->p2p) P->sink->p2p(P->arg, op, partner);

@@ -435,11 +435,31 @@ enum {
 
 #define NCS_JOB_LAST UINT32_MAX
 
+/* What part of the job a reader asks for (docs/model.md, "Filters"). Applied in one place, where
+ * the streaming pass hands an instance or a send/receive over (and retains it): what does not pass
+ * is counted in run.filtered_* and handed to no one. A collective instance passes when it is of
+ * the communicator, one of its ranks is in the rank list, and its first arrival lies in the time
+ * window; it passes whole (every rank's operation), since its numbers are across ranks. A send or
+ * receive passes the same way, by its own and its partner's rank and its arrival. */
+typedef struct {
+  int comm_set;             /* only the communicator with this commId */
+  uint64_t comm_id;
+  const int32_t *ranks;     /* only instances and pairs with one of these ranks (NULL: all) */
+  uint32_t nranks;
+  int window;               /* only those whose first arrival is in [from_ns, to_ns] */
+  int64_t from_ns, to_ns;   /* ns since the job's first event (t_first); to_ns INT64_MAX: end */
+} ncs_job_filter_t;
+/* 1 when the filter asks for less than the whole job */
+int ncs_job_filter_active(const ncs_job_filter_t *f);
+/* the filter in words ("comm 0x..., ranks 0,2-5, from 1.50 s to the end ..."); "" for none */
+void ncs_job_filter_text(const ncs_job_filter_t *f, char *out, size_t len);
+
 typedef struct {
   int retain;   /* keep every operation and instance (memory grows with the job) */
   uint32_t job; /* which job, when the files hold several (1-based, by start time; NCS_JOB_LAST
                  * the latest); 0: they must hold one */
   int *why;     /* optional out: NCS_JOB_ERR_* when the open fails */
+  const ncs_job_filter_t *filter; /* NULL: the whole job; copied by ncs_job_open */
 } ncs_job_opts_t;
 
 typedef struct {
@@ -479,9 +499,11 @@ typedef struct {
     uint64_t p2p_evicted;   /* sends/recvs given up unpaired before the end: horizon */
     uint64_t peak_open;     /* most collective instances open at once */
     uint64_t peak_held;     /* most rank operations held at once (pending, open, unpaired) */
+    uint64_t filtered_inst, filtered_p2p; /* left out by the filter (instances; sends/recvs) */
     uint32_t passes;        /* reading passes over the files: 2, 3 with several hosts */
     double pass_s[3];       /* seconds of each pass */
   } run;
+  ncs_job_filter_t filter; /* opts.filter (ranks copied), or all zero: the whole job */
   ncs_pool_t strs;
   void *priv;
 } ncs_job_t;

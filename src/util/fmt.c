@@ -2,6 +2,8 @@
 #include "util/fmt.h"
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <time.h>
 
 void ncs_fmt_dur(char *o, size_t n, double ns, int style) {
@@ -48,4 +50,34 @@ void ncs_fmt_utc(char *o, size_t n, int64_t real) {
     return;
   }
   snprintf(o, n, "%s.%03d UTC", b, (int)((real % 1000000000) / 1000000));
+}
+
+void ncs_fmt_comm_id(char *out, size_t len, uint64_t id) { snprintf(out, len, NCS_COMM_ID_FMT, id); }
+
+uint64_t ncs_progress_after_ns(void) {
+  static uint64_t after = UINT64_MAX;
+  if (after == UINT64_MAX) {
+    const char *e = getenv("NCCLSCOPE_PROGRESS_AFTER_MS");
+    char *end = NULL;
+    unsigned long long ms = e && *e ? strtoull(e, &end, 10) : 1000;
+    if (e && *e && (*end || ms > 3600000)) ms = 1000; /* not a number of ms: the default */
+    after = (uint64_t)ms * 1000000ull;
+  }
+  return after;
+}
+
+void ncs_progress(const char *prog, double pct, const char *detail, int final) {
+  if (pct > 100) pct = 100;
+  if (pct < 0) pct = 0;
+  if (!isatty(STDERR_FILENO)) {
+    fprintf(stderr, "%s: %5.1f%% (%s)\n", prog, pct, detail);
+    return;
+  }
+  char bar[31];
+  int fill = (int)(pct * 30 / 100 + 0.5);
+  for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '-';
+  bar[30] = 0;
+  /* \r: back to the line's start; \033[K: clear what a longer earlier line left */
+  fprintf(stderr, "\r%s: [%s] %5.1f%% %s\033[K%s", prog, bar, pct, detail, final ? "\n" : "");
+  fflush(stderr);
 }

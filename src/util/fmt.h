@@ -4,6 +4,7 @@
 #define NCS_UTIL_FMT_H
 
 #include <stddef.h>
+#include <inttypes.h>
 #include <stdint.h>
 
 enum {
@@ -20,6 +21,19 @@ void ncs_fmt_bytes(char *out, size_t len, int log2);
 void ncs_fmt_size(char *out, size_t len, uint64_t bytes);
 /* a realtime in ns as "2026-01-31 12:00:00.123 UTC" ("?" when not a time) */
 void ncs_fmt_utc(char *out, size_t len, int64_t real_ns);
+/* A commId, written one way everywhere (terminal, JSON, HTML, SQLite, dump, diagnose and the
+ * timelines' slice arguments): "0x04f3c7918c4cba01", 16 hex digits with leading zeros, so that a
+ * search for one output's commId finds it in every other. Use the macro in format strings, the
+ * function for a string. */
+#define NCS_COMM_ID_FMT "0x%016" PRIx64
+void ncs_fmt_comm_id(char *out, size_t len, uint64_t id);
+/* A progress report of a long export on stderr: on a terminal one bar redrawn in place
+ * ("prog: [#########-----------]  45.0% detail"), ended by a newline when final; elsewhere (a
+ * log, a pipe) one plain line per call ("prog:  45.0% (detail)"), as before. */
+void ncs_progress(const char *prog, double pct, const char *detail, int final);
+/* How long a long-running verb works before it reports progress: NCCLSCOPE_PROGRESS_AFTER_MS
+ * (default 1000; 0: from the start), in ns. Read once. */
+uint64_t ncs_progress_after_ns(void);
 /* 100 * a / b, 0 when b is 0 */
 double ncs_pct(uint64_t a, uint64_t b);
 

@@ -100,8 +100,8 @@ static void run_verbs(void) {
   char *run[] = {"--run", "1"};
   char *report_text[] = {"report", run[0], run[1], dir, NULL};
   char *report_html[] = {"report", "--force", "--html", html, run[0], run[1], dir, NULL};
-  char *perfetto[] = {"export", "-q", "-j", "1", "--force", "-o", pf, run[0], run[1], dir, NULL};
-  char *chrome[] = {"export", "-q", "-j", "1", "--force", "-f", "chrome", "-o", js, run[0], run[1],
+  char *perfetto[] = {"export", "-q", "--jobs", "1", "--force", "-o", pf, run[0], run[1], dir, NULL};
+  char *chrome[] = {"export", "-q", "--jobs", "1", "--force", "-f", "chrome", "-o", js, run[0], run[1],
                     dir, NULL};
   char *sqlite[] = {"export", "-q", "--force", "-f", "sqlite", "-o", db, run[0], run[1], dir, NULL};
   char *otf2[] = {"export", "-q", "--force", "-f", "otf2", "-o", ox, run[0], run[1], dir, NULL};

@@ -1,0 +1,23 @@
+# install.cmake - the installed tree and the Debian package work on their own (install_check.sh),
+# and the CLI is one CLI across its verbs (cli_consistency.sh)
+add_test(NAME install_tree COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/install_check.sh tree
+         ${CMAKE_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/install-tree)
+add_test(NAME install_deb COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/install_check.sh deb
+         ${CMAKE_BINARY_DIR} ${CMAKE_CURRENT_BINARY_DIR}/install-deb)
+set_tests_properties(install_tree install_deb PROPERTIES TIMEOUT 300 RESOURCE_LOCK ncs_install)
+set_tests_properties(install_deb PROPERTIES SKIP_RETURN_CODE 77)
+
+# one CLI: exit statuses, short options, the overwrite rule and the commId format across verbs
+add_test(NAME cli_consistency COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_consistency.sh
+         $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/cli-consistency)
+set_tests_properties(cli_consistency PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "cli consistency: ok")
+
+# the demo as a new user runs it: one screen, nothing left in the current directory
+add_test(NAME demo_one_screen COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/demo_check.sh
+         $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/demo-check)
+set_tests_properties(demo_one_screen PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "demo check: ok")
+
+# the terminal: colour, pager, width, sorted rows with units, progress bars (tty_check.py)
+add_test(NAME report_tty COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/tty_check.py
+         $<TARGET_FILE:ncclscope> $<TARGET_FILE:nccl-sim> ${CMAKE_CURRENT_BINARY_DIR}/tty-check)
+set_tests_properties(report_tty PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "tty check: ok")
