@@ -19,6 +19,7 @@ typedef struct {
   uint64_t id, seq, order, count;
   int64_t root;
   const char *func, *dtype;
+  uint32_t thread; /* of the user's call (CollApi/P2pApi), else of the START */
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
 } held_t;
 
@@ -79,6 +80,8 @@ typedef struct {
   size_t nops, capops;
   ncs_inst_t *insts;
   size_t ninsts, capinsts;
+  /* user ranges (ranges.c) */
+  void *ranges;
 } jpriv_t;
 
 static inline jpriv_t *jp(const ncs_job_t *j) { return (jpriv_t *)j->priv; }
@@ -118,6 +121,11 @@ void match_sweep(ncs_job_t *j);
 void match_end(ncs_job_t *j);
 void match_free(ncs_job_t *j);
 void match_peak(ncs_job_t *j);
+/* ranges.c: user ranges, read in the streaming pass (not the host pass) */
+void ranges_item(ncs_job_t *j, uint32_t proc, uint32_t seg, const ncs_item_t *it, int flight);
+void ranges_op(ncs_job_t *j, const ncs_op_t *o);
+void ranges_finish(ncs_job_t *j);
+void ranges_free(ncs_job_t *j);
 /* retain.c */
 void retain_instance(ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops);
 void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner);
