@@ -37,6 +37,8 @@ enum {
   NCS_SQ_PROXY_STATES,
   NCS_SQ_LOSSES,
   NCS_SQ_KERNEL_PHASES,
+  NCS_SQ_RANGES,
+  NCS_SQ_RANGE_METRICS,
   NCS_SQ_NTABLES
 };
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];

@@ -11,7 +11,7 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
-    "kernel_phases"};
+    "kernel_phases", "ranges", "range_metrics"};
 
 typedef struct {
   const char *name, *decl;
@@ -32,6 +32,8 @@ static const col_t c_proxy_steps[] = {COLS_PROXY_STEPS(X_DEF, PS)};
 static const col_t c_proxy_states[] = {COLS_PROXY_STATES(X_DEF, PT)};
 static const col_t c_losses[] = {COLS_LOSSES(X_DEF, LS)};
 static const col_t c_kernel_phases[] = {COLS_KERNEL_PHASES(X_DEF, KP)};
+static const col_t c_ranges[] = {COLS_RANGES(X_DEF, RG)};
+static const col_t c_range_metrics[] = {COLS_RANGE_METRICS(X_DEF, RM)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -55,6 +57,8 @@ static const struct {
     [NCS_SQ_PROXY_STATES] = TBL(c_proxy_states, NULL),
     [NCS_SQ_LOSSES] = TBL(c_losses, NULL),
     [NCS_SQ_KERNEL_PHASES] = TBL(c_kernel_phases, NULL),
+    [NCS_SQ_RANGES] = TBL(c_ranges, NULL),
+    [NCS_SQ_RANGE_METRICS] = TBL(c_range_metrics, NULL),
 };
 #undef TBL
 
