@@ -169,3 +169,16 @@ if(NCS_CXX)
            COMMAND ${NCS_CXX} -std=c++17 -Wall -Werror -fsyntax-only -I ${CMAKE_SOURCE_DIR}/src -I ${CMAKE_SOURCE_DIR}/include
                    ${CMAKE_CURRENT_BINARY_DIR}/reader_headers.cpp)
 endif()
+
+# the read side (docs/ranges.md "What the read side shows"): report --json and the SQLite ranges
+# table against nccl-sim's truth (counts, operations and bytes per range exactly, wall times within
+# the push/pop windows); a plugin pool too small for the run drops range records: they are said
+# lost, and no range shows shorter than nccl-sim made it (tests/range_read.sh)
+foreach(mode truth lost)
+  add_test(NAME ranges_read_${mode}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/range_read.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_BINARY_DIR}/fakecupti $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/ranges-read-${mode} ${mode} 1M)
+  set_tests_properties(ranges_read_${mode} PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range read: ok mode=${mode}"
+                       FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")
+endforeach()

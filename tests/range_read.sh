@@ -1,0 +1,83 @@
+#!/bin/sh
+# range_read.sh SIM PLUGIN FAKEDIR NCS WORKDIR MODE (tests/ranges.cmake): the read side of user
+# ranges against nccl-sim's --range-truth. MODE truth: nccl-sim runs its iterations inside ranges
+# under the fake CUPTI; `report --json` (per name and per rank) and the SQLite `ranges` table must
+# hold every range, with the operation counts and bytes per range exactly, wall times within the
+# push/pop windows, and exposed communication known. MODE lost: the plugin's buffer pool is tiny,
+# range records are dropped; the report must say they were lost and never show a range whose end
+# was lost as a short one.
+set -u
+SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 W=$5 MODE=$6
+fail() { echo "range read: FAILED: $*"; exit 1; }
+rm -rf "$W" && mkdir -p "$W" && : >"$W/truth"
+if [ "$MODE" = truth ]; then
+  env NCCLSCOPE_DIR="$W/trace" NCCLSCOPE_CUPTI=on "$SIM" --plugin "$PLUGIN" --ranges --range-truth "$W/truth" \
+    --scenario allreduce --ranks 4 --threads 2 --iters 6 --compute 2 --cupti "$FAKE/libcupti.so.13" \
+    --cuda "$FAKE/libcuda.so.1" >"$W/sim.out" 2>&1 || { cat "$W/sim.out"; fail "nccl-sim"; }
+else
+  env NCCLSCOPE_DIR="$W/trace" NCCLSCOPE_BUFFER_SIZE="$7" NCCLSCOPE_FLUSH_MS=2000 "$SIM" --plugin "$PLUGIN" --ranges --range-truth "$W/truth" \
+    --scenario allreduce --iters 3000 --threads 2 --ranks 4 --range-outer >"$W/sim.out" 2>&1 || { cat "$W/sim.out"; fail "nccl-sim"; }
+fi
+"$NCS" report --json "$W/trace" >"$W/report.json" || fail "report --json"
+"$NCS" report --top 3 "$W/trace" >"$W/report.txt" || fail "report"
+"$NCS" export "$W/trace" --format sqlite -o "$W/db.sqlite" >/dev/null 2>&1 || fail "export sqlite"
+python3 - "$W" "$MODE" <<'PY' || fail "see above"
+import json, sqlite3, sys
+w, mode = sys.argv[1], sys.argv[2]
+truth = []
+for line in open(w + "/truth"):
+    f = line.split()
+    if f[0] == "R":
+        truth.append({k: v for k, v in (x.split("=", 1) for x in f[1:])})
+rep = json.load(open(w + "/report.json"))["ranges"]
+db = sqlite3.connect(w + "/db.sqlite")
+rows = db.execute("SELECT name, state, wall_ns, colls + p2ps, bytes, begin_job_ns, exposed_ns, lower_bound "
+                  "FROM ranges").fetchall()
+bad = []
+text = open(w + "/report.txt").read()
+if mode == "truth":
+    names = {}
+    for t in truth:
+        n = names.setdefault(t["name"], {"n": 0, "ops": 0, "bytes": 0, "lo": [], "hi": []})
+        n["n"] += 1; n["ops"] += int(t["ops"]); n["bytes"] += int(t["bytes"])
+        n["lo"].append(int(t["e0"]) - int(t["b1"])); n["hi"].append(int(t["e1"]) - int(t["b0"]))
+    by = {g["name"]: g for g in rep["by_name"]}
+    if set(by) != set(names): bad.append("names %s != truth %s" % (sorted(by), sorted(names)))
+    for name, t in names.items():
+        g = by.get(name)
+        if not g: continue
+        for k, v in (("ranges", t["n"]), ("measured", t["n"]), ("colls", t["ops"]), ("bytes", t["bytes"])):
+            if g[k] != v: bad.append("%s: %s=%s, truth %s" % (name, k, g[k], v))
+        if not sum(t["lo"]) <= g["wall_ns"] <= sum(t["hi"]):
+            bad.append("%s: wall %d outside [%d, %d]" % (name, g["wall_ns"], sum(t["lo"]), sum(t["hi"])))
+        if g["exposed_ns"] is None: bad.append("%s: exposed unknown with CUPTI on" % name)
+        if g["no_end"] or g["partial"]: bad.append("%s: no_end/partial" % name)
+        ranks = sum(r["ranges"] for r in rep["by_rank"] if r["name"] == name)
+        if ranks != t["n"]: bad.append("%s: by_rank sums %d, truth %d" % (name, ranks, t["n"]))
+        dbn = [r for r in rows if r[0] == name]
+        if len(dbn) != t["n"] or sum(r[3] for r in dbn) != t["ops"] or sum(r[4] for r in dbn) != t["bytes"] \
+           or sum(r[2] for r in dbn) != g["wall_ns"]:
+            bad.append("%s: sqlite rows disagree with the truth or the report" % name)
+    if rep["records_lost"] or rep["end_lost"] or "! lost" in text: bad.append("losses reported where none")
+    if not any(g["with_values"] == 0 and g["exposed_ns"] is not None for g in rep["by_name"]):
+        pass
+    print("range read: ok mode=truth names=%d ranges=%d" % (len(names), rep["ranges"]))
+else:
+    if not rep["records_lost"] and not rep["end_lost"] and not rep["begin_lost"]:
+        bad.append("nothing said lost (is the pool small enough?)")
+    if "! lost" not in text: bad.append("the text report does not say ranges were lost")
+    # every range whose end was lost or never came has no numbers: no wall time, never a short range
+    for r in rows:
+        if r[1] != "ended" and r[2] is not None: bad.append("a %s range has wall %s" % (r[1], r[2]))
+    # every ended range lasts at least what nccl-sim's shortest such range did
+    for name in set(t["name"] for t in truth):
+        lo = min(int(t["e0"]) - int(t["b1"]) for t in truth if t["name"] == name)
+        for r in rows:
+            if r[0] == name and r[1] == "ended" and r[2] < lo:
+                bad.append("%s shorter (%d) than any truth range (%d)" % (name, r[2], lo))
+    nolost = sum(1 for r in rows if r[1] != "ended")
+    print("range read: ok mode=lost records_lost=%d end_lost=%d open=%d rows_without_end=%d" %
+          (rep["records_lost"], rep["end_lost"], rep["open"], nolost))
+if bad:
+    print("\n".join(bad[:20])); sys.exit(1)
+PY
