@@ -3,11 +3,15 @@
 # ranges against nccl-sim's --range-truth. MODE truth: nccl-sim runs its iterations inside ranges
 # under the fake CUPTI; `report --json` (per name and per rank) and the SQLite `ranges` table must
 # hold every range, with the operation counts and bytes per range exactly, wall times within the
-# push/pop windows, and exposed communication known. MODE lost: the plugin's buffer pool is tiny,
-# range records are dropped; the report must say they were lost and never show a range whose end
-# was lost as a short one.
+# push/pop windows, and exposed communication known. MODE lost (POOL FAULTINJ): the writer thread's
+# first write hangs (libncs-faultinj.so, NCS_FAULT_STALL) until every thread has run all its iterations
+# and popped its outer range "train", so the pool (POOL) fills and range records are dropped
+# however fast the machine is; the report must say they were lost, every "train" range (pushed
+# before the pool filled, popped after) must be there without an end and without numbers, and no
+# range may show shorter than nccl-sim made it.
 set -u
 SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 W=$5 MODE=$6
+THREADS=2
 fail() { echo "range read: FAILED: $*"; exit 1; }
 rm -rf "$W" && mkdir -p "$W" && : >"$W/truth"
 if [ "$MODE" = truth ]; then
@@ -15,13 +19,27 @@ if [ "$MODE" = truth ]; then
     --scenario allreduce --ranks 4 --threads 2 --iters 6 --compute 2 --cupti "$FAKE/libcupti.so.13" \
     --cuda "$FAKE/libcuda.so.1" >"$W/sim.out" 2>&1 || { cat "$W/sim.out"; fail "nccl-sim"; }
 else
-  env NCCLSCOPE_DIR="$W/trace" NCCLSCOPE_BUFFER_SIZE="$7" NCCLSCOPE_FLUSH_MS=2000 "$SIM" --plugin "$PLUGIN" --ranges --range-truth "$W/truth" \
-    --scenario allreduce --iters 3000 --threads 2 --ranks 4 --range-outer >"$W/sim.out" 2>&1 || { cat "$W/sim.out"; fail "nccl-sim"; }
+  env LD_PRELOAD="$8" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+    NCS_FAULT_DIR="$W/trace" NCS_FAULT_STALL=1 NCS_FAULT_UNTIL="$W/release" \
+    NCS_FAULT_LOG="$W/fault.log" NCCLSCOPE_DIR="$W/trace" NCCLSCOPE_BUFFER_SIZE="$7" "$SIM" --plugin "$PLUGIN" \
+    --ranges --range-truth "$W/truth" --scenario allreduce --iters 3000 --threads $THREADS --ranks 4 --range-outer \
+    >"$W/sim.out" 2>&1 &
+  pid=$!
+  # the writer hangs, and every thread has popped "train": all of its records were made meanwhile
+  t0=$(date +%s)
+  until grep -q ' stall$' "$W/fault.log" 2>/dev/null && [ "$(grep -c ' name=train ' "$W/truth")" -ge $THREADS ]; do
+    kill -0 $pid 2>/dev/null || break
+    [ $(($(date +%s) - t0)) -lt 200 ] || { kill $pid; wait $pid; fail "no stall and $THREADS 'train' ranges after 200 s"; }
+    sleep 0.1
+  done
+  : >"$W/release"
+  wait $pid || { cat "$W/sim.out"; fail "nccl-sim"; }
+  grep -q ' stall$' "$W/fault.log" 2>/dev/null || fail "the writer never hung (libncs-faultinj.so not preloaded?)"
 fi
 "$NCS" report --json "$W/trace" >"$W/report.json" || fail "report --json"
 "$NCS" report --top 3 "$W/trace" >"$W/report.txt" || fail "report"
 "$NCS" export "$W/trace" --format sqlite -o "$W/db.sqlite" >/dev/null 2>&1 || fail "export sqlite"
-python3 - "$W" "$MODE" <<'PY' || fail "see above"
+python3 - "$W" "$MODE" $THREADS <<'PY' || fail "see above"
 import json, sqlite3, sys
 w, mode = sys.argv[1], sys.argv[2]
 truth = []
@@ -64,6 +82,11 @@ else:
     if not rep["records_lost"] and not rep["end_lost"] and not rep["begin_lost"]:
         bad.append("nothing said lost (is the pool small enough?)")
     if "! lost" not in text: bad.append("the text report does not say ranges were lost")
+    if not rep["records_lost"]: bad.append("no range record counted lost (dropped)")
+    # each thread's "train" was pushed before the pool filled and popped while it was full
+    train = [r for r in rows if r[0] == "train"]
+    if len(train) != int(sys.argv[3]) or any(r[1] == "ended" for r in train):
+        bad.append("train ranges %s: want %s, none ended" % ([r[1] for r in train], sys.argv[3]))
     # every range whose end was lost or never came has no numbers: no wall time, never a short range
     for r in rows:
         if r[1] != "ended" and r[2] is not None: bad.append("a %s range has wall %s" % (r[1], r[2]))
