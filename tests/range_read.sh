@@ -10,7 +10,7 @@
 # before the pool filled, popped after) must be there without an end and without numbers, and no
 # range may show shorter than nccl-sim made it.
 set -u
-SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 W=$5 MODE=$6
+SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 W=$5 MODE=$6 LINT=${9:-}
 THREADS=2
 fail() { echo "range read: FAILED: $*"; exit 1; }
 rm -rf "$W" && mkdir -p "$W" && : >"$W/truth"
@@ -39,6 +39,9 @@ fi
 "$NCS" report --json "$W/trace" >"$W/report.json" || fail "report --json"
 "$NCS" report --top 3 "$W/trace" >"$W/report.txt" || fail "report"
 "$NCS" export "$W/trace" --format sqlite -o "$W/db.sqlite" >/dev/null 2>&1 || fail "export sqlite"
+"$NCS" export "$W/trace" --format chrome -o "$W/trace.json" >/dev/null 2>&1 || fail "export chrome"
+"$NCS" export "$W/trace" -o "$W/trace.pftrace" >/dev/null 2>&1 || fail "export perfetto"
+[ -z "${LINT:-}" ] || "$LINT" "$W/trace.pftrace" >/dev/null || fail "ncs-pftrace-lint"
 python3 - "$W" "$MODE" $THREADS <<'PY' || fail "see above"
 import json, sqlite3, sys
 w, mode = sys.argv[1], sys.argv[2]
@@ -53,6 +56,19 @@ rows = db.execute("SELECT name, state, wall_ns, colls + p2ps, bytes, begin_job_n
                   "FROM ranges").fetchall()
 bad = []
 text = open(w + "/report.txt").read()
+# the export's range track (docs/timeline.md "Range tracks"): Chrome JSON, the same slices as the
+# .pftrace
+ev = json.load(open(w + "/trace.json"))
+ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+sl = [e for e in ev if e.get("cat") == "range" and e.get("ph") == "X"]
+other = set((e["pid"], e["tid"]) for e in ev if e.get("ph") == "X" and e.get("cat") != "range")
+if any((e["pid"], e["tid"]) in other for e in sl): bad.append("range slices share a track with others")
+for e in sl:
+    a = e["args"]
+    if a["state"] == "ended":
+        if "wall_ns" not in a or abs(e["dur"] * 1000 - a["wall_ns"]) > 2:
+            bad.append("slice %s: dur %s, wall_ns %s" % (e["name"], e["dur"], a.get("wall_ns")))
+    elif "wall_ns" in a or "colls" in a: bad.append("a %s slice %s has numbers" % (a["state"], e["name"]))
 if mode == "truth":
     names = {}
     for t in truth:
@@ -76,6 +92,14 @@ if mode == "truth":
         if len(dbn) != t["n"] or sum(r[3] for r in dbn) != t["ops"] or sum(r[4] for r in dbn) != t["bytes"] \
            or sum(r[2] for r in dbn) != g["wall_ns"]:
             bad.append("%s: sqlite rows disagree with the truth or the report" % name)
+        es = [e for e in sl if e["name"] == name]
+        if len(es) != t["n"] or sum(e["args"]["colls"] for e in es) != t["ops"] \
+           or sum(e["args"]["bytes"] for e in es) != t["bytes"] or any(e["args"]["state"] != "ended" for e in es) \
+           or sum(e["args"]["wall_ns"] for e in es) != g["wall_ns"] or any("exposed_ns" not in e["args"] for e in es):
+            bad.append("%s: export slices disagree with the truth or the report" % name)
+        if len(set((e["pid"], e["args"]["rank"]) for e in es)) != len(set(r["rank"] for r in rep["by_rank"] if r["name"] == name)):
+            bad.append("%s: range slices not on one process per rank" % name)
+    if len(sl) != len(truth): bad.append("%d range slices, truth %d" % (len(sl), len(truth)))
     if rep["records_lost"] or rep["end_lost"] or "! lost" in text: bad.append("losses reported where none")
     summary = "mode=truth names=%d ranges=%d" % (len(names), rep["ranges"])
 else:
@@ -87,6 +111,10 @@ else:
     train = [r for r in rows if r[0] == "train"]
     if len(train) != int(sys.argv[3]) or any(r[1] == "ended" for r in train):
         bad.append("train ranges %s: want %s, none ended" % ([r[1] for r in train], sys.argv[3]))
+    train = [e for e in sl if e["name"] == "train"]
+    if len(train) != int(sys.argv[3]) or any(e["args"]["state"] == "ended" for e in train):
+        bad.append("train slices %s: want %s, none ended" % ([e["args"]["state"] for e in train], sys.argv[3]))
+    if len(sl) != len(rows): bad.append("%d range slices, %d sqlite rows" % (len(sl), len(rows)))
     # every range whose end was lost or never came has no numbers: no wall time, never a short range
     for r in rows:
         if r[1] != "ended" and r[2] is not None: bad.append("a %s range has wall %s" % (r[1], r[2]))
@@ -96,6 +124,9 @@ else:
         for r in rows:
             if r[0] == name and r[1] == "ended" and r[2] < lo:
                 bad.append("%s shorter (%d) than any truth range (%d)" % (name, r[2], lo))
+        for e in sl:
+            if e["name"] == name and e["args"]["state"] == "ended" and e["args"]["wall_ns"] < lo:
+                bad.append("slice %s shorter (%d) than any truth range (%d)" % (name, e["args"]["wall_ns"], lo))
     nolost = sum(1 for r in rows if r[1] != "ended")
     summary = "mode=lost records_lost=%d end_lost=%d open=%d rows_without_end=%d" % (
         rep["records_lost"], rep["end_lost"], rep["open"], nolost)

@@ -181,7 +181,7 @@ foreach(mode truth lost)
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/range_read.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_BINARY_DIR}/fakecupti $<TARGET_FILE:ncclscope>
                    ${CMAKE_CURRENT_BINARY_DIR}/ranges-read-${mode} ${mode} 1M
-                   $<TARGET_FILE:ncs-faultinj>)
+                   $<TARGET_FILE:ncs-faultinj> $<TARGET_FILE:ncs-pftrace-lint>)
   set_tests_properties(ranges_read_${mode} PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range read: ok mode=${mode}"
                        FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")
 endforeach()

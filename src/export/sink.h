@@ -32,6 +32,7 @@ enum {
   TC_JOB,        /* one collective instance over all its ranks (job track) */
   TC_LOSS,       /* a loss window of a trace file (job track) */
   TC_KPHASE,     /* KernelPhase: a phase of a KernelCh, GPU time */
+  TC_RANGE,      /* a user range (docs/ranges.md), on its rank's range track */
   TC_OTHER,
   TC_COUNT
 };
