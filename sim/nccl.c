@@ -906,7 +906,11 @@ void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, 
     api_event(&tasks[i], &calls[i], gapi, capture != NULL);
   }
   atomic_fetch_add(&sim_cnt->ops, (uint64_t)n);
-  sim_range_note_ops(n);
+  uint64_t rbytes = 0; /* nccl-tests' size, as the job model counts it (--range-truth) */
+  for (int i = 0; i < n; i++)
+    rbytes += (uint64_t)calls[i].count * (uint64_t)dtype_size[calls[i].dtype] *
+              (calls[i].func == F_ALLGATHER || calls[i].func == F_REDUCESCATTER ? (uint64_t)calls[i].comm->nranks : 1);
+  sim_range_note_ops(n, rbytes);
   sim_ev_state(SIM_T_GROUP_API, gapi, NCS_ST_GROUP_END_API_START, NULL);
   t_one_rank = 1;
   for (int i = 1; i < n; i++)

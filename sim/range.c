@@ -33,7 +33,7 @@ static struct {
 typedef struct {
   const char *name;
   uint64_t b0, b1; /* CLOCK_MONOTONIC around the push: the plugin's time of it is in between */
-  uint64_t ops, launches, corrsum, compute;
+  uint64_t ops, launches, corrsum, compute, bytes;
 } open_t;
 
 static _Thread_local open_t t_stack[DEPTH];
@@ -79,7 +79,7 @@ static void push(const char *name) {
   int level = R.push(name);
   uint64_t b1 = sim_now_ns();
   if (level != t_depth) sim_fail("ncclscopeRangePush(%s) returned level %d, expected %d", name, level, t_depth);
-  if (t_depth < DEPTH) t_stack[t_depth] = (open_t){name, b0, b1, 0, 0, 0, 0};
+  if (t_depth < DEPTH) t_stack[t_depth] = (open_t){name, b0, b1, 0, 0, 0, 0, 0};
   t_depth++;
 }
 
@@ -93,16 +93,16 @@ static void pop(void) {
   if (t_depth >= DEPTH) return;
   const open_t *o = &t_stack[t_depth];
   truth("R pid=%d tid=%ld seq=%u name=%s level=%d b0=%llu b1=%llu e0=%llu e1=%llu ops=%llu launches=%llu "
-        "corrsum=%llu compute=%llu", (int)getpid(), (long)syscall(SYS_gettid), t_seq++, o->name, t_depth + 1,
+        "corrsum=%llu compute=%llu bytes=%llu", (int)getpid(), (long)syscall(SYS_gettid), t_seq++, o->name, t_depth + 1,
         (unsigned long long)o->b0, (unsigned long long)o->b1, (unsigned long long)e0, (unsigned long long)e1,
         (unsigned long long)o->ops, (unsigned long long)o->launches, (unsigned long long)o->corrsum,
-        (unsigned long long)o->compute);
+        (unsigned long long)o->compute, (unsigned long long)o->bytes);
 }
 
 /* What the calling thread did, counted in every range open on it (a range includes its inner
  * ones). */
-void sim_range_note_ops(int n) {
-  for (int i = 0; i < t_depth && i < DEPTH; i++) t_stack[i].ops += (uint64_t)n;
+void sim_range_note_ops(int n, uint64_t bytes) {
+  for (int i = 0; i < t_depth && i < DEPTH; i++) t_stack[i].ops += (uint64_t)n, t_stack[i].bytes += bytes;
 }
 
 void sim_range_note_launch(uint32_t corr, int compute) {

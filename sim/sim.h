@@ -472,7 +472,7 @@ void sim_gpu_set_device(int device); /* --cuda: the calling thread's current con
 int sim_range_load(void *plugin);
 void sim_range_iteration(void (*body)(void *arg), void *arg, int device);
 void sim_range_outer(int begin);
-void sim_range_note_ops(int n);
+void sim_range_note_ops(int n, uint64_t bytes);
 void sim_range_note_launch(uint32_t corr, int compute);
 
 /* ---------------------------------------------------------------- scenarios.c / flood.c */

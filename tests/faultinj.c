@@ -29,6 +29,13 @@
  *                              (a disk someone cleans up)
  *   NCS_FAULT_LOG=PATH         append one line per injected failure: "<call> <path> <errno name>"
  *                              (PATH should not be under DIR)
+ *   NCS_FAULT_STALL=1          with NCS_FAULT_UNTIL: a call that would fail blocks instead (a
+ *                              disk that hangs), whole, until PATH exists; it then goes through
+ *                              and every call works for good. Logged as "<call> <path> stall".
+ *                              Calls of the thread that made the first call on a file under DIR
+ *                              never stall (the one that opened the file and wrote its start:
+ *                              the plugin's init), so what hangs is another thread, the plugin's
+ *                              writer, and its producers fill the buffers.
  *
  * posix_fallocate returns its error number, as glibc's does; the others return -1 with errno.
  * close and fclose release the descriptor even when they report a failure, as Linux does; a
@@ -46,8 +53,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { C_WRITE = 1, C_PWRITE = 2, C_FALLOC = 4, C_FTRUNC = 8, C_FSYNC = 16, C_CLOSE = 32, C_STDIO = 64 };
@@ -61,6 +70,8 @@ static struct {
   uint64_t limit, used;
   uint64_t skip, count, failed;
   int failing, over; /* failing: the fault has begun; over: it cleared for good */
+  int stall;         /* NCS_FAULT_STALL: block until S.until exists instead of failing */
+  long first_tid;    /* the thread of the first call under DIR: it never stalls */
   char dir[PATH_MAX], until[PATH_MAX], log[PATH_MAX];
   size_t dirlen;
 } S = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -143,6 +154,7 @@ static void setup_locked(void) {
   const char *u = getenv("NCS_FAULT_UNTIL"), *l = getenv("NCS_FAULT_LOG");
   snprintf(S.until, sizeof S.until, "%s", u ? u : "");
   snprintf(S.log, sizeof S.log, "%s", l ? l : "");
+  S.stall = env_u64("NCS_FAULT_STALL", 0, NULL) && S.until[0];
   S.on = 1;
 }
 
@@ -169,7 +181,7 @@ static void log_fault(const char *call, const char *path, int e) {
   char line[PATH_MAX + 64];
   int n = snprintf(line, sizeof line, "%s %s %s\n", call, path,
                    e == ENOSPC ? "ENOSPC" : e == EIO ? "EIO" : e == EDQUOT ? "EDQUOT"
-                   : e == EFBIG ? "EFBIG" : "errno");
+                   : e == EFBIG ? "EFBIG" : e == 0 ? "stall" : "errno");
   if (n > 0) get_write()(fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
   get_close()(fd);
 }
@@ -182,7 +194,13 @@ static int64_t decide(unsigned cls, int fd, const char *call, uint64_t want, int
   setup_locked();
   char path[PATH_MAX];
   int64_t r = (int64_t)want;
+  int stall = 0;
   if (!S.on || S.over || !(S.calls & cls) || !under_dir(fd, path, sizeof path)) goto out;
+  if (S.stall) {
+    long tid = (long)syscall(SYS_gettid);
+    if (!S.first_tid) S.first_tid = tid;
+    if (tid == S.first_tid) goto out;
+  }
   if (S.failing && S.until[0] && access(S.until, F_OK) == 0) {
     S.over = 1;
     goto out;
@@ -200,11 +218,16 @@ static int64_t decide(unsigned cls, int fd, const char *call, uint64_t want, int
     }
     if (S.have_limit && !data) goto out; /* a byte limit fails only the data calls */
     S.failing = 1;
-    if (S.have_limit && data && !whole && S.used < S.limit) { /* fill the disk: a short write */
+    if (S.have_limit && data && !whole && S.used < S.limit && !S.stall) { /* fill the disk: a short write */
       r = (int64_t)(S.limit - S.used);
       S.used = S.limit;
       goto out;
     }
+  }
+  if (S.stall) { /* the whole call waits, outside the lock */
+    stall = 1;
+    log_fault(call, path, 0);
+    goto out;
   }
   if (S.failed >= S.count) {
     S.over = 1;
@@ -215,6 +238,13 @@ static int64_t decide(unsigned cls, int fd, const char *call, uint64_t want, int
   log_fault(call, path, S.err);
 out:
   pthread_mutex_unlock(&S.lock);
+  if (stall) {
+    struct timespec ts = {0, 2000000L};
+    while (access(S.until, F_OK) != 0) nanosleep(&ts, NULL);
+    pthread_mutex_lock(&S.lock);
+    S.over = 1;
+    pthread_mutex_unlock(&S.lock);
+  }
   return r;
 }
 

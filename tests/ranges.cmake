@@ -169,3 +169,19 @@ if(NCS_CXX)
            COMMAND ${NCS_CXX} -std=c++17 -Wall -Werror -fsyntax-only -I ${CMAKE_SOURCE_DIR}/src -I ${CMAKE_SOURCE_DIR}/include
                    ${CMAKE_CURRENT_BINARY_DIR}/reader_headers.cpp)
 endif()
+
+# the read side (docs/ranges.md "What the read side shows"): report --json and the SQLite ranges
+# table against nccl-sim's truth (counts, operations and bytes per range exactly, wall times within
+# the push/pop windows); with the writer hung on its first write (libncs-faultinj.so's
+# NCS_FAULT_STALL, tests/writer.cmake) while the job runs, a 1 MiB pool fills and range records are
+# dropped on any machine: they are said lost, ranges whose pop was dropped have no end and no
+# numbers, and no range shows shorter than nccl-sim made it (tests/range_read.sh)
+foreach(mode truth lost)
+  add_test(NAME ranges_read_${mode}
+           COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/range_read.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_BINARY_DIR}/fakecupti $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/ranges-read-${mode} ${mode} 1M
+                   $<TARGET_FILE:ncs-faultinj> $<TARGET_FILE:ncs-pftrace-lint>)
+  set_tests_properties(ranges_read_${mode} PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range read: ok mode=${mode}"
+                       FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")
+endforeach()

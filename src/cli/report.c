@@ -10,6 +10,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
 #include "analyze/phases.h"
+#include "analyze/ranges.h"
 #include "cli/cli.h"
 #include "trace/gpu.h"
 #include "export/html_report.h"
@@ -362,7 +364,138 @@ static void json_breakdown(FILE *o, const ncs_analysis_t *a) {
   fprintf(o, "]}");
 }
 
-static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_v7_t *v) {
+/* a number or null (NaN: cannot be told) */
+static void json_num(FILE *o, double v) {
+  if (isnan(v) || isinf(v))
+    fputs("null", o);
+  else
+    fprintf(o, "%.17g", v);
+}
+
+static void json_range_agg(FILE *o, const ncs_range_agg_t *g, int rank) {
+  fprintf(o, "{\"name\":");
+  ncs_json_str(o, g->name);
+  if (rank) fprintf(o, ",\"rank\":%d", g->rank);
+  fprintf(o, ",\"ranks\":%u,\"ranges\":%" PRIu64 ",\"measured\":%" PRIu64 ",\"no_end\":%" PRIu64
+             ",\"partial\":%" PRIu64 ",\"wall_ns\":%" PRIu64 ",\"wall_mean_ns\":%" PRIu64
+             ",\"wall_max_ns\":%" PRIu64 ",\"colls\":%" PRIu64 ",\"p2ps\":%" PRIu64
+             ",\"ops_without_gpu\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"comm_ns\":%" PRIu64
+             ",\"comm_partial\":%" PRIu64 ",\"busbw_gbps\":",
+          g->ranks, g->ranges, g->measured, g->no_end, g->partial, g->wall_ns,
+          g->measured ? g->wall_ns / g->measured : 0, g->wall_max_ns, g->colls, g->p2ps, g->ops_without_gpu,
+          g->bytes, g->comm_ns, g->comm_partial);
+  json_num(o, g->comm_ns ? g->bus_gbps : NAN);
+  int known = g->measured && g->exposed_known == g->measured;
+  fprintf(o, ",\"compute_ns\":");
+  json_num(o, known ? (double)g->compute_ns : NAN);
+  fprintf(o, ",\"exposed_ns\":");
+  json_num(o, known ? (double)g->exposed_ns : NAN);
+  fprintf(o, ",\"metrics\":{");
+  for (uint32_t m = 0; m < g->nmetrics; m++) {
+    fprintf(o, "%s", m ? "," : "");
+    ncs_json_str(o, g->metric[m]);
+    fputc(':', o);
+    json_num(o, g->value[m]);
+  }
+  fprintf(o, "},\"with_values\":%" PRIu64 ",\"dram_gbps\":", g->with_values);
+  json_num(o, g->dram_gbps);
+  fputc('}', o);
+}
+
+static void print_ranges_json(FILE *o, const ncs_ranges_t *r) {
+  fprintf(o, "{\"files\":%u,\"ranges\":%" PRIu64 ",\"marks\":%" PRIu64 ",\"end_lost\":%" PRIu64
+             ",\"open\":%" PRIu64 ",\"partial\":%" PRIu64 ",\"records_lost\":%" PRIu64
+             ",\"begin_lost\":%" PRIu64 ",\"dropped\":%" PRIu64 ",\"no_slot\":%" PRIu64
+             ",\"untracked\":%" PRIu64 ",\"write_lost\":%" PRIu64 ",\"files_without_kernels\":%u,"
+             "\n\"by_name\":[",
+          r->files, r->ranges, r->marks, r->end_lost, r->open, r->partial, r->lost, r->begin_lost, r->dropped,
+          r->no_slot, r->untracked, r->write_lost, r->files_no_kernels);
+  for (size_t k = 0; k < r->nnames; k++) fputs(k ? ",\n" : "", o), json_range_agg(o, &r->by_name[k], 0);
+  fprintf(o, "],\n\"by_rank\":[");
+  for (size_t k = 0; k < r->nrank; k++) fputs(k ? ",\n" : "", o), json_range_agg(o, &r->by_rank[k], 1);
+  fprintf(o, "]}");
+}
+
+/* user ranges in text: the names by time (top N), what was lost, the metrics */
+static void print_ranges_text(FILE *o, const ncs_ranges_t *r, uint32_t top, int wide) {
+  if (!r->ranges && !r->marks && !r->lost && !r->begin_lost && !r->end_lost && !r->open) return;
+  char line[1024];
+  fputc('\n', o);
+  snprintf(line, sizeof line, "User ranges: %" PRIu64 " ranges, %" PRIu64 " marks in %u file%s; top %u names by "
+           "wall time (sums over ranks)", r->ranges, r->marks, r->files, r->files == 1 ? "" : "s", top);
+  put_wrapped(o, "", "  ", line);
+  if (r->lost || r->begin_lost || r->end_lost) {
+    snprintf(line, sizeof line, "lost: %" PRIu64 " range records dropped or not written, %" PRIu64 " ranges whose "
+             "end was lost (no numbers), %" PRIu64 " pops whose push was lost (not shown)",
+             r->lost, r->end_lost, r->begin_lost);
+    put_wrapped(o, "  ! ", "    ", line);
+  }
+  if (r->open) {
+    snprintf(line, sizeof line, "%" PRIu64 " ranges never ended in the trace (no numbers)", r->open);
+    put_wrapped(o, "  ! ", "    ", line);
+  }
+  if (r->partial) {
+    snprintf(line, sizeof line, "%" PRIu64 " ranges began before the trace's window (lower bounds, not summed)",
+             r->partial);
+    put_wrapped(o, "  ! ", "    ", line);
+  }
+  /* 80 columns: the ranks and the mean with --wide */
+  if (wide)
+    fprintf(o, "  %-14s %5s %6s %9s %9s %6s %9s %9s %6s %9s\n", "name", "ranks", "count", "wall", "mean",
+            "ops", "bytes", "comm", "GB/s", "exposed");
+  else
+    fprintf(o, "  %-14s %6s %9s %6s %9s %10s %6s %9s\n", "name", "count", "wall", "ops", "bytes", "comm",
+            "GB/s", "exposed");
+  int unk = 0, bound = 0;
+  for (size_t k = 0; k < r->nnames && k < top; k++) {
+    const ncs_range_agg_t *g = &r->by_name[k];
+    char w[24], m[24], b[24], c[24] = "-", e[24] = "unknown", bw[24] = "-", nm[15];
+    ncs_fmt_ns(w, sizeof w, (double)g->wall_ns);
+    ncs_fmt_ns(m, sizeof m, g->measured ? (double)g->wall_ns / (double)g->measured : 0);
+    ncs_fmt_size(b, sizeof b, g->bytes);
+    if (g->comm_ns || !g->ops_without_gpu) {
+      char t[20];
+      ncs_fmt_ns(t, sizeof t, (double)g->comm_ns);
+      snprintf(c, sizeof c, "%s%s", g->comm_partial ? ">=" : "", t);
+    }
+    if (g->comm_ns) snprintf(bw, sizeof bw, "%.2f", g->bus_gbps);
+    if (g->measured && g->exposed_known == g->measured)
+      ncs_fmt_ns(e, sizeof e, (double)g->exposed_ns);
+    else
+      unk = 1;
+    bound |= g->comm_partial != 0;
+    snprintf(nm, sizeof nm, "%s", *g->name ? g->name : "(no name)");
+    if (!g->measured) snprintf(w, sizeof w, "-"), snprintf(m, sizeof m, "-");
+    if (wide)
+      fprintf(o, "  %-14s %5u %6" PRIu64 " %9s %9s %6" PRIu64 " %9s %9s %6s %9s\n", nm, g->ranks, g->ranges, w,
+              m, g->colls + g->p2ps, b, c, bw, e);
+    else
+      fprintf(o, "  %-14s %6" PRIu64 " %9s %6" PRIu64 " %9s %10s %6s %9s\n", nm, g->ranges, w,
+              g->colls + g->p2ps, b, c, bw, e);
+  }
+  if (r->nnames > top) fprintf(o, "  (%zu more names: --top, or --json)\n", r->nnames - top);
+  snprintf(line, sizeof line, "wall, ops, bytes, comm: summed over the ranges with known ends; comm = union of "
+           "their NCCL kernels' GPU intervals (KernelCh)%s", bound ? "; >= some operations had no GPU time" : "");
+  put_wrapped(o, "  ", "  ", line);
+  if (unk)
+    put_wrapped(o, "  ", "  ", "exposed unknown: no CUPTI kernel records for compute (NCCLSCOPE_CUPTI=on gives them)");
+  for (size_t k = 0; k < r->nnames && k < top; k++) {
+    const ncs_range_agg_t *g = &r->by_name[k];
+    if (!g->nmetrics) continue;
+    size_t n = (size_t)snprintf(line, sizeof line, "metrics %s (%" PRIu64 " ranges):", g->name, g->with_values);
+    for (uint32_t q = 0; q < g->nmetrics && n < sizeof line; q++) {
+      if (isnan(g->value[q]))
+        n += (size_t)snprintf(line + n, sizeof line - n, " %s=cannot combine", g->metric[q]);
+      else
+        n += (size_t)snprintf(line + n, sizeof line - n, " %s=%.6g", g->metric[q], g->value[q]);
+    }
+    if (!isnan(g->dram_gbps) && n < sizeof line) snprintf(line + n, sizeof line - n, " dram=%.2f GB/s", g->dram_gbps);
+    put_wrapped(o, "  ", "    ", line);
+  }
+}
+
+static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_v7_t *v,
+                       const ncs_ranges_t *rg) {
   fprintf(o, "{\"schema\":\"ncclscope-report/1\",\"path\":");
   ncs_json_str(o, a->path);
   if (ncs_job_filter_active(&a->job->filter)) {
@@ -513,6 +646,8 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
           a->job->run.passes, a->job->run.peak_open, a->job->run.peak_held, (long long)NCS_JOB_HORIZON_NS,
           (long long)NCS_JOB_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
   print_v7_json(o, v);
+  fprintf(o, ",\n\"ranges\":");
+  print_ranges_json(o, rg);
   fprintf(o, "}\n");
 }
 
@@ -745,7 +880,7 @@ static void print_buckets(FILE *o, const ncs_analysis_t *a) {
 }
 
 static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top,
-                       const ncs_v7_t *v) {
+                       const ncs_v7_t *v, const ncs_ranges_t *rg) {
   const ncs_an_rank_t *const *byw = f->by_wait;
   char t1[32], t2[32], err[32], line[2048];
   ncs_fmt_ns(err, sizeof err, (double)a->job->error);
@@ -817,6 +952,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     put_wrapped(o, "  ", "    ", line);
   }
   print_v7_text(o, v);
+  print_ranges_text(o, rg, top, T.wide);
 }
 
 /* the --html page to `path` ("-": stdout), written as every output is (src/util/outfile.h):
@@ -850,7 +986,7 @@ static int write_html(const char *path, int force, char *in, const ncs_analysis_
  * screen; unless --no-pager, or PAGER is empty or cat), wrapped to the terminal's width (80 to
  * 120 columns; COLUMNS, else 100, when not a terminal). */
 static void text_out(const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t top, int wide,
-                     int color, int pager, const ncs_v7_t *v) {
+                     int color, int pager, const ncs_v7_t *v, const ncs_ranges_t *rg) {
   int tty = isatty(STDOUT_FILENO);
   const char *nc = getenv("NO_COLOR");
   T.wide = wide;
@@ -872,7 +1008,7 @@ static void text_out(const ncs_analysis_t *a, const ncs_findings_t *f, uint32_t 
     p = popen(pg ? pg : "less", "w");
     if (p) o = p;
   }
-  print_text(o, a, f, top, v);
+  print_text(o, a, f, top, v, rg);
   if (p) pclose(p);
 }
 
@@ -998,13 +1134,16 @@ int ncs_cmd_report(int argc, char **argv) {
     ncs_analysis_free(a);
     return NCS_EXIT_ERROR;
   }
+  ncs_ranges_t rg;
+  ncs_ranges_build(a->job, &rg);
   /* the page first: when it cannot be written, say so and print nothing else */
   if (html && write_html(html, force, argv[optind], a, &f, 1) != 0)
     rc = NCS_EXIT_OUTPUT;
   else if (json)
-    print_json(stdout, a, &f, &v);
+    print_json(stdout, a, &f, &v, &rg);
   else if (!html_stdout)
-    text_out(a, &f, (uint32_t)top, wide, color, pager, &v);
+    text_out(a, &f, (uint32_t)top, wide, color, pager, &v, &rg);
+  ncs_ranges_free(&rg);
   if (!html_stdout) ncs_v7_free(&v);
   ncs_findings_free(&f);
   ncs_analysis_free(a);

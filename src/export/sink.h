@@ -34,6 +34,7 @@ enum {
   TC_KPHASE,     /* KernelPhase: a phase of a KernelCh, GPU time */
   TC_CUPTI,      /* a kernel as CUPTI reported it (job track, docs/gpu-truth.md) */
   TC_REPLAY,     /* a CUDA graph replay of a captured NCCL operation (job track) */
+  TC_RANGE,      /* a user range (docs/ranges.md), on its rank's range track */
   TC_OTHER,
   TC_COUNT
 };

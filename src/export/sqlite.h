@@ -42,6 +42,8 @@ enum {
   NCS_SQ_NET_QPS,
   NCS_SQ_KERNELS,
   NCS_SQ_GPU_DEVICES,
+  NCS_SQ_RANGES,
+  NCS_SQ_RANGE_METRICS,
   NCS_SQ_NTABLES
 };
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];

@@ -160,6 +160,17 @@
   X(P, to_job_ns, I) X(P, comm_ns, I) X(P, compute_ns, I) X(P, overlap_ns, I) X(P, exposed_ns, I)  \
   X(P, cannot_tell, T)
 
+#define COLS_RANGES(X, P)                                                                          \
+  X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, range_id, I)    \
+  X(P, parent, I) X(P, rank, I) X(P, thread, I) X(P, depth, I) X(P, name, T) X(P, domain, T)       \
+  X(P, kind, T) X(P, state, T) X(P, lower_bound, I) X(P, begin_job_ns, I) X(P, end_job_ns, I)            \
+  X(P, wall_ns, I) X(P, colls, I) X(P, p2ps, I) X(P, ops_without_gpu, I) X(P, bytes, I)           \
+  X(P, bus_bytes, R) X(P, comm_ns, I) X(P, comm_lower_bound, I) X(P, busbw_gbps, R)              \
+  X(P, kernels, I) X(P, compute_ns, I) X(P, busy_ns, I) X(P, exposed_ns, I) X(P, replay, I)
+
+#define COLS_RANGE_METRICS(X, P)                                                                   \
+  X(P, range_id, I " NOT NULL") X(P, metric, T) X(P, type, T) X(P, value, R)
+
 #define X_ENUM(P, n, t) P##_##n,
 #define X_DEF(P, n, t) {#n, t},
 enum { COLS_META(X_ENUM, MT) MT_N };
@@ -183,6 +194,9 @@ enum { COLS_LINKS(X_ENUM, LK) LK_N };
 enum { COLS_NET_QPS(X_ENUM, NQ) NQ_N };
 enum { COLS_KERNELS(X_ENUM, KN) KN_N };
 enum { COLS_GPU_DEVICES(X_ENUM, GD) GD_N };
+
+enum { COLS_RANGES(X_ENUM, RG) RG_N };
+enum { COLS_RANGE_METRICS(X_ENUM, RM) RM_N };
 
 #define NSTATES NCS_STATE_COUNT
 /* ncs_state_names indexes */

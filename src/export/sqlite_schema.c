@@ -11,7 +11,8 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
     "ranks",       "collectives", "buckets",       "instances", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
-    "kernel_phases", "breakdown",   "links",     "net_qps",     "kernels",   "gpu_devices"};
+    "kernel_phases", "breakdown",   "links",     "net_qps",     "kernels",   "gpu_devices",
+    "ranges",        "range_metrics"};
 
 typedef struct {
   const char *name, *decl;
@@ -37,6 +38,8 @@ static const col_t c_links[] = {COLS_LINKS(X_DEF, LK)};
 static const col_t c_net_qps[] = {COLS_NET_QPS(X_DEF, NQ)};
 static const col_t c_kernels[] = {COLS_KERNELS(X_DEF, KN)};
 static const col_t c_gpu_devices[] = {COLS_GPU_DEVICES(X_DEF, GD)};
+static const col_t c_ranges[] = {COLS_RANGES(X_DEF, RG)};
+static const col_t c_range_metrics[] = {COLS_RANGE_METRICS(X_DEF, RM)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -65,6 +68,8 @@ static const struct {
     [NCS_SQ_NET_QPS] = TBL(c_net_qps, NULL),
     [NCS_SQ_KERNELS] = TBL(c_kernels, NULL),
     [NCS_SQ_GPU_DEVICES] = TBL(c_gpu_devices, NULL),
+    [NCS_SQ_RANGES] = TBL(c_ranges, NULL),
+    [NCS_SQ_RANGE_METRICS] = TBL(c_range_metrics, NULL),
 };
 #undef TBL
 

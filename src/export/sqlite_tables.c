@@ -110,11 +110,55 @@ static void gpu_tables(sq_t *q) {
   }
 }
 
+/* user ranges: the job model's, with their numbers (docs/sqlite.md "ranges"); NULL where a number
+ * cannot be told (no end, no GPU time, no compute kernels) */
+static void ranges(sq_t *q) {
+  const ncs_job_t *j = q->a->job;
+  sqlite3_stmt *s = q->ins[NCS_SQ_RANGES];
+  for (size_t i = 0; i < j->nranges; i++) {
+    const ncs_job_range_t *x = &j->ranges[i];
+    const ncs_rs_stat_t *st = &x->st;
+    b_u64(s, RG_id, i), b_u64(s, RG_process_id, x->proc), b_u64(s, RG_segment, x->seg);
+    b_u64(s, RG_range_id, x->id);
+    if (x->parent != SIZE_MAX) b_u64(s, RG_parent, x->parent);
+    if (x->rank >= 0) b_i64(s, RG_rank, x->rank);
+    b_u64(s, RG_thread, x->thread), b_u64(s, RG_depth, x->depth);
+    b_txt(s, RG_name, x->name), b_txt(s, RG_domain, x->domain);
+    b_txt(s, RG_kind, (x->flags & NCS_RF_STARTEND) ? "startend" : (x->flags & NCS_RF_API) ? "api" : "nvtx");
+    b_txt(s, RG_state, ncs_jr_names[x->state]);
+    b_i64(s, RG_begin_job_ns, x->begin);
+    if (!(st->flags & NCS_RS_NO_END)) {
+      b_i64(s, RG_lower_bound, (st->flags & NCS_RS_PARTIAL) != 0);
+      b_i64(s, RG_end_job_ns, x->end), b_u64(s, RG_wall_ns, st->wall_ns);
+      b_u64(s, RG_colls, st->colls), b_u64(s, RG_p2ps, st->p2ps);
+      b_u64(s, RG_ops_without_gpu, st->ops_without_gpu), b_u64(s, RG_bytes, st->bytes);
+      b_dbl(s, RG_bus_bytes, st->bus_bytes), b_u64(s, RG_comm_ns, st->comm_ns);
+      b_i64(s, RG_comm_lower_bound, (st->flags & NCS_RS_COMM_PARTIAL) != 0);
+      if (st->comm_ns) b_dbl(s, RG_busbw_gbps, st->bus_gbps);
+      if (!(st->flags & NCS_RS_NO_KERNELS)) {
+        b_u64(s, RG_kernels, st->kernels), b_u64(s, RG_compute_ns, st->compute_ns);
+        b_u64(s, RG_busy_ns, st->busy_ns), b_u64(s, RG_exposed_ns, st->exposed_ns);
+      }
+    }
+    b_i64(s, RG_replay, x->replay);
+    sq_insert(q, NCS_SQ_RANGES);
+    const ncs_job_rproc_t *rp = &j->rprocs[x->proc];
+    for (uint32_t m = 0; m < x->nvalues && m < rp->nmetrics; m++) {
+      sqlite3_stmt *t = q->ins[NCS_SQ_RANGE_METRICS];
+      b_u64(t, RM_range_id, i), b_txt(t, RM_metric, rp->metric[m]);
+      b_txt(t, RM_type, ncs_metric_type_name(rp->metric_type[m]));
+      b_dbl(t, RM_value, j->range_values[x->values + m]);
+      sq_insert(q, NCS_SQ_RANGE_METRICS);
+    }
+  }
+}
+
 void sq_analysis_tables(sq_t *q) {
   const ncs_analysis_t *a = q->a;
   sqlite3_stmt *s;
   losses(q);
   gpu_tables(q);
+  ranges(q);
   for (uint32_t h = 0; h < a->job->nhosts; h++) {
     s = q->ins[NCS_SQ_HOSTS];
     b_u64(s, HO_id, h), b_txt(s, HO_host, a->job->hosts[h].host);

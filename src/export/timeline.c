@@ -32,7 +32,7 @@
 
 const char *const tl_cat_names[TC_COUNT] = {
     "api", "group", "coll", "p2p", "ce", "kernel", "proxyop", "proxystep", "proxyctrl", "net",
-    "phase", "state", "job", "loss", "kernelphase", "cupti", "replay", "other"};
+    "phase", "state", "job", "loss", "kernelphase", "cupti", "replay", "range", "other"};
 
 void tl_out_flush(tl_sink_t *s) {
   size_t off = 0;

@@ -209,6 +209,7 @@ void tl_arg_i64(wk_t *w, const char *n, int64_t v);
 void tl_arg_ptr(wk_t *w, const char *n, uint64_t v);
 void tl_arg_str(wk_t *w, const char *n, const char *v);
 void tl_emit_file(wk_t *w, uint32_t fi);
+void tl_emit_ranges(wk_t *w, uint32_t fi);
 void tl_reset_file_state(wk_t *w);
 /* tl_job.c */
 uint64_t tl_hub_flow(size_t inst, size_t op);

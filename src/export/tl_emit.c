@@ -679,6 +679,7 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
   for (uint32_t p = f->p0; p < f->p1; p++) w->sink->track(w->sink, &x->procs[p].trk);
   w->st.processes += f->p1 - f->p0;
   w->st.tracks += f->p1 - f->p0;
+  tl_emit_ranges(w, fi);
   char err[256];
   ncs_reader_t *r = x->job->procs[fi].readable ? ncs_reader_open(f->path, err, sizeof err) : NULL;
   if (!r) {

@@ -380,3 +380,97 @@ void tl_emit_gpu(wk_t *w) {
   if (w->x->job->nkernels) gpu_kernels(w);
   if (w->x->job->nreplays) gpu_replays(w);
 }
+
+/* User ranges (docs/ranges.md, docs/timeline.md "Range tracks"): the job model's ranges of file
+ * fi, on a row per rank and thread under the rank's process ("ranges · thread N"), a lane per
+ * nesting level as they overlap. A range whose end is unknown (end_lost, open) runs to its noted
+ * end, or the job's last event, and has no numbers; the model gives them by file, then begin. */
+void tl_emit_ranges(wk_t *w, uint32_t fi) {
+  ex_t *x = w->x;
+  const ncs_job_t *j = x->job;
+  const file_t *f = &x->files[fi];
+  const ncs_job_rproc_t *rp = &j->rprocs[fi];
+  jrow_t *rows = NULL;
+  uint32_t *keyp = NULL, *keyt = NULL, nrows = 0;
+  size_t cap = 0, kcap = 0, kcap2 = 0;
+  for (size_t i = 0; i < j->nranges && !w->oom; i++) {
+    const ncs_job_range_t *r = &j->ranges[i];
+    if (r->proc != fi) continue;
+    uint32_t p = f->p0;
+    for (uint32_t q = f->p0; q < f->p1; q++)
+      if (x->procs[q].rank == r->rank) p = q;
+    uint32_t k;
+    for (k = 0; k < nrows; k++)
+      if (keyp[k] == p && keyt[k] == r->thread) break;
+    if (k == nrows) {
+      if (GROW(rows, cap, nrows + 1) || GROW(keyp, kcap, nrows + 1) || GROW(keyt, kcap2, nrows + 1)) {
+        tl_set_oom(w);
+        break;
+      }
+      rows[k] = (jrow_t){.comm = p, .name = ncs_pool_fmt(&w->pool, "ranges \xc2\xb7 thread %u", r->thread)};
+      keyp[k] = p, keyt[k] = r->thread, nrows++;
+    }
+    jrow_t *row = &rows[k];
+    proc_t *pr = &x->procs[p];
+    uint64_t s = (uint64_t)r->begin;
+    uint64_t e = r->state == NCS_JR_ENDED || r->end > r->begin ? (uint64_t)r->end : (uint64_t)j->t_last;
+    e = max64(e, s + 1);
+    lane_t *ln = NULL;
+    for (uint32_t l = 0; l < row->n && !ln; l++)
+      if (row->lanes[l].last_end <= s) ln = &row->lanes[l];
+    if (!ln) {
+      if (GROW(row->lanes, row->cap, row->n + 1)) {
+        tl_set_oom(w);
+        break;
+      }
+      uint32_t l = row->n++;
+      ln = &row->lanes[l];
+      tl_new_track(w, &ln->t, TK_LANE, pr->trk.uuid, pr->pid);
+      ln->t.name = ln->t.path = ln->t.merge_key = row->name;
+      ln->t.lane = (uint16_t)(l < 0xFFFF ? l : 0xFFFF);
+      ln->t.order = -1;
+      ln->t.sort = l;
+      ln->t.desc = "User ranges of one thread (NVTX, ncclscope's API): name, domain, state "
+                   "(ended, end_lost, open: no end in the trace, drawn to the last event), "
+                   "lower_bound, and their numbers (docs/ranges.md); no numbers without an end.";
+      w->sink->track(w->sink, &ln->t);
+      w->st.tracks++;
+    }
+    ln->last_end = e;
+    w->nargs = 0;
+    tl_arg_str(w, "domain", r->domain);
+    tl_arg_str(w, "state", ncs_jr_names[r->state >= 0 && r->state <= 2 ? r->state : 2]);
+    tl_arg_u64(w, "lower_bound", r->before ? 1 : 0);
+    tl_arg_u64(w, "range_id", r->id);
+    tl_arg_u64(w, "thread", r->thread);
+    tl_arg_u64(w, "depth", r->depth);
+    tl_arg_i64(w, "rank", r->rank);
+    tl_arg_str(w, "kind", r->flags & NCS_RF_STARTEND ? "start/end" : r->flags & NCS_RF_API ? "api" : "nvtx");
+    const ncs_rs_stat_t *st = &r->st;
+    if (!(st->flags & NCS_RS_NO_END)) {
+      tl_arg_u64(w, "wall_ns", st->wall_ns);
+      tl_arg_u64(w, "colls", st->colls);
+      tl_arg_u64(w, "p2ps", st->p2ps);
+      tl_arg_u64(w, "bytes", st->bytes);
+      tl_arg_u64(w, "comm_ns", st->comm_ns);
+      tl_arg_u64(w, "comm_lower_bound", st->flags & NCS_RS_COMM_PARTIAL ? 1 : 0);
+      if (!(st->flags & NCS_RS_NO_KERNELS)) {
+        tl_arg_u64(w, "kernels", st->kernels);
+        tl_arg_u64(w, "compute_ns", st->compute_ns);
+        tl_arg_u64(w, "busy_ns", st->busy_ns);
+        tl_arg_u64(w, "exposed_ns", st->exposed_ns);
+      }
+      for (uint32_t m = 0; m < r->nvalues && m < rp->nmetrics && w->nargs < MAX_ARGS; m++) {
+        w->args[w->nargs].name = rp->metric[m];
+        w->args[w->nargs].kind = TA_DBL;
+        w->args[w->nargs++].v.d = j->range_values[r->values + m];
+      }
+    }
+    tl_slice_t sl = {&ln->t, s, *r->name ? r->name : "(unnamed)", TC_RANGE, w->args, w->nargs, NULL, 0, 0};
+    w->sink->begin(w->sink, &sl);
+    w->sink->end(w->sink, &ln->t, e, NULL, 0);
+    w->st.slices++;
+  }
+  for (uint32_t k = 0; k < nrows; k++) free(rows[k].lanes);
+  free(rows), free(keyp), free(keyt);
+}

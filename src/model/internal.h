@@ -30,6 +30,7 @@ typedef struct {
   uint64_t id, seq, order, count;
   int64_t root;
   const char *func, *dtype;
+  uint32_t thread; /* of the user's call (CollApi/P2pApi), else of the START */
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
 } held_t;
 
@@ -114,6 +115,8 @@ typedef struct {
   size_t nops, capops;
   ncs_inst_t *insts;
   size_t ninsts, capinsts;
+  /* user ranges (ranges.c) */
+  void *ranges;
 } jpriv_t;
 
 static inline jpriv_t *jp(const ncs_job_t *j) { return (jpriv_t *)j->priv; }
@@ -168,6 +171,11 @@ uint32_t bd_netq(acc_t *a, const ncs_event_t *e); /* UINT32_MAX: too many */
 void bd_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o, acc_t *const *acc, size_t n);
 void bd_op_free(ncs_op_t *o);
 void bd_instance(const ncs_job_t *j, ncs_inst_t *in, const ncs_op_t *ops);
+/* ranges.c: user ranges, read in the streaming pass (not the host pass) */
+void ranges_item(ncs_job_t *j, uint32_t proc, uint32_t seg, const ncs_item_t *it, int flight);
+void ranges_op(ncs_job_t *j, const ncs_op_t *o);
+void ranges_finish(ncs_job_t *j);
+void ranges_free(ncs_job_t *j);
 /* retain.c */
 void retain_instance(ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops);
 void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner);

@@ -284,6 +284,7 @@ void ncs_job_free(ncs_job_t *j) {
   match_free(j);
   retain_free(j);
   gpu_free(j);
+  ranges_free(j);
   hm_free(&P->comm_map), hm_free(&P->member_map), hm_free(&P->rank_seen);
   for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
   free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);

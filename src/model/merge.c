@@ -14,6 +14,7 @@
 #include "util/num.h"
 
 typedef struct {
+  uint32_t thread;
   uint64_t id, ts, count;
   int64_t root;
   const char *dtype;
@@ -78,7 +79,7 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .peer = h->peer, .func = h->func, .dtype = h->dtype, .seq = h->seq,
                   .order = h->order, .count = h->count, .root = h->root, .p2p = h->p2p,
                   .is_send = h->is_send, .unsampled = h->unsampled, .complete = h->complete,
-                  .api = h->api_ts != 0,
+                  .api = h->api_ts != 0, .thread = h->thread,
                   .cflags = h->cflags, .gpu_start = h->gpu_start, .gpu_stop = h->gpu_stop,
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);
@@ -243,6 +244,7 @@ static void release(ncs_job_t *j, src_t *S, uint32_t hi) {
   NCS_XGROW(S->free_, S->capfree, S->nfree + 1);
   S->free_[S->nfree++] = hi;
   P->held--, P->pending--;
+  if (!P->hostpass) ranges_op(j, &o);
   if (o.p2p)
     match_p2p(j, &o);
   else
@@ -327,7 +329,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   uint32_t hi = held_slot(S);
   held_t *h = &S->held[hi];
   *h = (held_t){.proc = S->proc, .seg = S->seg, .comm = S->comm_map[e->ctx] - 1,
-                .rank = S->comm_rank[e->ctx], .id = e->id, .start_ts = e->ts,
+                .rank = S->comm_rank[e->ctx], .id = e->id, .start_ts = e->ts, .thread = e->thread,
                 .unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0};
   S->settle[hi] = 0;
   if (e->type == NCS_T_COLL) {
@@ -342,7 +344,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   }
   const api_t *x = e->parent_kind == NCS_REF_LOCAL ? api_get(S, e->parent) : NULL;
   if (x) { /* the user's count and datatype (NCCL rewrites AllGather/Broadcast to bytes) */
-    h->api_ts = x->ts, h->count = x->count, h->dtype = x->dtype;
+    h->api_ts = x->ts, h->count = x->count, h->dtype = x->dtype, h->thread = x->thread;
     if (!h->p2p) h->root = x->root;
   }
   uint64_t old;
@@ -355,7 +357,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
 static void api_start(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   int c = e->type == NCS_T_COLL_API;
   const char *dt = e->fstr[c ? NCS_F(CollApi, datatype) : NCS_F(P2pApi, datatype)];
-  api_t x = {.id = e->id, .ts = e->ts,
+  api_t x = {.id = e->id, .ts = e->ts, .thread = e->thread,
              .count = e->f[c ? NCS_F(CollApi, count) : NCS_F(P2pApi, count)],
              .dtype = ncs_pool_str(&j->strs, dt ? dt : ""),
              .root = c ? (int64_t)e->f[NCS_F(CollApi, root)] : 0};
@@ -424,6 +426,12 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
       if (S->settle[hi]) release(j, S, hi); /* 0: released already (its id was reused) */
     }
     break;
+  case NCS_ITEM_RANGE:
+  case NCS_ITEM_RANGE_STATE:
+  case NCS_ITEM_GPU:
+  case NCS_ITEM_GPU_STATE:
+    if (!jp(j)->hostpass) ranges_item(j, S->proc, S->seg, it, ncs_reader_flight(S->r) != NULL);
+    break;
   default: break;
   }
 }
@@ -483,6 +491,7 @@ void merge_pass(ncs_job_t *j) {
     if (nh) advance(j, h[0]->key);
   }
   match_end(j);
+  if (!P->hostpass) ranges_finish(j);
   for (uint32_t i = 0; i < j->nprocs; i++) src_free(&S[i]);
   free(S), free(h);
 }

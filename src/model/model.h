@@ -39,6 +39,8 @@
 #include <stdint.h>
 
 #include "trace/format.h"
+#include "trace/range.h"
+#include "trace/rangestat.h"
 #include "util/pool.h"
 
 /* bounds of the streaming pass (docs/report.md, "Memory"); -D overrides are for tests */
@@ -261,6 +263,8 @@ typedef struct {
   const ncs_netq_t *netq;
   uint32_t nlinks, nnetq;
   uint8_t proxy_lost;    /* its file lost proxy records while it ran: the links are partial */
+  uint32_t thread;       /* the producer thread of the user's call (its CollApi/P2pApi record,
+                          * else the Coll/P2p START): the thread whose user ranges hold it */
 } ncs_op_t;
 
 /* an instance's bottleneck (docs/report.md, "Breakdown") */
@@ -462,6 +466,46 @@ typedef struct {
   const ncs_job_filter_t *filter; /* NULL: the whole job; copied by ncs_job_open */
 } ncs_job_opts_t;
 
+/* User ranges (docs/ranges.md, "What the read side shows"): one range of one file, after the
+ * streaming pass. Its numbers follow trace/rangestat.h; times are job time. */
+enum {
+  NCS_JR_ENDED = 0,    /* begun and ended in the trace */
+  NCS_JR_END_LOST = 1, /* its pop was lost (END flag endlost): its end is unknown, no numbers */
+  NCS_JR_OPEN = 2,     /* never ended in the trace (open at the end, or the file was cut) */
+};
+extern const char *const ncs_jr_names[3]; /* "ended", "end_lost", "open" */
+
+typedef struct {
+  uint32_t proc, seg;
+  uint64_t id;           /* the range's id in its segment, as `dump` prints it */
+  size_t parent;         /* index of the enclosing push/pop range in ncs_job_t.ranges; SIZE_MAX none */
+  uint32_t thread, depth; /* depth: push/pop nesting level (1 = outermost); 0 start/end */
+  uint32_t flags;        /* its BEGIN's NCS_RF_* (STARTEND, API, TRUNCATED, RESTATED, NO_NAME) */
+  int state;             /* NCS_JR_* */
+  int before;            /* it began before the file's coverage (a flight window): lower bounds */
+  const char *name, *domain; /* pooled; "" unknown / the default domain */
+  int32_t rank;          /* the lowest rank among its operations, else the file's lowest rank; -1 */
+  int64_t begin, end;    /* job time; end 0 unknown */
+  ncs_rs_stat_t st;      /* its numbers (rangestat.h): flags say what is unknown or a bound */
+  uint32_t nvalues;      /* hardware metric values (its file's metric list, ncs_job_rproc_t) */
+  size_t values;         /* index of the first in ncs_job_t.range_values */
+  uint8_t replay;        /* its values combine a replay group (METRICS flag replay) */
+} ncs_job_range_t;
+
+/* what a file says about its ranges: the last RANGE_STATE of each segment, summed */
+typedef struct {
+  int seen;              /* a RANGE_STATE was read */
+  uint32_t nvtx, mx_state; /* NCS_NVTX_*, NCS_HWM_* of the last one */
+  const char *reason;    /* pooled */
+  uint32_t nmetrics;
+  const char *metric[NCS_RANGE_MAX_METRICS]; /* pooled */
+  uint8_t metric_type[NCS_RANGE_MAX_METRICS];
+  uint64_t counters[NCS_RK_MAX + 1]; /* NCS_RK_* totals over its segments */
+  int have_kernels;      /* CUPTI was active: compute kernels are known */
+  uint64_t ranges, marks; /* ranges (distinct BEGINs) and marks read */
+  uint64_t lost;         /* range records it lost: dropped + no_slot + untracked + write_lost */
+} ncs_job_rproc_t;
+
 typedef struct {
   char path[512];
   ncs_job_proc_t *procs;
@@ -504,6 +548,12 @@ typedef struct {
     double pass_s[3];       /* seconds of each pass */
   } run;
   ncs_job_filter_t filter; /* opts.filter (ranks copied), or all zero: the whole job */
+  /* user ranges, after ncs_job_stream: by file, then begin time */
+  ncs_job_range_t *ranges;
+  size_t nranges;
+  ncs_job_rproc_t *rprocs; /* per file (nprocs) */
+  double *range_values;
+  size_t nrange_values;
   ncs_pool_t strs;
   void *priv;
 } ncs_job_t;
