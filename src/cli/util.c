@@ -385,10 +385,10 @@ int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t 
     return 1;
   }
   case NCS_OPT_RANGE:
-    /* the job model does not hand user ranges to the analyses yet: a filter by range could
-     * only select nothing, or everything */
-    *rc = ncs_usage_error(verb, "--range/--tag: not available yet: the job model does not read "
-                                "user ranges (docs/cli.md, \"Filters\"); use --from/--to");
+    /* the job model reads user ranges, but the filter does not select by them yet: refused
+     * rather than ignored */
+    *rc = ncs_usage_error(verb, "--range/--tag: not available yet: filtering by a user range or "
+                                "tag is not implemented (docs/cli.md, \"Filters\"); use --from/--to");
     return 1;
   default: return 0;
   }
