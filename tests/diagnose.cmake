@@ -52,3 +52,12 @@ foreach(t nvlink socket)
   set_tests_properties(diagnose_gpu_hang_${t} PROPERTIES TIMEOUT 60
     PASS_REGULAR_EXPRESSION "HANG   rank 1 never entered AllReduce #10 [^\n]*outside NCCL[^\n]*stuck in the application.*rc=1")
 endforeach()
+# idle-nccl-2.30.7: a real 2xH200 trace (NCCL 2.30.7 built from source, ex_collectives, CUPTI on)
+# whose process hung for 100 s with nothing open in NCCL (2.30's Broadcast emits no Coll) and was
+# killed: every recorded operation completed. Not "OK": CANNOT TELL (exit 4), naming the process,
+# its idle time and its communicator. The same check on a trace that ended cleanly must stay OK.
+add_test(NAME diagnose_gpu_idle_unended
+         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/diagnose/idle-nccl-2.30.7'; echo rc=$?")
+set_tests_properties(diagnose_gpu_idle_unended PROPERTIES TIMEOUT 60
+  PASS_REGULAR_EXPRESSION "CANNOT TELL cannot tell whether process vm-19549 is healthy: its recording did not end cleanly and it made no NCCL call in its last 107.70 s.*communicator 0x90ace5f94510b308.*rc=4"
+  FAIL_REGULAR_EXPRESSION "OK     nothing stuck")

@@ -184,6 +184,43 @@ static void dead_procs(dg_t *D) {
   }
 }
 
+/* A trace without a footer (the process was killed, or still runs) whose last NCCL event is long
+ * before its last sign of life, with nothing of it open in NCCL: no verdict names it, yet "nothing
+ * stuck" would be a guess. It may be stuck outside NCCL or in work NCCL reports no event for
+ * (NCCL 2.30's Broadcast has no Coll), or it was stopped while it computed. Seen on 2xH200 with
+ * NCCL 2.30.7: an example hung for 100 s and the trace looked complete. Only when nothing else
+ * was found: a hang or a death already rules out the all-clear. */
+#define NCS_DG_IDLE_NS 10000000000ll
+static void idle_unended(dg_t *D) {
+  ncs_dg_t *G = &D->pub;
+  for (uint32_t k = 0; k < G->nverdicts; k++)
+    if (G->verdicts[k].kind != NCS_DG_V_NOTHING_STUCK) return;
+  for (uint32_t i = 0; i < G->nprocs; i++) {
+    const ncs_dg_proc_t *p = &G->procs[i];
+    if (p->footer || p->dead || p->unreadable || p->excluded || p->flight_state || !p->ranks) continue;
+    if (p->open_ops || p->open_children || p->open_api || !p->last_event_real) continue;
+    if (p->snap_real - p->last_event_real < NCS_DG_IDLE_NS) continue;
+    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, -1);
+    v->proc = (int)i;
+    for (uint32_t g = 0; g < D->ncranks; g++)
+      if (D->cranks[g]->proc == (int)i) {
+        v->comm = (int)D->cranks[g]->comm, v->rank = D->cranks[g]->rank;
+        break;
+      }
+    char idle[32], a[80];
+    ncs_fmt_ns(idle, sizeof idle, (double)(p->snap_real - p->last_event_real));
+    snprintf(v->summary, sizeof v->summary,
+             "cannot tell whether process %s-%" PRIu64 " is healthy: its recording did not end cleanly "
+             "and it made no NCCL call in its last %s", p->host, p->pid, idle);
+    dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call");
+    dg_ago_str(D, a, sizeof a, p->last_event_real);
+    dg_ev_line(v, "its last NCCL event was %s; its recording goes on to %s", a,
+               p->snap_real >= G->ref_real ? "the end" : "earlier");
+    dg_ev_line(v, "it may be stuck outside NCCL, in work NCCL reports no event for (NCCL 2.30's "
+                  "Broadcast has no Coll), or it was stopped while it computed");
+  }
+}
+
 /* a recording that could not be read: what its process did is unknown (file-level: its
  * communicators are unknown too, so the verdict names none) */
 static void unreadable_verdict(dg_t *D, int i) {
@@ -288,6 +325,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
   for (uint32_t c = 0; c < D->ncomms; c++) dg_analyze_comm(D, c);
   dg_cupti(D);
   dead_procs(D);
+  idle_unended(D);
   for (uint32_t k = 0; k < G->nverdicts; k++) {
     const ncs_dg_verdict_t *v = &G->verdicts[k];
     if (v->kind == NCS_DG_V_CANNOT_TELL) G->cannot_tell = 1;
