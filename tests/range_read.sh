@@ -38,6 +38,7 @@ else
 fi
 "$NCS" report --json "$W/trace" >"$W/report.json" || fail "report --json"
 "$NCS" report --top 3 "$W/trace" >"$W/report.txt" || fail "report"
+"$NCS" report --html "$W/report.html" --force "$W/trace" >/dev/null || fail "report --html"
 "$NCS" export "$W/trace" --format sqlite -o "$W/db.sqlite" >/dev/null 2>&1 || fail "export sqlite"
 "$NCS" export "$W/trace" --format chrome -o "$W/trace.json" >/dev/null 2>&1 || fail "export chrome"
 "$NCS" export "$W/trace" -o "$W/trace.pftrace" >/dev/null 2>&1 || fail "export perfetto"
@@ -99,6 +100,13 @@ if mode == "truth":
             bad.append("%s: export slices disagree with the truth or the report" % name)
         if len(set((e["pid"], e["args"]["rank"]) for e in es)) != len(set(r["rank"] for r in rep["by_rank"] if r["name"] == name)):
             bad.append("%s: range slices not on one process per rank" % name)
+    # the HTML page's table: a row per name with its count (the same as the JSON)
+    import re
+    html = open(w + "/report.html").read()
+    if 'id="ranges-table"' not in html: bad.append("no ranges table in the HTML page")
+    for name, t in names.items():
+        if not re.search(r'<td class="l">%s</td><td>\d+</td><td>%d</td><td>%d</td>' % (re.escape(name), t["n"], t["n"]), html):
+            bad.append("%s: the HTML row does not say %d ranges" % (name, t["n"]))
     if len(sl) != len(truth): bad.append("%d range slices, truth %d" % (len(sl), len(truth)))
     if rep["records_lost"] or rep["end_lost"] or "! lost" in text: bad.append("losses reported where none")
     summary = "mode=truth names=%d ranges=%d" % (len(names), rep["ranges"])
@@ -106,6 +114,7 @@ else:
     if not rep["records_lost"] and not rep["end_lost"] and not rep["begin_lost"]:
         bad.append("nothing said lost (is the pool small enough?)")
     if "! lost" not in text: bad.append("the text report does not say ranges were lost")
+    if "range records lost" not in open(w + "/report.html").read(): bad.append("the HTML page does not say ranges were lost")
     if not rep["records_lost"]: bad.append("no range record counted lost (dropped)")
     # each thread's "train" was pushed before the pool filled and popped while it was full
     train = [r for r in rows if r[0] == "train"]

@@ -958,7 +958,7 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
 /* the --html page to `path` ("-": stdout), written as every output is (src/util/outfile.h):
  * a partial page never takes the name. 0, or -1 after saying why. */
 static int write_html(const char *path, int force, char *in, const ncs_analysis_t *a,
-                      const ncs_findings_t *f, int say) {
+                      const ncs_findings_t *f, const ncs_ranges_t *rg, int say) {
   ncs_out_opts_t oo = {.force = force, .inputs = &in, .ninputs = 1};
   ncs_out_t out;
   char err[PATH_MAX + 256];
@@ -967,7 +967,7 @@ static int write_html(const char *path, int force, char *in, const ncs_analysis_
     return -1;
   }
   FILE *o = ncs_out_file(&out);
-  if (!o || ncs_report_html(o, a, f) != 0) {
+  if (!o || ncs_report_html(o, a, f, rg) != 0) {
     snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(o ? errno : ENOMEM));
     ncs_out_abort(&out);
     ncs_error("report: --html: %s", err);
@@ -1025,7 +1025,10 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
   ncs_findings_t f;
   ncs_findings_build(&f, a, 5);
   int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
-  if (html && write_html(html, force, (char *)dir, a, &f, 0) != 0) rc = NCS_EXIT_OUTPUT;
+  ncs_ranges_t rg;
+  ncs_ranges_build(a->job, &rg);
+  if (html && write_html(html, force, (char *)dir, a, &f, &rg, 0) != 0) rc = NCS_EXIT_OUTPUT;
+  ncs_ranges_free(&rg);
   char e[32];
   ncs_fmt_ns(e, sizeof e, (double)a->job->error);
   fprintf(o, "recorded  %u processes on %u host%s, %u communicators, %" PRIu64
@@ -1137,7 +1140,7 @@ int ncs_cmd_report(int argc, char **argv) {
   ncs_ranges_t rg;
   ncs_ranges_build(a->job, &rg);
   /* the page first: when it cannot be written, say so and print nothing else */
-  if (html && write_html(html, force, argv[optind], a, &f, 1) != 0)
+  if (html && write_html(html, force, argv[optind], a, &f, &rg, 1) != 0)
     rc = NCS_EXIT_OUTPUT;
   else if (json)
     print_json(stdout, a, &f, &v, &rg);

@@ -950,7 +950,56 @@ static void gpu_section(FILE *o, const ncs_analysis_t *a) {
   fputs("</section>\n", o);
 }
 
-int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+/* user ranges (docs/ranges.md, "What the read side shows"): per name over ranks, as the terminal
+ * report's section; numbers only of the ranges with known ends, and what was lost said first */
+static void ranges_section(FILE *o, const ncs_ranges_t *r) {
+  if (!r || (!r->ranges && !r->marks && !r->lost && !r->begin_lost && !r->end_lost && !r->open)) return;
+  fprintf(o, "<section id=\"ranges\">\n<h2>User ranges</h2>\n<p>%" PRIu64 " ranges, %" PRIu64
+             " marks in %u file%s; sums over ranks of the ranges with known ends.</p>\n",
+          r->ranges, r->marks, r->files, r->files == 1 ? "" : "s");
+  if (r->lost || r->begin_lost || r->end_lost || r->open || r->partial)
+    fprintf(o, "<p class=\"warn\">%" PRIu64 " range records lost, %" PRIu64 " ranges whose end was lost, %" PRIu64
+               " that never ended (no numbers for them), %" PRIu64 " pops whose push was lost, %" PRIu64
+               " that began before the trace's window (lower bounds, not summed).</p>\n",
+            r->lost, r->end_lost, r->open, r->begin_lost, r->partial);
+  thead(o, "ranges-table", "<name|ranks|count|with end|wall|mean|ops|bytes|comm|GB/s|exposed");
+  for (size_t k = 0; k < r->nnames; k++) {
+    const ncs_range_agg_t *g = &r->by_name[k];
+    char b[24];
+    fputs("<tr><td class=\"l\">", o);
+    esc(o, *g->name ? g->name : "(no name)");
+    fprintf(o, "</td><td>%u</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", g->ranks, g->ranges, g->measured);
+    if (g->measured)
+      td_ns(o, (double)g->wall_ns), td_ns(o, (double)g->wall_ns / (double)g->measured);
+    else
+      fputs("<td>-</td><td>-</td>", o);
+    ncs_fmt_size(b, sizeof b, g->bytes);
+    fprintf(o, "<td>%" PRIu64 "</td><td>%s</td>", g->colls + g->p2ps, b);
+    if (g->comm_ns || !g->ops_without_gpu) {
+      char t[24];
+      ncs_fmt_ns(t, sizeof t, (double)g->comm_ns);
+      fprintf(o, "<td>%s%s</td>", g->comm_partial ? "&#8805;" : "", t);
+    } else {
+      fputs("<td>-</td>", o);
+    }
+    if (g->comm_ns)
+      fprintf(o, "<td>%.2f</td>", g->bus_gbps);
+    else
+      fputs("<td>-</td>", o);
+    if (g->measured && g->exposed_known == g->measured)
+      td_ns(o, (double)g->exposed_ns);
+    else
+      fputs("<td>unknown</td>", o);
+    fputs("</tr>\n", o);
+  }
+  fputs("</tbody></table>\n<p class=\"note\">comm: the union of the GPU intervals of the NCCL operations "
+        "inside, summed over ranges (&#8805;: some had no GPU time); exposed: communication with no "
+        "compute kernel running, known only with CUPTI's kernel records; ranges without an end have "
+        "no numbers.</p>\n</section>\n",
+        o);
+}
+
+int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_ranges_t *rg) {
   char err[32];
   ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   buckets_t L;
@@ -1108,6 +1157,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   table_ranks(o, a, f);
   fputs("</section>\n", o);
   gpu_section(o, a);
+  ranges_section(o, rg);
   fputs("<section id=\"processes\">\n"
         "<h2>Communicators, processes and clocks</h2>\n",
         o);

@@ -14,6 +14,7 @@
 
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
+#include "analyze/ranges.h"
 
 #define NCS_HTML_HEAT_ROWS 256  /* ranks per communicator drawn in the heatmap (the latest) */
 #define NCS_HTML_HEAT_COLS 64   /* size buckets per communicator drawn (the most frequent) */
@@ -21,8 +22,8 @@
 #define NCS_HTML_LAT_ROWS 256   /* buckets drawn in the latency chart (the most frequent) */
 #define NCS_HTML_RANK_ROWS 4096 /* rows of the rank table */
 
-/* Write the page of `a` with the findings `f` (ncs_findings_build) to `o`. 0, or -1 when a
- * write failed (errno is the stream's). */
-int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f);
+/* Write the page of `a` with the findings `f` (ncs_findings_build) and the user ranges `rg`
+ * (ncs_ranges_build; NULL: none) to `o`. 0, or -1 when a write failed (errno is the stream's). */
+int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, const ncs_ranges_t *rg);
 
 #endif
