@@ -183,8 +183,10 @@ def check_diagnose(o, db):
 shutil.rmtree(W, ignore_errors=True)
 os.makedirs(W)
 if CASE == "slowed":
+    # 100 ms, as the findings tests: on a loaded machine 20 ms did not always stand out against
+    # chance (the report rightly named no straggler; this test needs one to compare)
     t = record({}, ["--scenario", "mixed", "--ranks", "4", "--procs", "2", "--iters", "30",
-                    "--couple", "on", "--slow-rank", "1", "--slow-us", "20000"])
+                    "--couple", "on", "--slow-rank", "1", "--slow-us", "100000"])
     o = outputs(t)
     tl, db = check_instances(o)
     check_findings(o)

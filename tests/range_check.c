@@ -394,7 +394,16 @@ static void check_kernels_and_ops(file_t *F) {
     if (!t) continue;
     if (!!(st[i].flags & NCS_RS_PARTIAL) != (F->r[i].begin < F->covered_from)) FAIL("rangestat: coverage flag");
     if (st[i].flags & NCS_RS_PARTIAL) { /* began before the window: lower bounds */
-      if (st[i].colls + st[i].p2ps > t->ops) FAIL("pid %ld: range %s holds more operations than it had", F->pid, t->name);
+      /* an operation called in the same nanosecond as the range's begin or end cannot be told
+       * inside or out from the times (seen once in CI: the flight ring's partial range counted
+       * one more); those ties are allowed, nothing else */
+      uint64_t ties = 0;
+      for (size_t j = 0; j < F->nops; j++)
+        if (F->ops[j].thread == rr[i].thread && (F->ops[j].api_ns == rr[i].begin_ns || F->ops[j].api_ns == rr[i].end_ns))
+          ties++;
+      if (st[i].colls + st[i].p2ps > t->ops + ties)
+        FAIL("pid %ld: range %s holds more operations than it had (%" PRIu64 " > %" PRIu64 " + %" PRIu64 " on its edges)",
+             F->pid, t->name, (uint64_t)st[i].colls + st[i].p2ps, (uint64_t)t->ops, ties);
       continue;
     }
     if (st[i].colls + st[i].p2ps != t->ops)
