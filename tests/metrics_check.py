@@ -1002,7 +1002,10 @@ def case_caps():
     check(over["series"] == in_other > 0, "overflow{what=series} %r, operations in the other series %r" % (over["series"], in_other))
     in_oc = sum(v for (f, ls), v in vals.items() if f in ("ncclscope_collectives_total", "ncclscope_p2p_total")
                 and dict(ls)["comm_id"] == "other" and dict(ls)["message_size"] != "other")
-    check(over["comm"] >= in_oc > 0, "overflow{what=comm} %r, operations under the other communicator %r" % (over["comm"], in_oc))
+    # which communicators and sizes arrive first is the threads' race: the operations of an
+    # over-cap communicator may all land in the series cap's "other" row too; the overflow is
+    # counted either way, and never less than what the "other" communicator's own rows hold
+    check(over["comm"] > 0 and over["comm"] >= in_oc, "overflow{what=comm} %r, operations under the other communicator %r" % (over["comm"], in_oc))
     log("caps: %d series, communicators %s, overflow %s; totals equal the trace" % (len(series), sorted(slots, key=str), over))
 
 
