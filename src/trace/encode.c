@@ -142,24 +142,29 @@ void ncs_enc_loss(ncs_buf_t *b, const ncs_loss_t *l) {
 
 void ncs_enc_events_begin(ncs_buf_t *b, ncs_evchunk_t *c, uint64_t base_ns) {
   ncs_buf_varint(b, base_ns);
-  /* count as a 5-byte padded varint so it can be patched in place */
-  c->count_at = b->len;
-  uint8_t pad[5] = {0x80, 0x80, 0x80, 0x80, 0x00};
-  ncs_buf_bytes(b, pad, sizeof pad);
+  c->count_at = ncs_buf_count_slot(b); /* patched when the chunk ends */
   c->count = 0;
   c->prev_ts = base_ns;
 }
 
-void ncs_enc_events_end(ncs_buf_t *b, ncs_evchunk_t *c) {
-  if (b->overflow || c->count_at + 5 > b->len) return;
-  uint8_t *p = b->p + c->count_at;
-  uint32_t v = c->count;
+size_t ncs_buf_count_slot(ncs_buf_t *b) {
+  size_t at = b->len;
+  static const uint8_t pad[5] = {0x80, 0x80, 0x80, 0x80, 0x00};
+  ncs_buf_bytes(b, pad, sizeof pad);
+  return at;
+}
+
+void ncs_buf_count_patch(ncs_buf_t *b, size_t at, uint32_t v) {
+  if (b->overflow || at + 5 > b->len) return;
+  uint8_t *p = b->p + at;
   for (int i = 0; i < 4; i++) {
     p[i] = (uint8_t)((v & 0x7F) | 0x80);
     v >>= 7;
   }
   p[4] = (uint8_t)(v & 0x7F);
 }
+
+void ncs_enc_events_end(ncs_buf_t *b, ncs_evchunk_t *c) { ncs_buf_count_patch(b, c->count_at, c->count); }
 
 static void enc_time(ncs_buf_t *b, ncs_evchunk_t *c, uint64_t ts) {
   ncs_buf_zigzag(b, (int64_t)(ts - c->prev_ts));

@@ -20,6 +20,10 @@ int ncs_buf_init(ncs_buf_t *b, size_t cap); /* 0 or -1 (no memory) */
 void ncs_buf_free(ncs_buf_t *b);
 static inline void ncs_buf_reset(ncs_buf_t *b) { b->len = 0, b->overflow = 0; }
 void ncs_buf_bytes(ncs_buf_t *b, const void *p, size_t n);
+/* A record count written before its records are known: a 5-byte padded varint reserved here
+ * (its offset returned), patched in place by ncs_buf_count_patch once the chunk is complete. */
+size_t ncs_buf_count_slot(ncs_buf_t *b);
+void ncs_buf_count_patch(ncs_buf_t *b, size_t at, uint32_t count);
 void ncs_buf_u8(ncs_buf_t *b, uint8_t v);
 void ncs_buf_varint(ncs_buf_t *b, uint64_t v);
 static inline void ncs_buf_zigzag(ncs_buf_t *b, int64_t v) { ncs_buf_varint(b, ncs_zigzag(v)); }

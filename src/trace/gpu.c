@@ -49,23 +49,12 @@ void ncs_gpu_enc_state(ncs_buf_t *b, const ncs_gpu_state_t *s) {
 void ncs_gpu_enc_begin(ncs_buf_t *b, ncs_gpu_chunk_t *c, uint64_t base_mono, uint64_t base_cupti) {
   ncs_buf_varint(b, base_mono);
   ncs_buf_varint(b, base_cupti);
-  c->count_at = b->len; /* a 5-byte padded varint, patched by end (as in EVENTS) */
-  uint8_t pad[5] = {0x80, 0x80, 0x80, 0x80, 0x00};
-  ncs_buf_bytes(b, pad, sizeof pad);
+  c->count_at = ncs_buf_count_slot(b); /* patched when the chunk ends */
   c->count = 0;
   c->prev_ts = base_mono, c->prev_start = base_cupti, c->prev_corr = 0;
 }
 
-void ncs_gpu_enc_end(ncs_buf_t *b, ncs_gpu_chunk_t *c) {
-  if (b->overflow || c->count_at + 5 > b->len) return;
-  uint8_t *p = b->p + c->count_at;
-  uint32_t v = c->count;
-  for (int i = 0; i < 4; i++) {
-    p[i] = (uint8_t)((v & 0x7F) | 0x80);
-    v >>= 7;
-  }
-  p[4] = (uint8_t)(v & 0x7F);
-}
+void ncs_gpu_enc_end(ncs_buf_t *b, ncs_gpu_chunk_t *c) { ncs_buf_count_patch(b, c->count_at, c->count); }
 
 static void host_time(ncs_buf_t *b, ncs_gpu_chunk_t *c, const ncs_gpu_rec_t *g) {
   ncs_buf_varint(b, g->thread);
