@@ -25,7 +25,7 @@
  * threads launch inside the metrics thread's ranges). --allow-lost: ranges missing from the trace,
  * never ended or ended-unknown are fine when the counters account for losses; an ended-unknown
  * range's end must still not be before its pop. --flight: the trace is a flight file's window:
- * truth ranges before it are not required. --log-once FILE TEXT: FILE (nccl-sim --verbose's
+ * truth ranges before it are not required. No event STARTs twice in the trace. --log-once FILE TEXT: FILE (nccl-sim --verbose's
  * output) says TEXT exactly once per process. Prints "range check: ok ..." or the first problems and
  * exits 1.
  */
@@ -145,6 +145,8 @@ typedef struct {
   size_t nr, cap_r;
   ncs_rs_op_t *ops;
   size_t nops, cap_ops;
+  uint64_t *starts; /* the id of every START record, to find one read twice */
+  size_t nst, cap_st;
   struct { uint64_t range, corr; } *launch;
   size_t nl, cap_l;
   struct { uint64_t corr, start, end; } *kern;
@@ -231,6 +233,10 @@ static int read_file(const char *path, file_t *F) {
       if (it.thread_index < 4096) F->tids[it.thread_index] = (long)it.thread_tid;
       break;
     case NCS_ITEM_EVENT:
+      if (it.ev.kind == NCS_REC_START) {
+        F->starts = grow(F->starts, &F->cap_st, F->nst, sizeof *F->starts);
+        F->starts[F->nst++] = it.ev.id;
+      }
       if (it.ev.kind == NCS_REC_START && (it.ev.type == NCS_T_COLL_API || it.ev.type == NCS_T_P2P_API)) {
         F->ops = grow(F->ops, &F->cap_ops, F->nops, sizeof *F->ops);
         F->ops[F->nops++] = (ncs_rs_op_t){.thread = it.ev.thread, .api_ns = it.ev.ts,
@@ -257,6 +263,21 @@ static int read_file(const char *path, file_t *F) {
 
 /* ------------------------------------------------------------------ checks */
 
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* No event STARTs twice: a flight file's keyframe restates only what its slot does not hold. */
+static void check_starts(file_t *F) {
+  qsort(F->starts, F->nst, sizeof *F->starts, cmp_u64);
+  for (size_t i = 1; i < F->nst; i++)
+    if (F->starts[i] == F->starts[i - 1]) {
+      FAIL("pid %ld: event %" PRIu64 " STARTs twice in the trace", F->pid, F->starts[i]);
+      return;
+    }
+}
 
 static int cmp_end(const void *a, const void *b) {
   const range_t *x = *(range_t *const *)a, *y = *(range_t *const *)b;
@@ -453,6 +474,7 @@ static void check_file(file_t *F, const opts_t *o) {
   for (size_t i = 0; i < F->nr; i++)
     if (!(F->r[i].flags & NCS_RF_STARTEND)) match(F, &F->r[i], o);
   check_nesting(F);
+  check_starts(F);
   check_kernels_and_ops(F);
   check_state(F, o);
   check_metrics(F, byend, n, o);
@@ -510,7 +532,7 @@ int main(int argc, char **argv) {
     if (F) F->flight = o.flight;
     if (!F || read_file(paths[i], F) == 0) check_file(F, &o);
     S.files++;
-    free(F->r), free(F->ops), free(F->launch), free(F->kern), free(F->mv), free(F);
+    free(F->r), free(F->ops), free(F->starts), free(F->launch), free(F->kern), free(F->mv), free(F);
   }
   ncs_free_paths(paths, np);
   for (size_t i = 0; i < nT; i++) S.forgotten += !T[i].used;

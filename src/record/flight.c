@@ -421,6 +421,10 @@ static void slot_open(uint64_t now) {
   __atomic_store_n(&F.slot->seq, F.h->next_seq++, __ATOMIC_RELEASE);
 }
 
+int ncs_fl_fits(size_t n) { return F.slot && F.slot->used + n <= F.slot_cap; }
+
+void ncs_fl_next_slot(void) { slot_open(ncs_mono_ns()); }
+
 static int is_meta(uint16_t type) {
   return type == NCS_CHUNK_SEGMENT || type == NCS_CHUNK_STRINGS || type == NCS_CHUNK_COMM ||
          type == NCS_CHUNK_COMM_END || type == NCS_CHUNK_THREAD;

@@ -23,6 +23,12 @@ NCS_HIDDEN int ncs_fl_active(void);
 NCS_HIDDEN int ncs_fl_chunk(uint16_t type, const uint8_t *hdr, const void *payload, size_t len);
 /* every record the writer emits, to keep open events and the last operations */
 NCS_HIDDEN void ncs_fl_note(const ncs_event_t *e);
+/* Whether a chunk of n bytes (header included) fits the current ring slot; and a new slot begun
+ * now, its keyframe restating what was noted so far. The writer begins the slot itself before it
+ * notes an event whose chunk would not fit, so a keyframe never restates an event that the
+ * slot's own data holds too. */
+NCS_HIDDEN int ncs_fl_fits(size_t n);
+NCS_HIDDEN void ncs_fl_next_slot(void);
 /* once per writer cycle: a dump reason (NCS_DR_*) when one is due, else 0 */
 NCS_HIDDEN int ncs_fl_poll(char *trigger, size_t tlen, uint64_t *trigger_real);
 NCS_HIDDEN int ncs_fl_dump(int reason, const char *trigger, uint64_t trigger_real);

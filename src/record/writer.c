@@ -399,8 +399,16 @@ static int file_put(uint16_t type, const uint8_t *hdr, const void *p, size_t len
   return -1;
 }
 
+static void flush_events(void);
 static int write_chunk(uint16_t type, const ncs_buf_t *b) {
   if (W.fd < 0 && !W.flight) return -1;
+  /* flight: a chunk bound for the ring (not the meta region, not the events chunk itself) that
+   * would leave the pending events no room in the slot lets them go first, so they are never
+   * written after a keyframe that restates them (see emit) */
+  if (W.flight && W.ev_open && type != NCS_CHUNK_EVENTS && type != NCS_CHUNK_STRINGS && type != NCS_CHUNK_SEGMENT &&
+      type != NCS_CHUNK_COMM && type != NCS_CHUNK_COMM_END && type != NCS_CHUNK_THREAD &&
+      !ncs_fl_fits(3 * NCS_CHUNK_HEADER_LEN + W.ev.len + b->len + NCS_EV_ENC_MAX))
+    flush_events();
   if (b->overflow) {
     chunk_lost(type);
     return -1;
@@ -441,7 +449,16 @@ static void flush_events(void) {
 
 static void emit(const ncs_event_t *e) {
   if (W.ev_open && W.ev.len > (W.flight ? EV_FLUSH_FLIGHT : EV_FLUSH_BYTES)) flush_events();
-  if (W.flight) ncs_fl_note(e);
+  if (W.flight) {
+    /* The chunk this event joins would not fit the ring slot: what is pending goes into this
+     * slot now, and the next slot begins before the event is noted. Were the slot begun when the
+     * chunk is written, its keyframe would restate the chunk's open events a second time. */
+    if (!ncs_fl_fits(2 * NCS_CHUNK_HEADER_LEN + (W.ev_open ? W.ev.len : 32) + NCS_EV_ENC_MAX)) {
+      flush_events();
+      ncs_fl_next_slot();
+    }
+    ncs_fl_note(e);
+  }
   if (!W.ev_open) {
     ncs_enc_events_begin(&W.ev, &W.evc,
                          e->kind <= NCS_REC_STATE || e->kind == NCS_REC_BADCALL ? e->ts

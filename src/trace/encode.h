@@ -53,7 +53,9 @@ typedef struct {
   uint64_t prev_ts;
 } ncs_evchunk_t;
 void ncs_enc_events_begin(ncs_buf_t *b, ncs_evchunk_t *c, uint64_t base_ns);
-/* e->f[] of STR fields hold string ids (fstr is ignored). */
+/* e->f[] of STR fields hold string ids (fstr is ignored). At most NCS_EV_ENC_MAX bytes: kind and
+ * type, nine varints of at most 10 bytes, and each field as a ref kind and a value. */
+#define NCS_EV_ENC_MAX (2u + 9u * 10u + NCS_MAX_FIELDS * 20u)
 void ncs_enc_event(ncs_buf_t *b, ncs_evchunk_t *c, const ncs_event_t *e);
 void ncs_enc_events_end(ncs_buf_t *b, ncs_evchunk_t *c);
 
