@@ -21,12 +21,15 @@ typedef struct {
   int progress;        /* print progress lines to stderr for long exports */
   int jobs;            /* threads; 0: one per core (the output is the same for any number) */
   const char *prog;    /* prefix of messages ("ncclscope export") */
+  uint64_t json_hold;  /* Chrome JSON: bytes an open slice holds back before it takes its row
+                          (0: 64 KiB; docs/timeline.md, "Chrome JSON") */
 } ncs_export_opts_t;
 
 typedef struct {
   uint64_t files, records, bytes_in, bytes_out;
   uint64_t processes, tracks, slices, instants, counter_samples;
   uint64_t coll_flows, p2p_flows, job_slices;
+  uint64_t json_rows;       /* Chrome JSON: thread rows the lanes were packed into */
   uint64_t unmatched_stops; /* STOP/STATE of events whose START is not in the trace (dropped) */
   uint64_t unfinished;      /* slices closed at the end of their segment (never stopped) */
   uint32_t damaged, truncated;

@@ -58,6 +58,12 @@ typedef struct {
   const char *desc;      /* description, or NULL */
   const char *unit;      /* counters: unit name, or NULL */
   uint32_t sort;         /* flat sort index within the process (JSON thread_sort_index) */
+  /* JSON rows (chrome.c): lanes of one process with the same pack name share rows. A lane of a
+   * per-channel row has pack ("comm X / steps") and its channel (-1: not known); other lanes
+   * have pack NULL and share by path. pack_sort orders the rows within the process (0: by name) */
+  const char *pack;
+  int32_t ch;
+  uint32_t pack_sort;
 } tl_track_t;
 
 enum { TA_U64 = 1, TA_I64, TA_STR, TA_PTR, TA_BOOL, TA_DBL };
@@ -87,6 +93,9 @@ typedef struct {
   const tl_flow_t *flows; /* on the BEGIN */
   uint32_t nflows;
   uint64_t corr; /* correlation id, 0 none */
+  /* JSON only: the lane of the open slice (of another event) whose slice holds this one in time,
+   * such as a KernelPhase's KernelCh; the JSON nests it there when it fits. NULL: none */
+  const tl_track_t *within;
 } tl_slice_t;
 
 typedef struct tl_sink tl_sink_t;
@@ -100,6 +109,9 @@ struct tl_sink {
               uint32_t nflows);
   void (*instant)(tl_sink_t *s, const tl_slice_t *sl);
   void (*counter)(tl_sink_t *s, const tl_track_t *t, uint64_t ts, double v);
+  /* optional (NULL): a part of the output is done, the job tracks or one file's, and none of
+   * its tracks gets more events (the JSON names its rows here) */
+  void (*part_done)(tl_sink_t *s);
   int (*finish)(tl_sink_t *s); /* flush and close: 0, or -1 (errno set) */
   void (*destroy)(tl_sink_t *s);
   /* shared state */
@@ -107,6 +119,7 @@ struct tl_sink {
   int err;           /* errno of the first write error */
   uint64_t origin;   /* output ns that becomes 0 in formats with relative time */
   uint64_t bytes_out;
+  uint64_t rows;     /* JSON: thread rows written (chrome.c); 0 for the .pftrace */
   pb_buf_t out;      /* pending output bytes */
 };
 
@@ -120,7 +133,8 @@ static inline void tl_out_maybe_flush(tl_sink_t *s) {
 
 tl_sink_t *tl_pftrace_sink(int fd);
 /* whole: write the JSON header (and the job's process name) and, at finish, the trailer;
- * otherwise a fragment: events only, each after a comma, to be appended to a whole one */
-tl_sink_t *tl_chrome_sink(int fd, uint64_t origin, int whole, int32_t job_pid);
+ * otherwise a fragment: events only, each after a comma, to be appended to a whole one. hold:
+ * the JSON bytes an open slice holds back before it takes its row (0: the default, 64 KiB) */
+tl_sink_t *tl_chrome_sink(int fd, uint64_t origin, int whole, int32_t job_pid, uint64_t hold);
 
 #endif

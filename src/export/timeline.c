@@ -116,8 +116,9 @@ static void wk_free(wk_t *w) {
 }
 
 static tl_sink_t *new_sink(ex_t *x, int fd, int whole) {
-  return x->o.format == NCS_EXPORT_CHROME ? tl_chrome_sink(fd, x->origin, whole, x->job_pid)
-                                          : tl_pftrace_sink(fd);
+  return x->o.format == NCS_EXPORT_CHROME
+             ? tl_chrome_sink(fd, x->origin, whole, x->job_pid, x->o.json_hold)
+             : tl_pftrace_sink(fd);
 }
 
 static void fail(ex_t *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -162,6 +163,7 @@ static void *emit_worker(void *arg) {
     int bad = w->sink->finish(w->sink) != 0;
     int e = errno;
     w->st.bytes_out += w->sink->bytes_out;
+    w->st.json_rows += w->sink->rows;
     w->sink->destroy(w->sink);
     w->sink = NULL;
     if (bad) {
@@ -230,7 +232,7 @@ static void add_stats(ncs_export_stats_t *a, const ncs_export_stats_t *b) {
   a->records += b->records, a->bytes_out += b->bytes_out, a->processes += b->processes;
   a->tracks += b->tracks, a->slices += b->slices, a->instants += b->instants;
   a->counter_samples += b->counter_samples, a->coll_flows += b->coll_flows;
-  a->p2p_flows += b->p2p_flows, a->job_slices += b->job_slices;
+  a->p2p_flows += b->p2p_flows, a->job_slices += b->job_slices, a->json_rows += b->json_rows;
   a->unmatched_stops += b->unmatched_stops, a->unfinished += b->unfinished;
 }
 
@@ -359,6 +361,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   if (x->o.types & (1u << NCS_T_COLL)) tl_emit_job(w0);
   if (x->job->nlosses) tl_emit_losses(w0);
   if (x->job->nkernels || x->job->nreplays) tl_emit_gpu(w0);
+  if (ms->part_done) ms->part_done(ms);
   ncs_pool_free(&w0->pool);
   if (w0->oom) goto oom;
   /* pass 2 */
@@ -426,6 +429,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   }
   for (unsigned i = 0; i < MAX_WORKERS; i++) add_stats(st, &ws[i].st);
   st->bytes_out += ms->bytes_out; /* with workers, the fragments were counted by them */
+  st->json_rows += ms->rows;
   for (uint32_t i = 0; i < x->nfiles; i++) {
     const ncs_job_proc_t *p = &x->job->procs[i];
     if (p->excluded == NCS_JX_DUPLICATE)

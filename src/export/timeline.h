@@ -87,7 +87,9 @@ typedef struct {
   uint8_t kind;
   int32_t ch;
   const char *name, *path, *desc;
+  const char *pack; /* per-channel rows: "group / kind" without the channel (JSON rows) */
   int32_t order;
+  uint32_t pack_sort;
   lane_t *lanes;
   uint32_t nlanes, free_hint;
   size_t lane_cap;

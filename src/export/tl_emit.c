@@ -230,6 +230,11 @@ static uint32_t row_for(wk_t *w, uint32_t proc, uint32_t group, uint8_t kind, in
                                              : kind;
   r->path = group != NONE32 ? ncs_pool_fmt(&w->pool, "%s / %s", w->groups[group].t.name, r->name)
                             : r->name;
+  if (kind >= RK_GPU && kind <= RK_NET) { /* the JSON packs the channels of a kind together */
+    const group_t *g = group != NONE32 ? &w->groups[group] : NULL;
+    r->pack = g ? ncs_pool_fmt(&w->pool, "%s / %s", g->t.name, row_names[kind]) : row_names[kind];
+    r->pack_sort = (g ? g->t.sort : 0) + (uint32_t)(100 + kind - RK_GPU) * 64;
+  }
   return (uint32_t)*ri;
 }
 
@@ -268,6 +273,9 @@ static uint32_t lane_pick(wk_t *w, uint32_t ri, uint64_t ts) {
   l->t.order = r->order;
   l->t.lane = (uint16_t)(r->nlanes < 0xFFFF ? r->nlanes : 0xFFFF);
   l->t.sort = sort + (uint32_t)r->order * 64 + (r->nlanes < 63 ? r->nlanes : 63);
+  l->t.pack = r->pack;
+  l->t.ch = r->ch;
+  l->t.pack_sort = r->pack ? r->pack_sort : sort + (uint32_t)r->order * 64;
   w->sink->track(w->sink, &l->t);
   if (r->free_hint == r->nlanes) r->free_hint++;
   return r->nlanes++;
@@ -279,8 +287,8 @@ static void lane_freed(row_t *r, uint32_t lane) {
 }
 
 static void emit_begin(wk_t *w, const tl_track_t *t, uint64_t ts, const char *name, uint8_t cat,
-                       const tl_flow_t *fl, uint32_t nfl, uint64_t corr) {
-  tl_slice_t sl = {t, ts, name, cat, w->args, w->nargs, fl, nfl, corr};
+                       const tl_flow_t *fl, uint32_t nfl, uint64_t corr, const tl_track_t *within) {
+  tl_slice_t sl = {t, ts, name, cat, w->args, w->nargs, fl, nfl, corr, within};
   w->sink->begin(w->sink, &sl);
   w->st.slices++;
 }
@@ -452,7 +460,7 @@ static void coll_p2p(wk_t *w, const ncs_event_t *e, uint32_t proc, const comm_t 
     name = !strcmp(op->func, "Send")   ? cached_name(w, 1, op->peer, "Send to %" PRId64)
            : !strcmp(op->func, "Recv") ? cached_name(w, 2, op->peer, "Recv from %" PRId64)
                                        : name;
-  emit_begin(w, &l->t, start, name, coll ? TC_COLL : TC_P2P, bf, nb, corr);
+  emit_begin(w, &l->t, start, name, coll ? TC_COLL : TC_P2P, bf, nb, corr, NULL);
   w->sink->end(w->sink, &l->t, end, ef, ne);
   l->last_end = end;
   lane_freed(&w->rows[row], ln);
@@ -579,6 +587,10 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   default: kind = RK_OTHER, cat = TC_OTHER; break;
   }
   if (w->oom) return;
+  /* a KernelPhase's KernelCh, open: its slice holds the phase (the JSON nests it there) */
+  uint32_t hrow = NONE32, hlane = 0;
+  if (e->type == NCS_T_KERNEL_PHASE && parent && parent->type == NCS_T_KERNEL_CH)
+    hrow = parent->row, hlane = parent->lane;
   uint32_t row = row_for(w, proc, group, kind, ch);
   if (row == NONE32) return;
   uint32_t ln = lane_pick(w, row, ts);
@@ -592,7 +604,8 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   start_args(w, e);
   if (e->type == NCS_T_KERNEL_CH && ncs_job_gpu_time(w->x->job, w->fi, fval(e, NCS_F(KernelCh, pTimer))))
     tl_arg_u64(w, "host_seen_ns", to_out(w->x, w->fi, e->ts));
-  emit_begin(w, &l->t, ts, name, cat, NULL, 0, 0);
+  const tl_track_t *host = hrow != NONE32 ? &w->rows[hrow].lanes[hlane].t : NULL;
+  emit_begin(w, &l->t, ts, name, cat, NULL, 0, 0, host);
 }
 
 static void ev_state(wk_t *w, const ncs_event_t *e) {
@@ -616,7 +629,7 @@ static void ev_state(wk_t *w, const ncs_event_t *e) {
       ts = max64(ts, o->phase_start + 1);
       w->sink->end(w->sink, &l->t, ts, NULL, 0);
     }
-    emit_begin(w, &l->t, ts, state_phase_name(e->state), TC_PHASE, NULL, 0, 0);
+    emit_begin(w, &l->t, ts, state_phase_name(e->state), TC_PHASE, NULL, 0, 0, NULL);
     o->phase_open = 1, o->phase_start = ts, o->last = ts;
     l->depth = 2;
   } else {
@@ -683,6 +696,7 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
   char err[256];
   ncs_reader_t *r = x->job->procs[fi].readable ? ncs_reader_open(f->path, err, sizeof err) : NULL;
   if (!r) {
+    if (w->sink->part_done) w->sink->part_done(w->sink);
     tl_file_done(w, f);
     return;
   }
@@ -708,6 +722,7 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
   }
   if (nseg) seg_end(w);
   tl_counters_flush(w, UINT64_MAX);
+  if (w->sink->part_done) w->sink->part_done(w->sink);
   tl_file_done(w, f);
   ncs_reader_close(r);
   hm_free(&f->ops); /* not needed any more */
