@@ -34,11 +34,16 @@ static const char export_help[] =
     "  -e, --events LIST    only these event types (names as for record --events; default all;\n"
     "                       not with otf2)\n"
     "      --jobs N         threads (default: one per core; the output does not depend on it)\n"
-    "  -q, --quiet          no progress lines and no summary on stderr\n"
+    "  -q, --quiet          no progress lines and no summary on stderr (warnings stay)\n"
     "      --force          replace an existing output file (it is refused otherwise)\n"
     "      --run N|last     the N-th job (by start time) when the traces hold several runs;\n"
     "                       without it such traces are refused, with the list of their runs\n"
     "  -h, --help           this help\n"
+    "\n"
+    "environment: NCCLSCOPE_EXPORT_WARN_SIZE (default 100M): export warns when its estimate\n"
+    "of the output reaches it, and when a Chrome JSON it wrote does (docs/timeline.md, Size);\n"
+    "NCCLSCOPE_CHROME_HOLD (default 64K): the JSON an unfinished slice holds back before it\n"
+    "takes its thread row (smaller: less memory, maybe more rows; docs/timeline.md)\n"
     "\n"
     "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces\n"
     "found, 4 an input file is damaged in the middle (what could be read is exported), 5 the\n"
@@ -64,7 +69,44 @@ static int export_status(int rc) {
 #define NCS_CHROME_PER_BYTE_HI 8.0
 #define NCS_PFTRACE_PER_BYTE_LO 3.0
 #define NCS_PFTRACE_PER_BYTE_HI 3.5
+/* From this size on, export warns (the estimate before, the Chrome JSON's real size after):
+ * chrome://tracing and the Perfetto UI parse a JSON trace whole in memory and struggle with
+ * larger ones. NCCLSCOPE_EXPORT_WARN_SIZE overrides it (docs/timeline.md, "Size"). */
 #define NCS_SIZE_WARN_BYTES (100ull << 20)
+#define NCS_SIZE_WARN_ENV "NCCLSCOPE_EXPORT_WARN_SIZE"
+
+/* a size from the environment (as for record -b: 64M, 1G, bytes), else dflt; a value that is not
+ * a size is said and ignored */
+static uint64_t env_size(const char *name, uint64_t dflt, const char *what) {
+  const char *e = getenv(name);
+  uint64_t v;
+  if (!e || !*e) return dflt;
+  if (ncs_parse_size(e, &v) == 0) return v;
+  fprintf(stderr,
+          "ncclscope export: warning: ignoring %s='%s': not a size (such as 100M, 1G or a number "
+          "of bytes); %s\n",
+          name, e, what);
+  return dflt;
+}
+
+/* the size from which export warns: NCCLSCOPE_EXPORT_WARN_SIZE, else NCS_SIZE_WARN_BYTES */
+static uint64_t warn_size(void) {
+  char what[64];
+  snprintf(what, sizeof what, "warning from %llu MiB on", NCS_SIZE_WARN_BYTES >> 20);
+  return env_size(NCS_SIZE_WARN_ENV, NCS_SIZE_WARN_BYTES, what);
+}
+
+/* "100 MiB", "64 KiB", "1000 bytes": the warning size as it was given */
+static void fmt_size(char *out, size_t len, uint64_t v) {
+  if (v >= (1ull << 30) && !(v & ((1ull << 30) - 1)))
+    snprintf(out, len, "%" PRIu64 " GiB", v >> 30);
+  else if (v >= (1ull << 20) && !(v & ((1ull << 20) - 1)))
+    snprintf(out, len, "%" PRIu64 " MiB", v >> 20);
+  else if (v >= (1ull << 10) && !(v & ((1ull << 10) - 1)))
+    snprintf(out, len, "%" PRIu64 " KiB", v >> 10);
+  else
+    snprintf(out, len, "%" PRIu64 " bytes", v);
+}
 
 /* the bytes of the trace files of the inputs (0 when they cannot be listed: the export says
  * why) */
@@ -82,17 +124,18 @@ static uint64_t input_bytes(char *const *paths, int n) {
 }
 
 /* Before a Chrome JSON or Perfetto export that will be large: its size, estimated */
-static void size_warning(char *const *paths, int n, int chrome) {
+static void size_warning(char *const *paths, int n, int chrome, uint64_t limit) {
   uint64_t in = input_bytes(paths, n);
   double lo = (double)in * (chrome ? NCS_CHROME_PER_BYTE_LO : NCS_PFTRACE_PER_BYTE_LO);
   double hi = (double)in * (chrome ? NCS_CHROME_PER_BYTE_HI : NCS_PFTRACE_PER_BYTE_HI);
-  if (hi < (double)NCS_SIZE_WARN_BYTES) return;
+  if (hi < (double)limit) return;
   fprintf(stderr,
-          "ncclscope export: warning: the %s file will be about %.0f to %.0f MB (%.1f MB of "
-          "traces)%s; '--events all,-proxystep,-proxyctrl,-net' leaves out the proxy steps and "
-          "network events that make most of it\n",
+          "ncclscope export: warning: the %s file will be about %.0f to %.0f MB (estimated from "
+          "%.1f MB of traces)%s; '--events all,-proxystep,-proxyctrl,-net' leaves out the proxy "
+          "steps and network events that make most of it\n",
           chrome ? "Chrome JSON" : "Perfetto", lo / 1e6, hi / 1e6, (double)in / 1e6,
-          chrome ? "; Perfetto protobuf (--format perfetto) is about half as large and loads faster"
+          chrome ? ": chrome://tracing and the Perfetto UI struggle with JSON that large; Perfetto "
+                   "protobuf (--format perfetto) is about half as large and loads faster"
                  : "");
 }
 
@@ -270,7 +313,10 @@ int ncs_cmd_export(int argc, char **argv) {
     o.out = out;
   }
   o.progress = !quiet;
-  if (!quiet) size_warning(argv + optind, argc - optind, o.format == NCS_EXPORT_CHROME);
+  uint64_t limit = warn_size();
+  if (o.format == NCS_EXPORT_CHROME) /* docs/timeline.md, "Chrome JSON": rows and memory */
+    o.json_hold = env_size("NCCLSCOPE_CHROME_HOLD", 0, "holding back up to 64 KiB per slice");
+  size_warning(argv + optind, argc - optind, o.format == NCS_EXPORT_CHROME, limit);
   ncs_export_stats_t st;
   char err[2 * PATH_MAX] = "";
   o.force = force;
@@ -279,16 +325,30 @@ int ncs_cmd_export(int argc, char **argv) {
     ncs_error("%s", err);
     return export_status(rc);
   }
+  if (o.format == NCS_EXPORT_CHROME && st.bytes_out >= limit) {
+    char lim[32];
+    fmt_size(lim, sizeof lim, limit);
+    fprintf(stderr,
+            "ncclscope export: warning: the Chrome JSON is %.1f MB (%" PRIu64 " bytes; the warning "
+            "size is %s): chrome://tracing and the Perfetto UI parse JSON whole in memory and "
+            "struggle with files this large; --format perfetto writes a smaller file that "
+            "Perfetto loads faster, and --events (such as all,-proxystep,-proxyctrl,-net) "
+            "leaves out the busiest rows\n",
+            (double)st.bytes_out / 1e6, st.bytes_out, lim);
+  }
   if (!quiet) {
     double mb = (double)st.bytes_out / 1e6;
+    char rows[48] = "";
+    if (o.format == NCS_EXPORT_CHROME)
+      snprintf(rows, sizeof rows, " in %" PRIu64 " thread rows", st.json_rows);
     fprintf(stderr,
             "ncclscope export: wrote %s (%.1f MB, %s): %" PRIu64 " processes, %" PRIu64
-            " tracks, %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
+            " tracks%s, %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
             " counter samples, %" PRIu64 " job slices, %" PRIu64 " flows (%" PRIu64
             " collective, %" PRIu64 " send/recv)\n",
             o.out, mb, o.format == NCS_EXPORT_CHROME ? "Chrome JSON" : "Perfetto protobuf",
-            st.processes, st.tracks, st.slices, st.instants, st.counter_samples, st.job_slices,
-            st.coll_flows + st.p2p_flows, st.coll_flows, st.p2p_flows);
+            st.processes, st.tracks, rows, st.slices, st.instants, st.counter_samples,
+            st.job_slices, st.coll_flows + st.p2p_flows, st.coll_flows, st.p2p_flows);
     fprintf(stderr,
             "ncclscope export: %" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s: "
             "%.2f M records/s\n",
