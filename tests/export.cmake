@@ -10,6 +10,9 @@
 #                    unknown field (skipped without protobuf-compiler).
 # export_chrome_*    the Chrome JSON parses and has the .pftrace's slices, instants, counters
 #                    and flows.
+# export_chrome_rows_* the JSON's thread rows (tests/chrome_rows_check.py): every row nests, rows
+#                    per process near the least possible, slices, instants and flows as in the
+#                    .pftrace, rows named for what they hold, the size warning.
 # export_fixtures    crafted traces (valid, crashed, damaged) and real-GPU traces in
 #                    tests/fixtures/*/ (skipped when there are none).
 
@@ -72,6 +75,24 @@ ncs_export_test(protoc mixed --scenario mixed --ranks 4 --procs 4 --iters 10)
 ncs_export_test(protoc graph --scenario graph --ranks 2 --procs 2)
 ncs_export_test(chrome mixed --scenario mixed --ranks 4 --procs 4 --iters 10)
 ncs_export_test(chrome sendrecv --scenario sendrecv --ranks 2 --procs 2 --iters 3)
+# the JSON's rows: 8 ranks with 4 GPU channels, proxy and network events, send/recv; and
+# several ranks per process with 3 communicators and both net kinds
+function(ncs_chrome_rows name)
+  add_test(NAME export_chrome_rows_${name}
+           COMMAND python3 ${NCS_EXPORT_TESTS_DIR}/chrome_rows_check.py ${NCS_X_EXE} ${NCS_X_LINT}
+                   $<TARGET_FILE:nccl-sim> $<TARGET_FILE:nccl-profiler-ncclscope>
+                   ${NCS_X_WORK}/chrome-rows-${name} ${ARGN})
+  set_tests_properties(export_chrome_rows_${name} PROPERTIES TIMEOUT 300)
+endfunction()
+ncs_chrome_rows(mixed8 -- --scenario mixed --ranks 8 --procs 8 --iters 20 --channels 4 --nodes 8)
+ncs_chrome_rows(multirank -- --scenario mixed --ranks 6 --procs 3 --threads 3 --nodes 3 --iters 20
+                --comms 3 --net mix --channels 4)
+# NCCLSCOPE_CHROME_HOLD=1: every slice with something nested takes its row before it ends
+ncs_chrome_rows(hold --hold 1 -- --scenario mixed --ranks 8 --procs 8 --iters 10 --channels 4 --nodes 8)
+# events never stopped, PXN proxy operations, and a recording of real NCCL on 2 GPUs
+ncs_chrome_rows(neverstop -- --scenario neverstop --ranks 2 --procs 2)
+ncs_chrome_rows(pxn -- --scenario pxn --ranks 4)
+ncs_chrome_rows(gpu_socket --trace ${NCS_EXPORT_TESTS_DIR}/fixtures/gpu/collectives-socket)
 
 # ---- crafted traces (reader.cmake writes them) and real-GPU traces, when there are any
 add_test(NAME export_fixtures_crafted
@@ -108,9 +129,20 @@ ncs_export_cli(summary 0 "wrote .*valid.pftrace [(][0-9.]+ MB, Perfetto protobuf
                "records from 2 files" "open it at https://ui.perfetto.dev"
                -- ${NCS_X_EXE} export --force ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-valid.pftrace)
 ncs_export_cli(quiet 0 "!wrote" -- ${NCS_X_EXE} export -q --force ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-q.json -f chrome)
+# the size warning: over NCCLSCOPE_EXPORT_WARN_SIZE a written Chrome JSON is said to be large,
+# with -q too; a value that is not a size is said and ignored
+ncs_export_cli(warn_size 0 "warning: the Chrome JSON is [0-9.]+ MB [(][0-9]+ bytes; the warning size is 1 KiB[)]: chrome://tracing and the Perfetto UI"
+               "--format perfetto" -- env NCCLSCOPE_EXPORT_WARN_SIZE=1K ${NCS_X_EXE} export -q --force
+               ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-warn.json -f chrome)
+ncs_export_cli(warn_size_none 0 "!warning" -- ${NCS_X_EXE} export -q --force ${NCS_X_FIX}/valid
+               -o ${NCS_X_WORK}-nowarn.json -f chrome)
+ncs_export_cli(warn_size_bad 0 "ignoring NCCLSCOPE_EXPORT_WARN_SIZE='12X': not a size" "!the Chrome JSON is"
+               -- env NCCLSCOPE_EXPORT_WARN_SIZE=12X ${NCS_X_EXE} export -q --force ${NCS_X_FIX}/valid
+               -o ${NCS_X_WORK}-badwarn.json -f chrome)
 ncs_export_cli(only_coll 0 "[0-9]+ slices" -- ${NCS_X_EXE} export --force -e coll ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-coll.pftrace)
 set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary export_cli_quiet
-                     export_cli_only_coll PROPERTIES FIXTURES_REQUIRED ncs_traces)
+                     export_cli_only_coll export_cli_warn_size export_cli_warn_size_none
+                     export_cli_warn_size_bad PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
          COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"

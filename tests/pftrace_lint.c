@@ -16,12 +16,16 @@
  *   - counter events only on counter tracks, always with a value; slices never on them;
  *   - every flow id appears on at least two events (it links something).
  *
- * usage: ncs-pftrace-lint [--summary] FILE       exit 0 clean, 1 problems (listed), 2 usage
+ * usage: ncs-pftrace-lint [--summary|--slices] FILE   exit 0 clean, 1 problems (listed), 2 usage
  *        ncs-pftrace-lint --write-broken KIND FILE
  *            writes a small trace that breaks one rule (for the negative tests): noseq,
  *            unbalanced, unclosed, endorder, dupuuid, parent, undeclared, flow, iid, counter.
  * --summary prints "key value" lines: packets, sequences, processes, tracks by kind, rows (lanes
  * merged by sibling_merge_key), slices and instants per category, counter events, flows.
+ * --slices prints every slice and instant as one JSON object per line, in the Chrome JSON's
+ * conventions (tests/chrome_rows_check.py compares the two): {"ph":"X" or "i","pid":P (null
+ * off processes),"track":uuid,"ts":ns,"dur":ns,"cat":..,"name":..,"args":{..},"flows":[..]} with
+ * the flow ids on the slice's BEGIN and END, and correlation_id among the args.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -48,7 +52,13 @@ typedef struct {
   uint64_t ts, order;
   uint32_t track; /* index into tracks */
   uint8_t type;
+  uint32_t info;  /* --slices: its entry in L.infos, or UINT32_MAX */
 } ev_t;
+
+typedef struct { /* --slices: what a BEGIN, INSTANT or END carries */
+  char *text;    /* BEGIN, INSTANT: "\"cat\":..,\"name\":..,\"args\":{..}" */
+  char *flows;   /* "\"0x..\",..." or NULL */
+} info_t;
 
 typedef struct {
   char name[64];
@@ -71,6 +81,9 @@ static struct {
   int ncats;
   uint64_t packets, counter_events, instants, slices, errors, flow_endpoints;
   hmap_t seqs;
+  int want_slices;
+  info_t *infos;
+  size_t ninfos, info_cap;
 } L;
 
 static void err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -199,11 +212,133 @@ static void parse_descriptor(const uint8_t *p, const uint8_t *end, uint64_t pkt)
   L.tracks[L.ntracks++] = t;
 }
 
+
+/* ---------------------------------------------------------------- --slices */
+
+typedef struct {
+  char *p;
+  size_t n, cap;
+} sbuf_t;
+
+static void sb_put(sbuf_t *b, const char *s, size_t n) {
+  b->p = xgrow(b->p, &b->cap, b->n + n + 1, 1);
+  memcpy(b->p + b->n, s, n);
+  b->n += n;
+  b->p[b->n] = 0;
+}
+static void sb_fmt(sbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sb_fmt(sbuf_t *b, const char *fmt, ...) {
+  char t[64];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(t, sizeof t, fmt, ap);
+  va_end(ap);
+  sb_put(b, t, (size_t)(n < (int)sizeof t ? n : (int)sizeof t - 1));
+}
+/* a JSON string as chrome.c writes one */
+static void sb_jstr(sbuf_t *b, const uint8_t *s, size_t n) {
+  sb_put(b, "\"", 1);
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '"' || s[i] == '\\') {
+      char t[2] = {'\\', (char)s[i]};
+      sb_put(b, t, 2);
+    } else if (s[i] < 0x20 || s[i] == 0x7F) {
+      sb_fmt(b, "\\u%04x", s[i]);
+    } else {
+      sb_put(b, (const char *)s + i, 1);
+    }
+  }
+  sb_put(b, "\"", 1);
+}
+
+/* one DebugAnnotation as "name":value, in chrome.c's conventions */
+static void sb_arg(sbuf_t *b, uint64_t seq, const uint8_t *p, const uint8_t *end, uint64_t pkt) {
+  pb_field_t f;
+  const uint8_t *name = (const uint8_t *)"?";
+  size_t nlen = 1;
+  sbuf_t v = {0};
+  while (pb_next(&p, end, &f) > 0) {
+    switch (f.field) {
+    case 1: lookup(seq, K_ARG, f.v, &name, &nlen, pkt); break;
+    case 10: name = f.data, nlen = f.len; break;
+    case 2: v.n = 0, sb_fmt(&v, "%s", f.v ? "true" : "false"); break;
+    case 3:
+      v.n = 0;
+      if (f.v > (1ull << 53))
+        sb_fmt(&v, "\"0x%" PRIx64 "\"", f.v);
+      else
+        sb_fmt(&v, "%" PRIu64, f.v);
+      break;
+    case 4: v.n = 0, sb_fmt(&v, "%" PRId64, (int64_t)f.v); break;
+    case 5: {
+      double d;
+      memcpy(&d, &f.v, sizeof d);
+      if (d != d || d > 1e300 || d < -1e300) d = 0;
+      v.n = 0, sb_fmt(&v, "%.9g", d);
+      break;
+    }
+    case 6: v.n = 0, sb_jstr(&v, f.data, f.len); break;
+    case 7: v.n = 0, sb_fmt(&v, "\"0x%" PRIx64 "\"", f.v); break;
+    case 17: {
+      const uint8_t *s;
+      size_t n;
+      if (lookup(seq, K_STR, f.v, &s, &n, pkt) == 0) v.n = 0, sb_jstr(&v, s, n);
+      break;
+    }
+    default: break;
+    }
+  }
+  if (b->n && b->p[b->n - 1] != '{') sb_put(b, ",", 1);
+  sb_jstr(b, name, nlen);
+  sb_put(b, ":", 1);
+  if (v.n)
+    sb_put(b, v.p, v.n);
+  else
+    sb_put(b, "null", 4);
+  free(v.p);
+}
+
+static uint32_t add_info(char *text, char *flows) {
+  L.infos = xgrow(L.infos, &L.info_cap, L.ninfos + 1, sizeof *L.infos);
+  L.infos[L.ninfos] = (info_t){text, flows};
+  return (uint32_t)L.ninfos++;
+}
+
+static int track_pid(uint32_t t, int *pid) {
+  uint64_t cur = t;
+  for (int d = 0; d < 101; d++) {
+    if (L.tracks[cur].is_process) {
+      *pid = L.tracks[cur].pid;
+      return 1;
+    }
+    if (!L.tracks[cur].has_parent || !hm_get(&L.uuid_map, L.tracks[cur].parent, &cur)) return 0;
+  }
+  return 0;
+}
+
+static void print_slice(const ev_t *b, uint64_t dur, const info_t *end) {
+  const info_t *i = &L.infos[b->info];
+  int pid;
+  printf("{\"ph\":\"%s\",\"pid\":", b->type == 1 ? "X" : "i");
+  if (track_pid(b->track, &pid))
+    printf("%d", pid);
+  else
+    printf("null");
+  printf(",\"track\":%" PRIu64 ",\"ts\":%" PRIu64 ",\"dur\":%" PRIu64 ",%s,\"flows\":[%s%s%s]}\n",
+         L.tracks[b->track].uuid, b->ts, dur, i->text,
+         i->flows ? i->flows : "", i->flows && end && end->flows ? "," : "",
+         end && end->flows ? end->flows : "");
+}
+
 static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
                         const uint8_t *p, const uint8_t *end, uint64_t pkt) {
   pb_field_t f;
   int rc, type = 0, has_track = 0, has_value = 0, cat = -1, uses_iid = 0;
-  uint64_t track = 0;
+  uint64_t track = 0, corr = 0;
+  sbuf_t args = {0}, flows = {0};
+  const uint8_t *name = NULL;
+  size_t name_len = 0;
+  if (L.want_slices) sb_put(&args, "{", 1);
   while ((rc = pb_next(&p, end, &f)) > 0) {
     switch (f.field) {
     case 9: type = (int)f.v; break;
@@ -220,14 +355,17 @@ static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
     case 22: cat = cat_index(f.data, f.len); break;
     case 10:
       uses_iid = 1;
-      lookup(seq, K_NAME, f.v, NULL, NULL, pkt);
+      lookup(seq, K_NAME, f.v, &name, &name_len, pkt);
       break;
+    case 23: name = f.data, name_len = f.len; break;
+    case 52: corr = f.v; break;
     case 47:
     case 48: {
       int created;
       uint64_t *c = hm_ref(&L.flows, f.v, 0, &created);
       if (c) (*c)++;
       L.flow_endpoints++;
+      if (L.want_slices) sb_fmt(&flows, "%s\"0x%" PRIx64 "\"", flows.n ? "," : "", f.v);
       break;
     }
     case 4: {
@@ -237,6 +375,7 @@ static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
         if (g.field == 1) uses_iid = 1, lookup(seq, K_ARG, g.v, NULL, NULL, pkt);
         if (g.field == 17) uses_iid = 1, lookup(seq, K_STR, g.v, NULL, NULL, pkt);
       }
+      if (L.want_slices) sb_arg(&args, seq, f.data, f.data + f.len, pkt);
       break;
     }
     default: break;
@@ -248,11 +387,13 @@ static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
   if (!has_ts) err("packet %" PRIu64 ": TrackEvent without timestamp", pkt);
   if (!has_track) {
     err("packet %" PRIu64 ": TrackEvent without track_uuid", pkt);
+    free(args.p), free(flows.p);
     return;
   }
   uint64_t ti;
   if (!hm_get(&L.uuid_map, track, &ti)) {
     err("packet %" PRIu64 ": event on track %" PRIu64 " that was not described before", pkt, track);
+    free(args.p), free(flows.p);
     return;
   }
   track_t *t = &L.tracks[ti];
@@ -261,11 +402,13 @@ static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
     L.counter_events++;
     if (!t->is_counter) err("packet %" PRIu64 ": counter event on a non-counter track %" PRIu64, pkt, track);
     if (!has_value) err("packet %" PRIu64 ": counter event without a value", pkt);
+    free(args.p), free(flows.p);
     return;
   }
   if (t->is_counter) err("packet %" PRIu64 ": slice event on counter track %" PRIu64, pkt, track);
   if (type < 1 || type > 3) {
     err("packet %" PRIu64 ": TrackEvent type %d", pkt, type);
+    free(args.p), free(flows.p);
     return;
   }
   if (type == 1) {
@@ -275,8 +418,32 @@ static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
     L.instants++;
     if (cat >= 0) L.cats[cat].instants++;
   }
+  uint32_t info = UINT32_MAX;
+  if (L.want_slices) {
+    if (type != 2) {
+      if (corr)
+        sb_fmt(&args, "%s\"correlation_id\":\"0x%" PRIx64 "\"", args.n > 1 ? "," : "", corr);
+      sb_put(&args, "}", 1);
+      sbuf_t tx = {0};
+      sb_put(&tx, "\"cat\":", 6);
+      if (cat >= 0)
+        sb_jstr(&tx, (const uint8_t *)L.cats[cat].name, strlen(L.cats[cat].name));
+      else
+        sb_put(&tx, "null", 4);
+      sb_put(&tx, ",\"name\":", 8);
+      sb_jstr(&tx, name ? name : (const uint8_t *)"", name ? name_len : 0);
+      sb_put(&tx, ",\"args\":", 8);
+      sb_put(&tx, args.p, args.n);
+      info = add_info(tx.p, flows.p);
+      flows.p = NULL;
+    } else if (flows.n) {
+      info = add_info(NULL, flows.p);
+      flows.p = NULL;
+    }
+  }
+  free(args.p), free(flows.p);
   L.evs = xgrow(L.evs, &L.ev_cap, L.nevs + 1, sizeof *L.evs);
-  L.evs[L.nevs++] = (ev_t){ts, L.nevs, (uint32_t)ti, (uint8_t)type};
+  L.evs[L.nevs++] = (ev_t){ts, L.nevs, (uint32_t)ti, (uint8_t)type, info};
 }
 
 static void parse_packet(const uint8_t *p, const uint8_t *end, uint64_t pkt) {
@@ -326,17 +493,20 @@ static int cmp_ev(const void *a, const void *b) {
 static void check_nesting(void) {
   if (L.nevs) qsort(L.evs, L.nevs, sizeof *L.evs, cmp_ev);
   uint64_t stack[512];
+  size_t open[512];
   size_t i = 0;
   while (i < L.nevs) {
     uint32_t t = L.evs[i].track;
     size_t depth = 0, over = 0;
     for (; i < L.nevs && L.evs[i].track == t; i++) {
       const ev_t *e = &L.evs[i];
+      if (e->type == 3 && L.want_slices && e->info != UINT32_MAX) print_slice(e, 0, NULL);
       if (e->type == 1) {
         if (depth == 512) {
           over++;
           continue;
         }
+        open[depth] = i;
         stack[depth++] = e->ts;
       } else if (e->type == 2) {
         if (over) {
@@ -347,7 +517,11 @@ static void check_nesting(void) {
           err("track %" PRIu64 ": END at %" PRIu64 " closes nothing", L.tracks[t].uuid, e->ts);
           continue;
         }
-        if (stack[--depth] == e->ts)
+        --depth;
+        if (L.want_slices && L.evs[open[depth]].info != UINT32_MAX)
+          print_slice(&L.evs[open[depth]], e->ts - stack[depth],
+                      e->info != UINT32_MAX ? &L.infos[e->info] : NULL);
+        if (stack[depth] == e->ts)
           err("track %" PRIu64 ": an END at %" PRIu64 " closes the slice that BEGAN at the same time "
               "(an END written after a BEGIN at equal timestamps, or a zero-length slice)",
               L.tracks[t].uuid, e->ts);
@@ -495,11 +669,12 @@ int main(int argc, char **argv) {
   const char *path = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--summary")) want_summary = 1;
+    else if (!strcmp(argv[i], "--slices")) L.want_slices = 1;
     else if (!path && argv[i][0] != '-') path = argv[i];
     else path = NULL, i = argc;
   }
   if (!path) {
-    fprintf(stderr, "usage: ncs-pftrace-lint [--summary] FILE\n"
+    fprintf(stderr, "usage: ncs-pftrace-lint [--summary|--slices] FILE\n"
                     "       ncs-pftrace-lint --write-broken KIND FILE\n");
     return 2;
   }
@@ -540,7 +715,7 @@ int main(int argc, char **argv) {
     fprintf(stderr, "ncs-pftrace-lint: %s: %" PRIu64 " problem(s)\n", path, L.errors);
     return 1;
   }
-  if (!want_summary)
+  if (!want_summary && !L.want_slices)
     printf("ncs-pftrace-lint: %s: ok (%" PRIu64 " packets, %zu tracks, %" PRIu64 " slices, %zu flows)\n",
            path, L.packets, L.ntracks, L.slices, L.flows.n);
   return 0;
