@@ -3,7 +3,8 @@
  * FIFO that grew after old entries expired: the report crashed on jobs longer than 10 s),
  * send/receive pairs, durations and their source, reload cycles kept apart (also when their
  * records interleave), commId 0 kept per
- * file, unknown datatypes, clocks and job time, member lookups, unreadable files. */
+ * file, unknown datatypes, clocks and job time, member lookups, unreadable files, and the
+ * operations a filter left out (kept for exporters with retain). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,7 +165,53 @@ static void basic(const char *dir) {
   CHECK(m && m->rank == 1 && m->device == 3 && !strcmp(m->bus_id, "0000:01:00.0"));
   CHECK(!ncs_job_member(j, 1, 0, 1) && !ncs_job_member(j, 1, 1, 0));
   CHECK(j->t_first == (int64_t)(1010 * MS) && j->t_last == (int64_t)(1100 * MS));
+  CHECK(o && o->api && o->api_id == 11); /* its CollApi's event id */
+  CHECK(s && !s->api && !s->api_id);
   ncs_job_free(j);
+}
+
+/* the same job through a window filter (5 ms to 25 ms after the first event): AllReduce #1 and
+ * #2 pass; #0 and the send/receive are left out, and with retain the job lists them (file,
+ * segment, event ids of the Coll/P2p and of its CollApi) for exporters; kept + left = all */
+static void left_out(const char *dir) {
+  char err[256];
+  ncs_job_filter_t f = {.window = 1, .from_ns = 5 * (int64_t)MS, .to_ns = 25 * (int64_t)MS};
+  ncs_job_t *j = ncs_job_open(dir, &(ncs_job_opts_t){.retain = 1, .filter = &f}, err, sizeof err);
+  if (!j) {
+    fprintf(stderr, "%s: %s\n", dir, err);
+    exit(1);
+  }
+  ncs_job_stream(j, NULL, NULL);
+  CHECK(ncs_job_inst_count(j) == 2 && ncs_job_op_count(j) == 4);
+  CHECK(j->run.filtered_inst == 1 && j->run.filtered_p2p == 2);
+  CHECK(ncs_job_left_count(j) == 4 && !ncs_job_left(j, 4));
+  int coll = 0, sr = 0;
+  for (size_t i = 0; i < ncs_job_left_count(j); i++) {
+    const ncs_job_left_t *l = ncs_job_left(j, i);
+    if (l->id == 20) {
+      coll++;
+      CHECK(l->api_id == 10 && l->seg == 0 && l->rank == (int32_t)l->proc);
+    } else if (l->id == 40) {
+      sr++;
+      CHECK(l->api_id == 0 && l->comm == 0);
+    } else {
+      CHECK(!"an operation that passes the filter is listed as left out");
+    }
+  }
+  CHECK(coll == 2 && sr == 2);
+  for (size_t i = 0; i < ncs_job_op_count(j); i++) {
+    const ncs_op_t *o = ncs_job_op(j, i);
+    CHECK(o->id != 20 && o->id != 40 && o->api_id == o->id - 10);
+  }
+  ncs_job_free(j);
+  /* without retain nothing is kept for exporters */
+  j = ncs_job_open(dir, &(ncs_job_opts_t){.filter = &f}, err, sizeof err);
+  CHECK(j != NULL);
+  if (j) {
+    ncs_job_stream(j, NULL, NULL);
+    CHECK(j->run.filtered_inst == 1 && ncs_job_left_count(j) == 0);
+    ncs_job_free(j);
+  }
 }
 
 /* one rank, 30 s: ten CollApi at 0 s, then at 12 s seventy more in a row (the FIFO drops the old
@@ -274,7 +321,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   char d[512];
-  mkdirs(d, argv[1], "basic"), basic(d);
+  mkdirs(d, argv[1], "basic"), basic(d), left_out(d);
   mkdirs(d, argv[1], "fifo"), api_fifo(d);
   mkdirs(d, argv[1], "apart"), apart(d);
   mkdirs(d, argv[1], "interleave"), interleave(d);

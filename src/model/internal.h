@@ -32,6 +32,7 @@ typedef struct {
   const char *func, *dtype;
   uint32_t thread; /* of the user's call (CollApi/P2pApi), else of the START */
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
+  uint64_t api_id; /* its CollApi/P2pApi's event id, 0 none */
 } held_t;
 
 /* one ProxyOp being read (merge.c): its link and NetPlugin QPs, until the operation it belongs
@@ -115,6 +116,8 @@ typedef struct {
   size_t nops, capops;
   ncs_inst_t *insts;
   size_t ninsts, capinsts;
+  ncs_job_left_t *left; /* operations the filter left out (retain only) */
+  size_t nleft, capleft;
   /* user ranges (ranges.c) */
   void *ranges;
 } jpriv_t;
@@ -179,6 +182,7 @@ void ranges_free(ncs_job_t *j);
 /* retain.c */
 void retain_instance(ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops);
 void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner);
+void retain_left(ncs_job_t *j, const ncs_op_t *ops, size_t n); /* left out by the filter */
 void retain_layout(ncs_job_t *j);
 void retain_free(ncs_job_t *j);
 

@@ -147,6 +147,7 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   }
   if (ncs_job_filter_active(&j->filter) && !pass_instance(j, &in, x->ops)) {
     j->run.filtered_inst++;
+    if (P->retain) retain_left(j, x->ops, x->n); /* exporters leave out its records too */
     for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]); /* left out: nobody takes its links */
     return;
   }
@@ -166,6 +167,8 @@ static void hand_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) 
   }
   if (ncs_job_filter_active(&j->filter) && !P->hostpass && !pass_p2p(j, op, partner)) {
     j->run.filtered_p2p += partner ? 2 : 1;
+    if (P->retain) retain_left(j, op, 1);
+    if (P->retain && partner) retain_left(j, partner, 1);
     bd_op_free((ncs_op_t *)op); /* left out: nobody takes its links */
     if (partner) bd_op_free((ncs_op_t *)partner);
     return;

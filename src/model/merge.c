@@ -79,7 +79,7 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .peer = h->peer, .func = h->func, .dtype = h->dtype, .seq = h->seq,
                   .order = h->order, .count = h->count, .root = h->root, .p2p = h->p2p,
                   .is_send = h->is_send, .unsampled = h->unsampled, .complete = h->complete,
-                  .api = h->api_ts != 0, .thread = h->thread,
+                  .api = h->api_ts != 0, .api_id = h->api_id, .thread = h->thread,
                   .cflags = h->cflags, .gpu_start = h->gpu_start, .gpu_stop = h->gpu_stop,
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);
@@ -345,6 +345,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   const api_t *x = e->parent_kind == NCS_REF_LOCAL ? api_get(S, e->parent) : NULL;
   if (x) { /* the user's count and datatype (NCCL rewrites AllGather/Broadcast to bytes) */
     h->api_ts = x->ts, h->count = x->count, h->dtype = x->dtype, h->thread = x->thread;
+    h->api_id = x->id;
     if (!h->p2p) h->root = x->root;
   }
   uint64_t old;

@@ -241,6 +241,7 @@ typedef struct {
   uint8_t complete;      /* a COMPLETE record was seen */
   uint8_t api;           /* its CollApi/P2pApi record was found: count, datatype and arrival are
                           * the user's call's */
+  uint64_t api_id;       /* that record's event id in its segment (0: none found) */
   uint32_t cflags;       /* its NCS_CF_* flags */
   int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
   int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
@@ -413,6 +414,8 @@ typedef struct {
   const char *func;         /* NCCL: its first operation's function (pooled; "" none) */
   int64_t seq;              /* NCCL: its first operation's seqNumber (-1 none) */
   uint32_t nops;            /* NCCL: operations it ran */
+  uint32_t op_seg;          /* NCCL: its first operation's segment and Coll/P2p event id */
+  uint64_t op_id;           /*   (ncs_op_t.seg and .id; op_id 0: none joined) */
 } ncs_job_kernel_t;
 
 /* an NCCL launch whose kernels are not in the file (docs/gpu-truth.md "Hangs") */
@@ -453,6 +456,16 @@ typedef struct {
   int window;               /* only those whose first arrival is in [from_ns, to_ns] */
   int64_t from_ns, to_ns;   /* ns since the job's first event (t_first); to_ns INT64_MAX: end */
 } ncs_job_filter_t;
+/* An operation the filter left out, kept with opts.retain (ncs_job_left): enough for an exporter
+ * to leave out its records too (its API call, children and kernels). Every operation the
+ * streaming pass made is either retained (ncs_job_op) or one of these. */
+typedef struct {
+  uint32_t proc, seg;   /* its file and segment */
+  uint64_t id;          /* its Coll/P2p START's event id (ncs_op_t.id) */
+  uint64_t api_id;      /* its CollApi/P2pApi's event id (0: none found) */
+  uint32_t comm;        /* index into comms */
+  int32_t rank;
+} ncs_job_left_t;
 /* 1 when the filter asks for less than the whole job */
 int ncs_job_filter_active(const ncs_job_filter_t *f);
 /* the filter in words ("comm 0x..., ranks 0,2-5, from 1.50 s to the end ..."); "" for none */
@@ -580,6 +593,10 @@ size_t ncs_job_op_count(const ncs_job_t *j);
 const ncs_op_t *ncs_job_op(const ncs_job_t *j, size_t i);
 size_t ncs_job_inst_count(const ncs_job_t *j);
 const ncs_inst_t *ncs_job_inst(const ncs_job_t *j, size_t i);
+/* the operations the filter left out (opts.retain with a filter, after ncs_job_stream), in the
+ * order they were left out; NULL past the end */
+size_t ncs_job_left_count(const ncs_job_t *j);
+const ncs_job_left_t *ncs_job_left(const ncs_job_t *j, size_t i);
 
 /* clocks */
 static inline int64_t ncs_job_time(const ncs_job_t *j, uint32_t proc, uint64_t mono) {
