@@ -361,9 +361,11 @@ static void js_counter(tl_sink_t *s, const tl_track_t *t, uint64_t ts, double v)
 
 static int js_finish(tl_sink_t *s) {
   js_t *j = (js_t *)s;
-  if (j->whole)
-    PUTS(&s->out,
-         "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ncclscope export\"}}\n");
+  if (j->whole) {
+    PUTS(&s->out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ncclscope export\"");
+    if (s->nmeta) PUTS(&s->out, ","), render_args(&s->out, s->meta, s->nmeta);
+    PUTS(&s->out, "}}\n");
+  }
   return tl_sink_close(s);
 }
 
