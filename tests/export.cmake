@@ -12,6 +12,8 @@
 #                    and flows.
 # export_fixtures    crafted traces (valid, crashed, damaged) and real-GPU traces in
 #                    tests/fixtures/*/ (skipped when there are none).
+# export_filter_*    the shared filters (--comm, --rank, --from/--to) in the timeline and SQLite
+#                    (tests/export_filter_check.py; OTF2's in otf2.cmake).
 
 set(NCS_EXPORT_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_executable(ncs-pftrace-lint ${NCS_EXPORT_TESTS_DIR}/pftrace_lint.c
@@ -73,6 +75,20 @@ ncs_export_test(protoc graph --scenario graph --ranks 2 --procs 2)
 ncs_export_test(chrome mixed --scenario mixed --ranks 4 --procs 4 --iters 10)
 ncs_export_test(chrome sendrecv --scenario sendrecv --ranks 2 --procs 2 --iters 3)
 
+# ---- the shared filters (docs/cli.md "Filters"): one nccl-sim job with two communicators,
+# exported with --comm, --rank and --from/--to; exactly the operations that pass, all their
+# pieces, nothing of the others, the events of no operation of those ranks and that window, what
+# the file says it covers; --from 0 as unfiltered, nothing passing, an unknown --comm
+# (tests/export_filter_check.py; the otf2 case is in otf2.cmake)
+foreach(m timeline sqlite)
+  add_test(NAME export_filter_${m}
+           COMMAND python3 ${NCS_EXPORT_TESTS_DIR}/export_filter_check.py ${m}
+                   ${NCS_X_WORK}/filter-${m} ${NCS_X_EXE} ${NCS_X_LINT} $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope>)
+  set_tests_properties(export_filter_${m} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       PASS_REGULAR_EXPRESSION "export_filter_check: ok")
+endforeach()
+
 # ---- crafted traces (reader.cmake writes them) and real-GPU traces, when there are any
 add_test(NAME export_fixtures_crafted
          COMMAND ${NCS_X_CHECK} files ${NCS_X_WORK}/crafted ${NCS_X_ARGS} -- ${NCS_X_FIX}/valid
@@ -90,6 +106,16 @@ function(ncs_export_cli name rc)
   add_test(NAME export_cli_${name} COMMAND ${NCS_X_CLI} ${rc} ${ARGN})
 endfunction()
 ncs_export_cli(help 0 "usage: ncclscope export" "--format" "--jobs" -- ${NCS_X_EXE} export --help)
+ncs_export_cli(help_filters 0 "--comm ID" "--rank LIST" "--from T, --to T" -- ${NCS_X_EXE} export --help)
+ncs_export_cli(bad_rank 2 "--rank needs ranks such as 0,2,4-7, not '1-'" -- ${NCS_X_EXE} export --rank 1- x)
+ncs_export_cli(bad_comm_syntax 2 "--comm needs a commId" -- ${NCS_X_EXE} export --comm 12 x)
+ncs_export_cli(to_before_from 2 "--to is before --from" -- ${NCS_X_EXE} export --from 2s --to 1s x)
+ncs_export_cli(unknown_comm 2 "--comm 0x00000000000000ab: no such communicator in the job"
+               "!wrote" -- ${NCS_X_EXE} export --force --comm 0xab ${NCS_X_FIX}/valid
+               -o ${NCS_X_WORK}-unknown-comm.pftrace)
+ncs_export_cli(filter_summary 0 "filter: ranks 0: kept [0-9]+ collective instances"
+               "wrote .*filter-summary.pftrace"
+               -- ${NCS_X_EXE} export --force --rank 0 ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-filter-summary.pftrace)
 ncs_export_cli(in_verbs 0 "export +write a trace as a Perfetto" -- ${NCS_X_EXE} --help)
 ncs_export_cli(no_path 2 "which traces[?]" -- ${NCS_X_EXE} export)
 ncs_export_cli(bad_format 2 "--format must be perfetto, chrome, sqlite or otf2, not 'svg'"
@@ -109,8 +135,13 @@ ncs_export_cli(summary 0 "wrote .*valid.pftrace [(][0-9.]+ MB, Perfetto protobuf
                -- ${NCS_X_EXE} export --force ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-valid.pftrace)
 ncs_export_cli(quiet 0 "!wrote" -- ${NCS_X_EXE} export -q --force ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-q.json -f chrome)
 ncs_export_cli(only_coll 0 "[0-9]+ slices" -- ${NCS_X_EXE} export --force -e coll ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-coll.pftrace)
+# operations the model could not place (the crafted traces' Coll/P2p without a communicator):
+# under a filter they are left out and counted, never guessed to pass
+ncs_export_cli(filter_cannot_tell 0 "among them [1-9][0-9]* operations the job model could not place"
+               -- ${NCS_X_EXE} export --force --from 0 ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-cannot-tell.pftrace)
 set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary export_cli_quiet
-                     export_cli_only_coll PROPERTIES FIXTURES_REQUIRED ncs_traces)
+                     export_cli_only_coll export_cli_unknown_comm export_cli_filter_summary
+                     export_cli_filter_cannot_tell PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
          COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"
