@@ -8,7 +8,9 @@
 # and popped its outer range "train", so the pool (POOL) fills and range records are dropped
 # however fast the machine is; the report must say they were lost, every "train" range (pushed
 # before the pool filled, popped after) must be there without an end and without numbers, and no
-# range may show shorter than nccl-sim made it.
+# range may show shorter than nccl-sim made it; `report --range train` must keep every operation
+# (a train range holds all that follows its begin) and say their ends are unknown and records were
+# lost (docs/cli.md "Filters").
 set -u
 SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 W=$5 MODE=$6 LINT=${9:-}
 THREADS=2
@@ -38,6 +40,9 @@ else
 fi
 "$NCS" report --json "$W/trace" >"$W/report.json" || fail "report --json"
 "$NCS" report --top 3 "$W/trace" >"$W/report.txt" || fail "report"
+if [ "$MODE" = lost ]; then
+  "$NCS" report --json --range train "$W/trace" >"$W/train.json" || fail "report --range train"
+fi
 "$NCS" report --html "$W/report.html" --force "$W/trace" >/dev/null || fail "report --html"
 "$NCS" export "$W/trace" --format sqlite -o "$W/db.sqlite" >/dev/null 2>&1 || fail "export sqlite"
 "$NCS" export "$W/trace" --format chrome -o "$W/trace.json" >/dev/null 2>&1 || fail "export chrome"
@@ -136,6 +141,16 @@ else:
         for e in sl:
             if e["name"] == name and e["args"]["state"] == "ended" and e["args"]["wall_ns"] < lo:
                 bad.append("slice %s shorter (%d) than any truth range (%d)" % (name, e["args"]["wall_ns"], lo))
+    # --range train: everything kept; the ends and the lost records said
+    whole, tr = json.load(open(w + "/report.json")), json.load(open(w + "/train.json"))
+    f = tr["filter"]
+    if f["instances_left_out"] or f["p2p_left_out"] or tr["collectives"] != whole["collectives"]:
+        bad.append("--range train left out %s" % f)
+    s = f["selection"]
+    if s["ranges"] != int(sys.argv[3]) or s["end_unknown"] != int(sys.argv[3]):
+        bad.append("--range train: %s, want %s ranges, every end unknown" % (s, sys.argv[3]))
+    if not s["range_records_lost"] or s["files_lost"] != 1 or "lost" not in f["text"] or "never ended" not in f["text"]:
+        bad.append("--range train does not say what was lost: %s" % f)
     nolost = sum(1 for r in rows if r[1] != "ended")
     summary = "mode=lost records_lost=%d end_lost=%d open=%d rows_without_end=%d" % (
         rep["records_lost"], rep["end_lost"], rep["open"], nolost)

@@ -185,3 +185,13 @@ foreach(mode truth lost)
   set_tests_properties(ranges_read_${mode} PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range read: ok mode=${mode}"
                        FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")
 endforeach()
+
+# the filters --range and --tag (docs/cli.md "Filters"): report keeps exactly the operations
+# nccl-sim's truth puts in the selected ranges and tags, on one process (one thread and two) and on
+# two processes, in a flight window, and refuses what the job cannot answer (tests/range_filter.sh)
+add_test(NAME report_filter_range
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/range_filter.sh $<TARGET_FILE:nccl-sim>
+                 $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                 ${CMAKE_CURRENT_BINARY_DIR}/report-filter-range)
+set_tests_properties(report_filter_range PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range filter: ok"
+                     FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")
