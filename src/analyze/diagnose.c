@@ -448,10 +448,18 @@ static void nothing_stuck(dg_t *D) {
     dg_ev_line(v, "%u operation%s open at the --to time had made no progress for over %d ms (longest: %s), "
                   "but completed later in the recording: in progress, not stuck",
                G->later_done, G->later_done == 1 ? "" : "s", (int)(NCS_DG_STUCK_NS / 1000000), G->later_example);
-  if (D->job->nlosses)
-    dg_ev_line(v, "the recordings lost records (%u loss windows; see dump --stats): every rank's "
-                  "newest operation completed, or its process ended cleanly, so none can hide "
-                  "an operation still open", D->job->nlosses);
+  /* --to: the losses by the cut; later ones could hide only completions, and every operation
+   * open at the cut completed later or would have been judged */
+  uint32_t nlosses = 0;
+  for (uint32_t k = 0; k < D->job->nlosses; k++) {
+    const ncs_job_loss_t *x = &D->job->losses[k];
+    nlosses += !D->cut || (x->proc < G->nprocs && x->from_ns <= D->procs[x->proc].cut_mono);
+  }
+  if (nlosses)
+    dg_ev_line(v, "the recordings lost records (%u loss window%s%s; see dump --stats): every rank's "
+                  "newest operation completed%s, or its process ended cleanly, so none can hide "
+                  "an operation still open", nlosses, nlosses == 1 ? "" : "s", D->cut ? " by the --to time" : "",
+               D->cut ? " (or was in progress, completing later)" : "");
   for (uint32_t c = 0; c < G->ncomms; c++)
     if (G->comms[c].judged)
       dg_ev_line(v, "communicator " NCS_COMM_ID_FMT "%s%s: %d of %d ranks recorded, %" PRIu64
