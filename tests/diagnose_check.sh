@@ -437,7 +437,8 @@ assert r['filter']['to_ns']==int($t*1e9) and not r['filter']['cut_past_end'], r[
   diag "$W/rec" --to "$late"
   expect_rc $rc 1
   py "assert r['status']=='hang' and v['kind']=='not_entered' and v['rank']==2 and v['seq']==10, v
-assert v['where']=='outside', v['where']" "--to $late: the hang"
+assert v['where']=='outside', v['where']
+assert [p['state'] for p in r['processes']]==['trace_cut']*4, r['processes']" "--to $late: the hang"
   grep -q "its process is alive (its trace goes on after the --to time)" "$W/out.txt" || fail "--to: alive at the cut"
   # --from leaves hang judgement alone
   diag "$W/rec" --from "$late"
@@ -446,7 +447,8 @@ assert v['where']=='outside', v['where']" "--to $late: the hang"
   # past the end: the whole recording, as without --to
   diag "$W/rec" --to 1000
   expect_rc $rc 1
-  py "assert r['filter']['cut_past_end'] and v['kind']=='not_entered' and v['where'] in ('exited','outside'), v" "--to past the end"
+  py "assert r['filter']['cut_past_end'] and v['kind']=='not_entered' and v['where'] in ('exited','outside'), v
+assert 'trace_cut' not in [p['state'] for p in r['processes']], r['processes']" "--to past the end"
   grep -q "at or after the end of every recording: the whole recording is judged" "$W/out.txt" || fail "past-end text"
   # flight recordings keep only their last operations: --to is refused
   "$GEN" "$W/fl" skip flight || fail "generator"

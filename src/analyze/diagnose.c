@@ -53,6 +53,7 @@ static void procs_prepare(dg_t *D) {
       P->snap_mono = P->fi.heartbeat_mono > P->last_life ? P->fi.heartbeat_mono : P->last_life;
       p->snap_real = P->fi.heartbeat_real ? (int64_t)P->fi.heartbeat_real : dg_to_real(P, P->snap_mono);
     } else if (D->cut && P->after_cut) { /* --to: alive at the cut, which is its snapshot */
+      p->after_cut = 1;
       P->snap_mono = P->cut_mono;
       p->snap_real = dg_to_real(P, P->cut_mono);
     } else {

@@ -80,7 +80,8 @@ typedef struct {
   uint32_t flight_state;  /* NCS_FS_* for flight files, 0 for traces */
   uint32_t dump_reason, dump_index;
   char trigger[128];
-  int footer;             /* trace: the last segment ended cleanly */
+  int footer;             /* trace: the last segment ended cleanly (--to: by the cut) */
+  int after_cut;          /* --to: the recording goes on after the cut (alive then) */
   int unreadable;         /* it could not be read at all (damage_msg says why): its ranks are unknown */
   int excluded;           /* NCS_JX_* of the job model: a copy of same_as, or another job's; not read */
   char same_as[160];      /* the file read in its place (NCS_JX_DUPLICATE) */

@@ -81,7 +81,7 @@ static const char *status_of(const ncs_dg_t *d) {
 static const char *proc_state(const ncs_dg_proc_t *p) {
   if (p->unreadable) return "unreadable";
   if (p->excluded) return p->excluded == NCS_JX_DUPLICATE ? "duplicate" : "other_run";
-  if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : "trace_no_footer";
+  if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : p->after_cut ? "trace_cut" : "trace_no_footer";
   return ncs_flight_state_name(p->flight_state);
 }
 
@@ -521,14 +521,19 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
     else if (p->source == NCS_DG_SRC_LIVE)
       snprintf(what, sizeof what, "live file, %s", ncs_flight_state_name(p->flight_state));
     else
-      snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : "no footer");
+      snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : p->after_cut ? "cut by --to" : "no footer");
     int64_t ag = d->ref_real - p->snap_real;
     ncs_fmt_ns(a, sizeof a, (double)ag);
-    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s %s %s %s\n",
+    char when[160];
+    if (p->after_cut) /* --to: alive then; its state at the cut is what was read */
+      snprintf(when, sizeof when, "goes on after %s", d->ref_name);
+    else
+      snprintf(when, sizeof when, "%s %s %s %s",
+               p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
+               ag < 0 ? "after" : "before", d->ref_name);
+    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s\n",
             p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
-            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s",
-            p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
-            ag < 0 ? "after" : "before", d->ref_name);
+            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s", when);
     if (p->dead) fprintf(o, "  %-22s DIED: %s\n", "", p->dead_why);
     if (p->damage == 2) fprintf(o, "  %-22s damaged: %s\n", "", p->damage_msg);
   }
