@@ -30,7 +30,7 @@ foreach(c usage incidents heartbeat nocomp abi3)
   ncs_dg_test(diagnose_${c} ${c} 60)
 endforeach()
 # the shared filters (docs/diagnose.md, "Filters"): nccl-sim jobs in trace mode
-foreach(c comm rank to healthy from)
+foreach(c comm rank to healthy from range)
   ncs_dg_test(diagnose_filter_${c} filter-${c} 120)
 endforeach()
 # the reproducers of issues 14, 15 and 24 (tests/diagnose_check.sh says what each was)

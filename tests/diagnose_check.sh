@@ -18,6 +18,9 @@
 #   filter-to       --to: before a hang began no HANG, well after it HANG; flight refused
 #   filter-healthy  --to: a healthy job with a straggler, cut mid-run at several times: no HANG
 #   filter-from     --from: a desync before the time is not checked, after it is
+#   filter-range    --range, --tag: the span of a step or tag before a hang is OK, the one the
+#                   hang is in is HANG; a desync in a later step is not seen from an earlier one;
+#                   with --from/--to, an unknown name or an empty selection: 2; flight: said
 set -u
 NS=$1 GEN=$2 SIM=$3 PLUGIN=$4 W=$5 CASE=$6
 rm -rf "$W" && mkdir -p "$W"
@@ -202,16 +205,14 @@ usage)
   expect_rc $? 0
   grep -q -- "--latest" "$W/out.txt" || fail "help"
   for o in --comm --rank --from --to --range; do grep -q -- "^  $o[ ,]" "$W/out.txt" || fail "help: no $o"; done
-  # the filters: bad values, and the ones diagnose does not take
-  for a in "--comm 42" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1"; do
+  # the filters: bad values (the range and tag selections: case filter-range)
+  for a in "--comm 42" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1" \
+           "--range step:0" "--range step:3-1" "--tag x" "--tag 5-2"; do
     "$NS" diagnose $a "$W/empty" >"$W/out.txt" 2>&1
     expect_rc $? 2
   done
-  for o in range tag; do
-    "$NS" diagnose --$o step "$W/empty" >"$W/out.txt" 2>&1
-    expect_rc $? 2
-    grep -q -- "--$o\|--range/--tag" "$W/out.txt" || fail "--$o: no reason given"
-  done
+  "$NS" diagnose --range step "$W/empty" >"$W/out.txt" 2>&1
+  expect_rc $? 3
   "$GEN" "$W/rec" healthy trace || fail "generator"
   "$NS" diagnose --incident 2 "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 3
@@ -504,6 +505,69 @@ assert r['filter']['collectives_not_checked']>=11, r['filter']" "--from $after: 
     "$W/out.txt" || fail "--from text"
   grep -q "^  note: not everything was judged" "$W/out.txt" || fail "--from: no note"
   ! grep -q "^DESYNC" "$W/out.txt" || fail "--from: a desync before it reported"
+  ;;
+filter-range)
+  # nccl-sim runs iteration i inside user range "step" (the (i+1)-th on its thread) with userTag
+  # 1 + i/5; rank 2 skips AllReduce #10 (the 11th step, tag 3), the others hang there for 2 s
+  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+    --procs 4 --iters 20 --ranges --user-tags 5 --fault skip:2:10 --hang-s 2 >"$W/sim.txt" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim did not hang: $(tail -2 "$W/sim.txt")"
+  # steps and tags that completed before the hang: judged as at their end, nothing stuck
+  for sel in "--range step:3" "--range step:1-10" "--tag 1" "--tag 1-2" "--range step:7 --tag 2"; do
+    # shellcheck disable=SC2086
+    diag "$W/rec" $sel
+    expect_rc $rc 0
+    py "f=r['filter']
+assert r['status']=='ok' and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r['verdicts']
+assert f['window_open'] is None and f['to_ns'] is not None and f['selected_open']==0, f
+n={'--range step:3':4,'--range step:1-10':40,'--tag 1':20,'--tag 1-2':40,'--range step:7 --tag 2':4}['$sel']
+assert f['selected_ops']==n, (f['selected_ops'], n)" "$sel: before the hang"
+    grep -q "^  --[a-z, -]*: the window is the span of the [0-9]* operations selected, from .* to .* (the latest completion among them, and 1 ms)" \
+      "$W/out.txt" || fail "$sel: the window is not said"
+    grep -q "^  window end .*: the job as it was at" "$W/out.txt" || fail "$sel: the cut is not said"
+    ! grep -q "^HANG" "$W/out.txt" || fail "$sel: HANG before the hang began"
+  done
+  # the step and tag the hang is in, and every step: the whole recording, HANG
+  for sel in "--range step:11" "--range step" "--tag 3" "--range step:11-12"; do
+    # shellcheck disable=SC2086
+    diag "$W/rec" $sel
+    expect_rc $rc 1
+    py "f=r['filter']
+assert r['status']=='hang' and v['kind']=='not_entered' and v['rank']==2 and v['seq']==10, v
+assert f['window_open']=='operations_open' and f['to_ns'] is None and f['selected_open']>=1, f" "$sel: the hang"
+    grep -q "never completed, lack a rank or lack their partner, so the whole recording is judged" "$W/out.txt" ||
+      fail "$sel: why the window has no end is not said"
+  done
+  # usage errors
+  for bad in "--range step:3 --to 1|the time window is the span of the operations selected" \
+             "--tag 1 --from 0.1|the time window is the span" \
+             "--range optimizer|no NCCL operation of the recordings was selected" \
+             "--range nosuch|no user range of that name" "--tag 9|user tag"; do
+    args=${bad%%|*} msg=${bad#*|}
+    # shellcheck disable=SC2086
+    "$NS" diagnose $args "$W/rec" >"$W/out.txt" 2>&1
+    expect_rc $? 2
+    grep -q -- "$msg" "$W/out.txt" || fail "$args: does not say '$msg'"
+  done
+  # a desync in step 11 (rank 3 calls AllReduce #10 with twice the count): seen from step 11, not
+  # from step 5, which ended before it
+  NCCLSCOPE_DIR="$W/mm" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 20 \
+    --ranges --fault mismatch:3:10 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
+  diag "$W/mm" --range step:11
+  expect_rc $rc 1
+  py "assert r['status']=='desync' and v['kind']=='mismatch' and v['rank']==3 and v['seq']==10, v" "step:11: the desync"
+  diag "$W/mm" --range step:5
+  expect_rc $rc 0
+  py "assert r['status']=='ok', r['verdicts']" "step:5: no desync"
+  ! grep -q "^DESYNC" "$W/out.txt" || fail "step:5: a desync after it reported"
+  # flight recordings keep only their last operations: the window has no end, and it says so
+  NCCLSCOPE_MODE=flight NCCLSCOPE_DIR="$W/fl" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 \
+    --iters 20 --ranges >"$W/sim.txt" 2>&1 || fail "nccl-sim flight: $(tail -2 "$W/sim.txt")"
+  diag "$W/fl" --range step:3
+  expect_rc $rc 0
+  py "f=r['filter']
+assert r['status']=='ok' and f['window_open']=='flight' and f['to_ns'] is None, f" "flight: --range step:3"
+  grep -q "the job as it was when the span ended cannot be rebuilt" "$W/out.txt" || fail "flight: not said"
   ;;
 *)
   fail "unknown case"

@@ -118,6 +118,7 @@ typedef struct dg_s {
   int cut;           /* --to: every file is read up to its cut_mono */
   int64_t cut_job;   /* the cut in job time */
   struct dg_s *full; /* --to: the same recordings read whole; which operations completed later */
+  uint32_t job_choice; /* ncs_dg_opts_t.job */
   int from_set;      /* --from: mismatch checks only for collectives entered from from_job on */
   int64_t from_job;
 } dg_t;

@@ -445,7 +445,7 @@ static int classify_absent(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
   }
   if (P->after_cut) { /* --to */
     dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call; its "
-                  "process is alive (its trace goes on after the --to time)");
+                  "process is alive (its trace goes on after %s)", D->pub.ref_name);
     return NCS_DG_W_OUTSIDE;
   }
   dg_ago_str(D, a, sizeof a, p->snap_real);

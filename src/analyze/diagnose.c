@@ -70,7 +70,7 @@ static void procs_prepare(dg_t *D) {
     G->ref_real = 0;
     for (uint32_t i = 0; i < G->nprocs; i++)
       if (G->procs[i].snap_real > G->ref_real) G->ref_real = G->procs[i].snap_real;
-    G->ref_name = D->cut ? "the --to time" : "the end of the recording";
+    G->ref_name = D->cut ? (D->pub.filter.rsel || D->pub.filter.tsel ? "the window end" : "the --to time") : "the end of the recording";
   }
   int64_t trig = G->incident ? G->request_real : 0;
   uint32_t nofooter = 0;
@@ -288,6 +288,91 @@ int dg_comm_judged(const dg_t *D, uint32_t c) {
   return !D->pub.filter.comm_set || D->comms[c].comm_id == D->pub.filter.comm_id;
 }
 
+/* --range, --tag: the time span of the operations they select (docs/diagnose.md, "Filters").
+ * The job model selects them as for report and export (an instance whole, when one of its
+ * operations was called inside a selected range or carries a listed tag); the span runs from the
+ * earliest arrival among them to the latest completion, and is open (judged at the end) when one
+ * of them never completed, an instance lacks a rank, a send lacks its receive, or a selected range
+ * never ended. */
+typedef struct {
+  const ncs_job_t *j;
+  int64_t first, last;
+  uint64_t ops, open;
+} span_t;
+
+static void span_op(span_t *s, const ncs_op_t *op) {
+  s->ops++;
+  int64_t a = op->arrival ? op->arrival : op->start;
+  if (a && (!s->first || a < s->first)) s->first = a;
+  int64_t e = op->end > op->stop ? op->end : op->stop;
+  if (!op->complete || !e)
+    s->open++;
+  else if (e > s->last)
+    s->last = e;
+}
+
+static void span_inst(void *arg, const ncs_inst_t *in, const ncs_op_t *ops) {
+  span_t *s = arg;
+  for (uint32_t k = 0; k < in->nops; k++) span_op(s, &ops[k]);
+  if (in->comm < s->j->ncomms && (int32_t)in->distinct < s->j->comms[in->comm].nranks) s->open++;
+}
+
+static void span_p2p(void *arg, const ncs_op_t *op, const ncs_op_t *partner) {
+  span_t *s = arg;
+  span_op(s, op);
+  if (partner)
+    span_op(s, partner);
+  else
+    s->open++;
+}
+
+static int sel_window(dg_t *D, ncs_job_filter_t *f, char *err, size_t errlen) {
+  ncs_dg_t *G = &D->pub;
+  const char *what = f->rsel && f->tsel ? "--range and --tag" : f->rsel ? "--range" : "--tag";
+  if (f->window) {
+    snprintf(err, errlen, "with %s the time window is the span of the operations selected: give %s without "
+                          "--from and --to",
+             what, f->rsel && f->tsel ? "them" : "it");
+    return -1;
+  }
+  ncs_job_filter_t sf = {.comm_set = f->comm_set, .comm_id = f->comm_id, .rsel = f->rsel, .nrsel = f->nrsel,
+                         .tsel = f->tsel, .ntsel = f->ntsel};
+  char **paths = ncs_xcalloc(G->nprocs, sizeof *paths);
+  for (uint32_t i = 0; i < G->nprocs; i++) paths[i] = G->procs[i].file;
+  ncs_job_opts_t jo = {.job = D->job_choice, .filter = &sf};
+  ncs_job_t *j = ncs_job_open_files(paths, G->nprocs, &jo, err, errlen);
+  free(paths);
+  if (!j) return -1;
+  span_t s = {.j = j};
+  ncs_job_sink_t sink = {span_inst, span_p2p};
+  ncs_job_stream(j, &sink, &s);
+  if (j->filter.notes) dg_note(D, "%s: %s", what, j->filter.notes);
+  G->sel_ops = s.ops, G->sel_open = s.open;
+  int range_open = j->sel.end_unknown > 0;
+  int64_t t0 = j->t_first;
+  ncs_job_free(j);
+  if (!s.ops || !s.first) {
+    char ft[NCS_DG_LINE];
+    ncs_job_filter_text(&sf, ft, sizeof ft);
+    snprintf(err, errlen, "%s: no NCCL operation of the recordings was selected (%s), so there is nothing to "
+                          "diagnose over them",
+             what, ft);
+    return -1;
+  }
+  f->window = 1;
+  f->from_ns = s.first > t0 ? s.first - t0 : 0;
+  f->to_ns = INT64_MAX;
+  G->sel_open_why = s.open ? 1 : range_open ? 2 : 0;
+  if (G->sel_open_why) return 0;
+  for (uint32_t i = 0; i < G->nprocs; i++)
+    if (G->procs[i].source != NCS_DG_SRC_TRACE && !D->job->procs[i].excluded) {
+      G->sel_open_why = 3; /* a flight recording: no earlier state to rebuild */
+      return 0;
+    }
+  f->to_ns = s.last - t0 + NCS_DG_SEL_MARGIN_NS;
+  return 0;
+}
+
 /* The filter against the recordings (docs/diagnose.md, "Filters"): -1 with err for what does
  * not fit them (a usage error); else the cut (--to) and the start of the mismatch checks (--from)
  * in job time, and the cut in each file's clock. */
@@ -300,6 +385,8 @@ static int filter_setup(dg_t *D, const ncs_job_filter_t *f, char *err, size_t er
     memcpy(G->filter_ranks, f->ranks, f->nranks * sizeof *f->ranks);
     G->filter.ranks = G->filter_ranks;
   }
+  if ((f->rsel || f->tsel) && sel_window(D, &G->filter, err, errlen) != 0) return -1;
+  f = &G->filter;
   ncs_job_filter_text(&G->filter, G->filter_text, sizeof G->filter_text);
   char ids[160] = "";
   size_t n = 0;
@@ -437,7 +524,8 @@ static void nothing_stuck(dg_t *D) {
   uint64_t done = 0, flight = 0;
   for (uint32_t c = 0; c < G->ncomms; c++)
     if (G->comms[c].judged) done += G->comms[c].ops_completed_all, flight += G->comms[c].in_flight;
-  const char *at = D->cut ? " at the --to time" : "";
+  const char *cutname = D->pub.filter.rsel || D->pub.filter.tsel ? "the window end" : "the --to time";
+  const char *at = D->cut ? (D->pub.filter.rsel || D->pub.filter.tsel ? " at the window end" : " at the --to time") : "";
   if (flight)
     snprintf(v->summary, sizeof v->summary,
              "nothing stuck%s: no open collective without progress (%" PRIu64 " in flight, progressing); "
@@ -446,9 +534,9 @@ static void nothing_stuck(dg_t *D) {
     snprintf(v->summary, sizeof v->summary,
              "nothing stuck%s: no open collective; %" PRIu64 " collectives completed on every rank", at, done);
   if (G->later_done)
-    dg_ev_line(v, "%u operation%s open at the --to time had made no progress for over %d ms (longest: %s), "
+    dg_ev_line(v, "%u operation%s open at %s had made no progress for over %d ms (longest: %s), "
                   "but completed later in the recording: in progress, not stuck",
-               G->later_done, G->later_done == 1 ? "" : "s", (int)(NCS_DG_STUCK_NS / 1000000), G->later_example);
+               G->later_done, G->later_done == 1 ? "" : "s", cutname, (int)(NCS_DG_STUCK_NS / 1000000), G->later_example);
   /* --to: the losses by the cut; later ones could hide only completions, and every operation
    * open at the cut completed later or would have been judged */
   uint32_t nlosses = 0;
@@ -459,7 +547,7 @@ static void nothing_stuck(dg_t *D) {
   if (nlosses)
     dg_ev_line(v, "the recordings lost records (%u loss window%s%s; see dump --stats): every rank's "
                   "newest operation completed%s, or its process ended cleanly, so none can hide "
-                  "an operation still open", nlosses, nlosses == 1 ? "" : "s", D->cut ? " by the --to time" : "",
+                  "an operation still open", nlosses, nlosses == 1 ? "" : "s", D->cut ? (D->pub.filter.rsel || D->pub.filter.tsel ? " by the window end" : " by the --to time") : "",
                D->cut ? " (or was in progress, completing later)" : "");
   for (uint32_t c = 0; c < G->ncomms; c++)
     if (G->comms[c].judged)
@@ -492,6 +580,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     return -1;
   }
   D->procs = ncs_xcalloc(G->nprocs, sizeof *D->procs);
+  D->job_choice = opts->job;
   if (filter_setup(D, opts->filter, err, errlen) != 0) return usage_fail(G, opts);
   for (uint32_t i = 0; i < G->nprocs; i++) {
     ncs_dg_proc_t *p = &G->procs[i];

@@ -196,14 +196,26 @@ typedef struct {
   char later_example[NCS_DG_LINE]; /* the longest such wait, in words */
   int64_t later_idle_max;
   uint64_t from_unchecked;   /* --from: collectives entered before it, not checked for mismatches */
+  /* --range, --tag: the window is the span of the operations they select (filter.from_ns, to_ns) */
+  uint64_t sel_ops;          /* operations selected (every rank's of a selected instance) */
+  uint64_t sel_open;         /* of which never completed, plus instances lacking a rank and sends
+                              * or receives lacking their partner */
+  int sel_open_why;          /* why the window has no end (judged at the end of the recordings):
+                              * 1 selected operations are open, 2 a selected range never ended,
+                              * 3 a flight recording (no earlier state to rebuild); 0 it has one */
 } ncs_dg_t;
+
+/* --range, --tag: the window ends this long after the latest completion among the selected
+ * operations, so that the records of their end (a kernel's, a proxy step's) are in it */
+#define NCS_DG_SEL_MARGIN_NS 1000000
 
 typedef struct {
   int incident; /* 0: the first; -1: the latest; N: the N-th (1-based) */
   uint32_t job; /* which job when the recordings hold several (ncs_job_opts_t.job; 0: one) */
   int *why;     /* optional out: NCS_JOB_ERR_* when the job model could not be opened */
-  /* --comm, --rank, --from, --to (docs/diagnose.md, "Filters"); NULL: the whole job. Not the job
-   * model's filter: diagnose judges a communicator from every rank, and a time as a cut. */
+  /* --comm, --rank, --from, --to, --range, --tag (docs/diagnose.md, "Filters"); NULL: the whole
+   * job. Not the job model's filter: diagnose judges a communicator from every rank, and a time as
+   * a cut; --range and --tag choose the time (the span of the operations they select). */
   const ncs_job_filter_t *filter;
   int *usage;   /* optional out: 1 when the failure is the filter's (a usage error) */
 } ncs_dg_opts_t;

@@ -25,7 +25,7 @@
 
 static const char diagnose_help[] =
     "usage: ncclscope diagnose [--json] [--incident N | --latest] [--run N] [--comm ID] [--rank LIST]\n"
-    "                          [--from T] [--to T] DIR\n"
+    "                          [--from T] [--to T] [--range NAME[:N[-M]]] [--tag LIST] DIR\n"
     "\n"
     "Hang and desync verdicts over the recordings of every rank of a job: DIR's traces (*.nstrace)\n"
     "or flight files (*.nsflight), and the flight dumps in DIR/dumps. Dumps taken within seconds\n"
@@ -57,7 +57,12 @@ static const char diagnose_help[] =
     "                  only (flight recordings keep only their last operations)\n"
     "  --from T        check for mismatched collectives (desync) only among those entered from T\n"
     "                  after the job's first event on; hangs are judged whatever their time\n"
-    "  --range, --tag  refused: a hang is judged at a point in time, not over a user range or tag\n"
+    "  --range NAME[:N[-M]], --tag LIST\n"
+    "                  the time span of the operations called inside those user ranges or with\n"
+    "                  those NCCL user tags: desync checks from its first arrival, and the job\n"
+    "                  judged as at its last completion (as --from and --to would); at the end of\n"
+    "                  the recordings when one of them never completed or a range never ended.\n"
+    "                  Not with --from/--to\n"
     "\n"
     "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found (or ranks wait\n"
     "for a cause the recordings cannot show), 2 usage error, 3 no readable recording (or no such\n"
@@ -137,7 +142,13 @@ static void json_filter(FILE *o, const ncs_dg_t *d) {
   int32_t left = 0;
   for (uint32_t c = 0; c < d->ncomms; c++)
     if (d->comms[c].judged) left += d->comms[c].ranks_left_out;
-  fprintf(o, "],\"ranks_left_out\":%d}", left);
+  fprintf(o, "],\"ranks_left_out\":%d", left);
+  if (f->rsel || f->tsel) {
+    static const char *const why[] = {"null", "\"operations_open\"", "\"range_not_ended\"", "\"flight\""};
+    fprintf(o, ",\"selected_ops\":%" PRIu64 ",\"selected_open\":%" PRIu64 ",\"window_open\":%s", d->sel_ops,
+            d->sel_open, why[d->sel_open_why >= 0 && d->sel_open_why <= 3 ? d->sel_open_why : 0]);
+  }
+  fputc('}', o);
 }
 
 static void print_json(FILE *o, const ncs_dg_t *d) {
@@ -435,16 +446,40 @@ static void print_filter(FILE *o, const ncs_dg_t *d) {
     fprintf(o, "  --rank %s: verdicts are judged from every rank; the tables show these ranks only (%d row%s "
                "left out)\n", ranks_text(d, b, sizeof b), left, left == 1 ? "" : "s");
   }
+  const int sel = f->rsel || f->tsel;
+  const char *lto = sel ? "window end" : "--to", *lfrom = sel ? "window start" : "--from";
+  if (sel) {
+    const char *opt = f->rsel && f->tsel ? "--range, --tag" : f->rsel ? "--range" : "--tag";
+    ncs_fmt_ns(a, sizeof a, (double)f->from_ns);
+    fprintf(o, "  %s: the window is the span of the %" PRIu64 " operation%s selected, from %s after the job's "
+               "first event ",
+            opt, d->sel_ops, d->sel_ops == 1 ? "" : "s", a);
+    if (f->to_ns != INT64_MAX) {
+      ncs_fmt_ns(a, sizeof a, (double)f->to_ns);
+      fprintf(o, "to %s (the latest completion among them, and %d ms)\n", a, NCS_DG_SEL_MARGIN_NS / 1000000);
+    } else if (d->sel_open_why == 1) {
+      fprintf(o, "to the end of the recordings: %" PRIu64 " of them never completed, lack a rank or lack "
+                 "their partner, so the whole recording is judged\n",
+              d->sel_open);
+    } else if (d->sel_open_why == 2) {
+      fprintf(o, "to the end of the recordings: a selected range never ended, so the whole recording is "
+                 "judged\n");
+    } else {
+      fprintf(o, "to the end of the recordings: flight recordings keep only their last operations, so the job "
+                 "as it was when the span ended cannot be rebuilt; the whole recording is judged, and a hang "
+                 "found may have begun after the span\n");
+    }
+  }
   if (f->window && f->to_ns != INT64_MAX) {
     ncs_fmt_ns(a, sizeof a, (double)f->to_ns);
     if (d->cut_past_end) {
-      fprintf(o, "  --to %s: at or after the end of every recording: the whole recording is judged\n", a);
+      fprintf(o, "  %s %s: at or after the end of every recording: the whole recording is judged\n", lto, a);
     } else {
       ncs_fmt_utc(b, sizeof b, d->cut_real);
-      fprintf(o, "  --to %s: the job as it was at %s, %s after its first event: records after it are ignored, "
+      fprintf(o, "  %s %s: the job as it was at %s, %s after its first event: records after it are ignored, "
                  "except that an operation open then which the recording shows completing later was in "
                  "progress, not stuck",
-              a, b, a);
+              lto, a, b, a);
       if (d->later_done)
         fprintf(o, " (%u such operation%s had made no progress for longer than a hang needs)", d->later_done,
                 d->later_done == 1 ? "" : "s");
@@ -454,10 +489,10 @@ static void print_filter(FILE *o, const ncs_dg_t *d) {
   }
   if (f->window && f->from_ns > 0) {
     ncs_fmt_ns(a, sizeof a, (double)f->from_ns);
-    fprintf(o, "  --from %s: mismatched collectives (desync) are looked for only among those entered from %s "
+    fprintf(o, "  %s %s: mismatched collectives (desync) are looked for only among those entered from %s "
                "after the job's first event on (%" PRIu64 " collective%s entered before it not checked); hangs and "
                "deaths are judged whatever their time\n",
-            a, a, d->from_unchecked, d->from_unchecked == 1 ? "" : "s");
+            lfrom, a, a, d->from_unchecked, d->from_unchecked == 1 ? "" : "s");
     missed |= d->from_unchecked > 0;
   }
   if (missed)
@@ -556,16 +591,9 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":ji:lh", opts, &li)) != -1) {
     int frc;
-    const char *name = li >= 0 ? opts[li].name : "";
     li = -1;
     if (ncs_parse_filter("diagnose", c, optarg, &cf, &frc)) {
       if (frc) return frc;
-      /* a user range or tag spans many operations over time; a hang is judged at one time */
-      if (!strcmp(name, "range") || !strcmp(name, "tag"))
-        return ncs_usage_error("diagnose", "--%s is not taken: a hang or desync is judged at one time, over "
-                                           "what every rank did, not over a user range or tag; diagnose "
-                                           "takes --comm, --rank, --from and --to (for a range, its times "
-                                           "from 'ncclscope report' as --from/--to)", name);
       continue;
     }
     switch (c) {
