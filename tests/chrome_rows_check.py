@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""chrome_rows_check.py NCCLSCOPE LINT NCCL-SIM PLUGIN WORK [--hold N] [--trace DIR] [-- SIM-ARGS...]
+"""chrome_rows_check.py NCCLSCOPE LINT NCCL-SIM PLUGIN WORK [--hold N] [--trace DIR] [--xargs 'ARGS']
+                       [-- SIM-ARGS...]
 - the rows of the Chrome JSON (docs/timeline.md, "Thread rows"): an nccl-sim job (every event
 type, GPU channels, proxy and network events), or the recording DIR, is exported as .pftrace and
 as JSON, and the JSON is checked against the .pftrace as ncs-pftrace-lint --slices decodes it:
@@ -24,6 +25,8 @@ as JSON, and the JSON is checked against the .pftrace as ncs-pftrace-lint --slic
   - a row's name says what it holds: its channels list every channelId of its slices, and a
     KernelPhase nested in a row sits in its own KernelCh (args parent == the KernelCh's id);
   - the JSON is the same for --jobs 1 and --jobs 3;
+  - with --xargs (export options, the filters: --rank 2,5 --from 1ms) every export above is
+    filtered, so the rows are checked against a .pftrace with the same filter;
   - the size warning (NCCLSCOPE_EXPORT_WARN_SIZE): a threshold below the JSON's size gives the
     warning with the exact size; one above both the size and the estimate gives none.
 """
@@ -35,9 +38,12 @@ ncs, lint, sim, plugin, work = sys.argv[1:6]
 rest = sys.argv[6:]
 hold = None  # --hold N: NCCLSCOPE_CHROME_HOLD for every export (slices take their rows early)
 given = None  # --trace DIR: a recording (real GPUs) instead of an nccl-sim job
-while rest[:1] in (["--hold"], ["--trace"]):
+xargs = []  # --xargs 'ARGS': export options (filters) for every export
+while rest[:1] in (["--hold"], ["--trace"], ["--xargs"]):
     if rest[0] == "--hold":
         hold = rest[1]
+    elif rest[0] == "--xargs":
+        xargs = rest[1].split()
     else:
         given = rest[1]
     rest = rest[2:]
@@ -66,8 +72,10 @@ if not given:
     run([sim, "--plugin", plugin] + sim_args,
         env={"NCCLSCOPE_DIR": trace, "NCCLSCOPE_EVENTS": "all", "NCCLSCOPE_CLOCK": "monotonic"})
 pf, js = os.path.join(work, "t.pftrace"), os.path.join(work, "t.json")
-run([ncs, "export", "-q", "--jobs", "2", trace, "-o", pf])
-p = run([ncs, "export", "--jobs", "2", "-f", "chrome", trace, "-o", js], env=xenv)
+run([ncs, "export", "-q", "--jobs", "2", trace, "-o", pf] + xargs)
+p = run([ncs, "export", "--jobs", "2", "-f", "chrome", trace, "-o", js] + xargs, env=xenv)
+if xargs and "filter:" not in p.stderr:
+    fail("a filtered export does not say what it left out: %s" % p.stderr[:300])
 msum = re.search(r"(\d+) tracks in (\d+) thread rows", p.stderr)
 if not msum:
     fail("the summary does not give the thread rows: %s" % p.stderr[:300])
@@ -286,14 +294,14 @@ if bad_kp:
 # ---- the same bytes for any number of threads
 for n in ("1", "3"):
     o = os.path.join(work, "t%s.json" % n)
-    run([ncs, "export", "-q", "--jobs", n, "-f", "chrome", trace, "-o", o], env=xenv)
+    run([ncs, "export", "-q", "--jobs", n, "-f", "chrome", trace, "-o", o] + xargs, env=xenv)
     if open(o, "rb").read() != open(js, "rb").read():
         fail("the JSON of --jobs %s differs from --jobs 2" % n)
 
 # ---- the size warning
 size = os.path.getsize(js)
 o = os.path.join(work, "w.json")
-p = run([ncs, "export", "-q", "-f", "chrome", trace, "-o", o, "--force"],
+p = run([ncs, "export", "-q", "-f", "chrome", trace, "-o", o, "--force"] + xargs,
         env=dict(xenv, NCCLSCOPE_EXPORT_WARN_SIZE=str(size // 2)))
 m = re.search(r"warning: the Chrome JSON is [0-9.]+ MB \((\d+) bytes; the warning size is %d bytes\): "
               r"chrome://tracing and the Perfetto UI .* struggle .*--format perfetto.*--events" % (size // 2),
@@ -302,11 +310,11 @@ if not m:
     fail("no size warning for a %d-byte JSON over a %d-byte threshold: %s" % (size, size // 2, p.stderr))
 elif int(m.group(1)) != size:
     fail("the warning says %s bytes, the JSON has %d" % (m.group(1), size))
-p = run([ncs, "export", "-q", "-f", "chrome", trace, "-o", o, "--force"],
+p = run([ncs, "export", "-q", "-f", "chrome", trace, "-o", o, "--force"] + xargs,
         env=dict(xenv, NCCLSCOPE_EXPORT_WARN_SIZE=str(size * 4)))
 if re.search(r"the Chrome JSON (is|file will be)", p.stderr):
     fail("a size warning for a %d-byte JSON under a %d-byte threshold: %s" % (size, size * 4, p.stderr))
-p = run([ncs, "export", "-q", "-f", "chrome", trace, "-o", o, "--force"],
+p = run([ncs, "export", "-q", "-f", "chrome", trace, "-o", o, "--force"] + xargs,
         env=dict(xenv, NCCLSCOPE_EXPORT_WARN_SIZE="many"))
 if "ignoring NCCLSCOPE_EXPORT_WARN_SIZE='many'" not in p.stderr:
     fail("a bad NCCLSCOPE_EXPORT_WARN_SIZE is not reported: %s" % p.stderr)

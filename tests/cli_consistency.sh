@@ -91,6 +91,8 @@ grep -q "^Filter: ranks 0: " "$W/out" || fail "the text report does not state th
 expect 2 $N report --comm 0x0000000000000001 "$T"
 grep -q "no such communicator" "$W/err" || fail "--comm of no communicator"
 expect 2 $N report --range step "$T"
+grep -q "this recording has no user ranges" "$W/err" || fail "--range on a recording without ranges"
+expect 2 $N report --tag 1x "$T"
 expect 2 $N report --rank x "$T"
 expect 2 $N report --from 2s --to 1s "$T"
 echo "cli consistency: ok"

@@ -13,6 +13,14 @@
 #   incidents       two incidents of dumps: the first by default, --latest, --incident N
 #   heartbeat       a flight header with a heartbeat at 2^63 ns
 #   repro-NAME      the reproducers of issues 14, 15, 24 with nccl-sim (see each case)
+#   filter-comm     --comm: a hang in one of two communicators; the other judged alone is OK
+#   filter-rank     --rank: the cause of a hang outside the list is named as such
+#   filter-to       --to: before a hang began no HANG, well after it HANG; flight refused
+#   filter-healthy  --to: a healthy job with a straggler, cut mid-run at several times: no HANG
+#   filter-from     --from: a desync before the time is not checked, after it is
+#   filter-range    --range, --tag: the span of a step or tag before a hang is OK, the one the
+#                   hang is in is HANG; a desync in a later step is not seen from an earlier one;
+#                   with --from/--to, an unknown name or an empty selection: 2; flight: said
 set -u
 NS=$1 GEN=$2 SIM=$3 PLUGIN=$4 W=$5 CASE=$6
 rm -rf "$W" && mkdir -p "$W"
@@ -113,8 +121,11 @@ assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']" "lost: cannot te
     check_verdict stall "$2" "$3"
     grep -q "rank 0: against a hang in its kernel: CUPTI saw the kernel of AllReduce #5 complete (245.0 us) although its host events are open" \
       "$W/out.txt" || fail "cupti: no evidence against from rank 0's completed kernel"
+    # the last flush: 3 s after the launches at the end of a trace, 1 s (less 30-40 us) in a dump
+    ago="3.00 s"
+    [ "$2" = flight ] && ago="999.9[0-9] ms"
     for k in 2 3; do
-      grep -q "rank $k (node1-100$k): CUPTI: the NCCL kernel of AllReduce #5 (KernelLaunch 553, stream 0x5a00000$k) was launched 3.00 s before CUPTI's last flush and never completed" \
+      grep -q "rank $k (node1-100$k): CUPTI: the NCCL kernel of AllReduce #5 (KernelLaunch 553, stream 0x5a00000$k) was launched $ago before CUPTI's last flush and never completed" \
         "$W/out.txt" || fail "cupti: rank $k's launch without kernel"
     done
     grep -q "rank 1 (node1-1001): CUPTI: the NCCL kernel of AllReduce #5 was launched after CUPTI's last flush: not known" \
@@ -137,7 +148,8 @@ gen-*)
   kind=${kind%-*}
   "$GEN" "$W/rec" "$kind" "$mode" || fail "generator"
   diag "$W/rec"
-XX
+  case $kind in skip | kill) fr=2 ;; stall | kernel | lost | cupti) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
+  check_verdict "$kind" "$mode" "$fr"
   if [ "$mode" = flight ] && [ "$kind" != healthy ] && [ "$kind" != orphan ]; then
     py "i=r['incident']; assert i and i['index']==1 and i['count']==1, i" "incident"
   fi
@@ -192,6 +204,15 @@ usage)
   "$NS" diagnose --help >"$W/out.txt" 2>&1
   expect_rc $? 0
   grep -q -- "--latest" "$W/out.txt" || fail "help"
+  for o in --comm --rank --from --to --range; do grep -q -- "^  $o[ ,]" "$W/out.txt" || fail "help: no $o"; done
+  # the filters: bad values (the range and tag selections: case filter-range)
+  for a in "--comm 42" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1" \
+           "--range step:0" "--range step:3-1" "--tag x" "--tag 5-2"; do
+    "$NS" diagnose $a "$W/empty" >"$W/out.txt" 2>&1
+    expect_rc $? 2
+  done
+  "$NS" diagnose --range step "$W/empty" >"$W/out.txt" 2>&1
+  expect_rc $? 3
   "$GEN" "$W/rec" healthy trace || fail "generator"
   "$NS" diagnose --incident 2 "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 3
@@ -319,6 +340,234 @@ repro-kill-mixed)
   py "k=[x['kind'] for x in r['verdicts']]; assert k and all(x=='dead' for x in k), r['verdicts']
 assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']
 assert all(x['rank']==5 for x in r['verdicts']), r['verdicts']" "kill: dead only, with communicators"
+  ;;
+filter-comm)
+  # two communicators; rank 2 skips AllReduce #10 of the first one: the second stays healthy
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --comms 2 \
+    --iters 40 --fault skip:2:10 --hang-s 2 >"$W/sim.txt" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim did not hang: $(tail -2 "$W/sim.txt")"
+  diag "$W/rec"
+  expect_rc $rc 1
+  py "assert v['kind']=='not_entered' and v['rank']==2 and r['filter'] is None, v
+assert len(r['communicators'])==2 and r['communicators'][0]['stuck'], r['communicators']
+assert r['communicators'][1]['stuck'] is None" "unfiltered: the hang in the first communicator"
+  c0=$(python3 -c "import json; print(json.load(open('$W/out.json'))['communicators'][0]['comm_id'])")
+  c1=$(python3 -c "import json; print(json.load(open('$W/out.json'))['communicators'][1]['comm_id'])")
+  # the healthy communicator alone: OK (exit 0), the hung one listed as not judged
+  diag "$W/rec" --comm "$c1"
+  expect_rc $rc 0
+  py "assert r['status']=='ok' and not r['problem'] and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r['verdicts']
+f=r['filter']; assert f['comm_id']=='$c1' and f['comms_not_judged']==1, f
+assert [x['comm_id'] for x in f['not_judged']]==['$c0'] and f['not_judged'][0]['nranks']==4, f
+assert [c['comm_id'] for c in r['communicators']]==['$c1'], r['communicators']
+assert all(x['comm_id'] in (None,'$c1') for x in r['verdicts']), r['verdicts']" "--comm healthy one"
+  grep -q "^  --comm: 1 communicator not judged: $c0 sim-comm-0 (4 ranks)" "$W/out.txt" || fail "not-judged line"
+  grep -q "^  note: not everything was judged: a hang or desync outside the filter is not shown" "$W/out.txt" ||
+    fail "no note that a hang outside the filter is not shown"
+  ! grep -q "^HANG\|^communicator $c0" "$W/out.txt" || fail "the communicator left out is judged or shown"
+  # the hung one alone: the same hang, the other listed as not judged
+  diag "$W/rec" --comm "$c0"
+  expect_rc $rc 1
+  py "assert v['kind']=='not_entered' and v['rank']==2 and v['comm_id']=='$c0', v
+assert r['filter']['comms_not_judged']==1 and r['filter']['not_judged'][0]['comm_id']=='$c1', r['filter']
+assert [c['comm_id'] for c in r['communicators']]==['$c0']" "--comm hung one"
+  # a commId the recordings do not hold: usage error, naming the ones they hold
+  "$NS" diagnose --comm 0x00000000deadbeef "$W/rec" >"$W/out.txt" 2>&1
+  expect_rc $? 2
+  grep -q "no such communicator in the recordings ($c0 (4 ranks), $c1 (4 ranks))" "$W/out.txt" || fail "unknown comm message"
+  # a dead process is reported whatever --comm says: rank 2's process is killed before AllReduce #10
+  # of the first communicator; the second one, judged alone, still gets the DEAD verdict
+  rm -rf "$W/kill"
+  NCCLSCOPE_DIR="$W/kill" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --comms 2 \
+    --iters 40 --fault kill:2:10 --hang-s 2 >"$W/sim.txt" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim (kill) did not hang: $(tail -2 "$W/sim.txt")"
+  diag "$W/kill" --comm "$c1"
+  expect_rc $rc 1
+  py "assert r['status']=='dead' and v['kind']=='dead' and v['rank']==2 and v['comm_id']=='$c1', v
+assert r['filter']['comms_not_judged']==1" "--comm: a dead process is still reported"
+  ;;
+filter-rank)
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 20 \
+    --fault skip:2:10 --hang-s 2 >"$W/sim.txt" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim did not hang: $(tail -2 "$W/sim.txt")"
+  # the cause, rank 2, is outside the list: judged all the same, and said so
+  diag "$W/rec" --rank 0,1
+  expect_rc $rc 1
+  py "assert v['kind']=='not_entered' and v['rank']==2 and v['outside_filter']==[2], v
+c=r['communicators'][0]; assert [x['rank'] for x in c['ranks']]==[0,1] and c['ranks_left_out']==2, c
+assert r['filter']['ranks']==[0,1] and r['filter']['ranks_left_out']==2, r['filter']" "--rank 0,1"
+  grep -q "^HANG   rank 2 never entered AllReduce #10" "$W/out.txt" || fail "--rank: the hang is not the same"
+  grep -q "^         - rank 2, named by this verdict, is outside --rank 0-1: judged from every rank, it is not in the tables below" \
+    "$W/out.txt" || fail "--rank: the cause outside the list is not said"
+  grep -q "^  --rank 0-1: verdicts are judged from every rank; the tables show these ranks only (2 rows left out)" \
+    "$W/out.txt" || fail "--rank header"
+  ! grep -q "^  [23]  " "$W/out.txt" || fail "--rank: rows of ranks 2,3 shown"
+  grep -q "^  0  .*waiting" "$W/out.txt" && grep -q "^  1  .*waiting" "$W/out.txt" || fail "--rank: rows 0,1 missing"
+  # no false "outside": a list with the cause in it
+  diag "$W/rec" --rank 1-2
+  expect_rc $rc 1
+  py "assert v['kind']=='not_entered' and v['rank']==2 and v['outside_filter']==[], v
+assert all(not x['outside_filter'] for x in r['verdicts']), r['verdicts']
+assert [x['rank'] for x in r['communicators'][0]['ranks']]==[1,2]" "--rank 1-2"
+  ! grep -q "outside --rank" "$W/out.txt" || fail "--rank 1-2: a rank in the list called outside"
+  "$NS" diagnose --rank 9 "$W/rec" >"$W/out.txt" 2>&1
+  expect_rc $? 2
+  grep -q -- "--rank: no communicator has such a rank" "$W/out.txt" || fail "--rank 9 message"
+  ;;
+filter-to)
+  # rank 0 sleeps 0.1 s before each collective, so AllReduce #10, which rank 2 skips, is entered
+  # no earlier than 0.9 s after the job's first event; the hang lasts 3 s
+  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+    --procs 4 --iters 20 --slow-rank 0 --slow-us 100000 --fault skip:2:10 --hang-s 3 >"$W/sim.txt" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim did not hang: $(tail -2 "$W/sim.txt")"
+  wall=$("$NS" report --json "$W/rec" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['wall_ns'])") ||
+    fail "report --json: no wall_ns"
+  # before the hang began: operations in flight, nothing stuck
+  for t in 0.2 0.5; do
+    diag "$W/rec" --to $t
+    expect_rc $rc 0
+    py "assert r['status']=='ok' and v['kind']=='nothing_stuck', r['verdicts']
+assert r['filter']['to_ns']==int($t*1e9) and not r['filter']['cut_past_end'], r['filter']" "--to $t: before the hang"
+    grep -q "^OK     nothing stuck at the --to time" "$W/out.txt" || fail "--to $t: OK text"
+    grep -q "^  --to .*: the job as it was at .* UTC, .* after its first event: records after it are ignored" \
+      "$W/out.txt" || fail "--to $t: the cut is not said"
+  done
+  # a second before the end: rank 2 was outside NCCL (alive; it exits only at the abort, after the
+  # cut) while ranks 0,1,3 had waited about 2 s in AllReduce #10
+  late=$(python3 -c "print(($wall - 1000000000) / 1e9)")
+  diag "$W/rec" --to "$late"
+  expect_rc $rc 1
+  py "assert r['status']=='hang' and v['kind']=='not_entered' and v['rank']==2 and v['seq']==10, v
+assert v['where']=='outside', v['where']
+assert [p['state'] for p in r['processes']]==['trace_cut']*4, r['processes']" "--to $late: the hang"
+  grep -q "its process is alive (its trace goes on after the --to time)" "$W/out.txt" || fail "--to: alive at the cut"
+  # --from leaves hang judgement alone
+  diag "$W/rec" --from "$late"
+  expect_rc $rc 1
+  py "assert v['kind']=='not_entered' and v['rank']==2" "--from: hang judged whatever its time"
+  # past the end: the whole recording, as without --to
+  diag "$W/rec" --to 1000
+  expect_rc $rc 1
+  py "assert r['filter']['cut_past_end'] and v['kind']=='not_entered' and v['where'] in ('exited','outside'), v
+assert 'trace_cut' not in [p['state'] for p in r['processes']], r['processes']" "--to past the end"
+  grep -q "at or after the end of every recording: the whole recording is judged" "$W/out.txt" || fail "past-end text"
+  # flight recordings keep only their last operations: --to is refused
+  "$GEN" "$W/fl" skip flight || fail "generator"
+  "$NS" diagnose --to 1 "$W/fl" >"$W/out.txt" 2>&1
+  expect_rc $? 2
+  grep -q -- "--to judges the job as it was at an earlier time, which needs full traces" "$W/out.txt" || fail "flight refusal"
+  "$NS" diagnose --from 0.001 "$W/fl" >"$W/out.txt" 2>&1
+  expect_rc $? 1
+  ;;
+filter-healthy)
+  # A healthy job whose rank 2 sleeps 0.8 s before each collective: the others wait for it in
+  # every collective (coupled), without progress for longer than a hang needs. Cut at any time,
+  # those waits are in progress (the recording shows them completing): never HANG.
+  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+    --procs 4 --iters 4 --couple on --slow-rank 2 --slow-us 800000 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
+  wall=$("$NS" report --json "$W/rec" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['wall_ns'])") ||
+    fail "report --json: no wall_ns"
+  diag "$W/rec"
+  expect_rc $rc 0
+  waits=0
+  for pct in 10 25 40 55 70 85 95; do
+    t=$(python3 -c "print($wall * $pct / 100 / 1e9)")
+    diag "$W/rec" --to "$t"
+    [ $rc -eq 0 ] || fail "--to $t ($pct% of the run): exit $rc"
+    py "assert r['status']=='ok' and not r['problem'], r['verdicts']
+assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','dead','cannot_tell')], r['verdicts']
+assert r['filter']['to_ns'] and not r['filter']['cut_past_end'], r['filter']" "--to $t ($pct%): no hang"
+    ! grep -q "^HANG\|^CANNOT" "$W/out.txt" || fail "--to $t: $(grep '^HANG\|^CANNOT' "$W/out.txt")"
+    n=$(python3 -c "import json; print(json.load(open('$W/out.json'))['filter']['later_completed'])")
+    [ "$n" -gt 0 ] && waits=$((waits + 1))
+  done
+  # the rule was needed: at some cuts operations had waited longer than a hang needs
+  [ $waits -gt 0 ] || fail "no cut saw an operation wait longer than a hang needs: the test proves nothing"
+  grep -q "completed later in the recording: in progress, not stuck" "$W/out.txt" || fail "later-completed evidence"
+  ;;
+filter-from)
+  # rank 3 calls AllReduce #10 with twice the count; rank 0 sleeps 0.1 s before each collective, so
+  # #10 is entered no earlier than 0.9 s after the first event, about half way through the run
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 20 \
+    --slow-rank 0 --slow-us 100000 --fault mismatch:3:10 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
+  wall=$("$NS" report --json "$W/rec" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['wall_ns'])") ||
+    fail "report --json: no wall_ns"
+  diag "$W/rec" --from 0.5
+  expect_rc $rc 1
+  py "assert r['status']=='desync' and v['kind']=='mismatch' and v['rank']==3 and v['seq']==10, v
+n=r['filter']['collectives_not_checked']; assert 1<=n<=10, n" "--from 0.5: the desync after it"
+  after=$(python3 -c "print($wall * 0.85 / 1e9)")
+  diag "$W/rec" --from "$after"
+  expect_rc $rc 0
+  py "assert r['status']=='ok' and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r['verdicts']
+assert r['filter']['collectives_not_checked']>=11, r['filter']" "--from $after: the desync before it not checked"
+  grep -q "^  --from .*: mismatched collectives (desync) are looked for only among those entered from .* after the job's first event on ([0-9]* collectives entered before it not checked)" \
+    "$W/out.txt" || fail "--from text"
+  grep -q "^  note: not everything was judged" "$W/out.txt" || fail "--from: no note"
+  ! grep -q "^DESYNC" "$W/out.txt" || fail "--from: a desync before it reported"
+  ;;
+filter-range)
+  # nccl-sim runs iteration i inside user range "step" (the (i+1)-th on its thread) with userTag
+  # 1 + i/5; rank 2 skips AllReduce #10 (the 11th step, tag 3), the others hang there for 2 s
+  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+    --procs 4 --iters 20 --ranges --user-tags 5 --fault skip:2:10 --hang-s 2 >"$W/sim.txt" 2>&1
+  [ $? -eq 3 ] || fail "nccl-sim did not hang: $(tail -2 "$W/sim.txt")"
+  # steps and tags that completed before the hang: judged as at their end, nothing stuck
+  for sel in "--range step:3" "--range step:1-10" "--tag 1" "--tag 1-2" "--range step:7 --tag 2"; do
+    # shellcheck disable=SC2086
+    diag "$W/rec" $sel
+    expect_rc $rc 0
+    py "f=r['filter']
+assert r['status']=='ok' and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r['verdicts']
+assert f['window_open'] is None and f['to_ns'] is not None and f['selected_open']==0, f
+n={'--range step:3':4,'--range step:1-10':40,'--tag 1':20,'--tag 1-2':40,'--range step:7 --tag 2':4}['$sel']
+assert f['selected_ops']==n, (f['selected_ops'], n)" "$sel: before the hang"
+    grep -q "^  --[a-z, -]*: the window is the span of the [0-9]* operations selected, from .* to .* (the latest completion among them, and 1 ms)" \
+      "$W/out.txt" || fail "$sel: the window is not said"
+    grep -q "^  window end .*: the job as it was at" "$W/out.txt" || fail "$sel: the cut is not said"
+    ! grep -q "^HANG" "$W/out.txt" || fail "$sel: HANG before the hang began"
+  done
+  # the step and tag the hang is in, and every step: the whole recording, HANG
+  for sel in "--range step:11" "--range step" "--tag 3" "--range step:11-12"; do
+    # shellcheck disable=SC2086
+    diag "$W/rec" $sel
+    expect_rc $rc 1
+    py "f=r['filter']
+assert r['status']=='hang' and v['kind']=='not_entered' and v['rank']==2 and v['seq']==10, v
+assert f['window_open']=='operations_open' and f['to_ns'] is None and f['selected_open']>=1, f" "$sel: the hang"
+    grep -q "never completed, lack a rank or lack their partner, so the whole recording is judged" "$W/out.txt" ||
+      fail "$sel: why the window has no end is not said"
+  done
+  # usage errors
+  for bad in "--range step:3 --to 1|the time window is the span of the operations selected" \
+             "--tag 1 --from 0.1|the time window is the span" \
+             "--range optimizer|no NCCL operation of the recordings was selected" \
+             "--range nosuch|no user range of that name" "--tag 9|user tag"; do
+    args=${bad%%|*} msg=${bad#*|}
+    # shellcheck disable=SC2086
+    "$NS" diagnose $args "$W/rec" >"$W/out.txt" 2>&1
+    expect_rc $? 2
+    grep -q -- "$msg" "$W/out.txt" || fail "$args: does not say '$msg'"
+  done
+  # a desync in step 11 (rank 3 calls AllReduce #10 with twice the count): seen from step 11, not
+  # from step 5, which ended before it
+  NCCLSCOPE_DIR="$W/mm" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 20 \
+    --ranges --fault mismatch:3:10 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
+  diag "$W/mm" --range step:11
+  expect_rc $rc 1
+  py "assert r['status']=='desync' and v['kind']=='mismatch' and v['rank']==3 and v['seq']==10, v" "step:11: the desync"
+  diag "$W/mm" --range step:5
+  expect_rc $rc 0
+  py "assert r['status']=='ok', r['verdicts']" "step:5: no desync"
+  ! grep -q "^DESYNC" "$W/out.txt" || fail "step:5: a desync after it reported"
+  # flight recordings keep only their last operations: the window has no end, and it says so
+  NCCLSCOPE_MODE=flight NCCLSCOPE_DIR="$W/fl" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 \
+    --iters 20 --ranges >"$W/sim.txt" 2>&1 || fail "nccl-sim flight: $(tail -2 "$W/sim.txt")"
+  diag "$W/fl" --range step:3
+  expect_rc $rc 0
+  py "f=r['filter']
+assert r['status']=='ok' and f['window_open']=='flight' and f['to_ns'] is None, f" "flight: --range step:3"
+  grep -q "the job as it was when the span ended cannot be rebuilt" "$W/out.txt" || fail "flight: not said"
   ;;
 *)
   fail "unknown case"

@@ -338,6 +338,9 @@ static void gen_rank(gen_t *g, int final) {
   if (!final) {
     ev_flush(g);
     clock_pair(g, DUMP_AT - 300 * MS);
+    /* a dump restates CUPTI's state too: the last successful flush, 1 s after the hung op's
+     * launches, but before rank 1's (as in the trace) */
+    if (cupti) gpu_state(g, DUMP_AT - 300 * MS, r == 1 ? T0 + FOP * MS : T0 + FOP * MS + 1000 * MS, 0);
     counters(g, NCS_CHUNK_COUNTERS, DUMP_AT - 100 * MS);
     return;
   }

@@ -15,6 +15,8 @@
 #                    .pftrace, rows named for what they hold, the size warning.
 # export_fixtures    crafted traces (valid, crashed, damaged) and real-GPU traces in
 #                    tests/fixtures/*/ (skipped when there are none).
+# export_filter_*    the shared filters (--comm, --rank, --from/--to) in the timeline and SQLite
+#                    (tests/export_filter_check.py; OTF2's in otf2.cmake).
 
 set(NCS_EXPORT_TESTS_DIR ${CMAKE_CURRENT_LIST_DIR})
 add_executable(ncs-pftrace-lint ${NCS_EXPORT_TESTS_DIR}/pftrace_lint.c
@@ -89,10 +91,27 @@ ncs_chrome_rows(multirank -- --scenario mixed --ranks 6 --procs 3 --threads 3 --
                 --comms 3 --net mix --channels 4)
 # NCCLSCOPE_CHROME_HOLD=1: every slice with something nested takes its row before it ends
 ncs_chrome_rows(hold --hold 1 -- --scenario mixed --ranks 8 --procs 8 --iters 10 --channels 4 --nodes 8)
+# filtered: two ranks over a window (events of no operation held back until they reach into it)
+ncs_chrome_rows(filtered --xargs "--rank 2,5 --from 1ms" -- --scenario mixed --ranks 8 --procs 8 --iters 20
+                --channels 4 --nodes 8)
 # events never stopped, PXN proxy operations, and a recording of real NCCL on 2 GPUs
 ncs_chrome_rows(neverstop -- --scenario neverstop --ranks 2 --procs 2)
 ncs_chrome_rows(pxn -- --scenario pxn --ranks 4)
 ncs_chrome_rows(gpu_socket --trace ${NCS_EXPORT_TESTS_DIR}/fixtures/gpu/collectives-socket)
+
+# ---- the shared filters (docs/cli.md "Filters"): one nccl-sim job with two communicators,
+# exported with --comm, --rank and --from/--to; exactly the operations that pass, all their
+# pieces, nothing of the others, the events of no operation of those ranks and that window, what
+# the file says it covers; --from 0 as unfiltered, nothing passing, an unknown --comm
+# (tests/export_filter_check.py; the otf2 case is in otf2.cmake)
+foreach(m timeline sqlite)
+  add_test(NAME export_filter_${m}
+           COMMAND python3 ${NCS_EXPORT_TESTS_DIR}/export_filter_check.py ${m}
+                   ${NCS_X_WORK}/filter-${m} ${NCS_X_EXE} ${NCS_X_LINT} $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope>)
+  set_tests_properties(export_filter_${m} PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                       PASS_REGULAR_EXPRESSION "export_filter_check: ok")
+endforeach()
 
 # ---- crafted traces (reader.cmake writes them) and real-GPU traces, when there are any
 add_test(NAME export_fixtures_crafted
@@ -111,6 +130,16 @@ function(ncs_export_cli name rc)
   add_test(NAME export_cli_${name} COMMAND ${NCS_X_CLI} ${rc} ${ARGN})
 endfunction()
 ncs_export_cli(help 0 "usage: ncclscope export" "--format" "--jobs" -- ${NCS_X_EXE} export --help)
+ncs_export_cli(help_filters 0 "--comm ID" "--rank LIST" "--from T, --to T" -- ${NCS_X_EXE} export --help)
+ncs_export_cli(bad_rank 2 "--rank needs ranks such as 0,2,4-7, not '1-'" -- ${NCS_X_EXE} export --rank 1- x)
+ncs_export_cli(bad_comm_syntax 2 "--comm needs a commId" -- ${NCS_X_EXE} export --comm 12 x)
+ncs_export_cli(to_before_from 2 "--to is before --from" -- ${NCS_X_EXE} export --from 2s --to 1s x)
+ncs_export_cli(unknown_comm 2 "--comm 0x00000000000000ab: no such communicator in the job"
+               "!wrote" -- ${NCS_X_EXE} export --force --comm 0xab ${NCS_X_FIX}/valid
+               -o ${NCS_X_WORK}-unknown-comm.pftrace)
+ncs_export_cli(filter_summary 0 "filter: ranks 0: kept [0-9]+ collective instances"
+               "wrote .*filter-summary.pftrace"
+               -- ${NCS_X_EXE} export --force --rank 0 ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-filter-summary.pftrace)
 ncs_export_cli(in_verbs 0 "export +write a trace as a Perfetto" -- ${NCS_X_EXE} --help)
 ncs_export_cli(no_path 2 "which traces[?]" -- ${NCS_X_EXE} export)
 ncs_export_cli(bad_format 2 "--format must be perfetto, chrome, sqlite or otf2, not 'svg'"
@@ -140,9 +169,14 @@ ncs_export_cli(warn_size_bad 0 "ignoring NCCLSCOPE_EXPORT_WARN_SIZE='12X': not a
                -- env NCCLSCOPE_EXPORT_WARN_SIZE=12X ${NCS_X_EXE} export -q --force ${NCS_X_FIX}/valid
                -o ${NCS_X_WORK}-badwarn.json -f chrome)
 ncs_export_cli(only_coll 0 "[0-9]+ slices" -- ${NCS_X_EXE} export --force -e coll ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-coll.pftrace)
+# operations the model could not place (the crafted traces' Coll/P2p without a communicator):
+# under a filter they are left out and counted, never guessed to pass
+ncs_export_cli(filter_cannot_tell 0 "among them [1-9][0-9]* operations the job model could not place"
+               -- ${NCS_X_EXE} export --force --from 0 ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-cannot-tell.pftrace)
 set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary export_cli_quiet
                      export_cli_only_coll export_cli_warn_size export_cli_warn_size_none
-                     export_cli_warn_size_bad PROPERTIES FIXTURES_REQUIRED ncs_traces)
+                     export_cli_warn_size_bad export_cli_unknown_comm export_cli_filter_summary
+                     export_cli_filter_cannot_tell PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
          COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"

@@ -7,6 +7,7 @@
 #                directory or file), an output inside the input, '-', --events; nothing is left
 # otf2_fixtures  crafted traces (valid, crashed, damaged, escape): an archive otf2-print and
 #                otf2_read accept, or a refusal, never a partial archive
+# otf2_filter    the shared filters (--comm, --rank, --from/--to): tests/export_filter_check.py
 # otf2_missing   an ncclscope without OTF2 (this build's with -DNCS_OTF2=OFF or without the
 #                library; else one linked with otf2_missing.c in place of the exporter): the
 #                format says so, exit status 2, nothing written
@@ -38,6 +39,14 @@ foreach(c demo errors)
   set_tests_properties(otf2_${c} PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77
                        PASS_REGULAR_EXPRESSION "otf2_check: ok")
 endforeach()
+# the shared filters (--comm, --rank, --from/--to) in the archive: tests/export_filter_check.py
+add_test(NAME otf2_filter
+         COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/export_filter_check.py otf2
+                 ${CMAKE_CURRENT_BINARY_DIR}/otf2-filter $<TARGET_FILE:ncclscope>
+                 $<TARGET_FILE:ncs-pftrace-lint> $<TARGET_FILE:nccl-sim>
+                 $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:otf2_read>)
+set_tests_properties(otf2_filter PROPERTIES TIMEOUT 180 SKIP_RETURN_CODE 77
+                     PASS_REGULAR_EXPRESSION "export_filter_check: ok")
 set(NCS_OX_FIX ${CMAKE_CURRENT_BINARY_DIR}/generated/fixtures) # written by reader.cmake
 add_test(NAME otf2_fixtures
          COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/otf2_check.sh fixtures

@@ -6,7 +6,9 @@
  *   - the sum of collective end times is the sum of the model's end times of those operations
  *     (GPU kernel stop when the model has kernel times, else completion, else enqueue);
  *   - every event lies in [global offset, global offset + trace length], and both bounds are hit.
- * usage: otf2_read ARCHIVE/traces.otf2 TRACE_DIR; prints "otf2_read: ok" and the counts. */
+ * usage: otf2_read ARCHIVE/traces.otf2 TRACE_DIR [comm=0xID] [ranks=R,R] [from=NS] [to=NS];
+ * the filter (export --comm/--rank/--from/--to) is the model's, so an archive exported with it
+ * is checked against the operations that passed. Prints "otf2_read: ok" and the counts. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -155,11 +157,33 @@ static int read_archive(const char *anchor, counts_t *c) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fprintf(stderr, "usage: otf2_read ANCHOR TRACE_DIR\n"), 2;
+  if (argc < 3)
+    return fprintf(stderr, "usage: otf2_read ANCHOR TRACE_DIR [comm=0xID] [ranks=R,R] [from=NS] "
+                           "[to=NS]\n"), 2;
+  static int32_t ranks[256];
+  ncs_job_filter_t f = {0};
+  for (int i = 3; i < argc; i++) {
+    if (!strncmp(argv[i], "comm=", 5)) {
+      f.comm_set = 1, f.comm_id = strtoull(argv[i] + 5, NULL, 16);
+    } else if (!strncmp(argv[i], "ranks=", 6)) {
+      for (char *p = argv[i] + 6, *e; *p && f.nranks < 256; p = *e == ',' ? e + 1 : e) {
+        long v = strtol(p, &e, 10);
+        if (e == p) return fprintf(stderr, "otf2_read: bad %s\n", argv[i]), 2;
+        ranks[f.nranks++] = (int32_t)v;
+      }
+      f.ranks = ranks;
+    } else if (!strncmp(argv[i], "from=", 5) || !strncmp(argv[i], "to=", 3)) {
+      if (!f.window) f.window = 1, f.to_ns = INT64_MAX;
+      if (argv[i][0] == 'f') f.from_ns = strtoll(argv[i] + 5, NULL, 10);
+      else f.to_ns = strtoll(argv[i] + 3, NULL, 10);
+    } else {
+      return fprintf(stderr, "otf2_read: unknown argument %s\n", argv[i]), 2;
+    }
+  }
   counts_t c = {.min_t = UINT64_MAX};
   if (read_archive(argv[1], &c) != 0) return fprintf(stderr, "otf2_read: cannot read %s\n", argv[1]), 1;
   char err[512];
-  ncs_analyze_opts_t ao = {.retain = 1};
+  ncs_analyze_opts_t ao = {.retain = 1, .filter = ncs_job_filter_active(&f) ? &f : NULL};
   ncs_analysis_t *a = ncs_analyze_path_opts(argv[2], &ao, err, sizeof err);
   if (!a) return fprintf(stderr, "otf2_read: %s\n", err), 1;
   uint64_t colls = 0, sends = 0, recvs = 0, sum = 0;

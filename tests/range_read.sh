@@ -8,13 +8,23 @@
 # and popped its outer range "train", so the pool (POOL) fills and range records are dropped
 # however fast the machine is; the report must say they were lost, every "train" range (pushed
 # before the pool filled, popped after) must be there without an end and without numbers, and no
-# range may show shorter than nccl-sim made it.
+# range may show shorter than nccl-sim made it; `report --range train` must keep every operation
+# (a train range holds all that follows its begin) and say their ends are unknown and records were
+# lost (docs/cli.md "Filters"). MODE flight (POOL: the flight ring's size): a flight recording of
+# 3000 iterations; each range of its window is counted once in the report, the SQLite table and
+# the timeline, however its oldest slot's keyframe restated it.
 set -u
 SIM=$1 PLUGIN=$2 FAKE=$3 NCS=$4 W=$5 MODE=$6 LINT=${9:-}
 THREADS=2
 fail() { echo "range read: FAILED: $*"; exit 1; }
 rm -rf "$W" && mkdir -p "$W" && : >"$W/truth"
-if [ "$MODE" = truth ]; then
+if [ "$MODE" = flight ]; then
+  env NCCLSCOPE_DIR="$W/trace" NCCLSCOPE_MODE=flight NCCLSCOPE_FLIGHT_SIZE="$7" "$SIM" --plugin "$PLUGIN" --ranges \
+    --range-truth "$W/truth" --scenario allreduce --ranks 2 --threads 1 --iters 3000 --range-outer \
+    >"$W/sim.out" 2>&1 || { cat "$W/sim.out"; fail "nccl-sim"; }
+  "$NCS" dump "$W/trace" | sed -n 's/.* RANGE BEGIN .* id=\([0-9]*\) .*/\1/p' | sort -u | wc -l >"$W/ids" ||
+    fail "ncclscope dump"
+elif [ "$MODE" = truth ]; then
   env NCCLSCOPE_DIR="$W/trace" NCCLSCOPE_CUPTI=on "$SIM" --plugin "$PLUGIN" --ranges --range-truth "$W/truth" \
     --scenario allreduce --ranks 4 --threads 2 --iters 6 --compute 2 --cupti "$FAKE/libcupti.so.13" \
     --cuda "$FAKE/libcuda.so.1" >"$W/sim.out" 2>&1 || { cat "$W/sim.out"; fail "nccl-sim"; }
@@ -38,6 +48,9 @@ else
 fi
 "$NCS" report --json "$W/trace" >"$W/report.json" || fail "report --json"
 "$NCS" report --top 3 "$W/trace" >"$W/report.txt" || fail "report"
+if [ "$MODE" = lost ]; then
+  "$NCS" report --json --range train "$W/trace" >"$W/train.json" || fail "report --range train"
+fi
 "$NCS" report --html "$W/report.html" --force "$W/trace" >/dev/null || fail "report --html"
 "$NCS" export "$W/trace" --format sqlite -o "$W/db.sqlite" >/dev/null 2>&1 || fail "export sqlite"
 "$NCS" export "$W/trace" --format chrome -o "$W/trace.json" >/dev/null 2>&1 || fail "export chrome"
@@ -110,6 +123,19 @@ if mode == "truth":
     if len(sl) != len(truth): bad.append("%d range slices, truth %d" % (len(sl), len(truth)))
     if rep["records_lost"] or rep["end_lost"] or "! lost" in text: bad.append("losses reported where none")
     summary = "mode=truth names=%d ranges=%d" % (len(names), rep["ranges"])
+elif mode == "flight":
+    # a flight window: its oldest slot's keyframe restates ranges (some before the slot's own records
+    # begin them); each range is one range, whatever the order its copies come in
+    ids = int(open(w + "/ids").read())
+    if rep["ranges"] != ids: bad.append("%d ranges in the report, %d distinct range ids in the file" % (rep["ranges"], ids))
+    if sum(g["ranges"] for g in rep["by_name"]) != ids: bad.append("by_name sums %d, %d ids" % (sum(g["ranges"] for g in rep["by_name"]), ids))
+    if len(rows) != ids or len(sl) != ids: bad.append("%d sqlite rows, %d slices, %d ids" % (len(rows), len(sl), ids))
+    if rep["open"] or rep["end_lost"]: bad.append("open=%d end_lost=%d after a clean exit" % (rep["open"], rep["end_lost"]))
+    # no name has more ranges than nccl-sim made
+    for g in rep["by_name"]:
+        n = sum(1 for t in truth if t["name"] == g["name"])
+        if g["ranges"] > n: bad.append("%s: %d ranges, nccl-sim made %d" % (g["name"], g["ranges"], n))
+    summary = "mode=flight ranges=%d partial=%d" % (rep["ranges"], rep["partial"])
 else:
     if not rep["records_lost"] and not rep["end_lost"] and not rep["begin_lost"]:
         bad.append("nothing said lost (is the pool small enough?)")
@@ -136,6 +162,16 @@ else:
         for e in sl:
             if e["name"] == name and e["args"]["state"] == "ended" and e["args"]["wall_ns"] < lo:
                 bad.append("slice %s shorter (%d) than any truth range (%d)" % (name, e["args"]["wall_ns"], lo))
+    # --range train: everything kept; the ends and the lost records said
+    whole, tr = json.load(open(w + "/report.json")), json.load(open(w + "/train.json"))
+    f = tr["filter"]
+    if f["instances_left_out"] or f["p2p_left_out"] or tr["collectives"] != whole["collectives"]:
+        bad.append("--range train left out %s" % f)
+    s = f["selection"]
+    if s["ranges"] != int(sys.argv[3]) or s["end_unknown"] != int(sys.argv[3]):
+        bad.append("--range train: %s, want %s ranges, every end unknown" % (s, sys.argv[3]))
+    if not s["range_records_lost"] or s["files_lost"] != 1 or "lost" not in f["text"] or "never ended" not in f["text"]:
+        bad.append("--range train does not say what was lost: %s" % f)
     nolost = sum(1 for r in rows if r[1] != "ended")
     summary = "mode=lost records_lost=%d end_lost=%d open=%d rows_without_end=%d" % (
         rep["records_lost"], rep["end_lost"], rep["open"], nolost)

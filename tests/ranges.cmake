@@ -175,8 +175,9 @@ endif()
 # the push/pop windows); with the writer hung on its first write (libncs-faultinj.so's
 # NCS_FAULT_STALL, tests/writer.cmake) while the job runs, a 1 MiB pool fills and range records are
 # dropped on any machine: they are said lost, ranges whose pop was dropped have no end and no
-# numbers, and no range shows shorter than nccl-sim made it (tests/range_read.sh)
-foreach(mode truth lost)
+# numbers, and no range shows shorter than nccl-sim made it; a flight recording's window counts each
+# range once however its keyframe restated it (tests/range_read.sh)
+foreach(mode truth lost flight)
   add_test(NAME ranges_read_${mode}
            COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/range_read.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_BINARY_DIR}/fakecupti $<TARGET_FILE:ncclscope>
@@ -185,3 +186,13 @@ foreach(mode truth lost)
   set_tests_properties(ranges_read_${mode} PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range read: ok mode=${mode}"
                        FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")
 endforeach()
+
+# the filters --range and --tag (docs/cli.md "Filters"): report keeps exactly the operations
+# nccl-sim's truth puts in the selected ranges and tags, on one process (one thread and two) and on
+# two processes, in a flight window, and refuses what the job cannot answer (tests/range_filter.sh)
+add_test(NAME report_filter_range
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/range_filter.sh $<TARGET_FILE:nccl-sim>
+                 $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                 ${CMAKE_CURRENT_BINARY_DIR}/report-filter-range)
+set_tests_properties(report_filter_range PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "range filter: ok"
+                     FAIL_REGULAR_EXPRESSION "FAILED|ERROR: AddressSanitizer|runtime error")

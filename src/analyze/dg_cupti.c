@@ -31,6 +31,7 @@ static void pending_lines(dg_t *D, ncs_dg_verdict_t *v) {
   for (size_t i = 0; i < j->npending; i++) {
     const ncs_job_pending_t *p = &j->pending[i];
     if ((int)p->comm != v->comm) continue;
+    if (D->cut && p->ts > D->cut_job) continue; /* --to: launched after the cut */
     const ncs_job_gpu_t *g = &j->gpu[p->proc];
     const ncs_job_proc_t *P = &j->procs[p->proc];
     char what[96];
@@ -86,6 +87,7 @@ static void completed_lines(dg_t *D, ncs_dg_verdict_t *v) {
     if (!w.found || !w.found->seg ||
         !ncs_job_cupti_op(D->job, (uint32_t)cr->proc, w.found->seg - 1, w.found->id, &s, &e))
       continue;
+    if (D->cut && e > D->cut_job) continue; /* --to: it completed after the cut */
     char d[32];
     ncs_fmt_ns(d, sizeof d, (double)((uint64_t)e - (uint64_t)s));
     dg_ev_line(v, "rank %d: against a hang in its kernel: CUPTI saw the kernel of %s #%" PRId64

@@ -49,6 +49,8 @@ typedef struct {
   uint32_t kch_started, kch_stopped; /* its KernelCh events seen */
   uint64_t start, stop, end, progress; /* mono ns; progress: newest event of it or its children */
   uint8_t inferred;  /* DONE because a later operation of its rank and communicator completed */
+  uint8_t later;     /* --to: open at the cut, and the whole recording shows it completed after
+                      * the cut: in progress then, never stuck */
   const ncs_job_loss_t *loss; /* OP_LOST: the file's loss window after it started */
 } dg_op_t;
 
@@ -97,9 +99,12 @@ typedef struct {
   int is_flight;
   dg_ev_t *open;     /* open events at the end of the recording */
   uint32_t nopen, capopen;
+  uint64_t cut_mono; /* --to: the cut in this file's clock; records after it are not applied */
+  int after_cut;     /* the recording goes on after the cut (the process was alive then) */
+  int events_after_cut; /* ... with NCCL events */
 } dg_proc_t;
 
-typedef struct {
+typedef struct dg_s {
   ncs_dg_t pub; /* first: ncs_dg_t * and dg_t * are the same pointer */
   ncs_pool_t strs; /* strings of the trace, printable */
   dg_proc_t *procs;
@@ -109,6 +114,13 @@ typedef struct {
   uint32_t ncomms;   /* the job model's communicators */
   ncs_job_t *job;    /* the job model of the chosen recordings (files, members, clocks) */
   uint32_t capverdicts;
+  /* the filters (docs/diagnose.md, "Filters") */
+  int cut;           /* --to: every file is read up to its cut_mono */
+  int64_t cut_job;   /* the cut in job time */
+  struct dg_s *full; /* --to: the same recordings read whole; which operations completed later */
+  uint32_t job_choice; /* ncs_dg_opts_t.job */
+  int from_set;      /* --from: mismatch checks only for collectives entered from from_job on */
+  int64_t from_job;
 } dg_t;
 
 #define DG_EV_MAX (1u << 20) /* open events kept per process */
@@ -147,6 +159,7 @@ typedef struct { /* the newest operation entered and the newest completed by a r
   const dg_proc_t *P;
 } last_t;
 int dg_op_stuck(const dg_proc_t *P, const dg_op_t *op);
+int dg_comm_judged(const dg_t *D, uint32_t c); /* not left out by --comm */
 void dg_ago_str(const dg_t *D, char *out, size_t n, int64_t real);
 ncs_dg_verdict_t *dg_verdict(dg_t *D, int kind, int comm);
 /* dg_cupti.c: CUPTI's evidence for and against, added to the verdicts */

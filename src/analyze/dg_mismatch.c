@@ -28,6 +28,7 @@ typedef struct {
 typedef struct {
   const char *func;
   int64_t seq;
+  int64_t first;   /* its earliest entry (job time) */
   tuple_t t[4];
   int nt;
   int overflow;
@@ -39,6 +40,8 @@ typedef struct {
   uint32_t n, cap;
   int rank;
   int root_matters;
+  const ncs_job_t *job;
+  uint32_t proc;   /* the rank's recording */
 } mism_t;
 
 static int root_matters(const char *func) {
@@ -66,9 +69,11 @@ static void mism_fn(dg_op_t *op, void *arg) {
     }
     k = &M->keys[M->n++];
     memset(k, 0, sizeof *k);
-    k->func = op->func, k->seq = op->seq;
+    k->func = op->func, k->seq = op->seq, k->first = INT64_MAX;
     if (hm_put(&M->idx, key, M->n) != 0) abort();
   }
+  int64_t entry = ncs_job_time(M->job, M->proc, op->start);
+  if (entry < k->first) k->first = entry;
   int64_t root = root_matters(op->func) ? op->root : 0;
   for (int i = 0; i < k->nt; i++) {
     tuple_t *t = &k->t[i];
@@ -102,11 +107,17 @@ int dg_comm_mismatches(dg_t *D, uint32_t c, const char *stuck_func, int64_t stuc
   dg_comm_t *C = &D->comms[c];
   mism_t M;
   memset(&M, 0, sizeof M);
+  M.job = D->job;
   for (int r = 0; r < C->nranks; r++) {
     if (!C->cranks[r]) continue;
     M.rank = r;
+    M.proc = (uint32_t)D->cranks[C->cranks[r] - 1]->proc;
     dg_for_each_op(D->cranks[C->cranks[r] - 1], mism_fn, &M);
   }
+  /* --from: only the collectives entered from then on are checked */
+  if (D->from_set)
+    for (uint32_t i = 0; i < M.n; i++)
+      if (M.keys[i].first < D->from_job) M.keys[i].nt = -1, D->pub.from_unchecked++;
   uint32_t shown = 0;
   for (int pass = 0; pass < 2; pass++)
     for (uint32_t i = 0; i < M.n; i++) {

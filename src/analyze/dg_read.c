@@ -118,6 +118,54 @@ typedef struct {
 } rd_t;
 
 
+static dg_op_t *rd_op(rd_t *R, uint64_t id, dg_crank_t **crp);
+
+/* --to: a time after the cut. Such a record is not applied: the job is judged as it was at the
+ * cut (docs/diagnose.md, "Filters"); that the recording goes on says the process was alive. */
+static int rd_late(rd_t *R, uint64_t t) {
+  if (!R->D->cut || t <= R->P->cut_mono) return 0;
+  R->P->after_cut = 1;
+  return 1;
+}
+
+/* --to: did the segment of the current record end by the cut (then what the writer emitted at
+ * its end, expiries and forced completions, was known at the cut)? */
+static int rd_seg_ended(rd_t *R) {
+  const ncs_job_proc_t *jp = &R->D->job->procs[R->proc];
+  return R->seg >= 1 && R->seg <= jp->nsegs && jp->segs[R->seg - 1].last_ns <= R->P->cut_mono;
+}
+
+/* --to: is this record's moment after the cut? COMPLETE and EXPIRED carry no record time: a
+ * completion counts from its end time (none known, or forced by the writer: only when the
+ * segment ended by the cut; the whole recording says whether it came); "stopped, no completion known" once the operation stopped; an expiry for
+ * lack of room in the writer's table (nothing known) always; one at a timeout or at the end of
+ * the segment only when the segment ended by the cut. */
+static int rd_after_cut(rd_t *R, const ncs_event_t *e) {
+  if (!R->D->cut) return 0;
+  switch (e->kind) {
+  case NCS_REC_START:
+  case NCS_REC_STOP:
+  case NCS_REC_STATE:
+    if (!rd_late(R, e->ts)) return 0;
+    if (e->type != NCS_T_PROXY_CTRL) R->P->events_after_cut = 1;
+    return 1;
+  case NCS_REC_COMPLETE: {
+    if (e->cflags & NCS_CF_NO_CHILDREN) {
+      const dg_op_t *op = rd_op(R, e->id, NULL);
+      return !op || !op->stopped;
+    }
+    /* a forced completion is the writer's, at an expiry or the segment's end: its end time is
+     * the operation's last child, not when it was forced */
+    if (!e->end_ns || (e->cflags & NCS_CF_FORCED)) return !rd_seg_ended(R);
+    return rd_late(R, e->end_ns);
+  }
+  case NCS_REC_EXPIRED:
+    if (e->reason != NCS_XR_TIMEOUT && e->reason != NCS_XR_FLUSH) return 0;
+    return !rd_seg_ended(R);
+  default: return 1;
+  }
+}
+
 static dg_op_t *rd_op(rd_t *R, uint64_t id, dg_crank_t **crp) {
   uint64_t v;
   if (!id || !hm_get(&R->opmap, id, &v)) return NULL;
@@ -519,12 +567,12 @@ void dg_read_file(dg_t *D, int proc) {
           dg_cpy(pp->host, sizeof pp->host, s->host);
           pp->pid = s->pid;
         }
-        if (s->start_mono_ns > P->last_life) P->last_life = s->start_mono_ns;
+        if (s->start_mono_ns > P->last_life && !rd_late(&R, s->start_mono_ns)) P->last_life = s->start_mono_ns;
       }
       break;
     }
     case NCS_ITEM_CLOCK:
-      if (it.clock_mono_ns > P->last_life) P->last_life = it.clock_mono_ns;
+      if (it.clock_mono_ns > P->last_life && !rd_late(&R, it.clock_mono_ns)) P->last_life = it.clock_mono_ns;
       break;
     case NCS_ITEM_COMM: { /* the job model's member: its communicator and rank */
       const ncs_job_member_t *m = R.seg ? ncs_job_member(D->job, (uint32_t)proc, R.seg - 1, it.comm.index) : NULL;
@@ -543,11 +591,13 @@ void dg_read_file(dg_t *D, int proc) {
       break;
     }
     case NCS_ITEM_COMM_END:
+      if (rd_late(&R, it.ts)) break;
       if (it.comm.index < R.nctx && R.ctxmap[it.comm.index])
         D->cranks[R.ctxmap[it.comm.index] - 1]->finalized = 1;
       break;
     case NCS_ITEM_EVENT: {
       const ncs_event_t *e = &it.ev;
+      if (rd_after_cut(&R, e)) break;
       if (e->kind <= NCS_REC_STATE && e->type != NCS_T_PROXY_CTRL && e->ts > P->last_event)
         P->last_event = e->ts;
       ev_record(&R, e);
@@ -557,7 +607,8 @@ void dg_read_file(dg_t *D, int proc) {
     case NCS_ITEM_FOOTER:
       if (it.counters)
         for (uint32_t k = 0; k < it.counters->nkeys; k++)
-          if (it.counters->keys[k] == NCS_CK_END_NS && it.counters->values[k] > P->last_life)
+          if (it.counters->keys[k] == NCS_CK_END_NS && it.counters->values[k] > P->last_life &&
+              !rd_late(&R, it.counters->values[k]))
             P->last_life = it.counters->values[k];
       if (it.what == NCS_ITEM_FOOTER) footer = 1;
       break;
@@ -569,7 +620,7 @@ void dg_read_file(dg_t *D, int proc) {
     dg_cpy(pp->damage_msg, sizeof pp->damage_msg, ncs_reader_error(r));
   }
   rd_seg_end(&R);
-  pp->footer = footer;
+  pp->footer = footer && !P->after_cut; /* --to: a process that ended after the cut had not yet */
   if (P->last_event > P->last_life) P->last_life = P->last_event;
   ncs_reader_close(r);
   hm_free(&R.opmap);
@@ -601,6 +652,31 @@ typedef struct {
 /* NCCL runs the operations of a communicator in order: one that started before a completed one
  * completed; a pending one in a file that lost records after it started cannot be judged; one
  * without an expiry in a cleanly ended segment lost its completion records */
+/* --to: what the whole recording (D->full) says of op, open at the cut: its own copy there
+ * (NULL: not kept), and whether it completed later: it completed itself, or an operation of its
+ * rank and communicator that started after it did (NCCL runs them in order) */
+typedef struct {
+  const dg_op_t *op, *copy;
+  int done;
+} later_t;
+
+static void later_fn(dg_op_t *x, void *arg) {
+  later_t *l = arg;
+  int same = x->id == l->op->id && x->seg == l->op->seg;
+  if (same) l->copy = x;
+  if (x->status == OP_DONE && (same || x->start > l->op->start)) l->done = 1;
+}
+
+static later_t full_view(const dg_t *D, const dg_crank_t *cr, const dg_op_t *op) {
+  later_t l = {op, NULL, 0};
+  const dg_t *F = D->full;
+  if (!F || cr->comm >= F->ncomms || cr->rank < 0 || cr->rank >= F->comms[cr->comm].nranks) return l;
+  uint32_t g = F->comms[cr->comm].cranks[cr->rank];
+  if (!g || F->cranks[g - 1]->proc != cr->proc) return l; /* another recording's: another clock */
+  dg_for_each_op(F->cranks[g - 1], later_fn, &l);
+  return l;
+}
+
 static void settle_op(dg_op_t *op, void *arg) {
   settle_op_t *t = arg;
   const dg_proc_t *P = &t->D->procs[t->cr->proc];
@@ -610,13 +686,28 @@ static void settle_op(dg_op_t *op, void *arg) {
     dg_op_done(t->cr, op);
     return;
   }
+  later_t l = {op, NULL, 0};
+  if (t->D->full && (op->status == OP_PENDING || op->status == OP_NOCOMP)) {
+    l = full_view(t->D, t->cr, op);
+    if (l.done) { /* in progress at the cut */
+      op->status = OP_PENDING, op->later = 1, op->xwhy = XW_NONE;
+      return;
+    }
+    if (l.copy && l.copy->status == OP_UNKNOWN) { /* the whole recording knows nothing of it */
+      op->status = OP_UNKNOWN;
+      return;
+    }
+  }
   if (op->status != OP_PENDING || P->pub->dead) return;
-  op->loss = ncs_job_lost(t->D->job, (uint32_t)t->cr->proc, op->start,
-                          P->snap_mono ? P->snap_mono : UINT64_MAX, NCS_JL_RECORDED,
-                          DG_COMPLETION_TYPES);
+  /* cut by --to: its completion may be in records lost after the cut too */
+  uint64_t to = t->D->cut ? UINT64_MAX : P->snap_mono ? P->snap_mono : UINT64_MAX;
+  op->loss = ncs_job_lost(t->D->job, (uint32_t)t->cr->proc, op->start, to, NCS_JL_RECORDED, DG_COMPLETION_TYPES);
+  /* without an expiry in a segment that ended cleanly, its completion records were lost (cut
+   * by --to: what the whole segment says) */
+  int xwhy = t->D->cut ? l.copy && l.copy->xwhy : op->xwhy;
   if (op->loss)
     op->status = OP_LOST;
-  else if (!op->xwhy && op->seg >= 1 && op->seg <= jp->nsegs && jp->segs[op->seg - 1].clean)
+  else if (!xwhy && op->seg >= 1 && op->seg <= jp->nsegs && jp->segs[op->seg - 1].clean && (!t->D->cut || l.copy))
     op->status = OP_UNKNOWN;
 }
 

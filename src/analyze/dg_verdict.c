@@ -19,7 +19,7 @@
 /* ------------------------------------------------------------------ analysis helpers */
 
 int dg_op_stuck(const dg_proc_t *P, const dg_op_t *op) {
-  if (op->status != OP_PENDING) return 0;
+  if (op->status != OP_PENDING || op->later) return 0;
   if (op->xwhy || P->pub->dead) return 1;
   return P->snap_mono > op->progress && (int64_t)(P->snap_mono - op->progress) > NCS_DG_STUCK_NS;
 }
@@ -443,6 +443,11 @@ static int classify_absent(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
     dg_ev_line(v, "its process ended cleanly %s%s", a, cr->finalized ? " (communicator finalized)" : "");
     return NCS_DG_W_EXITED;
   }
+  if (P->after_cut) { /* --to */
+    dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call; its "
+                  "process is alive (its trace goes on after %s)", D->pub.ref_name);
+    return NCS_DG_W_OUTSIDE;
+  }
   dg_ago_str(D, a, sizeof a, p->snap_real);
   dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call; its "
              "process is alive (%s %s)",
@@ -719,6 +724,9 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
       ncs_fmt_ns(d, sizeof d, (double)P->pub->snap_real - dg_to_real(P, l.oldest_pending->progress));
       if (P->pub->dead)
         snprintf(R->open_desc, sizeof R->open_desc, "%s%s (its recording ends)", nm, l.pending > 1 ? " +more" : "");
+      else if (l.oldest_pending->later)
+        snprintf(R->open_desc, sizeof R->open_desc, "%s%s (idle %s) in flight, completed later", nm,
+                 l.pending > 1 ? " +more" : "", d);
       else
         snprintf(R->open_desc, sizeof R->open_desc, "%s%s (idle %s)%s", nm, l.pending > 1 ? " +more" : "", d,
                  dg_op_stuck(P, l.oldest_pending) ? "" : " in flight");

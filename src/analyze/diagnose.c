@@ -52,6 +52,10 @@ static void procs_prepare(dg_t *D) {
     } else if (P->is_flight && P->fi.heartbeat_mono) {
       P->snap_mono = P->fi.heartbeat_mono > P->last_life ? P->fi.heartbeat_mono : P->last_life;
       p->snap_real = P->fi.heartbeat_real ? (int64_t)P->fi.heartbeat_real : dg_to_real(P, P->snap_mono);
+    } else if (D->cut && P->after_cut) { /* --to: alive at the cut, which is its snapshot */
+      p->after_cut = 1;
+      P->snap_mono = P->cut_mono;
+      p->snap_real = dg_to_real(P, P->cut_mono);
     } else {
       P->snap_mono = P->last_life;
       p->snap_real = dg_to_real(P, P->last_life);
@@ -66,7 +70,7 @@ static void procs_prepare(dg_t *D) {
     G->ref_real = 0;
     for (uint32_t i = 0; i < G->nprocs; i++)
       if (G->procs[i].snap_real > G->ref_real) G->ref_real = G->procs[i].snap_real;
-    G->ref_name = "the end of the recording";
+    G->ref_name = D->cut ? (D->pub.filter.rsel || D->pub.filter.tsel ? "the window end" : "the --to time") : "the end of the recording";
   }
   int64_t trig = G->incident ? G->request_real : 0;
   uint32_t nofooter = 0;
@@ -98,7 +102,7 @@ static void procs_prepare(dg_t *D) {
                  "its trace has no footer%s: the process was killed or crashed; it stopped %s before "
                  "the other processes",
                  p->damage == NCS_DAMAGE_TRUNCATED ? " (cut short)" : "", d);
-      } else {
+      } else if (!P->after_cut) { /* --to: one cut there simply goes on */
         nofooter++;
       }
     } else if (p->source == NCS_DG_SRC_LIVE && P->is_flight && P->fi.state == NCS_FS_RUNNING) {
@@ -167,7 +171,9 @@ static void dead_procs(dg_t *D) {
     for (uint32_t g = 0; g < D->ncranks && len < sizeof rl - 40; g++) {
       const dg_crank_t *cr = D->cranks[g];
       if (cr->proc != (int)i) continue;
-      if (v->comm < 0) v->comm = (int)cr->comm, v->rank = cr->rank;
+      /* --comm: a death is reported whatever the filter; it names a judged communicator first */
+      if (v->comm < 0 || (!G->comms[v->comm].judged && G->comms[cr->comm].judged))
+        v->comm = (int)cr->comm, v->rank = cr->rank;
       len += (size_t)snprintf(rl + len, sizeof rl - len, "%srank %d of " NCS_COMM_ID_FMT, len ? ", " : "",
                               cr->rank, D->comms[cr->comm].comm_id);
     }
@@ -200,13 +206,14 @@ static void idle_unended(dg_t *D) {
     if (p->footer || p->dead || p->unreadable || p->excluded || p->flight_state || !p->ranks) continue;
     if (p->open_ops || p->open_children || p->open_api || !p->last_event_real) continue;
     if (p->snap_real - p->last_event_real < NCS_DG_IDLE_NS) continue;
-    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, -1);
-    v->proc = (int)i;
-    for (uint32_t g = 0; g < D->ncranks; g++)
-      if (D->cranks[g]->proc == (int)i) {
-        v->comm = (int)D->cranks[g]->comm, v->rank = D->cranks[g]->rank;
-        break;
-      }
+    if (D->procs[i].events_after_cut) continue; /* --to: it called NCCL again after the cut */
+    int comm = -1, rank = -1;
+    for (uint32_t g = 0; g < D->ncranks && comm < 0; g++)
+      if (D->cranks[g]->proc == (int)i && G->comms[D->cranks[g]->comm].judged)
+        comm = (int)D->cranks[g]->comm, rank = D->cranks[g]->rank;
+    if (comm < 0) continue; /* --comm: it holds no rank of a judged communicator */
+    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, comm);
+    v->proc = (int)i, v->rank = rank;
     char idle[32], a[80];
     ncs_fmt_ns(idle, sizeof idle, (double)(p->snap_real - p->last_event_real));
     snprintf(v->summary, sizeof v->summary,
@@ -268,9 +275,298 @@ static int open_job(dg_t *D, const ncs_dg_opts_t *o, char *err, size_t errlen) {
   return 0;
 }
 
+/* ------------------------------------------------------------------ filters */
+
+static int listed(const ncs_job_filter_t *f, int r) {
+  if (!f->ranks) return 1;
+  for (uint32_t k = 0; k < f->nranks; k++)
+    if (f->ranks[k] == r) return 1;
+  return 0;
+}
+
+int dg_comm_judged(const dg_t *D, uint32_t c) {
+  return !D->pub.filter.comm_set || D->comms[c].comm_id == D->pub.filter.comm_id;
+}
+
+/* --range, --tag: the time span of the operations they select (docs/diagnose.md, "Filters").
+ * The job model selects them as for report and export (an instance whole, when one of its
+ * operations was called inside a selected range or carries a listed tag); the span runs from the
+ * earliest arrival among them to the latest completion, and is open (judged at the end) when one
+ * of them never completed, an instance lacks a rank, a send lacks its receive, or a selected range
+ * never ended. */
+typedef struct {
+  const ncs_job_t *j;
+  int64_t first, last;
+  uint64_t ops, open;
+} span_t;
+
+static void span_op(span_t *s, const ncs_op_t *op) {
+  s->ops++;
+  int64_t a = op->arrival ? op->arrival : op->start;
+  if (a && (!s->first || a < s->first)) s->first = a;
+  int64_t e = op->end > op->stop ? op->end : op->stop;
+  if (!op->complete || !e)
+    s->open++;
+  else if (e > s->last)
+    s->last = e;
+}
+
+static void span_inst(void *arg, const ncs_inst_t *in, const ncs_op_t *ops) {
+  span_t *s = arg;
+  for (uint32_t k = 0; k < in->nops; k++) span_op(s, &ops[k]);
+  if (in->comm < s->j->ncomms && (int32_t)in->distinct < s->j->comms[in->comm].nranks) s->open++;
+}
+
+static void span_p2p(void *arg, const ncs_op_t *op, const ncs_op_t *partner) {
+  span_t *s = arg;
+  span_op(s, op);
+  if (partner)
+    span_op(s, partner);
+  else
+    s->open++;
+}
+
+static int sel_window(dg_t *D, ncs_job_filter_t *f, char *err, size_t errlen) {
+  ncs_dg_t *G = &D->pub;
+  const char *what = f->rsel && f->tsel ? "--range and --tag" : f->rsel ? "--range" : "--tag";
+  if (f->window) {
+    snprintf(err, errlen, "with %s the time window is the span of the operations selected: give %s without "
+                          "--from and --to",
+             what, f->rsel && f->tsel ? "them" : "it");
+    return -1;
+  }
+  ncs_job_filter_t sf = {.comm_set = f->comm_set, .comm_id = f->comm_id, .rsel = f->rsel, .nrsel = f->nrsel,
+                         .tsel = f->tsel, .ntsel = f->ntsel};
+  char **paths = ncs_xcalloc(G->nprocs, sizeof *paths);
+  for (uint32_t i = 0; i < G->nprocs; i++) paths[i] = G->procs[i].file;
+  ncs_job_opts_t jo = {.job = D->job_choice, .filter = &sf};
+  ncs_job_t *j = ncs_job_open_files(paths, G->nprocs, &jo, err, errlen);
+  free(paths);
+  if (!j) return -1;
+  span_t s = {.j = j};
+  ncs_job_sink_t sink = {span_inst, span_p2p};
+  ncs_job_stream(j, &sink, &s);
+  if (j->filter.notes) dg_note(D, "%s: %s", what, j->filter.notes);
+  G->sel_ops = s.ops, G->sel_open = s.open;
+  int range_open = j->sel.end_unknown > 0;
+  int64_t t0 = j->t_first;
+  ncs_job_free(j);
+  if (!s.ops || !s.first) {
+    char ft[NCS_DG_LINE];
+    ncs_job_filter_text(&sf, ft, sizeof ft);
+    snprintf(err, errlen, "%s: no NCCL operation of the recordings was selected (%s), so there is nothing to "
+                          "diagnose over them",
+             what, ft);
+    return -1;
+  }
+  f->window = 1;
+  f->from_ns = s.first > t0 ? s.first - t0 : 0;
+  f->to_ns = INT64_MAX;
+  G->sel_open_why = s.open ? 1 : range_open ? 2 : 0;
+  if (G->sel_open_why) return 0;
+  for (uint32_t i = 0; i < G->nprocs; i++)
+    if (G->procs[i].source != NCS_DG_SRC_TRACE && !D->job->procs[i].excluded) {
+      G->sel_open_why = 3; /* a flight recording: no earlier state to rebuild */
+      return 0;
+    }
+  f->to_ns = s.last - t0 + NCS_DG_SEL_MARGIN_NS;
+  return 0;
+}
+
+/* The filter against the recordings (docs/diagnose.md, "Filters"): -1 with err for what does
+ * not fit them (a usage error); else the cut (--to) and the start of the mismatch checks (--from)
+ * in job time, and the cut in each file's clock. */
+static int filter_setup(dg_t *D, const ncs_job_filter_t *f, char *err, size_t errlen) {
+  ncs_dg_t *G = &D->pub;
+  if (!f || !ncs_job_filter_active(f)) return 0;
+  G->filter = *f;
+  if (f->ranks) {
+    G->filter_ranks = ncs_xcalloc(f->nranks ? f->nranks : 1, sizeof *G->filter_ranks);
+    memcpy(G->filter_ranks, f->ranks, f->nranks * sizeof *f->ranks);
+    G->filter.ranks = G->filter_ranks;
+  }
+  if ((f->rsel || f->tsel) && sel_window(D, &G->filter, err, errlen) != 0) return -1;
+  f = &G->filter;
+  ncs_job_filter_text(&G->filter, G->filter_text, sizeof G->filter_text);
+  char ids[160] = "";
+  size_t n = 0;
+  for (uint32_t c = 0; c < D->ncomms && n < sizeof ids - 40; c++)
+    n += (size_t)snprintf(ids + n, sizeof ids - n, "%s" NCS_COMM_ID_FMT " (%d ranks)", c ? ", " : "",
+                          D->comms[c].comm_id, D->comms[c].nranks);
+  if (D->ncomms > 0 && n >= sizeof ids - 40) snprintf(ids + n, sizeof ids - n, ", ...");
+  if (f->comm_set) {
+    uint32_t c = 0;
+    while (c < D->ncomms && D->comms[c].comm_id != f->comm_id) c++;
+    if (c == D->ncomms) {
+      snprintf(err, errlen, "--comm " NCS_COMM_ID_FMT ": no such communicator in the recordings (%s)", f->comm_id,
+               D->ncomms ? ids : "they hold none");
+      return -1;
+    }
+  }
+  if (f->ranks) {
+    int any = 0;
+    for (uint32_t c = 0; c < D->ncomms; c++)
+      for (uint32_t k = 0; k < f->nranks && dg_comm_judged(D, c); k++)
+        any |= f->ranks[k] < D->comms[c].nranks;
+    if (!any) {
+      snprintf(err, errlen, "--rank: no communicator %shas such a rank (%s)", f->comm_set ? "judged " : "",
+               D->ncomms ? ids : "the recordings hold none");
+      return -1;
+    }
+  }
+  if (!f->window) return 0;
+  if (f->from_ns > 0) D->from_set = 1, D->from_job = D->job->t_first + f->from_ns;
+  if (f->to_ns == INT64_MAX) return 0;
+  for (uint32_t i = 0; i < G->nprocs; i++)
+    if (G->procs[i].source != NCS_DG_SRC_TRACE && !D->job->procs[i].excluded) {
+      snprintf(err, errlen,
+               "--to judges the job as it was at an earlier time, which needs full traces (*.nstrace): "
+               "%s is a flight recording, which keeps only its last operations, so the state at an "
+               "earlier time is not in it (diagnose it without --to; --comm, --rank and --from apply)",
+               G->procs[i].name);
+      return -1;
+    }
+  D->cut = 1;
+  D->cut_job = D->job->t_first + f->to_ns;
+  for (uint32_t i = 0; i < G->nprocs; i++) {
+    int64_t m = D->cut_job - D->job->procs[i].job_off;
+    D->procs[i].cut_mono = m > 0 ? (uint64_t)m : 0;
+    if (!G->cut_real && !D->job->procs[i].excluded && D->job->procs[i].readable)
+      G->cut_real = (int64_t)(D->procs[i].cut_mono + (uint64_t)D->job->procs[i].clk_off);
+  }
+  return 0;
+}
+
+/* --to: the recordings read whole, to tell which operations open at the cut completed later */
+static dg_t *read_whole(const dg_t *D) {
+  const ncs_dg_t *G = &D->pub;
+  dg_t *F = ncs_xcalloc(1, sizeof *F);
+  F->pub.nprocs = G->nprocs;
+  F->pub.procs = ncs_xcalloc(G->nprocs, sizeof *F->pub.procs);
+  memcpy(F->pub.procs, G->procs, G->nprocs * sizeof *G->procs);
+  F->job = D->job;
+  dg_comms(F);
+  F->procs = ncs_xcalloc(G->nprocs, sizeof *F->procs);
+  for (uint32_t i = 0; i < G->nprocs; i++) {
+    F->procs[i].pub = &F->pub.procs[i];
+    if (!G->procs[i].unreadable && !G->procs[i].excluded) dg_read_file(F, (int)i);
+  }
+  return F;
+}
+
+static void free_whole(dg_t *F) {
+  if (!F) return;
+  F->job = NULL; /* D's */
+  ncs_dg_free(&F->pub);
+}
+
+/* --to: operations open at the cut, without progress for longer than a hang needs, that the
+ * recording shows completing later */
+typedef struct {
+  ncs_dg_t *G;
+  const dg_proc_t *P;
+  const dg_crank_t *cr;
+  uint64_t comm_id;
+} later_ctx_t;
+
+static void later_count(dg_op_t *op, void *arg) {
+  later_ctx_t *x = arg;
+  if (!op->later || x->P->snap_mono <= op->progress) return;
+  int64_t idle = (int64_t)(x->P->snap_mono - op->progress);
+  if (idle <= NCS_DG_STUCK_NS) return;
+  x->G->later_done++;
+  if (idle <= x->G->later_idle_max) return;
+  x->G->later_idle_max = idle;
+  char d[32], nm[64];
+  ncs_fmt_ns(d, sizeof d, (double)idle);
+  if (op->seq >= 0)
+    snprintf(nm, sizeof nm, "%s #%" PRId64, op->func ? op->func : "?", op->seq);
+  else
+    snprintf(nm, sizeof nm, "a %s", op->func ? op->func : "?");
+  snprintf(x->G->later_example, sizeof x->G->later_example, "rank %d's %s of " NCS_COMM_ID_FMT ", %s",
+           x->cr->rank, nm, x->comm_id, d);
+}
+
+static void later_stats(dg_t *D) {
+  for (uint32_t g = 0; g < D->ncranks; g++) {
+    dg_crank_t *cr = D->cranks[g];
+    if (!dg_comm_judged(D, cr->comm)) continue;
+    later_ctx_t x = {&D->pub, &D->procs[cr->proc], cr, D->comms[cr->comm].comm_id};
+    dg_for_each_op(cr, later_count, &x);
+  }
+}
+
+/* --rank: the ranks a verdict names outside the list; the rows each communicator leaves out */
+static void rank_filter(dg_t *D) {
+  ncs_dg_t *G = &D->pub;
+  if (!G->filter.ranks) return;
+  for (uint32_t k = 0; k < G->nverdicts; k++) {
+    ncs_dg_verdict_t *v = &G->verdicts[k];
+    if (v->comm < 0 || v->kind == NCS_DG_V_NOTHING_STUCK) continue;
+    int named[17], nn = 0;
+    if (v->rank >= 0) named[nn++] = v->rank;
+    for (int q = 0; q < v->nranks && nn < 17; q++) named[nn++] = v->ranks[q];
+    for (int q = 0; q < nn; q++) {
+      int dup = 0;
+      for (int z = 0; z < v->noutside; z++) dup |= v->outside[z] == named[q];
+      if (!dup && !listed(&G->filter, named[q]) && v->noutside < 16) v->outside[v->noutside++] = named[q];
+    }
+    qsort(v->outside, (size_t)v->noutside, sizeof v->outside[0], dg_by_int);
+  }
+  for (uint32_t c = 0; c < G->ncomms; c++)
+    for (int r = 0; r < G->comms[c].nranks; r++) G->comms[c].ranks_left_out += !listed(&G->filter, r);
+}
+
+/* nothing found in what was judged */
+static void nothing_stuck(dg_t *D) {
+  ncs_dg_t *G = &D->pub;
+  ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_NOTHING_STUCK, -1);
+  uint64_t done = 0, flight = 0;
+  for (uint32_t c = 0; c < G->ncomms; c++)
+    if (G->comms[c].judged) done += G->comms[c].ops_completed_all, flight += G->comms[c].in_flight;
+  const char *cutname = D->pub.filter.rsel || D->pub.filter.tsel ? "the window end" : "the --to time";
+  const char *at = D->cut ? (D->pub.filter.rsel || D->pub.filter.tsel ? " at the window end" : " at the --to time") : "";
+  if (flight)
+    snprintf(v->summary, sizeof v->summary,
+             "nothing stuck%s: no open collective without progress (%" PRIu64 " in flight, progressing); "
+             "%" PRIu64 " collectives completed on every rank", at, flight, done);
+  else
+    snprintf(v->summary, sizeof v->summary,
+             "nothing stuck%s: no open collective; %" PRIu64 " collectives completed on every rank", at, done);
+  if (G->later_done)
+    dg_ev_line(v, "%u operation%s open at %s had made no progress for over %d ms (longest: %s), "
+                  "but completed later in the recording: in progress, not stuck",
+               G->later_done, G->later_done == 1 ? "" : "s", cutname, (int)(NCS_DG_STUCK_NS / 1000000), G->later_example);
+  /* --to: the losses by the cut; later ones could hide only completions, and every operation
+   * open at the cut completed later or would have been judged */
+  uint32_t nlosses = 0;
+  for (uint32_t k = 0; k < D->job->nlosses; k++) {
+    const ncs_job_loss_t *x = &D->job->losses[k];
+    nlosses += !D->cut || (x->proc < G->nprocs && x->from_ns <= D->procs[x->proc].cut_mono);
+  }
+  if (nlosses)
+    dg_ev_line(v, "the recordings lost records (%u loss window%s%s; see dump --stats): every rank's "
+                  "newest operation completed%s, or its process ended cleanly, so none can hide "
+                  "an operation still open", nlosses, nlosses == 1 ? "" : "s", D->cut ? (D->pub.filter.rsel || D->pub.filter.tsel ? " by the window end" : " by the --to time") : "",
+               D->cut ? " (or was in progress, completing later)" : "");
+  for (uint32_t c = 0; c < G->ncomms; c++)
+    if (G->comms[c].judged)
+      dg_ev_line(v, "communicator " NCS_COMM_ID_FMT "%s%s: %d of %d ranks recorded, %" PRIu64
+                    " collectives completed on every rank",
+                 G->comms[c].comm_id, G->comms[c].name[0] ? " " : "", G->comms[c].name, G->comms[c].ranks_present,
+                 G->comms[c].nranks, G->comms[c].ops_completed_all);
+}
+
+static int usage_fail(ncs_dg_t *G, const ncs_dg_opts_t *o) {
+  if (o->usage) *o->usage = 1;
+  ncs_dg_free(G);
+  return -1;
+}
+
 int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, char *err, size_t errlen) {
   static const ncs_dg_opts_t defaults = {0};
   if (!opts) opts = &defaults;
+  if (opts->usage) *opts->usage = 0;
   *out = NULL;
   dg_t *D = ncs_xcalloc(1, sizeof *D);
   ncs_dg_t *G = &D->pub;
@@ -284,6 +580,8 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     return -1;
   }
   D->procs = ncs_xcalloc(G->nprocs, sizeof *D->procs);
+  D->job_choice = opts->job;
+  if (filter_setup(D, opts->filter, err, errlen) != 0) return usage_fail(G, opts);
   for (uint32_t i = 0; i < G->nprocs; i++) {
     ncs_dg_proc_t *p = &G->procs[i];
     D->procs[i].pub = p;
@@ -304,8 +602,20 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     if (p->events_unkept)
       dg_note(D, "%s: %" PRIu64 " open events not kept (more than %u open)", p->name, p->events_unkept, DG_EV_MAX);
   }
+  if (D->cut) { /* --to: nothing after the cut, the cut changes nothing; else read them whole */
+    int after = 0;
+    for (uint32_t i = 0; i < G->nprocs; i++) after |= D->procs[i].after_cut;
+    if (after) {
+      G->cut = 1;
+      D->full = read_whole(D);
+    } else {
+      G->cut_past_end = 1, D->cut = 0;
+    }
+  }
   procs_prepare(D);
   dg_settle(D);
+  free_whole(D->full);
+  D->full = NULL;
   for (uint32_t g = 0; g < D->ncranks; g++) {
     const dg_crank_t *cr = D->cranks[g];
     G->procs[cr->proc].ranks++;
@@ -322,7 +632,19 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     }
   G->ncomms = D->ncomms;
   G->comms = ncs_xcalloc(D->ncomms, sizeof *G->comms);
-  for (uint32_t c = 0; c < D->ncomms; c++) dg_analyze_comm(D, c);
+  for (uint32_t c = 0; c < D->ncomms; c++) {
+    ncs_dg_comm_t *C = &G->comms[c];
+    C->judged = dg_comm_judged(D, c);
+    if (C->judged) {
+      dg_analyze_comm(D, c);
+      continue;
+    }
+    G->comms_not_judged++; /* --comm: named, nothing else */
+    C->comm_id = D->comms[c].comm_id, C->nranks = D->comms[c].nranks;
+    dg_cpy(C->name, sizeof C->name, D->comms[c].name);
+    C->stuck_seq = -1, C->stuck_rank = C->stuck_peer = -1;
+  }
+  if (G->cut) later_stats(D);
   dg_cupti(D);
   dead_procs(D);
   idle_unended(D);
@@ -332,27 +654,8 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     if (v->kind != NCS_DG_V_NOTHING_STUCK && (v->kind != NCS_DG_V_CANNOT_TELL || v->waiting))
       G->problem = 1;
   }
-  if (!G->problem && !G->cannot_tell) {
-    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_NOTHING_STUCK, -1);
-    uint64_t done = 0, flight = 0;
-    for (uint32_t c = 0; c < G->ncomms; c++) done += G->comms[c].ops_completed_all, flight += G->comms[c].in_flight;
-    if (flight)
-      snprintf(v->summary, sizeof v->summary,
-               "nothing stuck: no open collective without progress (%" PRIu64 " in flight, progressing); "
-               "%" PRIu64 " collectives completed on every rank", flight, done);
-    else
-      snprintf(v->summary, sizeof v->summary,
-               "nothing stuck: no open collective; %" PRIu64 " collectives completed on every rank", done);
-    if (D->job->nlosses)
-      dg_ev_line(v, "the recordings lost records (%u loss windows; see dump --stats): every rank's "
-                    "newest operation completed, or its process ended cleanly, so none can hide "
-                    "an operation still open", D->job->nlosses);
-    for (uint32_t c = 0; c < G->ncomms; c++)
-      dg_ev_line(v, "communicator " NCS_COMM_ID_FMT "%s%s: %d of %d ranks recorded, %" PRIu64
-                 " collectives completed on every rank",
-              G->comms[c].comm_id, G->comms[c].name[0] ? " " : "", G->comms[c].name, G->comms[c].ranks_present,
-              G->comms[c].nranks, G->comms[c].ops_completed_all);
-  }
+  if (!G->problem && !G->cannot_tell) nothing_stuck(D);
+  rank_filter(D);
   sort_ctx = G;
   if (G->nverdicts > 1) qsort(G->verdicts, G->nverdicts, sizeof *G->verdicts, by_prio);
   sort_ctx = NULL;
@@ -380,6 +683,7 @@ void ncs_dg_free(ncs_dg_t *G) {
   free(G->comms);
   free(G->procs);
   free(G->verdicts);
+  free(G->filter_ranks);
   free(D);
 }
 

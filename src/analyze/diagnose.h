@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/model.h"
+
 #define NCS_DG_RING_OPS 1024       /* operations kept per (communicator, rank) */
 #define NCS_DG_STUCK_NS 500000000ll /* an open operation without progress for this long is stuck */
 #define NCS_DG_DEAD_NS 3000000000ll /* a live file's heartbeat this much older than the others' */
@@ -78,7 +80,8 @@ typedef struct {
   uint32_t flight_state;  /* NCS_FS_* for flight files, 0 for traces */
   uint32_t dump_reason, dump_index;
   char trigger[128];
-  int footer;             /* trace: the last segment ended cleanly */
+  int footer;             /* trace: the last segment ended cleanly (--to: by the cut) */
+  int after_cut;          /* --to: the recording goes on after the cut (alive then) */
   int unreadable;         /* it could not be read at all (damage_msg says why): its ranks are unknown */
   int excluded;           /* NCS_JX_* of the job model: a copy of same_as, or another job's; not read */
   char same_as[160];      /* the file read in its place (NCS_JX_DUPLICATE) */
@@ -127,6 +130,8 @@ typedef struct {
   int stuck_rank, stuck_peer; /* P2p: the rank whose operation it is, and its peer */
   uint64_t ops_completed_all; /* Coll: sum over funcs of (min over ranks of last completed + 1) */
   uint32_t in_flight;      /* open operations still progressing */
+  int judged;              /* 0: left out by --comm (nothing of it is analysed or shown) */
+  int32_t ranks_left_out;  /* its ranks outside --rank (rows not shown; their state still counts) */
 } ncs_dg_comm_t;
 
 typedef struct {
@@ -148,6 +153,9 @@ typedef struct {
   int64_t lead_ns;         /* how much earlier than the next rank */
   /* MISMATCH */
   char what[64];           /* "count", "datatype", "root", "count,datatype" */
+  /* --rank: the ranks this verdict names (its cause, the odd ranks) that are outside the list */
+  int outside[16];
+  int noutside;
   char summary[NCS_DG_LINE];
   char evidence[NCS_DG_EVIDENCE][NCS_DG_LINE];
   int nev;
@@ -174,17 +182,48 @@ typedef struct {
   uint32_t mismatches;     /* mismatched (commId, func, seqNumber) found in total */
   char notes[8][NCS_DG_LINE]; /* remarks: live files used, damaged files, ... */
   uint32_t nnotes;
+  /* the filters (docs/diagnose.md, "Filters"); all zero without */
+  ncs_job_filter_t filter;   /* as given; ranks point into filter_ranks */
+  int32_t *filter_ranks;
+  char filter_text[NCS_DG_LINE]; /* ncs_job_filter_text */
+  uint32_t comms_not_judged; /* --comm: the communicators left out */
+  int cut;                   /* --to: the job as it was at cut_real */
+  int64_t cut_real;          /* that time (wall clock) */
+  int cut_past_end;          /* --to reaches past every recording: nothing was cut */
+  uint32_t later_done;       /* --to: operations open and without progress for longer than
+                              * NCS_DG_STUCK_NS at the cut, that the recording shows completing
+                              * later: in progress at the cut, not stuck */
+  char later_example[NCS_DG_LINE]; /* the longest such wait, in words */
+  int64_t later_idle_max;
+  uint64_t from_unchecked;   /* --from: collectives entered before it, not checked for mismatches */
+  /* --range, --tag: the window is the span of the operations they select (filter.from_ns, to_ns) */
+  uint64_t sel_ops;          /* operations selected (every rank's of a selected instance) */
+  uint64_t sel_open;         /* of which never completed, plus instances lacking a rank and sends
+                              * or receives lacking their partner */
+  int sel_open_why;          /* why the window has no end (judged at the end of the recordings):
+                              * 1 selected operations are open, 2 a selected range never ended,
+                              * 3 a flight recording (no earlier state to rebuild); 0 it has one */
 } ncs_dg_t;
+
+/* --range, --tag: the window ends this long after the latest completion among the selected
+ * operations, so that the records of their end (a kernel's, a proxy step's) are in it */
+#define NCS_DG_SEL_MARGIN_NS 1000000
 
 typedef struct {
   int incident; /* 0: the first; -1: the latest; N: the N-th (1-based) */
   uint32_t job; /* which job when the recordings hold several (ncs_job_opts_t.job; 0: one) */
   int *why;     /* optional out: NCS_JOB_ERR_* when the job model could not be opened */
+  /* --comm, --rank, --from, --to, --range, --tag (docs/diagnose.md, "Filters"); NULL: the whole
+   * job. Not the job model's filter: diagnose judges a communicator from every rank, and a time as
+   * a cut; --range and --tag choose the time (the span of the operations they select). */
+  const ncs_job_filter_t *filter;
+  int *usage;   /* optional out: 1 when the failure is the filter's (a usage error) */
 } ncs_dg_opts_t;
 
 /* Diagnose the job in `path` (a directory, or one file). Returns 0 with *out set (free with
  * ncs_dg_free); -1 with err filled when there is nothing to read (no recordings,
- * no such incident): that is a usage or input error. */
+ * no such incident), or the filter does not fit the recordings (*opts->usage set): that is a
+ * usage or input error. */
 int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, char *err, size_t errlen);
 void ncs_dg_free(ncs_dg_t *d);
 

@@ -68,21 +68,29 @@ typedef struct {
 } ncs_record_opts_t;
 int ncs_record_run(ncs_record_opts_t *o);
 
-/* The shared filters (docs/cli.md, "Filters"): --comm ID, --rank LIST, --from T, --to T. A verb
- * lists NCS_FILTER_OPTIONS in its getopt_long table and hands each of their codes to
- * ncs_parse_filter; the model applies the result (ncs_job_filter_t). */
+/* The shared filters (docs/cli.md, "Filters"): --comm ID, --rank LIST, --from T, --to T,
+ * --range NAME[:N[-M]], --tag LIST. A verb lists NCS_FILTER_OPTIONS in its getopt_long table and
+ * hands each of their codes to ncs_parse_filter; the model applies the result (ncs_job_filter_t),
+ * and ncs_job_open refuses (NCS_JOB_ERR_FILTER: ncs_job_exit gives 2) a --range or --tag the job
+ * cannot answer. */
 #define NCS_OPT_COMM 0x1001
 #define NCS_OPT_RANK 0x1002
 #define NCS_OPT_FROM 0x1003
 #define NCS_OPT_TO 0x1004
 #define NCS_OPT_RANGE 0x1005
+#define NCS_OPT_TAG 0x1006
 #define NCS_FILTER_OPTIONS                                                                    \
   {"comm", required_argument, 0, NCS_OPT_COMM}, {"rank", required_argument, 0, NCS_OPT_RANK},   \
       {"from", required_argument, 0, NCS_OPT_FROM}, {"to", required_argument, 0, NCS_OPT_TO},   \
-      {"range", required_argument, 0, NCS_OPT_RANGE}, {"tag", required_argument, 0, NCS_OPT_RANGE}
+      {"range", required_argument, 0, NCS_OPT_RANGE}, {"tag", required_argument, 0, NCS_OPT_TAG}
+#define NCS_CLI_MAX_RANGES 16 /* --range flags */
+#define NCS_CLI_MAX_TAGS 64   /* numbers and intervals of --tag lists, together */
 typedef struct {
   ncs_job_filter_t f;
   int32_t ranks[1024];
+  ncs_job_rsel_t rsel[NCS_CLI_MAX_RANGES];
+  char rname[NCS_CLI_MAX_RANGES][NCS_RANGE_NAME_MAX + 1];
+  ncs_job_tsel_t tsel[NCS_CLI_MAX_TAGS];
 } ncs_cli_filter_t;
 /* 1 when c is a filter option (then *rc is 0, or the usage error's exit status) */
 int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t *cf, int *rc);
@@ -109,7 +117,8 @@ int ncs_parse_count(const char *s, uint64_t lo, uint64_t hi, uint64_t *v);
  * an exit status after saying why */
 int ncs_parse_run(const char *verb, const char *s, uint32_t *job);
 /* the exit status of a job model that could not be opened (NCS_JOB_ERR_* in why): several jobs
- * and none chosen, or no such job, is a usage error; anything else is no input */
+ * and none chosen, no such job, or a filter the job cannot answer is a usage error; anything else
+ * is no input */
 int ncs_job_exit(int why);
 /* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0. A list
  * that selects no event type ("-1", "none") is an error too. */

@@ -24,7 +24,8 @@
 #endif
 
 static const char diagnose_help[] =
-    "usage: ncclscope diagnose [--json] [--incident N | --latest] [--run N] DIR\n"
+    "usage: ncclscope diagnose [--json] [--incident N | --latest] [--run N] [--comm ID] [--rank LIST]\n"
+    "                          [--from T] [--to T] [--range NAME[:N[-M]]] [--tag LIST] DIR\n"
     "\n"
     "Hang and desync verdicts over the recordings of every rank of a job: DIR's traces (*.nstrace)\n"
     "or flight files (*.nsflight), and the flight dumps in DIR/dumps. Dumps taken within seconds\n"
@@ -44,11 +45,30 @@ static const char diagnose_help[] =
     "                  runs; without it such a DIR is refused, with the list of its runs\n"
     "  -h, --help      this help\n"
     "\n"
+    "Filters (docs/diagnose.md, \"Filters\"); the output says what each left out, and a filtered\n"
+    "diagnosis can miss a hang outside the filter:\n"
+    "  --comm ID       verdicts for this communicator only (0x and 16 hex digits); the others are\n"
+    "                  listed as not judged. A dead process is reported whatever its communicators\n"
+    "  --rank LIST     the tables show these ranks (0,2,4-7); verdicts are still judged from every\n"
+    "                  rank, and one whose cause is outside the list says so\n"
+    "  --to T          judge the job as it was T after its first event (1.5, 1.5s, 250ms, 30us):\n"
+    "                  records after it are ignored, except that an operation open then which the\n"
+    "                  recording shows completing later was in progress, not stuck. Full traces\n"
+    "                  only (flight recordings keep only their last operations)\n"
+    "  --from T        check for mismatched collectives (desync) only among those entered from T\n"
+    "                  after the job's first event on; hangs are judged whatever their time\n"
+    "  --range NAME[:N[-M]], --tag LIST\n"
+    "                  the time span of the operations called inside those user ranges or with\n"
+    "                  those NCCL user tags: desync checks from its first arrival, and the job\n"
+    "                  judged as at its last completion (as --from and --to would); at the end of\n"
+    "                  the recordings when one of them never completed or a range never ended.\n"
+    "                  Not with --from/--to\n"
+    "\n"
     "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found (or ranks wait\n"
     "for a cause the recordings cannot show), 2 usage error, 3 no readable recording (or no such\n"
     "incident), 4 nothing found but a recording is damaged or unreadable, or it cannot tell\n"
     "whether every operation completed (the verdict covers what could be read), 5 the output\n"
-    "cannot be written.\n";
+    "cannot be written. With a filter, the status is about what was judged.\n";
 
 
 
@@ -66,11 +86,70 @@ static const char *status_of(const ncs_dg_t *d) {
 static const char *proc_state(const ncs_dg_proc_t *p) {
   if (p->unreadable) return "unreadable";
   if (p->excluded) return p->excluded == NCS_JX_DUPLICATE ? "duplicate" : "other_run";
-  if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : "trace_no_footer";
+  if (p->source == NCS_DG_SRC_TRACE) return p->footer ? "trace_clean" : p->after_cut ? "trace_cut" : "trace_no_footer";
   return ncs_flight_state_name(p->flight_state);
 }
 
+static int listed(const ncs_dg_t *d, int r) {
+  if (!d->filter.ranks) return 1;
+  for (uint32_t k = 0; k < d->filter.nranks; k++)
+    if (d->filter.ranks[k] == r) return 1;
+  return 0;
+}
+
 /* ------------------------------------------------------------------ JSON */
+
+/* "filter": what was asked and what it left out (docs/diagnose.md, "Filters") */
+static void json_filter(FILE *o, const ncs_dg_t *d) {
+  const ncs_job_filter_t *f = &d->filter;
+  if (!ncs_job_filter_active(f)) {
+    fprintf(o, ",\"filter\":null");
+    return;
+  }
+  fprintf(o, ",\n\"filter\":{\"text\":");
+  ncs_json_str(o, d->filter_text);
+  if (f->comm_set)
+    fprintf(o, ",\"comm_id\":\"" NCS_COMM_ID_FMT "\"", f->comm_id);
+  else
+    fprintf(o, ",\"comm_id\":null");
+  fprintf(o, ",\"ranks\":");
+  if (f->ranks) {
+    fputc('[', o);
+    for (uint32_t k = 0; k < f->nranks; k++) fprintf(o, "%s%d", k ? "," : "", f->ranks[k]);
+    fputc(']', o);
+  } else {
+    fprintf(o, "null");
+  }
+  if (f->window && f->from_ns > 0)
+    fprintf(o, ",\"from_ns\":%" PRId64, f->from_ns);
+  else
+    fprintf(o, ",\"from_ns\":null");
+  if (f->window && f->to_ns != INT64_MAX)
+    fprintf(o, ",\"to_ns\":%" PRId64 ",\"cut_real_ns\":%" PRId64 ",\"cut_past_end\":%s", f->to_ns, d->cut_real,
+            d->cut_past_end ? "true" : "false");
+  else
+    fprintf(o, ",\"to_ns\":null,\"cut_real_ns\":null,\"cut_past_end\":false");
+  fprintf(o, ",\"later_completed\":%u,\"collectives_not_checked\":%" PRIu64 ",\"comms_not_judged\":%u,\"not_judged\":[",
+          d->later_done, d->from_unchecked, d->comms_not_judged);
+  int first = 1;
+  for (uint32_t c = 0; c < d->ncomms; c++) {
+    if (d->comms[c].judged) continue;
+    fprintf(o, "%s{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", first ? "" : ",", d->comms[c].comm_id);
+    ncs_json_str(o, d->comms[c].name);
+    fprintf(o, ",\"nranks\":%d}", d->comms[c].nranks);
+    first = 0;
+  }
+  int32_t left = 0;
+  for (uint32_t c = 0; c < d->ncomms; c++)
+    if (d->comms[c].judged) left += d->comms[c].ranks_left_out;
+  fprintf(o, "],\"ranks_left_out\":%d", left);
+  if (f->rsel || f->tsel) {
+    static const char *const why[] = {"null", "\"operations_open\"", "\"range_not_ended\"", "\"flight\""};
+    fprintf(o, ",\"selected_ops\":%" PRIu64 ",\"selected_open\":%" PRIu64 ",\"window_open\":%s", d->sel_ops,
+            d->sel_open, why[d->sel_open_why >= 0 && d->sel_open_why <= 3 ? d->sel_open_why : 0]);
+  }
+  fputc('}', o);
+}
 
 static void print_json(FILE *o, const ncs_dg_t *d) {
   fprintf(o, "{\"schema\":\"ncclscope-diagnose/1\",\"path\":");
@@ -93,7 +172,9 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
     if (i) fputc(',', o);
     ncs_json_str(o, d->notes[i]);
   }
-  fprintf(o, "],\n\"verdicts\":[");
+  fputc(']', o);
+  json_filter(o, d);
+  fprintf(o, ",\n\"verdicts\":[");
   for (uint32_t i = 0; i < d->nverdicts; i++) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
     fprintf(o, "%s\n{\"kind\":\"%s\",\"comm_id\":", i ? "," : "", ncs_dg_kind_name(v->kind));
@@ -129,7 +210,9 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
       fprintf(o, ",\"what\":");
       ncs_json_str(o, v->what);
     }
-    fprintf(o, ",\"summary\":");
+    fprintf(o, ",\"outside_filter\":[");
+    for (int k = 0; k < v->noutside; k++) fprintf(o, "%s%d", k ? "," : "", v->outside[k]);
+    fprintf(o, "],\"summary\":");
     ncs_json_str(o, v->summary);
     fprintf(o, ",\"evidence\":[");
     for (int k = 0; k < v->nev; k++) {
@@ -139,12 +222,16 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
     fprintf(o, "]}");
   }
   fprintf(o, "],\n\"communicators\":[");
+  int firstc = 1;
   for (uint32_t c = 0; c < d->ncomms; c++) {
     const ncs_dg_comm_t *C = &d->comms[c];
-    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", c ? "," : "", C->comm_id);
+    if (!C->judged) continue; /* --comm: in filter.not_judged */
+    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", firstc ? "" : ",", C->comm_id);
+    firstc = 0;
     ncs_json_str(o, C->name);
-    fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"completed_on_all\":%" PRIu64 ",\"in_flight\":%u,\"stuck\":",
-            C->nranks, C->ranks_present, C->ops_completed_all, C->in_flight);
+    fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"ranks_left_out\":%d,\"completed_on_all\":%" PRIu64
+               ",\"in_flight\":%u,\"stuck\":",
+            C->nranks, C->ranks_present, C->ranks_left_out, C->ops_completed_all, C->in_flight);
     if (C->has_stuck) {
       fprintf(o, "{\"func\":");
       ncs_json_str(o, C->stuck_func);
@@ -154,11 +241,13 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
       fprintf(o, "null");
     }
     fprintf(o, ",\"ranks\":[");
+    int firstr = 1;
     for (int r = 0; r < C->nranks; r++) {
       const ncs_dg_rank_t *R = &C->ranks[r];
+      if (!listed(d, r)) continue; /* --rank: counted in ranks_left_out */
       fprintf(o, "%s\n {\"rank\":%d,\"present\":%s,\"process\":%d,\"state\":\"%s\",\"where\":\"%s\","
                  "\"open\":%u,\"stuck\":%u,\"funcs\":[",
-              r ? "," : "", r, R->present ? "true" : "false", R->proc, ncs_dg_state_name(R->state),
+              firstr ? "" : ",", r, R->present ? "true" : "false", R->proc, ncs_dg_state_name(R->state),
               ncs_dg_where_name(R->where), R->open, R->stuck);
       for (uint32_t k = 0; k < R->nf; k++) {
         fprintf(o, "%s{\"func\":", k ? "," : "");
@@ -167,6 +256,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
                 R->f[k].p2p ? "true" : "false", R->f[k].entered, R->f[k].completed);
       }
       fprintf(o, "]}");
+      firstr = 0;
     }
     fprintf(o, "]}");
   }
@@ -259,6 +349,8 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
     }
   fprintf(o, "\ncommunicator " NCS_COMM_ID_FMT "%s%s: %d ranks (%d recorded)", C->comm_id, C->name[0] ? " " : "",
           C->name, C->nranks, C->ranks_present);
+  if (C->ranks_left_out)
+    fprintf(o, ", %d shown (--rank)", C->nranks - C->ranks_left_out);
   if (C->has_stuck) {
     if (C->stuck_p2p)
       fprintf(o, ", stuck in %s of rank %d with rank %d", C->stuck_func, C->stuck_rank, C->stuck_peer);
@@ -274,9 +366,13 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
   for (int r = 0; r < C->nranks;) {
     char row[512], prow[512];
     const ncs_dg_rank_t *R = &C->ranks[r];
+    if (!listed(d, r)) { /* --rank */
+      r++;
+      continue;
+    }
     rank_row(row, sizeof row, R, fn, fp, nfn);
     int r2 = r + 1;
-    while (merge && r2 < C->nranks) {
+    while (merge && r2 < C->nranks && listed(d, r2)) {
       rank_row(prow, sizeof prow, &C->ranks[r2], fn, fp, nfn);
       if (strcmp(row, prow)) break;
       r2++;
@@ -295,6 +391,112 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
     fprintf(o, "  %-9s %-22s%s\n", rk, pr, row);
     r = r2;
   }
+}
+
+/* "0,1,3" or "0-2,5" */
+static void rank_list(char *out, size_t n, const int *r, int nr) {
+  size_t len = 0;
+  out[0] = 0;
+  for (int i = 0; i < nr && len < n; i++) {
+    int j = i;
+    while (j + 1 < nr && r[j + 1] == r[j] + 1) j++;
+    int k = j > i ? snprintf(out + len, n - len, "%s%d-%d", i ? "," : "", r[i], r[j])
+                  : snprintf(out + len, n - len, "%s%d", i ? "," : "", r[i]);
+    if (k < 0) break;
+    len += (size_t)k;
+    i = j;
+  }
+}
+
+/* the --rank list as given, in ranges */
+static const char *ranks_text(const ncs_dg_t *d, char *out, size_t n) {
+  int r[64], nr = 0;
+  for (uint32_t k = 0; k < d->filter.nranks && nr < 64; k++) r[nr++] = d->filter.ranks[k];
+  rank_list(out, n, r, nr);
+  if (d->filter.nranks > 64) snprintf(out + strlen(out), n - strlen(out), ",...");
+  return out;
+}
+
+/* the filters: what was asked, and what each left out (docs/diagnose.md, "Filters") */
+static void print_filter(FILE *o, const ncs_dg_t *d) {
+  const ncs_job_filter_t *f = &d->filter;
+  if (!ncs_job_filter_active(f)) return;
+  char a[64], b[128];
+  int missed = 0;
+  fprintf(o, "  filter: %s\n", d->filter_text);
+  if (d->comms_not_judged) {
+    fprintf(o, "  --comm: %u communicator%s not judged:", d->comms_not_judged, d->comms_not_judged == 1 ? "" : "s");
+    uint32_t shown = 0;
+    for (uint32_t c = 0; c < d->ncomms; c++) {
+      if (d->comms[c].judged) continue;
+      if (shown++ == 8) {
+        fprintf(o, " ...");
+        break;
+      }
+      fprintf(o, "%s " NCS_COMM_ID_FMT "%s%s (%d ranks)", shown > 1 ? "," : "", d->comms[c].comm_id,
+              d->comms[c].name[0] ? " " : "", d->comms[c].name, d->comms[c].nranks);
+    }
+    fputc('\n', o);
+    missed = 1;
+  }
+  if (f->ranks) {
+    int32_t left = 0;
+    for (uint32_t c = 0; c < d->ncomms; c++)
+      if (d->comms[c].judged) left += d->comms[c].ranks_left_out;
+    fprintf(o, "  --rank %s: verdicts are judged from every rank; the tables show these ranks only (%d row%s "
+               "left out)\n", ranks_text(d, b, sizeof b), left, left == 1 ? "" : "s");
+  }
+  const int sel = f->rsel || f->tsel;
+  const char *lto = sel ? "window end" : "--to", *lfrom = sel ? "window start" : "--from";
+  if (sel) {
+    const char *opt = f->rsel && f->tsel ? "--range, --tag" : f->rsel ? "--range" : "--tag";
+    ncs_fmt_ns(a, sizeof a, (double)f->from_ns);
+    fprintf(o, "  %s: the window is the span of the %" PRIu64 " operation%s selected, from %s after the job's "
+               "first event ",
+            opt, d->sel_ops, d->sel_ops == 1 ? "" : "s", a);
+    if (f->to_ns != INT64_MAX) {
+      ncs_fmt_ns(a, sizeof a, (double)f->to_ns);
+      fprintf(o, "to %s (the latest completion among them, and %d ms)\n", a, NCS_DG_SEL_MARGIN_NS / 1000000);
+    } else if (d->sel_open_why == 1) {
+      fprintf(o, "to the end of the recordings: %" PRIu64 " of them never completed, lack a rank or lack "
+                 "their partner, so the whole recording is judged\n",
+              d->sel_open);
+    } else if (d->sel_open_why == 2) {
+      fprintf(o, "to the end of the recordings: a selected range never ended, so the whole recording is "
+                 "judged\n");
+    } else {
+      fprintf(o, "to the end of the recordings: flight recordings keep only their last operations, so the job "
+                 "as it was when the span ended cannot be rebuilt; the whole recording is judged, and a hang "
+                 "found may have begun after the span\n");
+    }
+  }
+  if (f->window && f->to_ns != INT64_MAX) {
+    ncs_fmt_ns(a, sizeof a, (double)f->to_ns);
+    if (d->cut_past_end) {
+      fprintf(o, "  %s %s: at or after the end of every recording: the whole recording is judged\n", lto, a);
+    } else {
+      ncs_fmt_utc(b, sizeof b, d->cut_real);
+      fprintf(o, "  %s %s: the job as it was at %s, %s after its first event: records after it are ignored, "
+                 "except that an operation open then which the recording shows completing later was in "
+                 "progress, not stuck",
+              lto, a, b, a);
+      if (d->later_done)
+        fprintf(o, " (%u such operation%s had made no progress for longer than a hang needs)", d->later_done,
+                d->later_done == 1 ? "" : "s");
+      fprintf(o, "\n");
+      missed = 1;
+    }
+  }
+  if (f->window && f->from_ns > 0) {
+    ncs_fmt_ns(a, sizeof a, (double)f->from_ns);
+    fprintf(o, "  %s %s: mismatched collectives (desync) are looked for only among those entered from %s "
+               "after the job's first event on (%" PRIu64 " collective%s entered before it not checked); hangs and "
+               "deaths are judged whatever their time\n",
+            lfrom, a, a, d->from_unchecked, d->from_unchecked == 1 ? "" : "s");
+    missed |= d->from_unchecked > 0;
+  }
+  if (missed)
+    fprintf(o, "  note: not everything was judged: a hang or desync outside the filter is not shown\n");
 }
 
 static void print_text(FILE *o, const ncs_dg_t *d) {
@@ -317,13 +519,23 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
     fprintf(o, "  no dumps: %u recording%s, up to %s\n", d->nprocs, d->nprocs == 1 ? "" : "s", a);
   }
   for (uint32_t i = 0; i < d->nnotes; i++) fprintf(o, "  note: %s\n", d->notes[i]);
+  print_filter(o, d);
   fputc('\n', o);
+  char rl[128];
   for (uint32_t i = 0; i < d->nverdicts; i++) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
     fprintf(o, "%-6s %s\n", label(v->kind), v->summary);
+    if (v->noutside) {
+      rank_list(rl, sizeof rl, v->outside, v->noutside);
+      fprintf(o, "         - rank%s %s, named by this verdict, %s outside --rank %s: judged from every rank, "
+                 "%s not in the tables below\n",
+              v->noutside > 1 ? "s" : "", rl, v->noutside > 1 ? "are" : "is", ranks_text(d, a, sizeof a),
+              v->noutside > 1 ? "they are" : "it is");
+    }
     for (int k = 0; k < v->nev; k++) fprintf(o, "         - %s\n", v->evidence[k]);
   }
-  for (uint32_t c = 0; c < d->ncomms; c++) print_comm(o, d, &d->comms[c]);
+  for (uint32_t c = 0; c < d->ncomms; c++)
+    if (d->comms[c].judged) print_comm(o, d, &d->comms[c]);
   fprintf(o, "\nprocesses (%u):\n", d->nprocs);
   for (uint32_t i = 0; i < d->nprocs; i++) {
     const ncs_dg_proc_t *p = &d->procs[i];
@@ -344,14 +556,19 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
     else if (p->source == NCS_DG_SRC_LIVE)
       snprintf(what, sizeof what, "live file, %s", ncs_flight_state_name(p->flight_state));
     else
-      snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : "no footer");
+      snprintf(what, sizeof what, "trace, %s", p->footer ? "clean end" : p->after_cut ? "cut by --to" : "no footer");
     int64_t ag = d->ref_real - p->snap_real;
     ncs_fmt_ns(a, sizeof a, (double)ag);
-    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s %s %s %s\n",
+    char when[160];
+    if (p->after_cut) /* --to: alive then; its state at the cut is what was read */
+      snprintf(when, sizeof when, "goes on after %s", d->ref_name);
+    else
+      snprintf(when, sizeof when, "%s %s %s %s",
+               p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
+               ag < 0 ? "after" : "before", d->ref_name);
+    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s\n",
             p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
-            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s",
-            p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
-            ag < 0 ? "after" : "before", d->ref_name);
+            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s", when);
     if (p->dead) fprintf(o, "  %-22s DIED: %s\n", "", p->dead_why);
     if (p->damage == 2) fprintf(o, "  %-22s damaged: %s\n", "", p->damage_msg);
   }
@@ -363,13 +580,22 @@ int ncs_cmd_diagnose(int argc, char **argv) {
                                        {"latest", no_argument, 0, 'l'},
                                        {"run", required_argument, 0, 'R'},
                                        {"help", no_argument, 0, 'h'},
+                                       NCS_FILTER_OPTIONS,
                                        {0, 0, 0, 0}};
-  int c, json = 0, latest = 0, have_inc = 0, why = 0;
+  static ncs_cli_filter_t cf;
+  memset(&cf, 0, sizeof cf);
+  int c, json = 0, latest = 0, have_inc = 0, why = 0, li = -1;
   uint32_t run = 0;
   uint64_t inc = 0;
   optind = 0;
   opterr = 0;
-  while ((c = getopt_long(argc, argv, ":ji:lh", opts, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, ":ji:lh", opts, &li)) != -1) {
+    int frc;
+    li = -1;
+    if (ncs_parse_filter("diagnose", c, optarg, &cf, &frc)) {
+      if (frc) return frc;
+      continue;
+    }
     switch (c) {
     case 'j': json = 1; break;
     case 'i':
@@ -388,10 +614,13 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   if (have_inc && latest) return ncs_usage_error("diagnose", "--incident and --latest exclude each other");
   if (optind >= argc) return ncs_usage_error("diagnose", "which recordings? give the job's directory");
   if (optind + 1 < argc) return ncs_usage_error("diagnose", "one directory, please");
-  ncs_dg_opts_t o = {.incident = latest ? -1 : (int)inc, .job = run, .why = &why};
+  int usage = 0;
+  ncs_dg_opts_t o = {.incident = latest ? -1 : (int)inc, .job = run, .why = &why,
+                     .filter = ncs_job_filter_active(&cf.f) ? &cf.f : NULL, .usage = &usage};
   ncs_dg_t *d;
   char err[4096];
   if (ncs_diagnose(argv[optind], &o, &d, err, sizeof err) != 0) {
+    if (usage) return ncs_usage_error("diagnose", "%s", err);
     ncs_error("diagnose: %s", err);
     return ncs_job_exit(why);
   }

@@ -1,6 +1,7 @@
 /* export.c - `ncclscope export`: write a recording as one timeline file for Perfetto (native
- * protobuf) or for Chrome-JSON viewers, or as an SQLite database. The work is in src/export
- * (docs/timeline.md, docs/sqlite.md). */
+ * protobuf) or for Chrome-JSON viewers, as an SQLite database or as an OTF2 archive, all of it or
+ * what the shared filters select. The work is in src/export (docs/timeline.md, docs/sqlite.md,
+ * docs/otf2.md; the filters: docs/cli.md "Filters"). */
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -38,6 +39,14 @@ static const char export_help[] =
     "      --force          replace an existing output file (it is refused otherwise)\n"
     "      --run N|last     the N-th job (by start time) when the traces hold several runs;\n"
     "                       without it such traces are refused, with the list of their runs\n"
+    "      --comm ID        only the communicator with this commId (0x and 16 hex digits)\n"
+    "      --rank LIST      only collectives with one of these ranks (0,2,4-7), whole, and\n"
+    "                       sends/receives from or to them\n"
+    "      --from T, --to T only those whose first arrival is T after the job's first event\n"
+    "                       (1.5, 1.5s, 250ms). Every format: an operation left out leaves\n"
+    "                       nothing (API call, kernels, proxy and network events, rows); other\n"
+    "                       events stay for those ranks over that window; the output and the\n"
+    "                       summary say what was left out (docs/cli.md, \"Filters\")\n"
     "  -h, --help           this help\n"
     "\n"
     "environment: NCCLSCOPE_EXPORT_WARN_SIZE (default 100M): export warns when its estimate\n"
@@ -45,9 +54,10 @@ static const char export_help[] =
     "NCCLSCOPE_CHROME_HOLD (default 64K): the JSON an unfinished slice holds back before it\n"
     "takes its thread row (smaller: less memory, maybe more rows; docs/timeline.md)\n"
     "\n"
-    "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces\n"
-    "found, 4 an input file is damaged in the middle (what could be read is exported), 5 the\n"
-    "output was refused or cannot be written, 6 out of memory (docs/cli.md)\n";
+    "exit status: 0 ok (a truncated last chunk is only a warning; so is a filter that leaves\n"
+    "nothing), 2 usage error (a --comm that is not the job's too), 3 no traces found, 4 an\n"
+    "input file is damaged in the middle (what could be read is exported), 5 the output was\n"
+    "refused or cannot be written, 6 out of memory (docs/cli.md)\n";
 
 /* ncs_export's, ncs_export_sqlite's and ncs_export_otf2's results as exit statuses */
 static int export_status(int rc) {
@@ -139,6 +149,31 @@ static void size_warning(char *const *paths, int n, int chrome, uint64_t limit) 
                  : "");
 }
 
+/* once the job is read: a --comm that names no communicator of it is a usage error (status 2,
+ * nothing written) */
+static int check_comm(const ncs_job_t *j, void *arg) {
+  return ncs_check_filter_comm("export", (const ncs_job_filter_t *)arg, j);
+}
+
+/* what the filter left out, on stderr (the outputs say it too); with -q only the warning that
+ * nothing passed */
+static void filter_summary(const ncs_xf_stats_t *f, const char *events, int quiet) {
+  if (!f->active) return;
+  if (!quiet)
+    fprintf(stderr,
+            "ncclscope export: filter: %s: kept %" PRIu64 " collective instances and %" PRIu64
+            " rank operations; left out %" PRIu64 " collective instances, %" PRIu64
+            " sends/receives and %" PRIu64 " %s%s",
+            f->text, f->inst_kept, f->ops_kept, f->inst_left, f->p2p_left, f->events_left, events,
+            f->cannot_tell ? "" : "\n");
+  if (!quiet && f->cannot_tell)
+    fprintf(stderr, ", among them %" PRIu64 " operations the job model could not place (no "
+                    "communicator recorded: cannot tell whether they pass)\n", f->cannot_tell);
+  if (!f->ops_kept)
+    fprintf(stderr, "ncclscope export: warning: no collective or send/receive passed the filter "
+                    "(%s): the output holds only what else it selects, and says so\n", f->text);
+}
+
 /* DIR -> DIR.pftrace, FILE.nstrace -> FILE.pftrace */
 static int default_output(const char *in, const char *ext, char *out, size_t len) {
   size_t n = strlen(in);
@@ -152,7 +187,7 @@ static int default_output(const char *in, const char *ext, char *out, size_t len
 
 /* --format sqlite: one trace directory (or file), one database (docs/sqlite.md) */
 static int export_sqlite(const char *in, const char *out_opt, int force, uint32_t types,
-                         uint32_t job, int quiet) {
+                         uint32_t job, int quiet, ncs_cli_filter_t *cf) {
   char out[PATH_MAX];
   if (!out_opt) {
     if (default_output(in, ".sqlite", out, sizeof out) != 0)
@@ -160,10 +195,13 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
     out_opt = out;
   }
   ncs_sqlite_opts_t so = {.out = out_opt, .force = force, .types = types, .job = job,
-                          .progress = !quiet, .prog = "ncclscope export"};
+                          .progress = !quiet, .prog = "ncclscope export",
+                          .filter = ncs_job_filter_active(&cf->f) ? &cf->f : NULL,
+                          .job_check = check_comm, .check_arg = &cf->f};
   ncs_sqlite_stats_t st;
   char err[2 * PATH_MAX] = "";
   int rc = ncs_export_sqlite(in, &so, &st, err, sizeof err);
+  if (rc == 4) return NCS_EXIT_USAGE; /* check_comm said why */
   if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return export_status(rc);
@@ -188,14 +226,17 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
               "ncclscope export: %" PRIu64 " stop/state/completion records without their start "
               "(dropped records), %" PRIu64 " events never stopped (their stop is NULL)\n",
               st.unmatched, st.unfinished);
+  }
+  filter_summary(&st.filter, "rows of events (meta: filter_*)", quiet);
+  if (!quiet)
     fprintf(stderr, "ncclscope export: query it with: sqlite3 %s (schema: docs/sqlite.md)\n",
             so.out);
-  }
   return export_status(rc);
 }
 
 /* --format otf2: one trace directory (or file), one archive directory (docs/otf2.md) */
-static int export_otf2(const char *in, const char *out_opt, int force, uint32_t job, int quiet) {
+static int export_otf2(const char *in, const char *out_opt, int force, uint32_t job, int quiet,
+                       ncs_cli_filter_t *cf) {
   char out[PATH_MAX];
   if (!out_opt) {
     if (default_output(in, "-otf2", out, sizeof out) != 0)
@@ -204,10 +245,13 @@ static int export_otf2(const char *in, const char *out_opt, int force, uint32_t 
   }
   if (!strcmp(out_opt, "-"))
     return ncs_usage_error("export", "an OTF2 archive is a directory: name it with -o DIR");
-  ncs_otf2_opts_t oo = {.out = out_opt, .force = force, .job = job, .prog = "ncclscope export"};
+  ncs_otf2_opts_t oo = {.out = out_opt, .force = force, .job = job, .prog = "ncclscope export",
+                        .filter = ncs_job_filter_active(&cf->f) ? &cf->f : NULL,
+                        .job_check = check_comm, .check_arg = &cf->f};
   ncs_otf2_stats_t st;
   char err[2 * PATH_MAX] = "";
   int rc = ncs_export_otf2(in, &oo, &st, err, sizeof err);
+  if (rc == 4) return NCS_EXIT_USAGE; /* check_comm said why */
   if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return export_status(rc);
@@ -233,9 +277,15 @@ static int export_otf2(const char *in, const char *out_opt, int force, uint32_t 
               " sends/receives without a partner, %" PRIu64
               " calls that never stopped (closed at their segment's end)\n",
               st.coll_unknown, st.p2p_unpaired, st.unfinished);
+    if (st.filtered_ranks)
+      fprintf(stderr, "ncclscope export: %" PRIu64 " ranks of the communicators written have no "
+                      "operation that passed the filter (locations without events)\n",
+              st.filtered_ranks);
+  }
+  filter_summary(&st.filter, "API calls and groups", quiet);
+  if (!quiet)
     fprintf(stderr, "ncclscope export: what the trace covers and lost: the archive's NCCLSCOPE::* "
                     "properties (otf2-print -I %s/%s)\n", oo.out, NCS_OTF2_ANCHOR);
-  }
   return export_status(rc);
 }
 
@@ -245,9 +295,11 @@ int ncs_cmd_export(int argc, char **argv) {
       {"events", required_argument, 0, 'e'}, {"quiet", no_argument, 0, 'q'},
       {"jobs", required_argument, 0, 'N'},   {"help", no_argument, 0, 'h'},
       {"force", no_argument, 0, 'F'},        {"run", required_argument, 0, 'R'},
-      {0, 0, 0, 0}};
+      NCS_FILTER_OPTIONS,                    {0, 0, 0, 0}};
   ncs_export_opts_t o = {.format = NCS_EXPORT_PERFETTO, .progress = 1, .prog = "ncclscope export"};
   int c, quiet = 0, sqlite = 0, otf2 = 0, force = 0;
+  static ncs_cli_filter_t cf;
+  memset(&cf, 0, sizeof cf);
   uint64_t v;
   optind = 0;
   opterr = 0;
@@ -287,21 +339,29 @@ int ncs_cmd_export(int argc, char **argv) {
       o.jobs = (int)v;
       break;
     case 'h': fputs(export_help, stdout); return NCS_EXIT_OK;
-    default: return ncs_bad_option("export", c, argv);
+    default: {
+      int frc;
+      if (ncs_parse_filter("export", c, optarg, &cf, &frc)) {
+        if (frc) return frc;
+        break;
+      }
+      return ncs_bad_option("export", c, argv);
+    }
     }
   }
+  const ncs_job_filter_t *filter = ncs_job_filter_active(&cf.f) ? &cf.f : NULL;
   if (optind >= argc)
     return ncs_usage_error("export", "which traces? give a trace directory or files");
   if (otf2) {
     if (argc - optind > 1)
       return ncs_usage_error("export", "--format otf2 takes one trace directory (or file)");
     if (o.types) return ncs_usage_error("export", "--events does not apply to --format otf2");
-    return export_otf2(argv[optind], o.out, force, o.job, quiet);
+    return export_otf2(argv[optind], o.out, force, o.job, quiet, &cf);
   }
   if (sqlite) {
     if (argc - optind > 1)
       return ncs_usage_error("export", "--format sqlite takes one trace directory (or file)");
-    return export_sqlite(argv[optind], o.out, force, o.types, o.job, quiet);
+    return export_sqlite(argv[optind], o.out, force, o.types, o.job, quiet, &cf);
   }
   char out[PATH_MAX];
   const char *ext = o.format == NCS_EXPORT_CHROME ? ".json" : ".pftrace";
@@ -316,11 +376,14 @@ int ncs_cmd_export(int argc, char **argv) {
   uint64_t limit = warn_size();
   if (o.format == NCS_EXPORT_CHROME) /* docs/timeline.md, "Chrome JSON": rows and memory */
     o.json_hold = env_size("NCCLSCOPE_CHROME_HOLD", 0, "holding back up to 64 KiB per slice");
-  size_warning(argv + optind, argc - optind, o.format == NCS_EXPORT_CHROME, limit);
+  /* the estimate is from the input's size: with a filter it says nothing */
+  if (!filter) size_warning(argv + optind, argc - optind, o.format == NCS_EXPORT_CHROME, limit);
   ncs_export_stats_t st;
   char err[2 * PATH_MAX] = "";
   o.force = force;
+  o.filter = filter, o.job_check = check_comm, o.check_arg = &cf.f;
   int rc = ncs_export(argv + optind, (size_t)(argc - optind), &o, &st, err, sizeof err);
+  if (rc == 4) return NCS_EXIT_USAGE; /* check_comm said why */
   if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return export_status(rc);
@@ -336,6 +399,7 @@ int ncs_cmd_export(int argc, char **argv) {
             "leaves out the busiest rows\n",
             (double)st.bytes_out / 1e6, st.bytes_out, lim);
   }
+  filter_summary(&st.filter, "slices, instants and other records", quiet);
   if (!quiet) {
     double mb = (double)st.bytes_out / 1e6;
     char rows[48] = "";

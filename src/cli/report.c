@@ -49,12 +49,19 @@ static const char report_help[] =
     "  --comm ID     only the communicator with this commId (0x and 16 hex digits)\n"
     "  --rank LIST   only collectives and sends/receives with one of these ranks (0,2,4-7)\n"
     "  --from T, --to T  only those whose first arrival is T after the job's first event\n"
-    "                (1.5, 1.5s, 250ms); the report says what the filter left out\n"
+    "                (1.5, 1.5s, 250ms)\n"
+    "  --range NAME  only those with an operation called inside a user range of this name\n"
+    "                (docs/ranges.md); NAME:N, NAME:N-M only the N-th (to M-th) range of it on\n"
+    "                each thread, from 1; several --range: any of them\n"
+    "  --tag LIST    only those with an operation whose NCCL user tag (ABI v7) is in LIST\n"
+    "                (7, 3,5-9; 0 untagged). Filters combine: one operation must meet the\n"
+    "                rank, range and tag filters; the report says what they left out\n"
     "  --run N|last  the N-th job (by start time) when DIR holds the traces of several runs;\n"
     "                without it such a DIR is refused, with the list of its runs\n"
     "  -h, --help    this help\n"
     "\n"
-    "exit status: 0 ok, 2 usage error (or several runs and no --run), 3 no traces found, 4 a\n"
+    "exit status: 0 ok, 2 usage error (or several runs and no --run, or a --comm, --range or\n"
+    "--tag the job does not have), 3 no traces found, 4 a\n"
     "trace file is damaged (its readable chunks are analysed), 5 the output cannot be written\n"
     "(docs/cli.md)\n";
 
@@ -503,8 +510,19 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     ncs_job_filter_text(&a->job->filter, ft, sizeof ft);
     fprintf(o, ",\"filter\":{\"text\":");
     ncs_json_str(o, ft);
-    fprintf(o, ",\"instances_left_out\":%" PRIu64 ",\"p2p_left_out\":%" PRIu64 "}",
+    fprintf(o, ",\"instances_left_out\":%" PRIu64 ",\"p2p_left_out\":%" PRIu64,
             a->job->run.filtered_inst, a->job->run.filtered_p2p);
+    const ncs_job_filter_t *jf = &a->job->filter;
+    if (jf->rsel || jf->tsel) /* what the --range and --tag selection could not tell */
+      fprintf(o, ",\"selection\":{\"ranges\":%" PRIu64 ",\"partial\":%" PRIu64 ",\"end_unknown\":%" PRIu64
+                 ",\"late\":%" PRIu64 ",\"range_records_lost\":%" PRIu64 ",\"files_lost\":%u,\"files_no_nvtx\":%u"
+                 ",\"flight_numbered\":%s,\"ops_no_ranges\":%" PRIu64 ",\"ops_before_ranges\":%" PRIu64
+                 ",\"ops_no_tag\":%" PRIu64 "}",
+              a->job->sel.ranges, a->job->sel.partial, a->job->sel.end_unknown, a->job->sel.late,
+              a->job->sel.records_lost, a->job->sel.files_lost, a->job->sel.files_no_nvtx,
+              a->job->sel.flight_numbered ? "true" : "false", a->job->sel.ops_blind, a->job->sel.ops_early,
+              a->job->sel.ops_no_tag);
+    fputc('}', o);
   }
   fprintf(o, ",\"error_bound_ns\":%" PRId64 ",\"wall_ns\":%" PRId64 ",\"damaged_files\":%" PRIu64
              ",\n\"processes\":[",

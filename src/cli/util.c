@@ -157,7 +157,9 @@ int ncs_parse_run(const char *verb, const char *s, uint32_t *job) {
 }
 
 int ncs_job_exit(int why) {
-  return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? NCS_EXIT_USAGE : NCS_EXIT_NO_INPUT;
+  return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER
+             ? NCS_EXIT_USAGE
+             : NCS_EXIT_NO_INPUT;
 }
 
 /* A list that selects nothing records (or shows) nothing: an error, never a silent empty run.
@@ -327,6 +329,68 @@ static int parse_time(const char *s, int64_t *ns) {
   return 0;
 }
 
+/* a decimal number without sign; 0 or -1 (*end: where it stopped) */
+static int parse_u64(const char *s, uint64_t *v, const char **end) {
+  char *e;
+  if (*s < '0' || *s > '9') return -1;
+  errno = 0;
+  unsigned long long n = strtoull(s, &e, 10);
+  if (errno) return -1;
+  *v = n, *end = e;
+  return 0;
+}
+
+/* --range NAME, NAME:N, NAME:N-M; NAME: (a trailing ':') is NAME whatever it holds */
+static int parse_range(const char *verb, const char *arg, ncs_cli_filter_t *cf) {
+  ncs_job_filter_t *f = &cf->f;
+  if (f->nrsel >= NCS_CLI_MAX_RANGES)
+    return ncs_usage_error(verb, "--range: at most %d of them", NCS_CLI_MAX_RANGES);
+  ncs_job_rsel_t *r = &cf->rsel[f->nrsel];
+  *r = (ncs_job_rsel_t){0};
+  size_t len = strlen(arg);
+  const char *colon = strrchr(arg, ':'), *end;
+  if (colon && !colon[1]) {
+    len = (size_t)(colon - arg);
+  } else if (colon && parse_u64(colon + 1, &r->from, &end) == 0) {
+    r->to = r->from;
+    if (*end == '-' && parse_u64(end + 1, &r->to, &end) != 0) end = "-";
+    if (*end || r->from < 1 || r->to < r->from)
+      return ncs_usage_error(verb, "--range '%s': a range name, NAME:N (the N-th range of that name on "
+                                   "each thread, from 1) or NAME:N-M; a name with a ':' of its own ends "
+                                   "with one more ':'", arg);
+    len = (size_t)(colon - arg);
+  }
+  if (!len) return ncs_usage_error(verb, "--range needs the name of a user range (docs/ranges.md)");
+  if (len > NCS_RANGE_NAME_MAX)
+    return ncs_usage_error(verb, "--range: a name of at most %d bytes (a trace keeps no more of one)",
+                           NCS_RANGE_NAME_MAX);
+  memcpy(cf->rname[f->nrsel], arg, len);
+  cf->rname[f->nrsel][len] = 0;
+  r->name = cf->rname[f->nrsel];
+  f->nrsel++, f->rsel = cf->rsel;
+  return 0;
+}
+
+/* --tag 7, 3,5-9 */
+static int parse_tags(const char *verb, const char *arg, ncs_cli_filter_t *cf) {
+  ncs_job_filter_t *f = &cf->f;
+  const char *p = arg;
+  do {
+    uint64_t lo, hi;
+    if (parse_u64(p, &lo, &p) != 0) break;
+    hi = lo;
+    if (*p == '-' && (parse_u64(p + 1, &hi, &p) != 0 || hi < lo)) break;
+    if (*p && *p != ',') break;
+    if (f->ntsel >= NCS_CLI_MAX_TAGS)
+      return ncs_usage_error(verb, "--tag: at most %d numbers and intervals", NCS_CLI_MAX_TAGS);
+    cf->tsel[f->ntsel++] = (ncs_job_tsel_t){lo, hi};
+    f->tsel = cf->tsel;
+    if (!*p) return 0;
+    p++;
+  } while (1);
+  return ncs_usage_error(verb, "--tag needs NCCL user tags such as 7 or 3,5-9 (0: untagged), not '%s'", arg);
+}
+
 int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t *cf, int *rc) {
   ncs_job_filter_t *f = &cf->f;
   *rc = 0;
@@ -384,12 +448,8 @@ int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t 
     if (f->to_ns < f->from_ns) *rc = ncs_usage_error(verb, "--to is before --from");
     return 1;
   }
-  case NCS_OPT_RANGE:
-    /* the job model reads user ranges, but the filter does not select by them yet: refused
-     * rather than ignored */
-    *rc = ncs_usage_error(verb, "--range/--tag: not available yet: filtering by a user range or "
-                                "tag is not implemented (docs/cli.md, \"Filters\"); use --from/--to");
-    return 1;
+  case NCS_OPT_RANGE: *rc = parse_range(verb, arg, cf); return 1;
+  case NCS_OPT_TAG: *rc = parse_tags(verb, arg, cf); return 1;
   default: return 0;
   }
 }

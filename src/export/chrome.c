@@ -30,7 +30,8 @@
  *
  * Memory: per lane, its open slices (rendered arguments, flows) and the held-back JSON of its
  * open tree (at most hold) and of the slices it holds (at most 4 x hold); per row about
- * 300 bytes. Rows and classes of a file's processes are freed once the file is done.
+ * 300 bytes; per process 16 (its next tid and sort index, kept to the end). Rows and classes of
+ * a file's processes are freed once the file is done.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -650,7 +651,9 @@ static void flush_rows(js_t *j) {
   for (uint32_t i = 0; i < j->ncls; i++)
     free(j->cls[i].name), free(j->cls[i].rows), free(j->cls[i].ord);
   j->ncls = j->nrows = j->named_upto = 0;
-  hm_free(&j->cls_map), hm_free(&j->pid_map);
+  /* pid_map stays: a later part can add rows to a process of an earlier one (the export filter's
+   * track goes under the job after the files), and its tids and sort indexes go on from there */
+  hm_free(&j->cls_map);
 }
 
 static void js_seq_begin(tl_sink_t *s, uint32_t seq) {
@@ -921,7 +924,9 @@ static int js_finish(tl_sink_t *s) {
     PUTS(&s->out, "\n],\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"ncclscope "
                   "export\",\"origin_ns\":\"");
     put_u64(&s->out, s->origin);
-    PUTS(&s->out, "\"}}\n");
+    PUTS(&s->out, "\"");
+    if (s->nmeta) PUTS(&s->out, ","), render_args(&s->out, s->meta, s->nmeta);
+    PUTS(&s->out, "}}\n");
   }
   return tl_sink_close(s);
 }

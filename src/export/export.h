@@ -10,6 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export/xfilter.h"
+#include "model/model.h"
+
 enum { NCS_EXPORT_PERFETTO = 1, NCS_EXPORT_CHROME = 2 };
 
 typedef struct {
@@ -23,6 +26,11 @@ typedef struct {
   const char *prog;    /* prefix of messages ("ncclscope export") */
   uint64_t json_hold;  /* Chrome JSON: bytes an open slice holds back before it takes its row
                           (0: 64 KiB; docs/timeline.md, "Chrome JSON") */
+  const ncs_job_filter_t *filter; /* the shared filters (xfilter.h); NULL: the whole job */
+  /* once the job is read: 0 to go on, else the export stops and returns 4, writing nothing
+   * (the check said why: a --comm that names no communicator of the job); NULL: none */
+  int (*job_check)(const ncs_job_t *j, void *arg);
+  void *check_arg;
 } ncs_export_opts_t;
 
 typedef struct {
@@ -38,13 +46,15 @@ typedef struct {
   int gpu_bounded;          /* of those, files with an error bound (KernelLaunch records) */
   int64_t max_gpu_offset_err_ns; /* the largest such bound */
   int clock_conflicts;      /* files whose GPU and host clocks contradict each other */
+  ncs_xf_stats_t filter;    /* what the filter left out (events_left: slices and instants'
+                             * records, ranges, loss windows, CUPTI kernels and replays) */
 } ncs_export_stats_t;
 
 /* Export the traces of `paths` (directories or files). Returns 0 on success, 1 when something
  * was exported but an input file is damaged in the middle, 2 when there are no traces, 3 when
- * they hold several jobs and o->job chooses none (err lists them), -1 on
- * failure (err says why: out of memory), -2 when the output was refused or could not be written
- * (err says why; nothing was left under its name). */
+ * they hold several jobs and o->job chooses none (err lists them), 4 when o->job_check refused
+ * the job, -1 on failure (err says why: out of memory), -2 when the output was refused or could
+ * not be written (err says why; nothing was left under its name). */
 int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
                ncs_export_stats_t *st, char *err, size_t errlen);
 

@@ -1038,7 +1038,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, c
           "<dt>point-to-point</dt><dd>%" PRIu64 " sends, %" PRIu64 " receives, %" PRIu64
           " pairs</dd>\n",
           a->sends, a->recvs, a->p2p_pairs);
-  if (ncs_job_filter_active(&a->job->filter)) { /* report --comm/--rank/--from/--to */
+  if (ncs_job_filter_active(&a->job->filter)) { /* report's filters (docs/cli.md) */
     char ft[512];
     ncs_job_filter_text(&a->job->filter, ft, sizeof ft);
     fputs("<dt>filter</dt><dd id=\"filter\">", o);

@@ -109,6 +109,13 @@ static OTF2_StringRef ow_fmt(ow_t *w, const char *fmt, ...) {
 
 static int comm_written(const ow_t *w, uint32_t c) { return c < w->x.job->ncomms && w->rank_loc[c]; }
 
+/* a file recorded rank r of communicator c (its placeholder is then the filter's doing) */
+static int rank_recorded(const ncs_job_t *j, uint32_t c, int32_t r) {
+  for (uint32_t m = 0; m < j->nmembers; m++)
+    if (j->members[m].comm == c && j->members[m].rank == r) return 1;
+  return 0;
+}
+
 /* which location stands for each rank of each communicator: the lane-0 location of the track of
  * the rank's first operation, else the first track of a file that recorded the rank, else a
  * placeholder location without events ("not recorded") */
@@ -118,13 +125,19 @@ static int ow_ranks(ow_t *w) {
   w->rank_loc = calloc(j->ncomms ? j->ncomms : 1, sizeof *w->rank_loc);
   if (!w->rank_loc) return -1;
   uint64_t slots = 0;
+  uint8_t *has_ops = calloc(j->ncomms + 1, 1); /* with a filter: communicators with operations */
+  if (!has_ops) return -1;
+  for (size_t k = 0; k < ncs_job_op_count(j); k++)
+    if (x->op_track[k] != OX_NONE && ncs_job_op(j, k)->comm < j->ncomms) has_ops[ncs_job_op(j, k)->comm] = 1;
   for (uint32_t c = 0; c < j->ncomms; c++) {
     int32_t n = j->comms[c].nranks;
+    if (x->xf.active && !has_ops[c]) continue; /* the filter left out all its operations */
     if (n < 1 || n > OX_MAX_RANKS || slots + (uint64_t)n > OX_MAX_RANK_SLOTS) continue;
     slots += (uint64_t)n;
-    if (!(w->rank_loc[c] = malloc((size_t)n * sizeof **w->rank_loc))) return -1;
+    if (!(w->rank_loc[c] = malloc((size_t)n * sizeof **w->rank_loc))) return free(has_ops), -1;
     for (int32_t r = 0; r < n; r++) w->rank_loc[c][r] = OX_NONE;
   }
+  free(has_ops);
   for (size_t k = 0; k < ncs_job_op_count(j); k++) {
     const ncs_op_t *op = ncs_job_op(j, k);
     if (x->op_track[k] == OX_NONE || !comm_written(w, op->comm) || op->rank < 0 ||
@@ -153,8 +166,17 @@ static int ow_ranks(ow_t *w) {
       w->ph_rank = pr;
       w->ph_comm[w->nplaceholders] = c, w->ph_rank[w->nplaceholders] = r;
       w->rank_loc[c][r] = x->nlocations + w->nplaceholders++;
+      if (rank_recorded(j, c, r)) x->st->filtered_ranks++;
+      else x->st->unrecorded_ranks++;
     }
-  x->st->unrecorded_ranks = w->nplaceholders;
+  if (x->xf.active && !x->nlocations && !w->nplaceholders) { /* nothing passed: OTF2's readers
+                                                   want a location, one that says so */
+    if (NCS_GROW(w->ph_comm, w->ph_cap, 1) != 0) return -1;
+    int32_t *pr = realloc(w->ph_rank, w->ph_cap * sizeof *pr);
+    if (!pr) return -1;
+    w->ph_rank = pr;
+    w->ph_comm[0] = UINT32_MAX, w->ph_rank[0] = -1, w->nplaceholders = 1;
+  }
   return 0;
 }
 
@@ -308,6 +330,9 @@ static void def_system(ow_t *w) {
   for (uint32_t p = 0; p < j->nprocs; p++) {
     const ncs_job_proc_t *pr = &j->procs[p];
     if (pr->excluded || !pr->readable) continue;
+    int used = !w->x.xf.active; /* with a filter: a process with nothing left is not written */
+    for (uint32_t t = 0; !used && t < w->x.ntracks; t++) used = w->x.tracks[t].proc == p;
+    if (!used) continue;
     w->lg_proc[p] = w->nlg;
     OK(w, OTF2_GlobalDefWriter_WriteLocationGroup(
               w->gd, w->nlg++, ow_fmt(w, "pid %" PRIu64 " on %s", pr->pid, pr->host),
@@ -341,7 +366,10 @@ static void def_locations(ow_t *w) {
   for (uint32_t t = 0; t < x->ntracks && !w->failed; t++) def_accel(w, &x->tracks[t]);
   OTF2_LocationGroupRef ph = w->nlg;
   if (w->nplaceholders)
-    OK(w, OTF2_GlobalDefWriter_WriteLocationGroup(w->gd, w->nlg++, ow_str(w, "ranks not recorded"),
+    OK(w, OTF2_GlobalDefWriter_WriteLocationGroup(w->gd, w->nlg++,
+                                                  ow_str(w, w->x.xf.active
+                                                                ? "ranks not recorded or left out by the filter"
+                                                                : "ranks not recorded"),
                                                   OTF2_LOCATION_GROUP_TYPE_PROCESS, 0,
                                                   OTF2_UNDEFINED_LOCATION_GROUP),
        "location group");
@@ -360,7 +388,11 @@ static void def_locations(ow_t *w) {
     for (uint32_t k = 0; k < w->nplaceholders && !w->failed; k++)
       OK(w, OTF2_GlobalDefWriter_WriteLocation(
                 w->gd, x->nlocations + k,
-                ow_fmt(w, "comm %u rank %d (not recorded)", w->ph_comm[k], w->ph_rank[k]),
+                w->ph_comm[k] == UINT32_MAX
+                    ? ow_str(w, "nothing passed the export filter")
+                    : ow_fmt(w, "comm %u rank %d (%s)", w->ph_comm[k], w->ph_rank[k],
+                             rank_recorded(x->job, w->ph_comm[k], w->ph_rank[k])
+                                 ? "left out by the export filter" : "not recorded"),
                 OTF2_LOCATION_TYPE_CPU_THREAD, 0, ph),
          "location");
   }
@@ -483,6 +515,18 @@ static void ow_properties(ow_t *w) {
        s->unfinished);
   prop(w, "EXTRA_LANES", "%" PRIu64 " locations for intervals that did not nest", s->extra_lanes);
   prop(w, "RANKS_NOT_RECORDED", "%" PRIu64, s->unrecorded_ranks);
+  if (s->filter.active) { /* what a filtered export covers (docs/otf2.md, "Filters") */
+    prop(w, "FILTER", "%s", s->filter.text);
+    prop(w, "FILTER_KEPT", "%" PRIu64 " collective instances, %" PRIu64 " rank operations%s",
+         s->filter.inst_kept, s->filter.ops_kept,
+         s->filter.ops_kept ? "" : " (no collective or send/receive passed the filter)");
+    prop(w, "FILTER_LEFT_OUT", "%" PRIu64 " collective instances, %" PRIu64 " sends/receives, %" PRIu64
+         " API calls and groups; %" PRIu64 " operations the job model could not place (cannot "
+         "tell whether they pass)", s->filter.inst_left, s->filter.p2p_left, s->filter.events_left,
+         s->filter.cannot_tell);
+    prop(w, "RANKS_LEFT_OUT", "%" PRIu64 " ranks of the communicators written have no operation "
+         "that passed: locations without events", s->filtered_ranks);
+  }
   prop(w, "CLOCK", "job time, ns (docs/model.md); cross-rank error bound %" PRId64 " ns over %u "
        "hosts", j->error, j->nhosts);
 }
@@ -607,16 +651,21 @@ static void ow_free(ow_t *w) {
   free(w->rank_loc), free(w->loc_events), free(w->ph_comm), free(w->ph_rank), free(w->lg_proc);
   hm_free(&w->strings), hm_free(&w->accel);
   ox_free_plan(&w->x);
-  if (w->x.a) ncs_analysis_free(w->x.a);
+  if (w->x.a) ncs_xf_free(&w->x.xf), ncs_analysis_free(w->x.a);
 }
 
 /* the analysis and the plan; 0, or an ncs_export_otf2 status with err filled */
-static int ow_prepare(ow_t *w, const char *path, uint32_t job, char *err, size_t el) {
+static int ow_prepare(ow_t *w, const char *path, const ncs_otf2_opts_t *o, char *err, size_t el) {
   int why = 0;
-  const ncs_analyze_opts_t ao = {.retain = 1, .job = job, .why = &why};
+  const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why, .filter = o->filter};
   w->x.a = ncs_analyze_path_opts(path, &ao, err, el);
   if (!w->x.a) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
   w->x.job = w->x.a->job;
+  if (o->job_check && o->job_check(w->x.job, o->check_arg) != 0) return 4;
+  if (ncs_xf_init(&w->x.xf, w->x.job) != 0) {
+    snprintf(err, el, "out of memory");
+    return -1;
+  }
   struct stat sb;
   for (uint32_t i = 0; i < w->x.job->nprocs; i++)
     if (!w->x.job->procs[i].excluded && stat(w->x.job->procs[i].path, &sb) == 0)
@@ -625,6 +674,9 @@ static int ow_prepare(ow_t *w, const char *path, uint32_t job, char *err, size_t
     snprintf(err, el, "%s", w->x.msg[0] ? w->x.msg : "out of memory");
     return -1;
   }
+  uint64_t left = w->x.st->filter.events_left, ct = w->x.st->filter.cannot_tell;
+  ncs_xf_stats(&w->x.xf, &w->x.st->filter);
+  w->x.st->filter.events_left = left, w->x.st->filter.cannot_tell = ct;
   return 0;
 }
 
@@ -644,7 +696,7 @@ int ncs_export_otf2(const char *path, const ncs_otf2_opts_t *o, ncs_otf2_stats_t
   OTF2_Error_RegisterCallback(on_otf2_error, NULL);
   ox_errmsg[0] = 0;
   int rc = out_open(d, o->out, path, o->force, err, errlen) != 0 ? -2 : 0;
-  if (!rc) rc = ow_prepare(w, path, o->job, err, errlen);
+  if (!rc) rc = ow_prepare(w, path, o, err, errlen);
   if (!rc) {
     ow_archive(w, d->tmp);
     if (w->failed) snprintf(err, errlen, "cannot write %s: %s", o->out, w->err), rc = -2;

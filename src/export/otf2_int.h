@@ -14,6 +14,7 @@
 
 #include "analyze/analyze.h"
 #include "export/otf2.h"
+#include "export/xfilter.h"
 #include "util/hmap.h"
 #include "util/pool.h"
 
@@ -60,6 +61,7 @@ typedef struct {
 typedef struct {
   ncs_analysis_t *a;  /* the analysis, retained: the model's operations and instances */
   ncs_job_t *job;
+  ncs_xf_t xf;        /* the filter on the API calls and groups (xfilter.h) */
   ncs_pool_t pool;
   ox_track_t *tracks;
   uint32_t ntracks;

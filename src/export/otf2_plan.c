@@ -77,6 +77,8 @@ static int ox_add(ox_t *x, uint32_t track, int64_t b, int64_t e, uint32_t region
 typedef struct {
   int64_t b;
   uint32_t thread, region;
+  uint64_t id;
+  int own; /* of no operation (the filter): written when it overlaps the window */
 } pend_t;
 
 typedef struct {
@@ -92,6 +94,8 @@ typedef struct {
   size_t npend, pend_cap;
   uint32_t *op_thread; /* per model operation: the thread of its START (OX_NONE unknown) */
   uint64_t *op_stream;
+  ncs_xf_file_t xs;    /* the filter on this file's records */
+  hmap_t tids;         /* with a filter: thread index -> OS id, for the tracks that get events */
 } rd_t;
 
 static const char *api_name(ox_t *x, const ncs_event_t *e) {
@@ -103,18 +107,26 @@ static const char *api_name(ox_t *x, const ncs_event_t *e) {
   return ncs_pool_fmt(&x->pool, "nccl%s", f && *f ? f : "?");
 }
 
+/* an API call or group ends at e: its interval (one of no operation: when it overlaps the
+ * filter's window) */
+static void rd_call(rd_t *r, const pend_t *q, int64_t e, int unfinished) {
+  ox_t *x = r->x;
+  if (q->own && !ncs_xf_in_window(&x->xf, q->b, e)) {
+    ncs_xf_drop(&r->xs, q->id);
+    return;
+  }
+  ox_add(x, ox_track(x, r->proc, 0, q->thread), q->b, e, q->region, IV_REGION, SIZE_MAX);
+  x->st->unfinished += (uint64_t)unfinished;
+}
+
 /* close every call still open in the segment at its last time: it never stopped */
 static void rd_end_segment(rd_t *r) {
   ox_t *x = r->x;
   const ncs_job_proc_t *p = &x->job->procs[r->proc];
   if (r->seg >= 0 && (uint32_t)r->seg < p->nsegs) {
     int64_t end = ncs_job_time(x->job, r->proc, p->segs[r->seg].last_ns);
-    for (size_t i = 0; i < r->open.cap; i++) {
-      if (!r->open.used[i]) continue;
-      const pend_t *q = &r->pend[r->open.vals[i]];
-      ox_add(x, ox_track(x, r->proc, 0, q->thread), q->b, end, q->region, IV_REGION, SIZE_MAX);
-      x->st->unfinished++;
-    }
+    for (size_t i = 0; i < r->open.cap; i++)
+      if (r->open.used[i]) rd_call(r, &r->pend[r->open.vals[i]], end, 1);
   }
   hm_clear(&r->open), hm_clear(&r->stream), hm_clear(&r->opid);
   r->npend = 0;
@@ -123,6 +135,7 @@ static void rd_end_segment(rd_t *r) {
 static void rd_segment(rd_t *r) {
   rd_end_segment(r);
   r->seg++;
+  ncs_xf_segment(&r->xs, (uint32_t)r->seg);
   for (size_t k = 0; k < r->nops; k++) {
     const ncs_op_t *op = ncs_job_op(r->x->job, r->ops[k]);
     if ((int)op->seg == r->seg && hm_put(&r->opid, op->id, r->ops[k]) != 0) ox_oom(r->x);
@@ -134,7 +147,7 @@ static int is_call(uint8_t type) {
          type == NCS_T_GROUP;
 }
 
-static void rd_event(rd_t *r, const ncs_event_t *e) {
+static void rd_record(rd_t *r, const ncs_event_t *e, int cls) {
   ox_t *x = r->x;
   uint64_t v;
   if (e->kind == NCS_REC_START && is_call(e->type)) {
@@ -150,11 +163,10 @@ static void rd_event(rd_t *r, const ncs_event_t *e) {
     if (reg == OX_NONE || NCS_GROW(r->pend, r->pend_cap, r->npend + 1) != 0 ||
         hm_put(&r->open, e->id, r->npend) != 0)
       return ox_oom(x);
-    r->pend[r->npend++] = (pend_t){ncs_job_time(x->job, r->proc, e->ts), e->thread, reg};
+    r->pend[r->npend++] = (pend_t){ncs_job_time(x->job, r->proc, e->ts), e->thread, reg, e->id,
+                                   cls == XF_OWN};
   } else if (e->kind == NCS_REC_STOP && is_call(e->type) && hm_get(&r->open, e->id, &v)) {
-    const pend_t *q = &r->pend[v];
-    ox_add(x, ox_track(x, r->proc, 0, q->thread), q->b, ncs_job_time(x->job, r->proc, e->ts),
-           q->region, IV_REGION, SIZE_MAX);
+    rd_call(r, &r->pend[v], ncs_job_time(x->job, r->proc, e->ts), 0);
     hm_del(&r->open, e->id);
   } else if (e->kind == NCS_REC_START && (e->type == NCS_T_COLL || e->type == NCS_T_P2P) &&
              hm_get(&r->opid, e->id, &v) && r->op_thread[v] == OX_NONE) {
@@ -164,18 +176,38 @@ static void rd_event(rd_t *r, const ncs_event_t *e) {
   }
 }
 
+/* the filter first: a record of an operation left out (or of a call left out) is not read */
+static void rd_event(rd_t *r, const ncs_event_t *e) {
+  int cls = XF_KEEP;
+  if (e->kind == NCS_REC_START) {
+    if ((cls = ncs_xf_start(&r->xs, e, is_call(e->type))) == XF_DROP) return;
+  } else if (ncs_xf_skip(&r->xs, e)) {
+    if (e->kind == NCS_REC_STOP) ncs_xf_stopped(&r->xs, e);
+    return;
+  }
+  rd_record(r, e, cls);
+  if (e->kind == NCS_REC_STOP) ncs_xf_stopped(&r->xs, e);
+}
+
 static int ox_read_file(ox_t *x, uint32_t proc, rd_t *r) {
   char err[256];
   ncs_reader_t *rd = ncs_reader_open(x->job->procs[proc].path, err, sizeof err);
   if (!rd) return 0; /* the model counted it as unreadable already */
   r->proc = proc, r->seg = -1;
+  ncs_xf_file_free(&r->xs);
+  ncs_xf_file(&r->xs, &x->xf, proc);
+  hm_clear(&r->tids);
   ncs_item_t it;
   int rc;
   while (!x->oom && (rc = ncs_reader_next(rd, &it)) == 1) {
     x->st->records++;
     if (it.what == NCS_ITEM_SEGMENT) rd_segment(r);
     else if (it.what == NCS_ITEM_EVENT && r->seg >= 0) rd_event(r, &it.ev);
-    else if (it.what == NCS_ITEM_THREAD) {
+    else if (it.what == NCS_ITEM_THREAD && x->xf.active) { /* a track only for what is written */
+      int created;
+      uint64_t *v = hm_ref(&r->tids, it.thread_index, it.thread_tid, &created);
+      if (!v) ox_oom(x);
+    } else if (it.what == NCS_ITEM_THREAD) {
       uint32_t t = ox_track(x, proc, 0, it.thread_index);
       if (t != OX_NONE && !x->tracks[t].tid) x->tracks[t].tid = it.thread_tid;
     }
@@ -186,6 +218,9 @@ static int ox_read_file(ox_t *x, uint32_t proc, rd_t *r) {
   }
   rd_end_segment(r);
   ncs_reader_close(rd);
+  if (r->xs.oom) ox_oom(x);
+  x->st->filter.events_left += r->xs.left, x->st->filter.cannot_tell += r->xs.cannot_tell;
+  r->xs.left = r->xs.cannot_tell = 0;
   return x->oom ? -1 : 0;
 }
 
@@ -351,12 +386,19 @@ static int read_files(ox_t *x, size_t nops) {
     x->st->files++;
     r.ops = by_proc + first[p], r.nops = first[p + 1] - first[p];
     rc = ox_read_file(x, p, &r);
-    if (!rc) ox_track(x, p, 0, 0); /* every file has a location, even one with no events */
+    /* every file has a location, even one with no events (with a filter: only what has events) */
+    if (!rc && !x->xf.active) ox_track(x, p, 0, 0);
     for (size_t i = 0; !rc && i < r.nops; i++) place_op(x, r.ops[i], &r);
+    for (uint32_t t = 0; !rc && x->xf.active && t < x->ntracks; t++) { /* the threads' OS ids */
+      uint64_t tid;
+      ox_track_t *tr = &x->tracks[t];
+      if (tr->proc == p && !tr->gpu && !tr->tid && hm_get(&r.tids, tr->thread, &tid)) tr->tid = tid;
+    }
     if (x->oom) rc = -1;
   }
   free(first), free(by_proc), free(r.op_thread), free(r.op_stream), free(r.pend);
-  hm_free(&r.open), hm_free(&r.stream), hm_free(&r.opid);
+  hm_free(&r.open), hm_free(&r.stream), hm_free(&r.opid), hm_free(&r.tids);
+  ncs_xf_file_free(&r.xs);
   return rc;
 }
 

@@ -36,6 +36,7 @@ enum {
   TC_REPLAY,     /* a CUDA graph replay of a captured NCCL operation (job track) */
   TC_RANGE,      /* a user range (docs/ranges.md), on its rank's range track */
   TC_OTHER,
+  TC_FILTER,     /* what a filtered export covers (job track "export filter") */
   TC_COUNT
 };
 extern const char *const tl_cat_names[TC_COUNT];
@@ -121,6 +122,10 @@ struct tl_sink {
   uint64_t bytes_out;
   uint64_t rows;     /* JSON: thread rows written (chrome.c); 0 for the .pftrace */
   pb_buf_t out;      /* pending output bytes */
+  /* what the whole file covers (the filter), for formats with file metadata (Chrome JSON's
+   * otherData), set before finish; stable like slice arguments */
+  const tl_arg_t *meta;
+  uint32_t nmeta;
 };
 
 /* Append-and-flush output shared by the sinks: flush when more than 1 MiB is pending. */

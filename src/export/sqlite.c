@@ -118,7 +118,8 @@ static void sq_free(sq_t *q) {
   free(q->open), free(q->free_open), free(q->plugin_version);
   hm_free(&q->ops);
   hm_free(&q->api), hm_free(&q->rows), hm_free(&q->open_map);
-  if (q->a) ncs_analysis_free(q->a);
+  ncs_xf_file_free(&q->xs);
+  if (q->a) ncs_xf_free(&q->xf), ncs_analysis_free(q->a);
 }
 
 /* index the analysis: its operations grouped by process, its communicators first */
@@ -179,11 +180,19 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
   }
   opened = 1;
   int why = 0; /* every operation and instance: rows */
-  const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why};
+  const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why, .filter = o->filter};
   q->a = ncs_analyze_path_opts(path, &ao, err, errlen);
   if (!q->a) {
     rc = why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
     goto out;
+  }
+  if (o->job_check && o->job_check(q->a->job, o->check_arg) != 0) {
+    rc = 4;
+    goto out;
+  }
+  if (ncs_xf_init(&q->xf, q->a->job) != 0) {
+    sq_oom(q);
+    goto fail;
   }
   st->analysis_seconds = (double)(now_ns() - q->t0) * 1e-9;
   st->files = q->a->cov.files;
@@ -210,6 +219,7 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
   if (sq_exec(q, "BEGIN") == 0) {
     sq_meta(q, path);
     sq_analysis_tables(q);
+    if (q->xf.active) sq_filter_meta(q);
     sq_post(q);
     sq_exec(q, "COMMIT");
   }

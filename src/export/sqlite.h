@@ -17,6 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export/xfilter.h"
+#include "model/model.h"
+
 #define NCS_SQLITE_SCHEMA "ncclscope-sqlite/1" /* meta.schema; bumped on incompatible changes */
 
 /* tables, in creation order */
@@ -58,6 +61,9 @@ typedef struct {
                        written */
   int progress;     /* progress lines on stderr, about once a second */
   const char *prog; /* prefix of messages ("ncclscope export") */
+  const ncs_job_filter_t *filter; /* the shared filters (xfilter.h); NULL: the whole job */
+  int (*job_check)(const ncs_job_t *j, void *arg); /* as ncs_export_opts_t's (status 4) */
+  void *check_arg;
 } ncs_sqlite_opts_t;
 
 typedef struct {
@@ -67,11 +73,13 @@ typedef struct {
   uint64_t unfinished;  /* events of the event tables that never stopped (stop is NULL) */
   uint32_t damaged, truncated;
   double seconds, analysis_seconds;
+  ncs_xf_stats_t filter; /* what the filter left out (events_left: rows) */
 } ncs_sqlite_stats_t;
 
 /* Export the traces of `path` (a directory or one file). Returns 0 on success, 1 when the
  * database was written but an input file is damaged in the middle, 2 when there are no traces
- * (err says why), 3 when they hold several jobs and o->job chooses none, -1 on failure (out of memory), -2 when the output was refused or could not be
+ * (err says why), 3 when they hold several jobs and o->job chooses none, 4 when o->job_check
+ * refused the job, -1 on failure (out of memory), -2 when the output was refused or could not be
  * written (it exists, it is an input, a full disk, ...); on failure nothing is left at o->out. */
 int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_stats_t *st,
                       char *err, size_t errlen);

@@ -14,6 +14,7 @@
 
 #include "analyze/analyze.h"
 #include "export/sqlite.h"
+#include "export/xfilter.h"
 #include "trace/reader.h"
 #include "util/hmap.h"
 
@@ -214,6 +215,7 @@ typedef struct {
   int64_t comm; /* -1 unknown */
   int32_t rank;
   uint8_t type, in_use, pxn, expired, has_pending;
+  uint8_t own; /* of no operation (XF_OWN): its row is written only when it overlaps the window */
   uint32_t nstates, last_state;
   uint64_t last_state_ts, trans_size, steps_done, gpu_stop;
   uint64_t first[NSTATES]; /* first time of each state, 0 none */
@@ -225,6 +227,9 @@ typedef struct {
   ncs_sqlite_opts_t o;
   ncs_sqlite_stats_t *st;
   ncs_analysis_t *a;
+  ncs_xf_t xf;       /* the filter on the rows (xfilter.h) */
+  ncs_xf_file_t xs;  /* ... of the file being read */
+  uint64_t rows_left; /* rows the filter left out, besides the files' (xs.left) */
   sqlite3 *db;
   sqlite3_stmt *ins[NCS_SQ_NTABLES];
   sqlite3_stmt *upd_stop, *upd_complete, *upd_expired, *upd_segment;
@@ -279,5 +284,7 @@ void sq_progress(sq_t *q, ncs_reader_t *r, int final); /* progress lines on stde
 /* sqlite_tables.c */
 void sq_analysis_tables(sq_t *q);
 void sq_meta(sq_t *q, const char *path);
+void sq_filter_meta(sq_t *q); /* with a filter: rows of children left without their parent go,
+                                 and meta says what the filter left out */
 
 #endif

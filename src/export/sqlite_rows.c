@@ -239,9 +239,31 @@ static void phase_row(sq_t *q, const open_t *o) {
   sq_insert(q, NCS_SQ_KERNEL_PHASES);
 }
 
+/* an event of no operation (the filter): does it overlap the window, from its start (GPU time
+ * for kernel channels and phases when mapped) to its stop (0: it never stopped, the end of its
+ * segment) */
+static int own_in_window(const sq_t *q, const open_t *o, uint64_t stop) {
+  const ncs_job_t *j = q->a->job;
+  const ncs_job_proc_t *p = &j->procs[q->proc];
+  int64_t b = ncs_job_time(j, q->proc, o->start);
+  if (!stop) stop = q->seg < p->nsegs ? p->segs[q->seg].last_ns : o->start;
+  int64_t e = ncs_job_time(j, q->proc, stop);
+  uint64_t gs = o->type == NCS_T_KERNEL_CH ? o->f[NCS_F(KernelCh, pTimer)]
+              : o->type == NCS_T_KERNEL_PHASE ? o->f[NCS_F(KernelPhase, pTimer)] : 0;
+  if (gs && ncs_job_gpu_time(j, q->proc, gs)) {
+    b = ncs_job_gpu_time(j, q->proc, gs);
+    if (o->gpu_stop && ncs_job_gpu_time(j, q->proc, o->gpu_stop)) e = ncs_job_gpu_time(j, q->proc, o->gpu_stop);
+  }
+  return ncs_xf_in_window(&q->xf, b, e);
+}
+
 /* insert the row of an open event; stop 0: it never stopped */
 static void close_open(sq_t *q, open_t *o, uint64_t stop) {
   sqlite3_stmt *s;
+  if (o->own && !own_in_window(q, o, stop)) { /* left out: the rows of its children go too */
+    ncs_xf_drop(&q->xs, o->id);
+    goto done;
+  }
   if (!stop) q->st->unfinished++;
   if (!o->parent_row && o->parent_id) hm_get(&q->rows, o->parent_id, &o->parent_row);
   if (o->type == NCS_T_KERNEL_CH) {
@@ -298,6 +320,7 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     if (o->expired) b_txt(s, PS_expired, expired_name(o->expired));
     sq_insert(q, NCS_SQ_PROXY_STEPS);
   }
+done:
   hm_del(&q->open_map, o->id);
   /* a ProxyOp's steps started before it stopped: its id is not needed any more (a step found
    * later in the file still gets linked, at the end, through parent_event_id) */
@@ -320,14 +343,21 @@ static int table_of(uint8_t type) {
 
 /* ================================================================ streaming */
 
-static void on_event(sq_t *q, const ncs_event_t *e) {
+static void on_record(sq_t *q, const ncs_event_t *e) {
   uint64_t row;
   open_t *o;
+  int t = table_of(e->type), cls = XF_KEEP;
+  if (e->kind == NCS_REC_START) { /* the filter: of an operation that passed, left out, or none */
+    cls = ncs_xf_start(&q->xs, e, t >= 0 && want(q, e->type));
+    if (cls == XF_DROP) return;
+  } else if (ncs_xf_skip(&q->xs, e)) {
+    if (e->kind == NCS_REC_STOP) ncs_xf_stopped(&q->xs, e);
+    return;
+  }
   if (e->kind == NCS_REC_START && (e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API)) {
     if (hm_put(&q->api, e->id, e->ts) != 0) sq_oom(q);
     return;
   }
-  int t = table_of(e->type);
   if (t < 0 || !want(q, e->type)) return;
   int coll = t == NCS_SQ_INSTANCES;
   switch (e->kind) {
@@ -336,6 +366,7 @@ static void on_event(sq_t *q, const ncs_event_t *e) {
       coll_start(q, e);
     } else if ((o = open_new(q, e))) {
       o->row = ++q->next_row[t];
+      o->own = cls == XF_OWN;
       if (e->type == NCS_T_PROXY_OP && hm_put(&q->rows, e->id, o->row) != 0) sq_oom(q);
     }
     break;
@@ -371,6 +402,11 @@ static void on_event(sq_t *q, const ncs_event_t *e) {
   }
 }
 
+static void on_event(sq_t *q, const ncs_event_t *e) {
+  on_record(q, e);
+  if (e->kind == NCS_REC_STOP) ncs_xf_stopped(&q->xs, e); /* after it: a drop at its stop counts */
+}
+
 static void segment_end(sq_t *q) {
   if (!q->in_seg) return;
   for (uint32_t i = 0; i < q->nopen; i++)
@@ -389,6 +425,7 @@ static void segment_start(sq_t *q, const ncs_segment_info_t *si) {
   static const char *const modes[] = {"trace", "flight", "capture"};
   segment_end(q);
   q->in_seg = 1, q->seg = si->index;
+  ncs_xf_segment(&q->xs, si->index);
   q->seg_records = q->seg_drops = q->seg_end = 0, q->seg_clean = 0;
   if (!q->plugin_version &&
       !(q->plugin_version = strdup(si->plugin_version ? si->plugin_version : "")))
@@ -435,6 +472,8 @@ void sq_progress(sq_t *q, ncs_reader_t *r, int final) {
 void sq_export_file(sq_t *q, uint32_t pi) {
   const ncs_job_proc_t *p = &q->a->job->procs[pi];
   q->proc = pi, q->in_seg = 0, q->seg = 0;
+  ncs_xf_file_free(&q->xs);
+  ncs_xf_file(&q->xs, &q->xf, pi);
   free(q->plugin_version);
   q->plugin_version = NULL;
   /* this file's operations in the analysis, by (segment, event id) */
@@ -486,6 +525,9 @@ void sq_export_file(sq_t *q, uint32_t pi) {
     segment_end(q);
     ncs_reader_close(r);
   }
+  if (q->xs.oom) sq_oom(q);
+  q->st->filter.events_left += q->xs.left, q->st->filter.cannot_tell += q->xs.cannot_tell;
+  q->xs.left = q->xs.cannot_tell = 0;
   q->bytes_before += size;
   static const char *const domains[] = {"none", "realtime", "own"};
   sqlite3_stmt *s = q->ins[NCS_SQ_PROCESSES];

@@ -19,6 +19,10 @@ static void losses(sq_t *q) {
   sqlite3_stmt *s = q->ins[NCS_SQ_LOSSES];
   for (uint32_t i = 0; i < j->nlosses; i++) {
     const ncs_job_loss_t *l = &j->losses[i];
+    if (!ncs_xf_loss(&q->xf, l)) { /* the filter */
+      q->rows_left++;
+      continue;
+    }
     b_u64(s, LS_id, i), b_u64(s, LS_process_id, l->proc), b_u64(s, LS_segment, l->seg);
     b_txt(s, LS_kind, ncs_jl_names[l->kind]), b_u64(s, LS_from_mono_ns, l->from_ns);
     if (l->to_ns != UINT64_MAX) b_u64(s, LS_to_mono_ns, l->to_ns); /* NULL: to the end */
@@ -80,6 +84,10 @@ static void gpu_tables(sq_t *q) {
   sqlite3_stmt *s = q->ins[NCS_SQ_KERNELS];
   for (size_t i = 0; i < j->nkernels; i++) {
     const ncs_job_kernel_t *k = &j->kernels[i];
+    if (!ncs_xf_kernel(&q->xf, k)) { /* the filter */
+      q->rows_left++;
+      continue;
+    }
     b_u64(s, KN_id, i), b_u64(s, KN_process_id, k->proc), b_u64(s, KN_segment, k->seg);
     b_i64(s, KN_device, k->device), b_u64(s, KN_stream, k->stream), b_txt(s, KN_name, k->name);
     if (k->start) b_i64(s, KN_start_job_ns, k->start), b_i64(s, KN_end_job_ns, k->end);
@@ -118,6 +126,10 @@ static void ranges(sq_t *q) {
   for (size_t i = 0; i < j->nranges; i++) {
     const ncs_job_range_t *x = &j->ranges[i];
     const ncs_rs_stat_t *st = &x->st;
+    if (!ncs_xf_range(&q->xf, x)) { /* the filter (a kept range's parents stay) */
+      q->rows_left++;
+      continue;
+    }
     b_u64(s, RG_id, i), b_u64(s, RG_process_id, x->proc), b_u64(s, RG_segment, x->seg);
     b_u64(s, RG_range_id, x->id);
     if (x->parent != SIZE_MAX) b_u64(s, RG_parent, x->parent);
@@ -352,3 +364,41 @@ void sq_meta(sq_t *q, const char *path) {
   meta_coverage(q);
 }
 
+
+/* With a filter (docs/sqlite.md, "Filters"): a row of an event of no operation that was left out
+ * at its stop (outside the window) takes the rows of its children and states with it, which were
+ * written before it; then meta says what the export covers and what it left out. */
+void sq_filter_meta(sq_t *q) {
+  static const struct {
+    int table;
+    const char *sql;
+  } orphans[] = {
+      {NCS_SQ_PROXY_STEPS, "DELETE FROM proxy_steps WHERE proxy_op_id IS NOT NULL AND proxy_op_id "
+                           "NOT IN (SELECT id FROM proxy_ops)"},
+      {NCS_SQ_PROXY_STATES, "DELETE FROM proxy_states WHERE (proxy_op_id IS NOT NULL AND "
+                            "proxy_op_id NOT IN (SELECT id FROM proxy_ops)) OR (proxy_step_id IS "
+                            "NOT NULL AND proxy_step_id NOT IN (SELECT id FROM proxy_steps))"},
+      {NCS_SQ_KERNEL_PHASES, "DELETE FROM kernel_phases WHERE kernel_channel_id IS NOT NULL AND "
+                             "kernel_channel_id NOT IN (SELECT id FROM kernel_channels)"},
+  };
+  for (size_t i = 0; i < sizeof orphans / sizeof orphans[0] && !q->failed; i++) {
+    if (sq_exec(q, orphans[i].sql) != 0) return;
+    uint64_t n = (uint64_t)sqlite3_changes64(q->db);
+    q->st->rows[orphans[i].table] -= n;
+    if (orphans[i].table != NCS_SQ_PROXY_STATES) q->rows_left += n; /* states: not events */
+  }
+  ncs_xf_stats_t fs;
+  ncs_xf_stats(&q->xf, &fs);
+  fs.events_left = q->st->filter.events_left + q->rows_left;
+  fs.cannot_tell = q->st->filter.cannot_tell;
+  q->st->filter = fs;
+  meta_txt(q, "filter", fs.text);
+  meta_txt(q, "filter_result", fs.ops_kept ? "only what passed the filter is in the event tables"
+                                           : "no collective or send/receive passed the filter");
+  meta_i64(q, "filter_instances_kept", (int64_t)fs.inst_kept);
+  meta_i64(q, "filter_operations_kept", (int64_t)fs.ops_kept);
+  meta_i64(q, "filter_instances_left_out", (int64_t)fs.inst_left);
+  meta_i64(q, "filter_p2p_left_out", (int64_t)fs.p2p_left);
+  meta_i64(q, "filter_rows_left_out", (int64_t)fs.events_left);
+  meta_i64(q, "filter_operations_cannot_tell", (int64_t)fs.cannot_tell);
+}

@@ -32,7 +32,7 @@
 
 const char *const tl_cat_names[TC_COUNT] = {
     "api", "group", "coll", "p2p", "ce", "kernel", "proxyop", "proxystep", "proxyctrl", "net",
-    "phase", "state", "job", "loss", "kernelphase", "cupti", "replay", "range", "other"};
+    "phase", "state", "job", "loss", "kernelphase", "cupti", "replay", "range", "other", "filter"};
 
 void tl_out_flush(tl_sink_t *s) {
   size_t off = 0;
@@ -222,6 +222,7 @@ static void ex_free(ex_t *x) {
     if (f->frag_fd > 0) close(f->frag_fd);
   }
   free(x->files), free(x->procs), free(x->linked);
+  if (x->job) ncs_xf_free(&x->xf);
   ncs_job_free(x->job);
   ncs_pool_free(&x->pool);
   pthread_mutex_destroy(&x->mu);
@@ -234,6 +235,7 @@ static void add_stats(ncs_export_stats_t *a, const ncs_export_stats_t *b) {
   a->counter_samples += b->counter_samples, a->coll_flows += b->coll_flows;
   a->p2p_flows += b->p2p_flows, a->job_slices += b->job_slices, a->json_rows += b->json_rows;
   a->unmatched_stops += b->unmatched_stops, a->unfinished += b->unfinished;
+  a->filter.events_left += b->filter.events_left, a->filter.cannot_tell += b->filter.cannot_tell;
 }
 
 /* every trace file of the paths (rc 2 and err when there is none) */
@@ -257,13 +259,20 @@ static int list_paths(char *const *paths, size_t npaths, char ***all, size_t *na
   return 2;
 }
 
-/* the job model of the files, retaining every operation */
+/* the job model of the files, retaining every operation that passes the filter (and listing
+ * those it left out: xfilter.h) */
 static int read_job(ex_t *x, char **all, size_t nall, char *err, size_t errlen) {
   int why = 0;
-  x->job = ncs_job_open_files(all, nall, &(ncs_job_opts_t){.retain = 1, .job = x->o.job, .why = &why},
-                              err, errlen);
+  x->job = ncs_job_open_files(
+      all, nall, &(ncs_job_opts_t){.retain = 1, .job = x->o.job, .why = &why, .filter = x->o.filter},
+      err, errlen);
   if (!x->job) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
+  if (x->o.job_check && x->o.job_check(x->job, x->o.check_arg) != 0) return 4;
   ncs_job_stream(x->job, NULL, NULL);
+  if (ncs_xf_init(&x->xf, x->job) != 0) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
   return 0;
 }
 
@@ -364,6 +373,8 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   if (ms->part_done) ms->part_done(ms);
   ncs_pool_free(&w0->pool);
   if (w0->oom) goto oom;
+  uint64_t job_uuid = w0->next_uuid; /* the filter's marker continues the job's tracks */
+  uint32_t job_track = w0->next_track;
   /* pass 2 */
   x->direct = x->nworkers == 1;
   if (x->direct) {
@@ -422,12 +433,23 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
     }
   }
   if (atomic_load(&x->oom)) goto oom;
+  for (unsigned i = 0; i < MAX_WORKERS; i++) add_stats(st, &ws[i].st), memset(&ws[i].st, 0, sizeof ws[i].st);
+  if (x->xf.active) { /* what the file covers, on a track of its own, at the end */
+    ncs_xf_stats_t fs;
+    ncs_xf_stats(&x->xf, &fs);
+    fs.events_left = st->filter.events_left, fs.cannot_tell = st->filter.cannot_tell;
+    st->filter = fs;
+    w0->next_uuid = job_uuid, w0->next_track = job_track;
+    tl_emit_filter(w0, &fs);
+    if (w0->oom) goto oom;
+    add_stats(st, &w0->st);
+    st->filter = fs;
+  }
   if (ms->finish(ms) != 0) {
     snprintf(err, errlen, "cannot write %s: %s", o->out, strerror(errno));
     rc = -2;
     goto out;
   }
-  for (unsigned i = 0; i < MAX_WORKERS; i++) add_stats(st, &ws[i].st);
   st->bytes_out += ms->bytes_out; /* with workers, the fragments were counted by them */
   st->json_rows += ms->rows;
   for (uint32_t i = 0; i < x->nfiles; i++) {

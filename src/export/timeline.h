@@ -16,6 +16,7 @@
 
 #include "export/export.h"
 #include "export/sink.h"
+#include "export/xfilter.h"
 #include "model/model.h"
 #include "trace/reader.h"
 #include "util/hmap.h"
@@ -54,6 +55,7 @@ typedef struct {
   const char *name;
   tl_track_t trk;
   /* the emit pass of its file only */
+  uint8_t declared; /* its track was handed to the sink (with a filter: when something is on it) */
   tl_track_t ctr[2];
   uint8_t ctr_declared[2];
   double ctr_val[2];
@@ -100,6 +102,21 @@ typedef struct {
   int declared;
 } group_t;
 
+/* an event of no operation that began before the filter's window: written only once it is seen
+ * to reach into the window (a state or its stop there), with what it held back */
+typedef struct {
+  tl_arg_t args[MAX_ARGS];
+  uint32_t nargs;
+  const char *name;
+  uint8_t cat;
+  struct {
+    uint64_t ts, arg0, arg1;
+    uint32_t state;
+  } *st; /* its states so far */
+  uint32_t nst;
+  size_t st_cap;
+} defer_t;
+
 typedef struct {
   uint64_t id;
   uint32_t row, lane;
@@ -107,6 +124,7 @@ typedef struct {
   uint32_t group, proc;
   int32_t ch;
   uint8_t type, phase_open, is_send, in_use;
+  defer_t *d; /* not written yet (the filter's window); lane is NONE32 */
 } open_t;
 
 typedef struct {
@@ -152,12 +170,15 @@ typedef struct { /* one worker: everything the emit pass of one file needs */
   tl_flow_t *flows;
   size_t flow_cap;
   uint64_t reported; /* bytes of the current file counted in x->bytes_done */
+  ncs_xf_file_t xs;  /* the filter on the current file's records */
   int oom;
 } wk_t;
 
 struct ex {
   ncs_export_opts_t o;
   ncs_job_t *job;  /* the job model (retained): files, clocks, operations, instances, pairs */
+  ncs_xf_t xf;     /* the filter (opts.filter) on the records (xfilter.h) */
+  tl_arg_t fmeta[16]; /* the filter's marker, for the sinks' file metadata */
   file_t *files;   /* parallel to job->procs */
   uint32_t nfiles;
   uint8_t *linked; /* per model operation: its file's START gets its flows (tl_files) */
@@ -204,6 +225,9 @@ uint64_t tl_op_end(const ex_t *x, const ncs_op_t *op); /* output time */
 /* tl_emit.c */
 void tl_arg_names(ex_t *x);
 void tl_new_track(wk_t *w, tl_track_t *t, uint8_t kind, uint64_t parent, int32_t pid);
+/* hand a track to a sink (counted); a process's is handed once, before its first child's */
+void tl_declare(wk_t *w, tl_sink_t *s, const tl_track_t *t);
+void tl_proc_use(wk_t *w, uint32_t proc);
 void tl_set_oom(wk_t *w);
 tl_flow_t *tl_flows(wk_t *w, uint32_t n);
 void tl_arg_u64(wk_t *w, const char *n, uint64_t v);
@@ -218,6 +242,9 @@ uint64_t tl_hub_flow(size_t inst, size_t op);
 void tl_emit_job(wk_t *w);
 void tl_emit_losses(wk_t *w);
 void tl_emit_gpu(wk_t *w); /* CUPTI's kernels and graph replays (docs/timeline.md, "GPU") */
+/* what a filtered export covers: a marker track of its own (a sequence after the files') and
+ * the main sink's file metadata (docs/timeline.md, "Filters") */
+void tl_emit_filter(wk_t *w, const ncs_xf_stats_t *fs);
 void tl_heap_push(wk_t *w, uint64_t ts, uint32_t proc, uint8_t kind, double d);
 void tl_counters_flush(wk_t *w, uint64_t upto);
 /* timeline.c */

@@ -121,7 +121,19 @@ void tl_new_track(wk_t *w, tl_track_t *t, uint8_t kind, uint64_t parent, int32_t
   t->kind = kind;
   t->parent = parent;
   t->pid = pid;
+}
+
+void tl_declare(wk_t *w, tl_sink_t *s, const tl_track_t *t) {
+  s->track(s, t);
   w->st.tracks++;
+}
+
+void tl_proc_use(wk_t *w, uint32_t proc) {
+  proc_t *p = &w->x->procs[proc];
+  if (p->declared) return;
+  p->declared = 1;
+  tl_declare(w, w->sink, &p->trk);
+  w->st.processes++;
 }
 
 /* a pooled name for (kind, value), formatted once per worker */
@@ -254,10 +266,11 @@ static uint32_t lane_pick(wk_t *w, uint32_t ri, uint64_t ts) {
   proc_t *p = &w->x->procs[r->proc];
   uint64_t parent = p->trk.uuid;
   uint32_t sort = 0;
+  tl_proc_use(w, r->proc);
   if (r->group != NONE32) {
     group_t *g = &w->groups[r->group];
     if (!g->declared) {
-      w->sink->track(w->sink, &g->t);
+      tl_declare(w, w->sink, &g->t);
       g->declared = 1;
     }
     parent = g->t.uuid;
@@ -276,7 +289,7 @@ static uint32_t lane_pick(wk_t *w, uint32_t ri, uint64_t ts) {
   l->t.pack = r->pack;
   l->t.ch = r->ch;
   l->t.pack_sort = r->pack ? r->pack_sort : sort + (uint32_t)r->order * 64;
-  w->sink->track(w->sink, &l->t);
+  tl_declare(w, w->sink, &l->t);
   if (r->free_hint == r->nlanes) r->free_hint++;
   return r->nlanes++;
 }
@@ -332,6 +345,8 @@ static open_t *open_get(wk_t *w, uint64_t id) {
 static void open_del(wk_t *w, open_t *o) {
   hm_del(&w->open_map, o->id);
   o->in_use = 0;
+  if (o->d) free(o->d->st), free(o->d);
+  o->d = NULL;
   if (GROW(w->free_open, w->free_cap, w->nfree + 1) != 0) {
     tl_set_oom(w);
     return;
@@ -357,9 +372,25 @@ static void close_open(wk_t *w, open_t *o, uint64_t ts, int unfinished) {
   open_del(w, o);
 }
 
+static void materialize(wk_t *w, open_t *o);
+
+/* an event held back for the filter's window (defer_t) ends at ts: written when it reaches into
+ * the window, else left out */
+static int deferred_end(wk_t *w, open_t *o, uint64_t ts) {
+  if ((int64_t)max64(ts, o->last) >= w->x->xf.from) {
+    materialize(w, o);
+    return o->lane != NONE32;
+  }
+  ncs_xf_drop(&w->xs, o->id);
+  open_del(w, o);
+  return 0;
+}
+
 static void close_all(wk_t *w, uint64_t ts) {
-  for (uint32_t i = 0; i < w->nopen; i++)
-    if (w->open[i].in_use) close_open(w, &w->open[i], ts, 1);
+  for (uint32_t i = 0; i < w->nopen; i++) {
+    open_t *o = &w->open[i];
+    if (o->in_use && (!o->d || deferred_end(w, o, ts))) close_open(w, o, ts, 1);
+  }
 }
 
 static const char *state_phase_name(unsigned s) {
@@ -471,7 +502,10 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   const comm_t *c = e->ctx_kind == NCS_CTX_LOCAL ? tl_file_comm(f, w->seg, e->ctx) : NULL;
   uint32_t proc = c ? c->proc : f->p0;
   uint32_t types = w->x->o.types;
-  if (!(types & (1u << e->type))) return;
+  int want = (types >> e->type) & 1;
+  /* the filter: of an operation that passed, left out, or of none (the window decides below) */
+  int cls = ncs_xf_start(&w->xs, e, want);
+  if (!want || cls == XF_DROP) return;
   size_t oi;
   const ncs_op_t *op = e->type == NCS_T_COLL || e->type == NCS_T_P2P ? tl_op(w->x, f, w->seg, e->id, &oi) : NULL;
   if (op) {
@@ -589,23 +623,77 @@ static void ev_start(wk_t *w, file_t *f, const ncs_event_t *e) {
   if (w->oom) return;
   /* a KernelPhase's KernelCh, open: its slice holds the phase (the JSON nests it there) */
   uint32_t hrow = NONE32, hlane = 0;
-  if (e->type == NCS_T_KERNEL_PHASE && parent && parent->type == NCS_T_KERNEL_CH)
+  if (e->type == NCS_T_KERNEL_PHASE && parent && parent->type == NCS_T_KERNEL_CH && parent->lane != NONE32)
     hrow = parent->row, hlane = parent->lane;
+  /* of no operation: kept when it overlaps the window; one that begins before it is held back
+   * until it is seen to reach into it */
+  int defer = cls == XF_OWN && (int64_t)ts < w->x->xf.from;
+  if (cls == XF_OWN && (int64_t)ts > w->x->xf.to) {
+    ncs_xf_drop(&w->xs, e->id);
+    return;
+  }
   uint32_t row = row_for(w, proc, group, kind, ch);
   if (row == NONE32) return;
-  uint32_t ln = lane_pick(w, row, ts);
-  if (ln == NONE32) return;
+  uint32_t ln = defer ? NONE32 : lane_pick(w, row, ts);
+  if (ln == NONE32 && !defer) return;
   open_t *o = open_new(w, e->id);
   if (!o) return;
-  lane_t *l = &w->rows[row].lanes[ln];
-  l->depth = 1;
   o->row = row, o->lane = ln, o->start = o->last = ts, o->type = e->type;
   o->group = group, o->proc = proc, o->ch = ch, o->is_send = (uint8_t)is_send;
   start_args(w, e);
   if (e->type == NCS_T_KERNEL_CH && ncs_job_gpu_time(w->x->job, w->fi, fval(e, NCS_F(KernelCh, pTimer))))
     tl_arg_u64(w, "host_seen_ns", to_out(w->x, w->fi, e->ts));
+  if (defer) {
+    if (!(o->d = calloc(1, sizeof *o->d))) {
+      tl_set_oom(w);
+      return;
+    }
+    memcpy(o->d->args, w->args, w->nargs * sizeof *w->args);
+    o->d->nargs = w->nargs, o->d->name = name, o->d->cat = cat;
+    return;
+  }
+  lane_t *l = &w->rows[row].lanes[ln];
+  l->depth = 1;
   const tl_track_t *host = hrow != NONE32 ? &w->rows[hrow].lanes[hlane].t : NULL;
   emit_begin(w, &l->t, ts, name, cat, NULL, 0, 0, host);
+}
+
+/* a state of an open event at output time t: a phase nested in a proxy event's slice, an instant
+ * on the others */
+static void state_out(wk_t *w, open_t *o, uint32_t state, uint64_t arg0, uint64_t arg1, uint64_t t) {
+  lane_t *l = &w->rows[o->row].lanes[o->lane];
+  uint64_t ts = max64(t, o->last);
+  w->nargs = 0;
+  if (arg0) tl_arg_u64(w, o->type == NCS_T_NET_PLUGIN ? "data" : "arg0", arg0);
+  if (arg1) tl_arg_u64(w, "arg1", arg1);
+  if (o->type == NCS_T_PROXY_OP || o->type == NCS_T_PROXY_STEP || o->type == NCS_T_PROXY_CTRL) {
+    if (o->phase_open) {
+      ts = max64(ts, o->phase_start + 1);
+      w->sink->end(w->sink, &l->t, ts, NULL, 0);
+    }
+    emit_begin(w, &l->t, ts, state_phase_name(state), TC_PHASE, NULL, 0, 0, NULL);
+    o->phase_open = 1, o->phase_start = ts, o->last = ts;
+    l->depth = 2;
+  } else {
+    emit_instant(w, &l->t, ts, ncs_state_name(state), TC_STATE);
+    o->last = ts;
+  }
+}
+
+/* a held-back event reaches into the window: its slice, then the states it held back */
+static void materialize(wk_t *w, open_t *o) {
+  defer_t *d = o->d;
+  uint32_t ln = lane_pick(w, o->row, o->start);
+  if (ln == NONE32) return;
+  lane_t *l = &w->rows[o->row].lanes[ln];
+  l->depth = 1;
+  o->lane = ln, o->d = NULL;
+  memcpy(w->args, d->args, d->nargs * sizeof *w->args);
+  w->nargs = d->nargs;
+  emit_begin(w, &l->t, o->start, d->name, d->cat, NULL, 0, 0, NULL);
+  for (uint32_t i = 0; i < d->nst; i++)
+    state_out(w, o, d->st[i].state, d->st[i].arg0, d->st[i].arg1, d->st[i].ts);
+  free(d->st), free(d);
 }
 
 static void ev_state(wk_t *w, const ncs_event_t *e) {
@@ -614,28 +702,24 @@ static void ev_state(wk_t *w, const ncs_event_t *e) {
     w->st.unmatched_stops++;
     return;
   }
-  lane_t *l = &w->rows[o->row].lanes[o->lane];
-  uint64_t ts = max64(to_out(w->x, w->fi, e->ts), o->last);
   if ((e->type == NCS_T_KERNEL_CH && e->state == ST_KERNEL_CH_STOP) ||
       (e->type == NCS_T_KERNEL_PHASE && e->state == ST_KERNEL_PHASE_STOP)) { /* the GPU end */
     o->gpu_end = (uint64_t)ncs_job_gpu_time(w->x->job, w->fi, e->arg0);
     return;
   }
-  w->nargs = 0;
-  if (e->arg0) tl_arg_u64(w, e->type == NCS_T_NET_PLUGIN ? "data" : "arg0", e->arg0);
-  if (e->arg1) tl_arg_u64(w, "arg1", e->arg1);
-  if (e->type == NCS_T_PROXY_OP || e->type == NCS_T_PROXY_STEP || e->type == NCS_T_PROXY_CTRL) {
-    if (o->phase_open) {
-      ts = max64(ts, o->phase_start + 1);
-      w->sink->end(w->sink, &l->t, ts, NULL, 0);
+  uint64_t ts = to_out(w->x, w->fi, e->ts);
+  if (o->d && (int64_t)max64(ts, o->last) < w->x->xf.from) { /* still before the window */
+    defer_t *d = o->d;
+    if (GROW(d->st, d->st_cap, d->nst + 1) != 0) {
+      tl_set_oom(w);
+      return;
     }
-    emit_begin(w, &l->t, ts, state_phase_name(e->state), TC_PHASE, NULL, 0, 0, NULL);
-    o->phase_open = 1, o->phase_start = ts, o->last = ts;
-    l->depth = 2;
-  } else {
-    emit_instant(w, &l->t, ts, ncs_state_name(e->state), TC_STATE);
-    o->last = ts;
+    d->st[d->nst].ts = ts, d->st[d->nst].state = e->state;
+    d->st[d->nst].arg0 = e->arg0, d->st[d->nst++].arg1 = e->arg1;
+    return;
   }
+  if (o->d) materialize(w, o);
+  if (o->lane != NONE32) state_out(w, o, e->state, e->arg0, e->arg1, ts);
 }
 
 static void ev_stop(wk_t *w, const ncs_event_t *e) {
@@ -646,11 +730,14 @@ static void ev_stop(wk_t *w, const ncs_event_t *e) {
   }
   uint64_t ts = to_out(w->x, w->fi, e->ts);
   if ((o->type == NCS_T_KERNEL_CH || o->type == NCS_T_KERNEL_PHASE) && o->gpu_end) ts = o->gpu_end;
+  if (o->d && !deferred_end(w, o, ts)) return;
   close_open(w, o, ts, 0);
 }
 
 void tl_reset_file_state(wk_t *w) {
   for (uint32_t i = 0; i < w->nrows; i++) free(w->rows[i].lanes);
+  for (uint32_t i = 0; i < w->nopen; i++) /* what an early stop (out of memory) left open */
+    if (w->open[i].d) free(w->open[i].d->st), free(w->open[i].d), w->open[i].d = NULL;
   w->nrows = 0, w->ngroups = 0, w->nopen = 0, w->nfree = 0, w->nheap = 0;
   hm_free(&w->row_map), hm_free(&w->group_map), hm_free(&w->open_map);
   hm_free(&w->parent_map), hm_free(&w->tid_map), hm_free(&w->name_map);
@@ -671,11 +758,19 @@ static void ev_record(wk_t *w, file_t *f, const ncs_event_t *e) {
   switch (e->kind) {
   case NCS_REC_START: ev_start(w, f, e); break;
   case NCS_REC_STOP: /* a Coll/P2p the model knows was written whole: not open */
-    if ((types & (1u << e->type)) && open_get(w, e->id)) ev_stop(w, e);
-    else if ((types & (1u << e->type)) && e->type != NCS_T_COLL && e->type != NCS_T_P2P) w->st.unmatched_stops++;
+    if (ncs_xf_skip(&w->xs, e)) {
+      /* left out by the filter */
+    } else if ((types & (1u << e->type)) && open_get(w, e->id)) {
+      ev_stop(w, e);
+    } else if ((types & (1u << e->type)) && e->type != NCS_T_COLL && e->type != NCS_T_P2P) {
+      w->st.unmatched_stops++;
+    }
+    ncs_xf_stopped(&w->xs, e);
     break;
   case NCS_REC_STATE:
-    if ((types & (1u << e->type)) && e->type != NCS_T_COLL && e->type != NCS_T_P2P) ev_state(w, e);
+    if ((types & (1u << e->type)) && e->type != NCS_T_COLL && e->type != NCS_T_P2P &&
+        !ncs_xf_skip(&w->xs, e))
+      ev_state(w, e);
     break;
   default: break;
   }
@@ -689,14 +784,17 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
   w->next_uuid = file_uuid_base(fi);
   w->next_track = 0;
   w->sink->seq_begin(w->sink, fi + 2);
-  for (uint32_t p = f->p0; p < f->p1; p++) w->sink->track(w->sink, &x->procs[p].trk);
-  w->st.processes += f->p1 - f->p0;
-  w->st.tracks += f->p1 - f->p0;
+  /* without a filter every process is written; with one, only those with something left */
+  if (!x->xf.active)
+    for (uint32_t p = f->p0; p < f->p1; p++) tl_proc_use(w, p);
+  ncs_xf_file(&w->xs, &x->xf, fi);
   tl_emit_ranges(w, fi);
   char err[256];
   ncs_reader_t *r = x->job->procs[fi].readable ? ncs_reader_open(f->path, err, sizeof err) : NULL;
   if (!r) {
     if (w->sink->part_done) w->sink->part_done(w->sink);
+    w->st.filter.events_left += w->xs.left;
+    ncs_xf_file_free(&w->xs);
     tl_file_done(w, f);
     return;
   }
@@ -711,6 +809,7 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
     if (it.what == NCS_ITEM_SEGMENT) {
       if (nseg) seg_end(w);
       w->seg = (uint32_t)nseg++;
+      ncs_xf_segment(&w->xs, w->seg);
       hm_clear(&w->tid_map);
       hm_clear(&w->parent_map);
     } else if (it.what == NCS_ITEM_THREAD) {
@@ -723,6 +822,9 @@ void tl_emit_file(wk_t *w, uint32_t fi) {
   if (nseg) seg_end(w);
   tl_counters_flush(w, UINT64_MAX);
   if (w->sink->part_done) w->sink->part_done(w->sink);
+  if (w->xs.oom) tl_set_oom(w);
+  w->st.filter.events_left += w->xs.left, w->st.filter.cannot_tell += w->xs.cannot_tell;
+  ncs_xf_file_free(&w->xs);
   tl_file_done(w, f);
   ncs_reader_close(r);
   hm_free(&f->ops); /* not needed any more */

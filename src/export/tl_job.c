@@ -64,7 +64,8 @@ void tl_counters_flush(wk_t *w, uint64_t upto) {
       t->desc = d.kind == 0 ? "Bytes of the Coll/P2p operations between enqueue and completion."
                             : "Sum of the bus bandwidth of the operations running (GPU time when "
                               "known), as nccl-tests defines it.";
-      w->sink->track(w->sink, t);
+      tl_proc_use(w, d.proc);
+      tl_declare(w, w->sink, t);
       p->ctr_declared[d.kind] = 1;
     }
     double v = p->ctr_val[d.kind];
@@ -101,8 +102,23 @@ typedef struct {
   const char *name;
 } jrow_t;
 
-static lane_t *job_lane(wk_t *w, jrow_t *r, const tl_track_t *job, uint64_t start,
-                        const char *desc) {
+/* a group of the job's tracks ("job", "lost records", ...): written before its first lane;
+ * without a filter at once, even when nothing comes (as it always was) */
+typedef struct {
+  tl_track_t t;
+  int declared;
+} jgrp_t;
+
+static void jgrp_new(wk_t *w, jgrp_t *g, const char *name, const char *desc, int32_t order) {
+  memset(g, 0, sizeof *g);
+  tl_new_track(w, &g->t, TK_GROUP, 0, w->x->job_pid);
+  g->t.name = g->t.path = name;
+  g->t.desc = desc;
+  g->t.order = order;
+  if (!w->x->xf.active) tl_declare(w, w->x->main_sink, &g->t), g->declared = 1;
+}
+
+static lane_t *job_lane(wk_t *w, jrow_t *r, jgrp_t *job, uint64_t start, const char *desc) {
   uint32_t l;
   for (l = 0; l < r->n; l++)
     if (r->lanes[l].last_end <= start) return &r->lanes[l];
@@ -110,13 +126,14 @@ static lane_t *job_lane(wk_t *w, jrow_t *r, const tl_track_t *job, uint64_t star
     tl_set_oom(w);
     return NULL;
   }
+  if (!job->declared) tl_declare(w, w->x->main_sink, &job->t), job->declared = 1;
   lane_t *ln = &r->lanes[r->n++];
-  tl_new_track(w, &ln->t, TK_LANE, job->uuid, w->x->job_pid);
+  tl_new_track(w, &ln->t, TK_LANE, job->t.uuid, w->x->job_pid);
   ln->t.name = ln->t.path = ln->t.merge_key = r->name;
   ln->t.lane = (uint16_t)(l < 0xFFFF ? l : 0xFFFF);
   ln->t.sort = l;
   ln->t.desc = desc;
-  w->x->main_sink->track(w->x->main_sink, &ln->t);
+  tl_declare(w, w->x->main_sink, &ln->t);
   return ln;
 }
 
@@ -173,12 +190,9 @@ void tl_emit_job(wk_t *w) {
   for (size_t i = 0; i < n; i++) order[i] = i;
   sort_job = x->job; /* in order of comm and start, for the lanes */
   if (n > 1) qsort(order, n, sizeof *order, cmp_inst);
-  tl_track_t job;
-  tl_new_track(w, &job, TK_GROUP, 0, x->job_pid);
-  job.name = job.path = "job";
-  job.desc = "One row per communicator: one slice per collective instance over all its ranks.";
-  job.order = -1;
-  x->main_sink->track(x->main_sink, &job);
+  jgrp_t job;
+  jgrp_new(w, &job, "job",
+           "One row per communicator: one slice per collective instance over all its ranks.", -1);
   jrow_t row = {.comm = NONE32};
   for (size_t i = 0; i < n && !w->oom; i++) {
     const ncs_inst_t *in = ncs_job_inst(x->job, order[i]);
@@ -214,20 +228,22 @@ void tl_emit_job(wk_t *w) {
 void tl_emit_losses(wk_t *w) {
   ex_t *x = w->x;
   const ncs_job_t *j = x->job;
-  tl_track_t grp;
-  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
-  grp.name = grp.path = "lost records";
-  grp.desc = "What each trace file says it lost: dropped records, failed writes, damaged ranges, a "
-             "damaged tail, or nothing known after the last chunk of a process without a footer.";
-  grp.order = -2;
-  x->main_sink->track(x->main_sink, &grp);
+  jgrp_t grp;
+  jgrp_new(w, &grp, "lost records",
+           "What each trace file says it lost: dropped records, failed writes, damaged ranges, a "
+           "damaged tail, or nothing known after the last chunk of a process without a footer.",
+           -2);
   jrow_t row = {.comm = NONE32};
   for (uint32_t i = 0; i < j->nlosses && !w->oom; i++) {
     const ncs_job_loss_t *l = &j->losses[i];
-    if (l->proc != row.comm) row.comm = l->proc, row.n = 0, row.name = j->procs[l->proc].path;
     uint64_t s = to_out(x, l->proc, l->from_ns);
     uint64_t e = l->to_ns == UINT64_MAX ? (uint64_t)j->t_last : to_out(x, l->proc, l->to_ns);
     e = max64(e, s + 1);
+    if (!ncs_xf_loss(&x->xf, l)) { /* the filter */
+      w->st.filter.events_left++;
+      continue;
+    }
+    if (l->proc != row.comm) row.comm = l->proc, row.n = 0, row.name = j->procs[l->proc].path;
     lane_t *ln = job_lane(w, &row, &grp, s, "Loss windows of one trace file (model.h ncs_job_loss_t): "
                                             "records 0 means the count is not known.");
     if (!ln) break;
@@ -273,18 +289,20 @@ static void gpu_kernels(wk_t *w) {
   for (size_t i = 0; i < j->nkernels; i++)
     if (j->kernels[i].start && j->kernels[i].end >= j->kernels[i].start) v[n++] = &j->kernels[i];
   qsort(v, n, sizeof *v, cmp_kernel);
-  tl_track_t grp;
-  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
-  grp.name = grp.path = "GPU kernels (CUPTI)";
-  grp.desc = "Every kernel CUPTI reported, a row per process, GPU and CUDA stream: NCCL's kernels "
-             "(func, seqNumber of the operations they ran) next to the compute kernels. Kernels "
-             "CUPTI gave no usable times are left out (report: bad_time).";
-  grp.order = -3;
-  x->main_sink->track(x->main_sink, &grp);
+  jgrp_t grp;
+  jgrp_new(w, &grp, "GPU kernels (CUPTI)",
+           "Every kernel CUPTI reported, a row per process, GPU and CUDA stream: NCCL's kernels "
+           "(func, seqNumber of the operations they ran) next to the compute kernels. Kernels "
+           "CUPTI gave no usable times are left out (report: bad_time).",
+           -3);
   jrow_t row = {.comm = NONE32};
   const ncs_job_kernel_t *prev = NULL;
   for (size_t i = 0; i < n && !w->oom; i++) {
     const ncs_job_kernel_t *k = v[i];
+    if (!ncs_xf_kernel(&x->xf, k)) {
+      w->st.filter.events_left++;
+      continue;
+    }
     if (!prev || k->proc != prev->proc || k->device != prev->device || k->stream != prev->stream) {
       row.n = 0;
       row.name = ncs_pool_fmt(&w->pool, "%s-%" PRIu64 " GPU %d stream %" PRIu64, j->procs[k->proc].host,
@@ -320,14 +338,12 @@ static void gpu_kernels(wk_t *w) {
 static void gpu_replays(wk_t *w) {
   ex_t *x = w->x;
   const ncs_job_t *j = x->job;
-  tl_track_t grp;
-  tl_new_track(w, &grp, TK_GROUP, 0, x->job_pid);
-  grp.name = grp.path = "CUDA graph replays (CUPTI)";
-  grp.desc = "Every replay of a captured NCCL operation, with the capture's metadata (func, count, "
-             "datatype, communicator, seqNumber of the capture, replay index): a row per "
-             "communicator and function; rows of one kind merge their lanes.";
-  grp.order = -4;
-  x->main_sink->track(x->main_sink, &grp);
+  jgrp_t grp;
+  jgrp_new(w, &grp, "CUDA graph replays (CUPTI)",
+           "Every replay of a captured NCCL operation, with the capture's metadata (func, count, "
+           "datatype, communicator, seqNumber of the capture, replay index): a row per "
+           "communicator and function; rows of one kind merge their lanes.",
+           -4);
   /* the replays come sorted by (comm, func, seq, replay, rank): a row per (comm, func), lanes
    * by overlap; starts are not in order within a row, so each row takes its own pass */
   size_t i = 0;
@@ -344,6 +360,10 @@ static void gpu_replays(wk_t *w) {
       const ncs_job_replay_t *r = &j->replays[k];
       if (!r->start) continue; /* CUPTI gave no usable times */
       uint64_t s = (uint64_t)r->start, en = max64((uint64_t)r->end, s + 1);
+      if (!ncs_xf_replay(&x->xf, r)) {
+        w->st.filter.events_left++;
+        continue;
+      }
       lane_t *ln = NULL;
       for (uint32_t l = 0; l < row.n && !ln; l++)
         if (row.lanes[l].last_end <= s) ln = &row.lanes[l];
@@ -396,6 +416,10 @@ void tl_emit_ranges(wk_t *w, uint32_t fi) {
   for (size_t i = 0; i < j->nranges && !w->oom; i++) {
     const ncs_job_range_t *r = &j->ranges[i];
     if (r->proc != fi) continue;
+    if (!ncs_xf_range(&x->xf, r)) { /* the filter */
+      w->xs.left++;
+      continue;
+    }
     uint32_t p = f->p0;
     for (uint32_t q = f->p0; q < f->p1; q++)
       if (x->procs[q].rank == r->rank) p = q;
@@ -426,6 +450,7 @@ void tl_emit_ranges(wk_t *w, uint32_t fi) {
       uint32_t l = row->n++;
       ln = &row->lanes[l];
       tl_new_track(w, &ln->t, TK_LANE, pr->trk.uuid, pr->pid);
+      tl_proc_use(w, p);
       ln->t.name = ln->t.path = ln->t.merge_key = row->name;
       ln->t.lane = (uint16_t)(l < 0xFFFF ? l : 0xFFFF);
       ln->t.order = -1;
@@ -433,8 +458,7 @@ void tl_emit_ranges(wk_t *w, uint32_t fi) {
       ln->t.desc = "User ranges of one thread (NVTX, ncclscope's API): name, domain, state "
                    "(ended, end_lost, open: no end in the trace, drawn to the last event), "
                    "lower_bound, and their numbers (docs/ranges.md); no numbers without an end.";
-      w->sink->track(w->sink, &ln->t);
-      w->st.tracks++;
+      tl_declare(w, w->sink, &ln->t);
     }
     ln->last_end = e;
     w->nargs = 0;
@@ -473,4 +497,54 @@ void tl_emit_ranges(wk_t *w, uint32_t fi) {
   }
   for (uint32_t k = 0; k < nrows; k++) free(rows[k].lanes);
   free(rows), free(keyp), free(keyt);
+}
+
+/* A filtered export says what it covers (docs/timeline.md, "Filters"): a track "export filter"
+ * under the job with one slice over the window (the whole job without one), named after the
+ * filter, whose arguments count what passed and what was left out; Chrome JSON also has them in
+ * its otherData. Written last, as a sequence of its own, when every count is known. */
+void tl_emit_filter(wk_t *w, const ncs_xf_stats_t *fs) {
+  ex_t *x = w->x;
+  const ncs_job_t *j = x->job;
+  tl_sink_t *ms = x->main_sink;
+  ms->seq_begin(ms, x->nfiles + 2);
+  int nothing = !fs->ops_kept;
+  jgrp_t grp;
+  jgrp_new(w, &grp, "export filter",
+           "What this export covers: only the operations that passed the filter (ncclscope export "
+           "--comm/--rank/--from/--to, docs/cli.md \"Filters\"), whole, and the other events of "
+           "the ranks and the time it selects. The slice spans the window; its arguments count "
+           "what was left out.",
+           -10);
+  jrow_t row = {.comm = NONE32, .name = "export filter"};
+  int64_t s = j->t_first, e = j->t_last;
+  if (x->xf.from > s) s = x->xf.from < e ? x->xf.from : e;
+  if (x->xf.to < e) e = x->xf.to > s ? x->xf.to : s;
+  if (e <= s) e = s + 1;
+  lane_t *ln = job_lane(w, &row, &grp, (uint64_t)s, "The export's filter and what it left out.");
+  if (!ln) return;
+  w->nargs = 0;
+  tl_arg_str(w, "filter", ncs_pool_str(&w->pool, fs->text));
+  tl_arg_str(w, "result", nothing ? "no collective or send/receive passed the filter"
+                                  : "only what passed the filter is in this file");
+  tl_arg_u64(w, "instances_kept", fs->inst_kept);
+  tl_arg_u64(w, "operations_kept", fs->ops_kept);
+  tl_arg_u64(w, "instances_left_out", fs->inst_left);
+  tl_arg_u64(w, "p2p_left_out", fs->p2p_left);
+  tl_arg_u64(w, "events_left_out", fs->events_left);
+  tl_arg_u64(w, "operations_cannot_tell", fs->cannot_tell);
+  tl_arg_i64(w, "window_from_job_ns", s); /* the slice's span, in job time (docs/model.md) */
+  tl_arg_i64(w, "window_to_job_ns", e);
+  tl_arg_i64(w, "time_zero_job_ns", (int64_t)x->origin); /* Chrome JSON's ts 0 */
+  uint32_t n = w->nargs < sizeof x->fmeta / sizeof x->fmeta[0] ? w->nargs
+                                                                : sizeof x->fmeta / sizeof x->fmeta[0];
+  memcpy(x->fmeta, w->args, n * sizeof *w->args);
+  ms->meta = x->fmeta, ms->nmeta = n;
+  const char *name = ncs_pool_fmt(&w->pool, "%s: %s", nothing ? "filter (nothing passed)" : "filter",
+                                  fs->text);
+  tl_slice_t sl = {&ln->t, (uint64_t)s, name, TC_FILTER, w->args, w->nargs, NULL, 0, 0};
+  ms->begin(ms, &sl);
+  ms->end(ms, &ln->t, (uint64_t)e, NULL, 0);
+  w->st.slices++;
+  free(row.lanes);
 }

@@ -301,7 +301,8 @@ void gpu_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
             .end = (int64_t)k->end_mono, .nccl = (uint8_t)isnccl, .graph = k->k.graph != 0,
             .replay = k->k.replay, .graph_id = k->k.graph, .rank = m ? m->rank : -1,
             .comm = m ? m->comm : UINT32_MAX, .func = ncs_pool_str(&j->strs, o0 ? o0->func : ""),
-            .seq = o0 ? o0->seq : -1, .nops = k->nops};
+            .seq = o0 ? o0->seq : -1, .nops = k->nops, .op_seg = o0 ? o0->segment : 0,
+            .op_id = o0 ? o0->exec : 0};
       }
       for (uint32_t q = 0; q < k->nops; q++) {
         const ncs_gj_op_t *o = ncs_gj_op(gj, k->ops[q]);

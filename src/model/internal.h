@@ -31,7 +31,10 @@ typedef struct {
   int64_t root;
   const char *func, *dtype;
   uint32_t thread; /* of the user's call (CollApi/P2pApi), else of the START */
+  uint8_t tag_known; /* its START has userTag and its communicator is on ABI v7 or later */
+  uint64_t tag;
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
+  uint64_t api_id; /* its CollApi/P2pApi's event id, 0 none */
 } held_t;
 
 /* one ProxyOp being read (merge.c): its link and NetPlugin QPs, until the operation it belongs
@@ -115,8 +118,13 @@ typedef struct {
   size_t nops, capops;
   ncs_inst_t *insts;
   size_t ninsts, capinsts;
+  ncs_job_left_t *left; /* operations the filter left out (retain only) */
+  size_t nleft, capleft;
   /* user ranges (ranges.c) */
   void *ranges;
+  /* the filter's --range and --tag (select.c); NULL when it has neither */
+  void *sel;
+  void *srcs; /* merge.c: the files of the pass running (merge_oldest) */
 } jpriv_t;
 
 static inline jpriv_t *jp(const ncs_job_t *j) { return (jpriv_t *)j->priv; }
@@ -156,6 +164,9 @@ const gop_t *gpu_op(const ncs_job_t *j, uint32_t proc, uint32_t seg, uint64_t id
 void gpu_free(ncs_job_t *j);
 /* merge.c */
 void merge_pass(ncs_job_t *j);
+/* the earliest call time (monotonic ns of file proc) an operation still to leave the file may
+ * have: of the operations it holds, and of those whose records may still come (a horizon back) */
+uint64_t merge_oldest(const ncs_job_t *j, uint32_t proc);
 /* match.c */
 void match_coll(ncs_job_t *j, const ncs_op_t *o);
 void match_p2p(ncs_job_t *j, const ncs_op_t *o);
@@ -176,9 +187,23 @@ void ranges_item(ncs_job_t *j, uint32_t proc, uint32_t seg, const ncs_item_t *it
 void ranges_op(ncs_job_t *j, const ncs_op_t *o);
 void ranges_finish(ncs_job_t *j);
 void ranges_free(ncs_job_t *j);
+/* select.c: the filter's --range and --tag. sel_setup in pass 1 when the filter has either
+ * (it keeps the lists: sel_lists points j->filter at them); sel_scan_* in pass 1; sel_check after
+ * it (0, or -1 with why); the rest in the streaming pass (not the host pass) */
+void sel_setup(ncs_job_t *j, const ncs_job_filter_t *f);
+void sel_lists(ncs_job_t *j);
+void sel_scan_item(ncs_job_t *j, uint32_t proc, const ncs_item_t *it, int flight);
+void sel_scan_end(ncs_job_t *j, uint32_t proc, const ncs_flight_info_t *fl);
+int sel_check(const ncs_job_t *j, char *err, size_t len);
+void sel_stream_begin(ncs_job_t *j);
+void sel_item(ncs_job_t *j, uint32_t proc, const ncs_item_t *it, int flight);
+void sel_op(ncs_job_t *j, ncs_op_t *o);
+void sel_finish(ncs_job_t *j);
+void sel_free(ncs_job_t *j);
 /* retain.c */
 void retain_instance(ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops);
 void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner);
+void retain_left(ncs_job_t *j, const ncs_op_t *ops, size_t n); /* left out by the filter */
 void retain_layout(ncs_job_t *j);
 void retain_free(ncs_job_t *j);
 

@@ -132,6 +132,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     clock_scan_item(clk, &it, s->index);
     cov_scan_item(cov, j, pi, &it, s->index, s->start_mono);
     if (gpu_scan_item(gpu, r, &it) != 0) ncs_oom();
+    if (jp(j)->sel) sel_scan_item(j, pi, &it, ncs_reader_flight(r) != NULL);
     if (it.what == NCS_ITEM_COMM) {
       add_member(j, pi, s->index, &it.comm);
       if (it.comm.abi_version > p->abi_max) p->abi_max = it.comm.abi_version;
@@ -148,6 +149,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     snprintf(p->damage_msg, sizeof p->damage_msg, "%s", ncs_reader_error(r));
     j->damaged++;
   }
+  if (jp(j)->sel) sel_scan_end(j, pi, ncs_reader_flight(r));
   ncs_reader_close(r);
   clock_scan_end(clk, p);
   cov_scan_end(cov, j, pi);
@@ -182,6 +184,8 @@ static ncs_job_t *scan_files(char *const *paths, size_t n, const ncs_job_opts_t 
   j->gpu = ncs_xcalloc(n, sizeof *j->gpu);
   P->gop_map = ncs_xcalloc(n, sizeof *P->gop_map);
   for (uint32_t i = 0; i < j->nprocs; i++) j->gpu[i].reason = j->gpu[i].holder = j->gpu[i].library = j->gpu[i].lost = "";
+  const ncs_job_filter_t *f = opts ? opts->filter : NULL;
+  if (f && ((f->rsel && f->nrsel) || (f->tsel && f->ntsel))) sel_setup(j, f); /* --range, --tag */
   for (uint32_t i = 0; i < j->nprocs; i++) {
     ncs_job_proc_t *p = &j->procs[i];
     p->path = ncs_pool_str(&j->strs, paths[i]);
@@ -223,6 +227,11 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
   j->parts = pl.parts, j->njobs = pl.njobs, j->job = pl.job;
   pl.parts = NULL;
   job_plan_free(&pl);
+  if (sel_check(j, err, errlen) != 0) { /* a --range or --tag the job cannot answer */
+    if (opts && opts->why) *opts->why = NCS_JOB_ERR_FILTER;
+    ncs_job_free(j);
+    return NULL;
+  }
   jpriv_t *P = jp(j);
   clock_hosts(j);
   j->run.pass_s[j->run.passes++] = now_s() - t0;
@@ -238,13 +247,16 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
   clock_job_offsets(j);
   gpu_job_times(j);
   job_span(j);
-  if (opts && opts->filter) { /* the rank list is the caller's: a copy */
+  if (opts && opts->filter) { /* the lists are the caller's: copies */
     j->filter = *opts->filter;
+    j->filter.notes = NULL;
     if (j->filter.ranks) {
       int32_t *r = ncs_xcalloc(j->filter.nranks + 1, sizeof *r);
       memcpy(r, opts->filter->ranks, j->filter.nranks * sizeof *r);
       j->filter.ranks = r;
     }
+    j->filter.rsel = NULL, j->filter.nrsel = 0, j->filter.tsel = NULL, j->filter.ntsel = 0;
+    sel_lists(j); /* --range and --tag: select.c keeps them */
   }
   return j;
 }
@@ -285,6 +297,7 @@ void ncs_job_free(ncs_job_t *j) {
   retain_free(j);
   gpu_free(j);
   ranges_free(j);
+  sel_free(j);
   hm_free(&P->comm_map), hm_free(&P->member_map), hm_free(&P->rank_seen);
   for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
   free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);

@@ -65,7 +65,17 @@ static int cmp_rank(const void *x, const void *y) {
 
 /* ------------------------------------------------------------------ filters (model.h) */
 int ncs_job_filter_active(const ncs_job_filter_t *f) {
-  return f && (f->comm_set || f->ranks || f->window);
+  return f && (f->comm_set || f->ranks || f->window || f->rsel || f->tsel);
+}
+
+/* a name that ends in ':' and a number (or nothing) is written with one more ':' (docs/cli.md) */
+static int name_needs_colon(const char *s) {
+  const char *c = strrchr(s, ':');
+  if (!c) return 0;
+  c++;
+  c += strspn(c, "0123456789");
+  if (*c == '-') c++, c += strspn(c, "0123456789");
+  return !*c;
 }
 
 void ncs_job_filter_text(const ncs_job_filter_t *f, char *out, size_t len) {
@@ -93,6 +103,27 @@ void ncs_job_filter_text(const ncs_job_filter_t *f, char *out, size_t len) {
     else
       ncs_fmt_ns(b, sizeof b, (double)f->to_ns), ADD("%sfrom %s to %s after the job's first event", n ? ", " : "", a, b);
   }
+  if (f->rsel) {
+    ADD("%sinside the user range%s ", n ? ", " : "", f->nrsel == 1 ? "" : "s");
+    for (uint32_t k = 0; k < f->nrsel && n < len; k++) {
+      const ncs_job_rsel_t *r = &f->rsel[k];
+      ADD("%s%s", k ? " or " : "", r->name);
+      if (!r->from && name_needs_colon(r->name))
+        ADD(":");
+      else if (r->from && r->from == r->to)
+        ADD(":%llu", (unsigned long long)r->from);
+      else if (r->from)
+        ADD(":%llu-%llu", (unsigned long long)r->from, (unsigned long long)r->to);
+    }
+  }
+  if (f->tsel) {
+    ADD("%suser tag%s ", n ? ", " : "", f->ntsel == 1 && f->tsel[0].lo == f->tsel[0].hi ? "" : "s");
+    for (uint32_t k = 0; k < f->ntsel && n < len; k++) {
+      ADD("%s%llu", k ? "," : "", (unsigned long long)f->tsel[k].lo);
+      if (f->tsel[k].hi != f->tsel[k].lo) ADD("-%llu", (unsigned long long)f->tsel[k].hi);
+    }
+  }
+  if (f->notes && *f->notes) ADD(" (%s)", f->notes);
 #undef ADD
   if (n >= len && len > 4) strcpy(out + len - 4, "...");
 }
@@ -108,14 +139,23 @@ static int in_window(const ncs_job_t *j, int64_t t) {
   return !f->window || (t - j->t_first >= f->from_ns && t - j->t_first <= f->to_ns);
 }
 
+/* the filter's questions about one operation: one of the ranks, called inside a selected range,
+ * a listed userTag (sel: select.c decided the last two as it left its file). An instance or a
+ * pair needs one operation that answers all of them. */
+static int per_op(const ncs_job_filter_t *f) { return f->ranks || f->rsel || f->tsel; }
+static int op_kept(const ncs_job_filter_t *f, const ncs_op_t *o) {
+  return (!f->ranks || rank_in(f, o->rank)) && (!f->rsel || (o->sel & NCS_OSEL_RANGE)) &&
+         (!f->tsel || (o->sel & NCS_OSEL_TAG));
+}
+
 /* the one place every consumer's filter is applied: an instance */
 static int pass_instance(const ncs_job_t *j, const ncs_inst_t *in, const ncs_op_t *ops) {
   const ncs_job_filter_t *f = &j->filter;
   if (f->comm_set && j->comms[in->comm].comm_id != f->comm_id) return 0;
   if (!in_window(j, in->first_arrival)) return 0;
-  if (!f->ranks) return 1;
+  if (!per_op(f)) return 1;
   for (uint32_t k = 0; k < in->nops; k++)
-    if (rank_in(f, ops[k].rank)) return 1;
+    if (op_kept(f, &ops[k])) return 1;
   return 0;
 }
 
@@ -125,7 +165,7 @@ static int pass_p2p(const ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *part
   if (f->comm_set && j->comms[op->comm].comm_id != f->comm_id) return 0;
   int64_t t = partner && partner->arrival < op->arrival ? partner->arrival : op->arrival;
   if (!in_window(j, t)) return 0;
-  return !f->ranks || rank_in(f, op->rank) || (partner && rank_in(f, partner->rank));
+  return !per_op(f) || op_kept(f, op) || (partner && op_kept(f, partner));
 }
 
 static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
@@ -147,6 +187,7 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   }
   if (ncs_job_filter_active(&j->filter) && !pass_instance(j, &in, x->ops)) {
     j->run.filtered_inst++;
+    if (P->retain) retain_left(j, x->ops, x->n); /* exporters leave out its records too */
     for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]); /* left out: nobody takes its links */
     return;
   }
@@ -166,6 +207,8 @@ static void hand_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) 
   }
   if (ncs_job_filter_active(&j->filter) && !P->hostpass && !pass_p2p(j, op, partner)) {
     j->run.filtered_p2p += partner ? 2 : 1;
+    if (P->retain) retain_left(j, op, 1);
+    if (P->retain && partner) retain_left(j, partner, 1);
     bd_op_free((ncs_op_t *)op); /* left out: nobody takes its links */
     if (partner) bd_op_free((ncs_op_t *)partner);
     return;

@@ -50,6 +50,7 @@ typedef struct { /* one file in a merged pass */
   hmap_t par, px, sp, np, npt;
   uint32_t comm_map[NCS_JOB_COMM_INDEX_MAX]; /* comm index -> job comm + 1 */
   int32_t comm_rank[NCS_JOB_COMM_INDEX_MAX];
+  uint8_t comm_v7[NCS_JOB_COMM_INDEX_MAX]; /* NCCL called it through ABI v7 or later: userTag */
 } src_t;
 
 /* ------------------------------------------------------------------ finishing an operation */
@@ -79,7 +80,8 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .peer = h->peer, .func = h->func, .dtype = h->dtype, .seq = h->seq,
                   .order = h->order, .count = h->count, .root = h->root, .p2p = h->p2p,
                   .is_send = h->is_send, .unsampled = h->unsampled, .complete = h->complete,
-                  .api = h->api_ts != 0, .thread = h->thread,
+                  .api = h->api_ts != 0, .api_id = h->api_id, .thread = h->thread, .tag = h->tag,
+                  .tag_known = h->tag_known,
                   .cflags = h->cflags, .gpu_start = h->gpu_start, .gpu_stop = h->gpu_stop,
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);
@@ -245,6 +247,7 @@ static void release(ncs_job_t *j, src_t *S, uint32_t hi) {
   S->free_[S->nfree++] = hi;
   P->held--, P->pending--;
   if (!P->hostpass) ranges_op(j, &o);
+  if (!P->hostpass && P->sel) sel_op(j, &o); /* the filter's --range and --tag */
   if (o.p2p)
     match_p2p(j, &o);
   else
@@ -331,6 +334,10 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   *h = (held_t){.proc = S->proc, .seg = S->seg, .comm = S->comm_map[e->ctx] - 1,
                 .rank = S->comm_rank[e->ctx], .id = e->id, .start_ts = e->ts, .thread = e->thread,
                 .unsampled = (e->flags & NCS_SF_UNSAMPLED) != 0};
+  /* the userTag: known when NCCL called the communicator through ABI v7 and the file has the field
+   * (format 1.3); the plugin writes 0 for older ABIs, which is "unknown", not "untagged" */
+  int tf = e->type == NCS_T_COLL ? NCS_F(Coll, userTag) : NCS_F(P2p, userTag);
+  if (S->comm_v7[e->ctx] && NCS_HAS(e, tf)) h->tag_known = 1, h->tag = e->f[tf];
   S->settle[hi] = 0;
   if (e->type == NCS_T_COLL) {
     h->seq = e->f[NCS_F(Coll, seqNumber)], h->func = fstr(j, e, NCS_F(Coll, func));
@@ -345,6 +352,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   const api_t *x = e->parent_kind == NCS_REF_LOCAL ? api_get(S, e->parent) : NULL;
   if (x) { /* the user's count and datatype (NCCL rewrites AllGather/Broadcast to bytes) */
     h->api_ts = x->ts, h->count = x->count, h->dtype = x->dtype, h->thread = x->thread;
+    h->api_id = x->id;
     if (!h->p2p) h->root = x->root;
   }
   uint64_t old;
@@ -405,12 +413,14 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
     acc_clear(S);
     S->seg = ncs_reader_segment(S->r) ? ncs_reader_segment(S->r)->index : 0;
     memset(S->comm_map, 0, sizeof S->comm_map);
+    memset(S->comm_v7, 0, sizeof S->comm_v7);
     break;
   case NCS_ITEM_COMM:
     if (it->comm.index < NCS_JOB_COMM_INDEX_MAX) {
       const ncs_job_member_t *m = ncs_job_member(j, S->proc, S->seg, it->comm.index);
       S->comm_map[it->comm.index] = m ? m->comm + 1 : 0;
       S->comm_rank[it->comm.index] = it->comm.rank;
+      S->comm_v7[it->comm.index] = it->comm.abi_version >= 7;
     }
     break;
   case NCS_ITEM_EVENT:
@@ -430,7 +440,11 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
   case NCS_ITEM_RANGE_STATE:
   case NCS_ITEM_GPU:
   case NCS_ITEM_GPU_STATE:
-    if (!jp(j)->hostpass) ranges_item(j, S->proc, S->seg, it, ncs_reader_flight(S->r) != NULL);
+    if (!jp(j)->hostpass) {
+      int flight = ncs_reader_flight(S->r) != NULL;
+      ranges_item(j, S->proc, S->seg, it, flight);
+      if (jp(j)->sel) sel_item(j, S->proc, it, flight);
+    }
     break;
   default: break;
   }
@@ -471,6 +485,8 @@ void merge_pass(ncs_job_t *j) {
   src_t **h = ncs_xcalloc(j->nprocs, sizeof *h);
   size_t nh = 0;
   P->now = INT64_MIN, P->last_sweep = INT64_MIN;
+  P->srcs = S;
+  if (!P->hostpass) sel_stream_begin(j);
   for (uint32_t i = 0; i < j->nprocs; i++) {
     char err[256];
     S[i].proc = i, S[i].key = INT64_MIN;
@@ -492,6 +508,21 @@ void merge_pass(ncs_job_t *j) {
   }
   match_end(j);
   if (!P->hostpass) ranges_finish(j);
+  if (!P->hostpass) sel_finish(j); /* after ranges_finish: it reads the files' range counters */
   for (uint32_t i = 0; i < j->nprocs; i++) src_free(&S[i]);
   free(S), free(h);
+  P->srcs = NULL;
+}
+
+uint64_t merge_oldest(const ncs_job_t *j, uint32_t proc) {
+  const src_t *S = (const src_t *)jp(j)->srcs + proc;
+  /* records of a thread come in time order, but chunks overlap a little: a horizon back */
+  uint64_t t = S->tmax > (uint64_t)NCS_JOB_HORIZON_NS ? S->tmax - (uint64_t)NCS_JOB_HORIZON_NS : 0;
+  for (size_t i = 0; i < S->ops.cap; i++)
+    if (S->ops.used[i]) {
+      const held_t *h = &S->held[S->ops.vals[i] - 1];
+      uint64_t a = h->api_ts ? h->api_ts : h->start_ts;
+      if (a < t) t = a;
+    }
+  return t;
 }

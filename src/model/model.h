@@ -241,6 +241,7 @@ typedef struct {
   uint8_t complete;      /* a COMPLETE record was seen */
   uint8_t api;           /* its CollApi/P2pApi record was found: count, datatype and arrival are
                           * the user's call's */
+  uint64_t api_id;       /* that record's event id in its segment (0: none found) */
   uint32_t cflags;       /* its NCS_CF_* flags */
   int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
   int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
@@ -265,7 +266,16 @@ typedef struct {
   uint8_t proxy_lost;    /* its file lost proxy records while it ran: the links are partial */
   uint32_t thread;       /* the producer thread of the user's call (its CollApi/P2pApi record,
                           * else the Coll/P2p START): the thread whose user ranges hold it */
+  uint64_t tag;          /* NCCL's userTag (ABI v7: ncclCollConfig_t.userProfilerTag; 0 untagged) */
+  uint8_t tag_known;     /* its file recorded it through ABI v7 or later: tag is known */
+  uint8_t sel;           /* NCS_OSEL_*: what the filter's --range and --tag found (set only when
+                          * the filter selects by them) */
 } ncs_op_t;
+/* ncs_op_t.sel (docs/model.md, "Filters") */
+enum {
+  NCS_OSEL_RANGE = 1u << 0, /* called inside a range the filter selects */
+  NCS_OSEL_TAG = 1u << 1,   /* its userTag is in the filter's list */
+};
 
 /* an instance's bottleneck (docs/report.md, "Breakdown") */
 enum { NCS_BN_CANNOT = 0, /* cannot tell: why in ncs_bd_t.why */
@@ -413,6 +423,8 @@ typedef struct {
   const char *func;         /* NCCL: its first operation's function (pooled; "" none) */
   int64_t seq;              /* NCCL: its first operation's seqNumber (-1 none) */
   uint32_t nops;            /* NCCL: operations it ran */
+  uint32_t op_seg;          /* NCCL: its first operation's segment and Coll/P2p event id */
+  uint64_t op_id;           /*   (ncs_op_t.seg and .id; op_id 0: none joined) */
 } ncs_job_kernel_t;
 
 /* an NCCL launch whose kernels are not in the file (docs/gpu-truth.md "Hangs") */
@@ -435,16 +447,32 @@ enum {
   NCS_JOB_ERR_NO_INPUT = 1, /* no trace files */
   NCS_JOB_ERR_SEVERAL = 2,  /* the files hold several jobs and none was chosen (err lists them) */
   NCS_JOB_ERR_NO_JOB = 3,   /* the chosen job does not exist */
+  NCS_JOB_ERR_FILTER = 4,   /* the job cannot answer the filter (err says why): a --range name (or
+                             * number) none of its ranges has, --range on a recording without user
+                             * ranges, --tag on one without user tags */
 };
 
 #define NCS_JOB_LAST UINT32_MAX
 
+/* one --range of a filter: the ranges of this name, or only the from-th to to-th of it on each
+ * thread (1-based, in begin order per thread) */
+typedef struct {
+  const char *name;
+  uint64_t from, to;        /* 0 0: every range of the name */
+} ncs_job_rsel_t;
+/* one interval of a --tag list: userTags lo to hi */
+typedef struct {
+  uint64_t lo, hi;
+} ncs_job_tsel_t;
+
 /* What part of the job a reader asks for (docs/model.md, "Filters"). Applied in one place, where
  * the streaming pass hands an instance or a send/receive over (and retains it): what does not pass
  * is counted in run.filtered_* and handed to no one. A collective instance passes when it is of
- * the communicator, one of its ranks is in the rank list, and its first arrival lies in the time
- * window; it passes whole (every rank's operation), since its numbers are across ranks. A send or
- * receive passes the same way, by its own and its partner's rank and its arrival. */
+ * the communicator, its first arrival lies in the time window, and one of its operations is of a
+ * listed rank, called inside a selected user range and of a listed userTag (each when asked for);
+ * it passes whole (every rank's operation), since its numbers are across ranks. A send or receive
+ * passes the same way, by its arrival and by the send or the receive. ncs_job_open refuses a range
+ * or tag filter the job cannot answer (NCS_JOB_ERR_FILTER). */
 typedef struct {
   int comm_set;             /* only the communicator with this commId */
   uint64_t comm_id;
@@ -452,10 +480,30 @@ typedef struct {
   uint32_t nranks;
   int window;               /* only those whose first arrival is in [from_ns, to_ns] */
   int64_t from_ns, to_ns;   /* ns since the job's first event (t_first); to_ns INT64_MAX: end */
+  const ncs_job_rsel_t *rsel; /* only those with an operation called inside one of these user
+                               * ranges (NULL: any) */
+  uint32_t nrsel;
+  const ncs_job_tsel_t *tsel; /* only those with an operation whose userTag is in one of these */
+  uint32_t ntsel;
+  const char *notes;        /* set by the model in ncs_job_t.filter after the streaming pass: what
+                             * the range and tag selection could not tell (pooled; NULL: nothing) */
 } ncs_job_filter_t;
+/* An operation the filter left out, kept with opts.retain (ncs_job_left): enough for an exporter
+ * to leave out its records too (its API call, children and kernels). Every operation the
+ * streaming pass made is either retained (ncs_job_op) or one of these. */
+typedef struct {
+  uint32_t proc, seg;   /* its file and segment */
+  uint64_t id;          /* its Coll/P2p START's event id (ncs_op_t.id) */
+  uint64_t api_id;      /* its CollApi/P2pApi's event id (0: none found) */
+  uint32_t comm;        /* index into comms */
+  int32_t rank;
+} ncs_job_left_t;
 /* 1 when the filter asks for less than the whole job */
 int ncs_job_filter_active(const ncs_job_filter_t *f);
-/* the filter in words ("comm 0x..., ranks 0,2-5, from 1.50 s to the end ..."); "" for none */
+/* the filter in words ("comm 0x..., ranks 0,2-5, from 1.50 s to the end ..., inside the user
+ * range step:5, user tags 3,5-9"), followed by its notes in parentheses when the model set them
+ * (ncs_job_t.filter after the streaming pass: what the range and tag selection could not tell);
+ * "" for none */
 void ncs_job_filter_text(const ncs_job_filter_t *f, char *out, size_t len);
 
 typedef struct {
@@ -547,7 +595,28 @@ typedef struct {
     uint32_t passes;        /* reading passes over the files: 2, 3 with several hosts */
     double pass_s[3];       /* seconds of each pass */
   } run;
-  ncs_job_filter_t filter; /* opts.filter (ranks copied), or all zero: the whole job */
+  ncs_job_filter_t filter; /* opts.filter (lists copied), or all zero: the whole job */
+  /* what the --range and --tag selection found (after ncs_job_stream; docs/model.md, "Filters") */
+  struct {
+    uint64_t ranges;        /* ranges the --range list selected, over every file */
+    uint64_t partial;       /* of which began before their file's recording: a flight window (or a
+                             * segment start that was lost); what they held before it is not there */
+    uint64_t end_unknown;   /* of which never ended in the recording or lost their END: they held
+                             * what followed their begin up to the end of the recording */
+    uint64_t late;          /* selected ranges whose BEGIN or END was read after operations they
+                             * may hold had been decided: those decisions may be wrong */
+    uint64_t ops_blind;     /* operations of files that could not record user ranges (no
+                             * RANGE_STATE: an older plugin; NCCLSCOPE_RANGES=off): never selected */
+    uint64_t ops_early;     /* operations of a flight file called before its ranges are all known
+                             * and inside none of those it has: never selected (cannot tell) */
+    uint64_t ops_no_tag;    /* operations whose userTag is unknown (an ABI before v7): never selected */
+    uint64_t records_lost;  /* range records lost by files that recorded ranges (RANGE_STATE:
+                             * dropped, no_slot, untracked, write_lost; begin_lost) */
+    uint32_t files_lost;    /* such files */
+    uint32_t files_no_nvtx; /* files whose NVTX ranges were not recorded (NVTX_INJECTION64_PATH unset
+                             * or naming another tool) while selected ranges came from NVTX */
+    int flight_numbered;    /* NAME:N counted ranges of a flight recording, from its window */
+  } sel;
   /* user ranges, after ncs_job_stream: by file, then begin time */
   ncs_job_range_t *ranges;
   size_t nranges;
@@ -580,6 +649,10 @@ size_t ncs_job_op_count(const ncs_job_t *j);
 const ncs_op_t *ncs_job_op(const ncs_job_t *j, size_t i);
 size_t ncs_job_inst_count(const ncs_job_t *j);
 const ncs_inst_t *ncs_job_inst(const ncs_job_t *j, size_t i);
+/* the operations the filter left out (opts.retain with a filter, after ncs_job_stream), in the
+ * order they were left out; NULL past the end */
+size_t ncs_job_left_count(const ncs_job_t *j);
+const ncs_job_left_t *ncs_job_left(const ncs_job_t *j, size_t i);
 
 /* clocks */
 static inline int64_t ncs_job_time(const ncs_job_t *j, uint32_t proc, uint64_t mono) {

@@ -73,9 +73,14 @@ static void put(hmap_t *m, uint64_t k, uint64_t v) {
 static void on_begin(ncs_job_t *j, rng_t *R, uint32_t proc, uint32_t seg, const ncs_range_rec_t *g,
                      int flight) {
   uint64_t k = key2(proc, g->id), at;
-  if ((g->flags & NCS_RF_RESTATED) && hm_get(&R->byid, k, &at)) {
+  /* the same range again: a restatement, read after its BEGIN or (a flight slot's keyframe restates
+   * ranges its own records begin later) before it; the original's flags win */
+  if (hm_get(&R->byid, k, &at)) {
     ncs_job_range_t *x = &j->ranges[at - 1];
-    if (x->begin == ncs_job_time(j, proc, g->ts) && x->thread == g->thread) return; /* the same one */
+    if (x->begin == ncs_job_time(j, proc, g->ts) && x->thread == g->thread) {
+      if (!(g->flags & NCS_RF_RESTATED)) x->flags = (x->flags | g->flags) & ~(uint32_t)NCS_RF_RESTATED;
+      return;
+    }
   }
   size_t cap = R->capranges;
   NCS_XGROW(j->ranges, R->capranges, j->nranges + 1);

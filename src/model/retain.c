@@ -33,6 +33,15 @@ void retain_p2p(ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *partner) {
   }
 }
 
+void retain_left(ncs_job_t *j, const ncs_op_t *ops, size_t n) {
+  jpriv_t *P = jp(j);
+  NCS_XGROW(P->left, P->capleft, P->nleft + n);
+  for (size_t k = 0; k < n; k++)
+    P->left[P->nleft++] = (ncs_job_left_t){.proc = ops[k].proc, .seg = ops[k].seg, .id = ops[k].id,
+                                           .api_id = ops[k].api_id, .comm = ops[k].comm,
+                                           .rank = ops[k].rank};
+}
+
 static int cmp_inst(const void *x, const void *y) {
   const ncs_inst_t *a = x, *b = y;
   if (a->comm != b->comm) return a->comm < b->comm ? -1 : 1;
@@ -51,7 +60,7 @@ void retain_layout(ncs_job_t *j) {
 void retain_free(ncs_job_t *j) {
   jpriv_t *P = jp(j);
   for (size_t i = 0; i < P->nops; i++) bd_op_free(&P->ops[i]);
-  free(P->ops), free(P->insts);
+  free(P->ops), free(P->insts), free(P->left);
 }
 
 size_t ncs_job_op_count(const ncs_job_t *j) { return jp(j)->nops; }
@@ -61,4 +70,8 @@ const ncs_op_t *ncs_job_op(const ncs_job_t *j, size_t i) {
 size_t ncs_job_inst_count(const ncs_job_t *j) { return jp(j)->ninsts; }
 const ncs_inst_t *ncs_job_inst(const ncs_job_t *j, size_t i) {
   return i < jp(j)->ninsts ? &jp(j)->insts[i] : NULL;
+}
+size_t ncs_job_left_count(const ncs_job_t *j) { return jp(j)->nleft; }
+const ncs_job_left_t *ncs_job_left(const ncs_job_t *j, size_t i) {
+  return i < jp(j)->nleft ? &jp(j)->left[i] : NULL;
 }

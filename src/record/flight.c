@@ -430,6 +430,8 @@ static int is_meta(uint16_t type) {
          type == NCS_CHUNK_COMM_END || type == NCS_CHUNK_THREAD;
 }
 
+int ncs_fl_in_ring(uint16_t type) { return !is_meta(type); }
+
 int ncs_fl_chunk(uint16_t type, const uint8_t *hdr, const void *payload, size_t len) {
   size_t n = NCS_CHUNK_HEADER_LEN + len;
   if (is_meta(type)) {

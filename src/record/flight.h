@@ -29,6 +29,8 @@ NCS_HIDDEN void ncs_fl_note(const ncs_event_t *e);
  * slot's own data holds too. */
 NCS_HIDDEN int ncs_fl_fits(size_t n);
 NCS_HIDDEN void ncs_fl_next_slot(void);
+/* whether a chunk of this type goes to the ring's slots (not the meta region) */
+NCS_HIDDEN int ncs_fl_in_ring(uint16_t type);
 /* once per writer cycle: a dump reason (NCS_DR_*) when one is due, else 0 */
 NCS_HIDDEN int ncs_fl_poll(char *trigger, size_t tlen, uint64_t *trigger_real);
 NCS_HIDDEN int ncs_fl_dump(int reason, const char *trigger, uint64_t trigger_real);

@@ -405,8 +405,7 @@ static int write_chunk(uint16_t type, const ncs_buf_t *b) {
   /* flight: a chunk bound for the ring (not the meta region, not the events chunk itself) that
    * would leave the pending events no room in the slot lets them go first, so they are never
    * written after a keyframe that restates them (see emit) */
-  if (W.flight && W.ev_open && type != NCS_CHUNK_EVENTS && type != NCS_CHUNK_STRINGS && type != NCS_CHUNK_SEGMENT &&
-      type != NCS_CHUNK_COMM && type != NCS_CHUNK_COMM_END && type != NCS_CHUNK_THREAD &&
+  if (W.flight && W.ev_open && type != NCS_CHUNK_EVENTS && ncs_fl_in_ring(type) &&
       !ncs_fl_fits(3 * NCS_CHUNK_HEADER_LEN + W.ev.len + b->len + NCS_EV_ENC_MAX))
     flush_events();
   if (b->overflow) {

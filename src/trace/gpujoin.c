@@ -264,16 +264,18 @@ uint64_t ncs_gj_to_mono(const ncs_gj_t *j, uint32_t segment, uint64_t cupti, uin
     }
   }
   if (!best || !cupti) return 0;
-  int64_t off = (int64_t)(best->cupti - best->mono);
+  /* modulo 2^64: the same numbers as signed offsets for any real clock pair, and no signed
+   * overflow for the hostile ones a damaged or crafted file may hold */
+  uint64_t off = best->cupti - best->mono;
   if (err) {
     uint64_t step = 0;
     if (next && next != best) {
-      int64_t d = (int64_t)(next->cupti - next->mono) - off;
-      step = (uint64_t)(d < 0 ? -d : d);
+      uint64_t d = (next->cupti - next->mono) - off;
+      step = d > UINT64_MAX / 2 ? 0 - d : d; /* |d| of the offset's change */
     }
     *err = best->width / 2 + step;
   }
-  return (uint64_t)((int64_t)cupti - off);
+  return cupti - off;
 }
 
 /* ---- the join */
