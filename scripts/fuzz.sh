@@ -36,9 +36,18 @@ echo "fuzz: reader for ${half}s (corpus: tests/fuzz/corpus + $dir/corpus)"
   -print_final_stats=1 -artifact_prefix="$dir/artifacts/" "$dir/corpus" tests/fuzz/corpus
 # the whole path: a job is up to 4 files; the reader's corpus seeds it with single files
 echo "fuzz: the whole read path for ${rest}s (corpus: tests/fuzz/job_corpus + $dir/job_corpus)"
-"$dir/fuzz_job" -max_total_time="$rest" -timeout=30 -rss_limit_mb=2048 -max_len=262144 \
+# fuzz_job sends the verbs' output, and so a sanitizer's report, to /dev/null: on a failure the
+# newest artifact is run again with NCS_FUZZ_VERBOSE=1 so that the log shows what went wrong
+if ! "$dir/fuzz_job" -max_total_time="$rest" -timeout=30 -rss_limit_mb=2048 -max_len=262144 \
   -print_final_stats=1 -artifact_prefix="$dir/artifacts/job-" "$dir/job_corpus" \
-  tests/fuzz/job_corpus tests/fuzz/corpus
+  tests/fuzz/job_corpus tests/fuzz/corpus; then
+  a=$(ls -t "$dir"/artifacts/job-* 2>/dev/null | head -n 1)
+  if [ -n "$a" ]; then
+    echo "fuzz: the whole read path failed; $a again, with NCS_FUZZ_VERBOSE=1:"
+    NCS_FUZZ_VERBOSE=1 "$dir/fuzz_job" "$a" 2>&1 | grep -v '^INFO' | tail -n 60 || true
+  fi
+  exit 1
+fi
 # the HTTP endpoint: bytes from a client to libmicrohttpd and src/metrics/http.c (one request per
 # connection, so much slower per input); its corpus is tests/fuzz/http_corpus
 mkdir -p "$dir/http_corpus"

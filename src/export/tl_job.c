@@ -409,7 +409,7 @@ void tl_emit_ranges(wk_t *w, uint32_t fi) {
   ex_t *x = w->x;
   const ncs_job_t *j = x->job;
   const file_t *f = &x->files[fi];
-  const ncs_job_rproc_t *rp = &j->rprocs[fi];
+  const ncs_job_rproc_t *rp = j->rprocs ? &j->rprocs[fi] : NULL; /* NULL: no file has ranges */
   jrow_t *rows = NULL;
   uint32_t *keyp = NULL, *keyt = NULL, nrows = 0;
   size_t cap = 0, kcap = 0, kcap2 = 0;
@@ -484,7 +484,7 @@ void tl_emit_ranges(wk_t *w, uint32_t fi) {
         tl_arg_u64(w, "busy_ns", st->busy_ns);
         tl_arg_u64(w, "exposed_ns", st->exposed_ns);
       }
-      for (uint32_t m = 0; m < r->nvalues && m < rp->nmetrics && w->nargs < MAX_ARGS; m++) {
+      for (uint32_t m = 0; rp && m < r->nvalues && m < rp->nmetrics && w->nargs < MAX_ARGS; m++) {
         w->args[w->nargs].name = rp->metric[m];
         w->args[w->nargs].kind = TA_DBL;
         w->args[w->nargs++].v.d = j->range_values[r->values + m];
