@@ -174,6 +174,17 @@ static void filter_summary(const ncs_xf_stats_t *f, const char *events, int quie
                     "(%s): the output holds only what else it selects, and says so\n", f->text);
 }
 
+/* a result of ncs_export, ncs_export_sqlite or ncs_export_otf2 that ends the verb: 4, check_comm's
+ * refusal (it said why: a usage error), or a failure (err says why); 1 with *status set, else 0 */
+static int export_ended(int rc, const char *err, int *status) {
+  if (rc == 4) return *status = NCS_EXIT_USAGE, 1;
+  if (rc == 2 || rc == 3 || rc < 0) {
+    ncs_error("%s", err);
+    return *status = export_status(rc), 1;
+  }
+  return 0;
+}
+
 /* DIR -> DIR.pftrace, FILE.nstrace -> FILE.pftrace */
 static int default_output(const char *in, const char *ext, char *out, size_t len) {
   size_t n = strlen(in);
@@ -201,11 +212,8 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
   ncs_sqlite_stats_t st;
   char err[2 * PATH_MAX] = "";
   int rc = ncs_export_sqlite(in, &so, &st, err, sizeof err);
-  if (rc == 4) return NCS_EXIT_USAGE; /* check_comm said why */
-  if (rc == 2 || rc == 3 || rc < 0) {
-    ncs_error("%s", err);
-    return export_status(rc);
-  }
+  int status;
+  if (export_ended(rc, err, &status)) return status;
   if (!quiet) {
     fprintf(stderr,
             "ncclscope export: wrote %s (%.1f MB, SQLite): %" PRIu64 " processes, %" PRIu64
@@ -251,11 +259,8 @@ static int export_otf2(const char *in, const char *out_opt, int force, uint32_t 
   ncs_otf2_stats_t st;
   char err[2 * PATH_MAX] = "";
   int rc = ncs_export_otf2(in, &oo, &st, err, sizeof err);
-  if (rc == 4) return NCS_EXIT_USAGE; /* check_comm said why */
-  if (rc == 2 || rc == 3 || rc < 0) {
-    ncs_error("%s", err);
-    return export_status(rc);
-  }
+  int status;
+  if (export_ended(rc, err, &status)) return status;
   if (!quiet) {
     fprintf(stderr,
             "ncclscope export: wrote %s/%s (OTF2): %" PRIu64 " locations (%" PRIu64
@@ -383,11 +388,8 @@ int ncs_cmd_export(int argc, char **argv) {
   o.force = force;
   o.filter = filter, o.job_check = check_comm, o.check_arg = &cf.f;
   int rc = ncs_export(argv + optind, (size_t)(argc - optind), &o, &st, err, sizeof err);
-  if (rc == 4) return NCS_EXIT_USAGE; /* check_comm said why */
-  if (rc == 2 || rc == 3 || rc < 0) {
-    ncs_error("%s", err);
-    return export_status(rc);
-  }
+  int status;
+  if (export_ended(rc, err, &status)) return status;
   if (o.format == NCS_EXPORT_CHROME && st.bytes_out >= limit) {
     char lim[32];
     fmt_size(lim, sizeof lim, limit);
