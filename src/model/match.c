@@ -184,13 +184,21 @@ static int never_entered(const ncs_job_t *j, uint32_t comm, int32_t rank) {
   return 0; /* not recorded: cannot tell */
 }
 
-/* No operation of a communicator completes on one rank before every member entered it (the
+/* No AllReduce, AllGather or ReduceScatter completes on one rank before every member entered it (the
  * kernels wait for each other): a completion claimed earlier than the last arrival (beyond the
  * clock error), or while a recorded member never entered, rests on timestamps that cannot be
  * right (NCCL 2.28's stale KernelCh) and is taken back, with its KernelCh GPU times. CUPTI's
  * kernel times are the GPU's own and stay. */
+/* Collectives in which every rank's output depends on every rank's input: no rank's kernel can end
+ * before every rank's began. Not Broadcast or Reduce: a root (Broadcast) or a sender (Reduce) may
+ * finish into its peer's buffers before the peer's kernel runs. */
+static int all_depend(const char *f) {
+  return ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter");
+}
+
 static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
-  if (x->again) return; /* a reload cycle or a duplicate: seqNumbers do not line up */
+  if (x->again || !all_depend(x->func)) return; /* again: a reload cycle or a duplicate (seqNumbers
+                                                  * do not line up) */
   int32_t nr = j->comms[x->comm].nranks;
   int missing = 0;
   if ((int32_t)x->distinct < nr && nr > 0 && nr <= 65536) {
@@ -226,7 +234,7 @@ static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
  * the instance go, counted (the completions stay: they rest on the chain, not on these times). */
 static void disjoint(ncs_job_t *j, inst_t *x) {
   int32_t nr = j->comms[x->comm].nranks;
-  if ((int32_t)x->distinct != nr || x->n < 2) return;
+  if ((int32_t)x->distinct != nr || x->n < 2 || !all_depend(x->func)) return;
   int64_t smax = INT64_MIN, emin = INT64_MAX;
   for (size_t k = 0; k < x->n; k++) {
     const ncs_op_t *o = &x->ops[k];

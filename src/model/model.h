@@ -203,8 +203,10 @@ typedef struct {
   uint32_t ngwin;
   uint64_t gpu_stale_bounds; /* launch bounds left out: below the lower bound (stale channels) */
   uint64_t gpu_steps;  /* steps of the GPU clock seen (it was set back): windows split there */
-  uint64_t gpu_first_ns; /* monotonic time of its first KernelCh record (the GPU clock settles
+  uint64_t gpu_first_ns; /* monotonic time of its first KernelCh record (the GPU clock may settle
                           * for NCS_JOB_GPU_SETTLE_NS from there); 0 none */
+  int gpu_unsettled;  /* the readings of its first NCS_JOB_GPU_SETTLE_NS contradict the mapping
+                       * that follows (kch.c then leaves their channels out) */
   int gpu_conflict;   /* a window has launch bounds, all of them below its lower bound */
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
