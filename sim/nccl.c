@@ -250,6 +250,7 @@ void sim_comm_drain(sim_comm_t *c) {
     }
     sim_sleep_us(200);
   }
+  sim_vt_wait(atomic_load(&c->done_vt)); /* model time: the destroy waited for them */
 }
 
 void sim_comm_destroy(sim_comm_t *c, int abort) {
@@ -363,6 +364,11 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
   if (kind == POP_KERNEL && t->fault == SIM_FAULT_KTIME) o->kshift = SIM_KTIME_SHIFT_NS;
   if (kind == POP_KERNEL) o->kbase = t->kbase[ch], o->kdev = t->kdev[ch];
   o->sym = t->kind == K_SYM;
+  /* model time: posted now, seen by its thread a poll later; its own random choices */
+  o->vt = sim_vt_now() + SIM_VT_POLL_NS;
+  o->vrng = sim_mix(p->rng, ((uint64_t)ti << 16) | ((uint64_t)ch << 4) | (uint64_t)kind);
+  sim_vt_floor_add(&o->floor, o->vt); /* before the poster's clock moves past it */
+  sim_link_enqueue(o, sim_global_rank(p->comm, p->comm->rank));
   return o;
 }
 
@@ -370,6 +376,7 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
 static void add_op(sim_pop_t **list, sim_pop_t *o) {
   if (o->kind == POP_SEND && sim_pxn_active() && !o->hang) {
     sim_pxn_forward(o);
+    sim_vt_floor_del(&o->floor);
     free(o);
     return;
   }
@@ -588,7 +595,7 @@ static void couple_count_sends(const sim_plan_t *p, sim_inst_t *in, const sim_po
   for (const sim_pop_t *o = ops; o; o = o->next) sends += o->cpl && o->kind == POP_SEND;
   for (int i = 0; i < p->ntasks; i++) stall |= p->tasks[i].fault == SIM_FAULT_STALL;
   atomic_store(&in->sends_left, sends);
-  if (!sends && !stall) sim_cpl_out(in->cpl);
+  if (!sends && !stall) sim_cpl_out(in->cpl, sim_vt_now());
 }
 
 /* KernelCh ops go to NCCL 2.31's profiler thread when the comm has one, the rest to its proxy. */
@@ -649,9 +656,12 @@ static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, cons
   if (in->hang)
     wait_inst(in, 1);
   else if ((int)(sim_rand(&p->rng) % 100) < sim_opt.race_pct) {
-    if (!in->cpl || (t_one_rank && !sim_fault_active()))
+    if (!in->cpl || (t_one_rank && !sim_fault_active())) {
       wait_inst(in, 0);
-    else if (!sim_fault_active() && sim_cpl_entered_all(in->cpl))
+      sim_vt_wait(atomic_load(&in->done_vt)); /* model time: the thread waited for them */
+    } else if (sim_opt.model) {
+      /* model time: whether every rank entered depends on real time; the stop does not wait */
+    } else if (!sim_fault_active() && sim_cpl_entered_all(in->cpl))
       for (uint64_t t0 = sim_now_ns();
            atomic_load(&in->ops_left) > 0 && sim_now_ns() - t0 < 5000000;)
         sim_sleep_us(20);
@@ -862,7 +872,11 @@ static void sync_pending(void) {
     uint64_t t0 = sim_now_ns(), seen = ~0ull;
     for (;;) {
       int left = atomic_load(&in->ops_left) - atomic_load(&in->kch_wait);
-      if (left <= 0 && (!in->cpl || sim_cpl_ready(in->cpl))) break;
+      if (left <= 0 && (!in->cpl || sim_cpl_ready(in->cpl))) {
+        sim_vt_wait(atomic_load(&in->done_vt)); /* model time: the stream sync waited for it */
+        if (in->cpl) sim_vt_wait(sim_cpl_ready_vt(in->cpl));
+        break;
+      }
       uint64_t now = sim_now_ns();
       uint64_t tick = (uint64_t)left + (in->cpl ? sim_cpl_ticks(in->cpl) << 20 : 0);
       if (tick != seen) seen = tick, t0 = now;
@@ -880,8 +894,19 @@ static void sync_pending(void) {
   t_pend.v = NULL, t_pend.cap = 0;
 }
 
+/* Model time: the application's work before a group, SIM_VT_GAP_NS and up to SIM_VT_JITTER_NS
+ * more, drawn from the seed, the rank and the thread's group count: ranks do not arrive in
+ * lockstep, and no rank is late more often than another by construction. */
+static void model_gap(int grank) {
+  static _Thread_local uint64_t t_ngroups;
+  if (!sim_opt.model) return;
+  uint64_t r = sim_mix(sim_mix(sim_opt.seed, 0x6A9u + (uint64_t)grank), t_ngroups++);
+  sim_vt_add(SIM_VT_GAP_NS + r % SIM_VT_JITTER_NS);
+}
+
 void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, uint64_t *rng) {
   if (n <= 0) return;
+  model_gap(sim_global_rank(calls[0].comm, calls[0].comm->rank));
   sim_delay_point(sim_global_rank(calls[0].comm, calls[0].comm->rank), SIM_AT_ENQUEUE);
   int mask = sim_mask(); /* one sample per group, like ncclProfilerApiState */
   void *gapi = NULL;
