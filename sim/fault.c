@@ -55,6 +55,9 @@ struct sim_cpl {
   /* model time: the latest entry, and the latest rank's data out (max over the ranks, so the
      values do not depend on who got there last in real time) */
   _Atomic uint64_t in_vt, out_vt;
+  /* model time: the latest rank's leaving; and, once claimed for the next instance, when the
+     instance before it released the slot: no rank enters before (the ring's window) */
+  _Atomic uint64_t left_vt, free_vt;
   /* followed by _Atomic int marks[2][g_ranks][g_lanes], and with --clock model by
      _Atomic uint64_t mark_vts[2][g_ranks][g_lanes][CPL_VT_RING] */
 };
@@ -179,6 +182,8 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
           atomic_store(&s->all_in_ns, 0);
           atomic_store(&s->in_vt, 0);
           atomic_store(&s->out_vt, 0);
+          atomic_store(&s->free_vt, atomic_load(&s->left_vt));
+          atomic_store(&s->left_vt, 0);
           atomic_store(&s->out, 0);
           atomic_store(&s->left, 0);
           atomic_store(&s->ticks, 0);
@@ -202,6 +207,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
     sim_sleep_us(50);
   }
   uint64_t now = sim_now_ns();
+  sim_vt_wait(atomic_load(&s->free_vt)); /* model time: it waited for the slot to be free */
   sim_vt_max(&s->in_vt, sim_vt_now()); /* before it counts: read once every rank counted */
   if (atomic_fetch_add(&s->entered, 1) + 1 == nranks) atomic_store(&s->all_in_ns, now);
   atomic_fetch_add(&s->ticks, 1);
@@ -218,8 +224,9 @@ uint64_t sim_cpl_ticks(sim_cpl_t *c) { return atomic_load(&c->ticks); }
 
 static int cpl_nranks(sim_cpl_t *c) { return atomic_load_explicit(&c->nranks, memory_order_relaxed); }
 
-void sim_cpl_leave(sim_cpl_t *c) {
+void sim_cpl_leave(sim_cpl_t *c, uint64_t vt) {
   int n = cpl_nranks(c);
+  sim_vt_max(&c->left_vt, vt); /* before it counts: read once every rank left */
   if (atomic_fetch_add(&c->left, 1) + 1 == n) atomic_store(&c->released, 1);
 }
 

@@ -66,7 +66,7 @@ void sim_inst_put(sim_inst_t *in) {
   /* --cupti: the kernel ended when every op of it finished (a KernelCh waiting for its ring slot
    * does not hold the kernel); a hung or aborted one never does */
   sim_gpu_kernel_end(in, !in->hang && atomic_load(&in->ops_left) - atomic_load(&in->kch_wait) <= 0);
-  if (in->cpl) sim_cpl_leave(in->cpl); /* nothing of this rank touches the instance any more */
+  if (in->cpl) sim_cpl_leave(in->cpl, atomic_load(&in->done_vt)); /* nothing of this rank touches it */
   free(in);
 }
 
@@ -175,7 +175,11 @@ static void submit_net(sim_pop_t *o, struct sim_step *st) {
     uint64_t x = SIM_VT_NET_LAT_NS + (uint64_t)((double)r->len / SIM_VT_NET_GBPS);
     r->vt = st->vt;
     r->vrng = op_rand(o, 0x1000u + (uint64_t)s);
-    if (o->link_pos) { /* the slow link: after every transfer before it in the link's order */
+    if (o->cpl && o->kind == POP_RECV && !o->link_pos) {
+      /* coupled: the peer's send step stopped once its data was delivered (the wait for it is
+         this step's clock), so the data is here a poll later, not after a transfer of its own */
+      r->vt_end = st->vt + SIM_VT_POLL_NS;
+    } else if (o->link_pos) { /* the slow link: after every transfer before it in the link's order */
       int g = r->grank;
       uint64_t from = st->vt > g_link_vt[g] ? st->vt : g_link_vt[g];
       r->vt_end = g_link_vt[g] = from + x + (uint64_t)sim_opt.slow_link_us * 1000u;
@@ -451,10 +455,13 @@ static int kernel_end_model(sim_proxy_t *p, sim_pop_t *o) {
     end = o->inst->gpu_launch + 700 + o->kern_ns;
     if ((sim_opt.slow_link_us > 0 || sim_opt.slow_gpu_us > 0) && net > end) end = net;
   } else {
-    end = o->gpu_start + SIM_VT_KERNEL_NS + op_rand(o, 0x2000) % 1500;
+    end = o->gpu_start + SIM_VT_KERNEL_NS;
     if (net + 200 > end) end = net + 200;
   }
   if (end < o->ready_gpu) end = o->ready_gpu;
+  /* a little more per op, as a real GPU's kernels do not end on the same ns: ranks whose ends the
+     model derives alike (the peers of the last rank's data) are not tied for the slowest */
+  end += op_rand(o, 0x2000) % 1500;
   if (end <= o->gpu_start) end = o->gpu_start + 100;
   at(&o->vt); /* the real end, whatever pTimers --fault ktime hands on */
   sim_vt_wait(sim_vt_of_host(sim_host_at(end)) + SIM_VT_POLL_NS);

@@ -469,7 +469,8 @@ enum { SIM_MARK_SENT = 0, SIM_MARK_CTS = 1 };
 int sim_couple_setup(void);     /* main, before fork; no-op when coupling is off */
 sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx); /* NULL: uncoupled */
 void sim_cpl_out(sim_cpl_t *c, uint64_t vt); /* this rank's data has all left (at model time vt) */
-void sim_cpl_leave(sim_cpl_t *c); /* this rank no longer touches the instance */
+void sim_cpl_leave(sim_cpl_t *c, uint64_t vt); /* this rank no longer touches the instance
+                                                   (its ops all finished at model time vt) */
 int sim_cpl_entered_all(sim_cpl_t *c);
 uint64_t sim_cpl_all_in_ns(sim_cpl_t *c); /* CLOCK_MONOTONIC when the last rank entered; 0 not yet */
 uint64_t sim_cpl_ready_vt(sim_cpl_t *c);  /* model time: every rank entered and its data is out */

@@ -7,9 +7,10 @@
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
 rm -rf "$W" && mkdir -p "$W"
-# --gpu-gbps: the fake GPU clock sets each kernel's time from its bytes, so a healthy run's
-# latencies do not depend on the machine's load; proxy events are on (NCCLSCOPE_EVENTS=all)
-run() { d=$1; shift; NCCLSCOPE_DIR="$W/$d" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" \
+# --clock model: every time in the recording comes from nccl-sim's model (docs/nccl-sim.md "Model
+# time"), so labels, latencies and diffs are the same on a loaded machine; --gpu-gbps: each
+# kernel's time follows from its bytes; proxy events are on (NCCLSCOPE_EVENTS=all)
+run() { d=$1; shift; NCCLSCOPE_DIR="$W/$d" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model \
   --scenario allreduce --ranks 4 --iters 30 --gpu-gbps 0.2 "$@" >"$W/sim.out" || fail "nccl-sim $?"; }
 fail() { echo "FAIL: $*"; cat "$W/out.json" 2>/dev/null | head -c 4000; exit 1; }
 json() { "$NCS" report --json "$W/$1" >"$W/out.json" || fail "report exited $?"; }
@@ -25,7 +26,7 @@ healthy)
 assert all(b['wait_rank']==-1 for b in B), B; assert all(b['label']!='gpu_wait' for b in B), B" "false claim"
   "$NCS" report "$W/t" | grep -q "^Where the time goes" || fail "no breakdown section"
   # without proxy events the answer is cannot tell, with the reason
-  rm -rf "$W/t"; NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+  rm -rf "$W/t"; NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
     --iters 10 >"$W/sim.out" || fail "nccl-sim"
   json t
   py "assert L['cannot_tell']==n==10, L; assert all(b['label']=='cannot_tell' and 'proxystep' in b['reason'] for b in B), B" \
@@ -78,7 +79,7 @@ assert any(f['change']=='new' and f['rank']==1 for f in d['findings']), d['findi
   ;;
 outputs)
   run t --slow-link 1 --slow-link-us 3000
-  rm -rf "$W/n"; NCCLSCOPE_DIR="$W/n" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+  rm -rf "$W/n"; NCCLSCOPE_DIR="$W/n" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
     --iters 10 >"$W/sim.out" || fail "nccl-sim"
   for d in t n; do
     "$NCS" report --json "$W/$d" >"$W/$d.json" || fail "report $d"

@@ -188,6 +188,7 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   if (ncs_job_filter_active(&j->filter) && !pass_instance(j, &in, x->ops)) {
     j->run.filtered_inst++;
     if (P->retain) retain_left(j, x->ops, x->n); /* exporters leave out its records too */
+    if (P->sink && P->sink->left) P->sink->left(P->arg, x->ops, x->n);
     for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]); /* left out: nobody takes its links */
     return;
   }

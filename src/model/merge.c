@@ -51,6 +51,8 @@ typedef struct { /* one file in a merged pass */
   uint32_t comm_map[NCS_JOB_COMM_INDEX_MAX]; /* comm index -> job comm + 1 */
   int32_t comm_rank[NCS_JOB_COMM_INDEX_MAX];
   uint8_t comm_v7[NCS_JOB_COMM_INDEX_MAX]; /* NCCL called it through ABI v7 or later: userTag */
+  /* per comm index: the id of the latest Coll START read (ncs_op_t.prev_id of the next one) */
+  uint64_t last_coll[NCS_JOB_COMM_INDEX_MAX];
 } src_t;
 
 /* ------------------------------------------------------------------ finishing an operation */
@@ -86,6 +88,7 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);
   o->arrival = ncs_job_time(j, p, h->api_ts ? h->api_ts : h->start_ts);
+  o->prev_id = h->prev_id;
   o->end = h->complete ? ncs_job_time(j, p, h->end_ns) : 0;
   if (has_gpu(h)) o->kstart = ncs_job_gpu_time(j, p, h->gpu_start);
   if (o->kstart) o->kstop = ncs_job_gpu_time(j, p, h->gpu_stop);
@@ -358,6 +361,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   uint64_t old;
   if (hm_get(&S->ops, e->id, &old)) release(j, S, (uint32_t)(old - 1)); /* id reused */
   if (hm_put(&S->ops, e->id, hi + 1) != 0) ncs_oom();
+  if (!h->p2p) h->prev_id = S->last_coll[e->ctx], S->last_coll[e->ctx] = e->id;
   P->held++, P->pending++;
   match_peak(j);
 }
@@ -413,6 +417,7 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
     acc_clear(S);
     S->seg = ncs_reader_segment(S->r) ? ncs_reader_segment(S->r)->index : 0;
     memset(S->comm_map, 0, sizeof S->comm_map);
+    memset(S->last_coll, 0, sizeof S->last_coll);
     memset(S->comm_v7, 0, sizeof S->comm_v7);
     break;
   case NCS_ITEM_COMM:
