@@ -170,7 +170,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
   if (cs < 0) return NULL;
   sim_cpl_t *s = slot_at(cs, idx % CPL_NINST);
   uint64_t t0 = sim_now_ns();
-  double limit = sim_fault_active() ? sim_opt.hang_s + 30.0 : 30.0;
+  double limit = sim_fault_active() ? sim_opt.hang_s + SIM_GUARD_S : SIM_GUARD_S;
   for (;;) {
     int64_t t = atomic_load(&s->tag);
     if (t == idx) break;

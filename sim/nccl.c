@@ -243,9 +243,9 @@ void sim_comm_drain(sim_comm_t *c) {
   atomic_store_explicit(&c->kch_final, 1, memory_order_release);
   uint64_t t0 = sim_now_ns();
   while (atomic_load(&c->inflight) > 0) {
-    if (sim_now_ns() - t0 > 30ull * 1000000000ull) {
-      sim_fail("comm %s rank %d: %d proxy ops still running after 30 s", c->name, c->rank,
-               atomic_load(&c->inflight));
+    if (sim_now_ns() - t0 > SIM_GUARD_S * 1000000000ull) {
+      sim_fail("comm %s rank %d: %d proxy ops still running after %d s", c->name, c->rank,
+               atomic_load(&c->inflight), SIM_GUARD_S);
       return;
     }
     sim_sleep_us(200);
@@ -527,8 +527,8 @@ static void wait_inst(sim_inst_t *in, int hang) {
     int left = (hang ? in->hang - atomic_load(&in->frozen) : atomic_load(&in->ops_left)) -
                atomic_load(&in->kch_wait);
     if (left <= 0) return;
-    if (sim_now_ns() - t0 > 10ull * 1000000000ull) {
-      sim_fail("a plan's proxy ops did not %s within 10 s", hang ? "get stuck" : "finish");
+    if (sim_now_ns() - t0 > SIM_GUARD_S * 1000000000ull) {
+      sim_fail("a plan's proxy ops did not %s within %d s", hang ? "get stuck" : "finish", SIM_GUARD_S);
       return;
     }
     sim_sleep_us(50);

@@ -35,6 +35,10 @@
 #define SIM_STEP_RING 8    /* NCCL_STEPS: ProxyStep handles live in a ring of 8 (R§3.4) */
 #define SIM_PIPELINE 4     /* network steps a proxy op keeps in flight */
 #define SIM_KCH_SLOTS 64   /* MAX_PROFILER_EVENTS_PER_CHANNEL: the GPU's KernelCh ring per channel */
+/* Waits that end only on a bug (proxy work that never finishes, ranks out of step) give up after
+ * this long, and say so: generous, as a loaded machine (a test suite beside a parallel build, a
+ * sanitizer) can hold a thread up for many seconds, and a guard is not a verdict on timing. */
+#define SIM_GUARD_S 120
 
 /* Event type indexes: the bit number of NCCL's ncclProfile* bit. */
 enum {

@@ -66,14 +66,24 @@ assert any(b['verdict']=='no_change' for b in d['buckets']), d['buckets']
 assert all(f['change']=='not_significant' for f in d['findings']), d['findings']" || fail "same-seed diff found a change"
   ;;
 diff_slow)
+  # a slow link: slower buckets (a regression), still network-bound (the model's healthy
+  # transfers already take most of the proxy time), and rank 1 a new slow-rank finding
   run a; run b --slow-link 1 --slow-link-us 3000
   set +e; "$NCS" diff --json --fail-above 50 "$W/a" "$W/b" >"$W/out.json"; rc=$?; set -e
   [ $rc -eq 1 ] || fail "diff against a slowed run exited $rc, not 1"
   python3 -c "import json; d=json.load(open('$W/out.json')); assert d['regressions']>=1, d
 s=[b for b in d['buckets'] if b['verdict']=='slower']; assert s, d['buckets']
 assert all(b['latency_ci'][0]>50 for b in s if b['regression']), s
-assert any(b['label_changed'] and b['label_b']=='network' for b in d['buckets']), d['buckets']
+assert all(b['label_b']=='network' for b in s), s
 assert any(f['change']=='new' and f['rank']==1 for f in d['findings']), d['findings']" || fail "slowed diff"
+  # a slow GPU consumer on one of two ranks (one channel): the bottleneck moves from the network
+  # to gpu_wait, and diff says the label changed
+  run c --ranks 2 --channels 1; run g --ranks 2 --channels 1 --slow-gpu 1 --slow-gpu-us 20000
+  set +e; "$NCS" diff --json "$W/c" "$W/g" >"$W/out.json"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "diff against a slowed GPU exited $rc, not 1"
+  python3 -c "import json; d=json.load(open('$W/out.json'))
+assert any(b['label_changed'] and b['label_a']=='network' and b['label_b']=='gpu_wait' for b in d['buckets']), d['buckets']" ||
+    fail "the label change is not in the diff"
   "$NCS" diff "$W/a" "$W/b" | grep -q "REGRESSION" || fail "text has no REGRESSION"
   "$NCS" diff "$W/a" >/dev/null 2>&1 && fail "one argument accepted"; [ $? -eq 2 ] || fail "usage status"
   ;;
