@@ -657,37 +657,73 @@ def case_scenarios():
     log("%d scenarios: %d values in the processes' last pushes equal their traces" % (len(cases), n))
 
 
+class TwinReceiver(Receiver):
+    """a healthy collector for the twin jobs, with its own posts (Receiver's are the case's)"""
+    posts = []
+
+    def do_POST(self):
+        n = int(self.headers.get("Content-Length", "0"))
+        TwinReceiver.posts.append((self.path, dict(self.headers), self.rfile.read(n)))
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+
 def case_collector():
     """A collector that refuses, answers 500, or hangs must not slow the job or lose the trace.
     The pushes run on the metrics thread. Were they on the writer's, a hanging collector (5 s per
     push, one every 0.2 s) would stop the writer for 5 s at a time, while the job writes about
-    1.5 MB of records a second (paced by a slow rank, ranks coupled) into a 4 MiB buffer: records
+    0.4 MB of records a second (paced by a slow rank, ranks coupled) into a 1 MiB buffer: records
     would drop (160305 did when the writer was made to sleep 5 s at each snapshot); a writer
     merely short of CPU has seconds of slack. Only the last push may hold up the end: from the
-    last record to the process's exit, the push's timeout and a second at most."""
-    args = ["--scenario", "allreduce", "--ranks", "4", "--iters", "4000", "--couple", "on",
-            "--slow-rank", "0", "--slow-us", "1000"]
+    last record to the process's exit, the push's timeout and a second and a half more than a
+    twin job beside it whose collector is healthy. That part must run live (it is about how long
+    the exit takes); the twin, run at the same time, makes a loaded machine slow both alike."""
+    args = ["--scenario", "allreduce", "--ranks", "4", "--iters", "1000", "--couple", "on",
+            "--slow-rank", "0", "--slow-us", "4000", "--verbose"]
     dead = free_port()
+    twin_srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), TwinReceiver)
+    twin_srv.daemon_threads = True
+    threading.Thread(target=twin_srv.serve_forever, daemon=True).start()
     for mode in ("refused", "500", "hang"):
         Receiver.posts, Receiver.mode = [], mode
         srv = receiver() if mode != "refused" else None
         port = srv.server_port if srv else dead
-        trace = os.path.join(WORK, mode)
-        env = job_env(trace, NCCLSCOPE_METRICS="otlp", NCCLSCOPE_METRICS_INTERVAL_MS=200,
-                      NCCLSCOPE_BUFFER_SIZE="4M",
-                      OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="http://127.0.0.1:%d/v1/metrics" % port,
-                      OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=5000, NCCL_DEBUG="WARN")
-        _, err = sim(args + ["--verbose"], env)
-        end = time.monotonic_ns()
-        fails = [l for l in err.splitlines() if "OTLP push failed" in l]
-        check(len(fails) == 1, "%s: one log line for the failing collector, got %d:\n%s" % (mode, len(fails), err[-1500:]))
-        st = subprocess.run([CLI, "dump", "--stats", trace], capture_output=True, text=True).stdout
-        check(re.search(r"drops 0 ", st), "%s: records were dropped:\n%s" % (mode, st))
-        tail = (end - last_event_mono(trace)) / 1e9
-        check(tail < 5.0 + 1.5, "%s: %.1f s from the last record to the exit (the last push may take 5)" % (mode, tail))
+        runs = {}
+        for name, p in ((mode, port), ("twin", twin_srv.server_port)):
+            trace = os.path.join(WORK, mode if name == mode else mode + "-twin")
+            env = job_env(trace, NCCLSCOPE_METRICS="otlp", NCCLSCOPE_METRICS_INTERVAL_MS=200,
+                          NCCLSCOPE_BUFFER_SIZE="1M",
+                          OTEL_EXPORTER_OTLP_METRICS_ENDPOINT="http://127.0.0.1:%d/v1/metrics" % p,
+                          OTEL_EXPORTER_OTLP_METRICS_TIMEOUT=5000, NCCL_DEBUG="WARN")
+            job = start([SIM, "--plugin", PLUGIN] + args, env=env, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, text=True)
+            runs[name] = dict(trace=trace, job=job)
+        def wait(r):
+            r["out"], r["err"] = r["job"].communicate(timeout=240)
+            r["end"] = time.monotonic_ns()
+        ws = [threading.Thread(target=wait, args=(r,)) for r in runs.values()]
+        for w in ws:
+            w.start()
+        for w in ws:
+            w.join()
+        for name, r in runs.items():
+            check(r["job"].returncode == 0, "%s job exited %d: %s" % (name, r["job"].returncode, r["err"][-2000:]))
+            st = subprocess.run([CLI, "dump", "--stats", r["trace"]], capture_output=True, text=True).stdout
+            check(re.search(r"drops 0 ", st), "%s: records were dropped:\n%s" % (name, st))
+            r["tail"] = (r["end"] - last_event_mono(r["trace"])) / 1e9
+        fails = [l for l in runs[mode]["err"].splitlines() if "OTLP push failed" in l]
+        check(len(fails) == 1, "%s: one log line for the failing collector, got %d:\n%s" % (mode, len(fails), runs[mode]["err"][-1500:]))
+        tail, twin = runs[mode]["tail"], runs["twin"]["tail"]
+        check(tail < twin + 5.0 + 1.5,
+              "%s: %.1f s from the last record to the exit, the twin's %.1f (the last push may take 5)" % (mode, tail, twin))
         if srv:
             srv.shutdown()
-        log("%s collector: one log line, no drops, %.1f s from the last record to the exit" % (mode, tail))
+        log("%s collector: one log line, no drops, %.1f s from the last record to the exit (the twin's %.1f)"
+            % (mode, tail, twin))
+    twin_srv.shutdown()
 
 
 # ------------------------------------------------------------------ hostile clients
