@@ -23,7 +23,7 @@ trap 'rm -f "$log"' EXIT
 ctest_run() { # dir, jobs, selection...
   local dir=$1 j=$2 rc=0
   shift 2
-  (cd "$dir" && ctest --output-on-failure -j"$j" --timeout 300 "$@") 2>&1 | tee "$log" || rc=$?
+  (cd "$dir" && ctest --output-on-failure -j"$j" --timeout 600 "$@") 2>&1 | tee "$log" || rc=$?
   # "100% tests passed, 0 tests failed out of 105"
   local f n
   f=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
