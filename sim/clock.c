@@ -46,6 +46,9 @@ int sim_vt_setup(void) {
   if (!sim_opt.model) return 0;
   g_base_mono = real_clock(CLOCK_MONOTONIC);
   g_base_real = real_clock(CLOCK_REALTIME);
+  /* the fake GPU clock (--gpu-clock, --gpu-offset-us, --gpu-drift-ppm) reads the model too: its
+     CLOCK_REALTIME is the model's, and its drift counts from the model's time 0 */
+  sim_gpu_clock_base((int64_t)(g_base_real - g_base_mono), g_base_mono);
   /* the plugin takes its host times from ncclsim_clock_ns (src/core/clock.c) */
   return setenv("NCCLSCOPE_CLOCK", "sim", 1);
 }

@@ -52,6 +52,8 @@ struct sim_cpl {
   _Atomic int nranks; /* rewritten (same value) by each claimer while stragglers still read it */
   int pad;
   _Atomic uint64_t all_in_ns; /* CLOCK_MONOTONIC when the last rank entered (0 not yet) */
+  _Atomic int begun;          /* ranks whose kernel began on their GPU (their stream let it) */
+  _Atomic uint64_t begun_ns;  /* CLOCK_MONOTONIC of the latest such begin */
   /* model time: the latest entry, and the latest rank's data out (max over the ranks, so the
      values do not depend on who got there last in real time) */
   _Atomic uint64_t in_vt, out_vt;
@@ -184,6 +186,8 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
           atomic_store(&s->out_vt, 0);
           atomic_store(&s->free_vt, atomic_load(&s->left_vt));
           atomic_store(&s->left_vt, 0);
+          atomic_store(&s->begun, 0);
+          atomic_store(&s->begun_ns, 0);
           atomic_store(&s->out, 0);
           atomic_store(&s->left, 0);
           atomic_store(&s->ticks, 0);
@@ -244,6 +248,18 @@ uint64_t sim_cpl_ready_vt(sim_cpl_t *c) {
 
 uint64_t sim_cpl_mark_vt(sim_cpl_t *c, int which, int rank, int lane, int step) {
   return sim_opt.model ? atomic_load(mark_vt_at(c, which, rank, lane, step)) : 0;
+}
+
+void sim_cpl_begun(sim_cpl_t *c, uint64_t host_ns) {
+  uint64_t b = atomic_load(&c->begun_ns);
+  while (host_ns > b && !atomic_compare_exchange_weak(&c->begun_ns, &b, host_ns)) {
+  }
+  atomic_fetch_add(&c->begun, 1);
+  atomic_fetch_add(&c->ticks, 1);
+}
+
+uint64_t sim_cpl_all_begun_ns(sim_cpl_t *c) {
+  return atomic_load(&c->begun) >= cpl_nranks(c) ? atomic_load(&c->begun_ns) : 0;
 }
 
 int sim_cpl_ready(sim_cpl_t *c) {
