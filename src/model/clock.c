@@ -14,7 +14,10 @@
  * Per host (with several): host h's offset against host 0 is the median over instances of the
  * difference between the earliest completion end seen on h and on host 0 (a rank sees the end of
  * a collective late, never early); its error is the median absolute deviation of those
- * differences plus the median spread of the ends within one host. Job time is monotonic +
+ * differences plus the median spread of the ends within one host, plus how late a rank of either
+ * host may see a GPU event (the largest gpu_err of their processes: a host whose ranks all see
+ * the ends a poll later than the other's moves every difference alike, which neither the
+ * deviation nor the spread within a host can show). Job time is monotonic +
  * job_off, job_off = clock offset - host offset (0 on one host: CLOCK_MONOTONIC is shared). */
 #include <stdlib.h>
 #include <string.h>
@@ -451,8 +454,19 @@ void clock_host_instance(ncs_job_t *j, const ncs_op_t *ops, size_t n) {
     }
 }
 
+/* how late a rank of host h may see a GPU event: the largest gpu_err of its processes (0 when
+ * none has GPU times with a launch to bound them) */
+static int64_t host_lateness(const ncs_job_t *j, uint32_t h) {
+  int64_t e = 0;
+  for (uint32_t i = 0; i < j->nprocs; i++)
+    if (j->procs[i].nsegs && j->procs[i].host_index == h && j->procs[i].gpu_err > e)
+      e = j->procs[i].gpu_err;
+  return e;
+}
+
 void clock_host_offsets(ncs_job_t *j) {
   jpriv_t *P = jp(j);
+  int64_t late0 = host_lateness(j, 0);
   for (uint32_t h = 1; h < j->nhosts; h++) {
     size_t n = P->hn[h] < NCS_JOB_HOST_SAMPLES ? (size_t)P->hn[h] : NCS_JOB_HOST_SAMPLES;
     if (!n) continue;
@@ -466,7 +480,8 @@ void clock_host_offsets(ncs_job_t *j) {
     ncs_sort(dev, n, sizeof *dev, ncs_cmp_i64);
     ncs_sort(sp, n, sizeof *sp, ncs_cmp_i64);
     j->hosts[h].offset = med;
-    j->hosts[h].error = ncs_qi64(dev, n, 0.5) + ncs_qi64(sp, n, 0.5);
+    int64_t late = host_lateness(j, h);
+    j->hosts[h].error = ncs_qi64(dev, n, 0.5) + ncs_qi64(sp, n, 0.5) + (late > late0 ? late : late0);
     j->hosts[h].samples = P->hn[h];
     free(dev);
   }
