@@ -21,6 +21,11 @@
 #                          floors empty-sampleN (the empty plugin sampling groups the same way)
 #       --nokernel         add the levels ncclscope-nokernel (NCCLSCOPE_EVENTS=default,-kernel) and
 #                          its floor empty-nokernel: NCCL's cost of a plugin without KernelCh
+#       --noise            add the level none-again (no plugin, a second time): the table of
+#                          differences then shows how far two identical levels differ, the noise floor
+#       --pin CPUS         run every benchmark process under `taskset -c CPUS` (e.g. the cores of
+#                          the GPUs' NUMA node: nvidia-smi topo -m), so runs do not differ by where
+#                          the scheduler put them
 #       --add-level ROW    add a row to the level table below: "NAME PLUGIN FLOOR VAR=value ..."
 #                          (e.g. "ncclscope-big ncclscope empty-default NCCLSCOPE_FLUSH_MS=1000");
 #                          repeatable; checked like the built-in rows
@@ -50,7 +55,9 @@ set -uo pipefail
 # The levels: one configuration per row. Change them here.
 #   name      a unique name; "ncclscope-X" levels are labelled X in the ratio columns
 #   plugin    none | empty (bench/empty_plugin.c) | ncclscope | selftime (ncclscope with its
-#             calls timed, bench/CMakeLists.txt: the summary adds the time spent inside them)
+#             calls timed, bench/CMakeLists.txt: the summary adds the time spent inside them) |
+#             ext (another plugin: its env column sets NCCL_PROFILER_PLUGIN=PATH and its settings,
+#             e.g. NVIDIA's example or Inspector plugin; bench/cost.sh builds them)
 #   floor     for ncclscope rows: the empty row that enables the same events (and samples
 #             groups the same way), its "NCCL's own cost" floor; "-" otherwise
 #   env       VAR=value ... set for the run ("-" for nothing). The empty plugin reads
@@ -72,7 +79,7 @@ ncclscope-flight   ncclscope  empty-flight   NCCLSCOPE_MODE=flight
 
 BUILD=build OUT=./overhead-out REPS=5 OPS=allreduce MIN=8 MAX=32M FACTOR=4 ITERS=50 WARMUP=5
 GRAPH=off PROCS=off TRANSPORTS=nvlink WANT_LEVELS='' GPUS='' BUDGET=0 RUN_TIMEOUT=180
-WARMUP_RUN=1 CHECK=1 KEEP=0 PERF=${NCS_PERF:-} TABLE_ONLY=
+WARMUP_RUN=1 CHECK=1 KEEP=0 PERF=${NCS_PERF:-} TABLE_ONLY= PIN=
 usage() { awk 'NR > 1 && !/^#/ {exit} NR > 1 {sub(/^# ?/, ""); print}' "$0"; }
 die() { echo "overhead: $*" >&2; exit 2; }
 while [ $# -gt 0 ]; do
@@ -80,6 +87,10 @@ while [ $# -gt 0 ]; do
   case $a in
   -h | --help) usage; exit 0 ;;
   --no-warmup-run) WARMUP_RUN=0; shift; continue ;;
+  --noise)
+    LEVELS+="none-again none - -
+"
+    shift; continue ;;
   --no-check) CHECK=0; shift; continue ;;
   --nokernel)
     LEVELS+="empty-nokernel empty - NCS_EMPTY_EVENTS=default,-kernel
@@ -107,7 +118,7 @@ ncclscope-nokernel ncclscope empty-nokernel NCCLSCOPE_EVENTS=default,-kernel
   --add-level)
     read -r -a row <<<"$v"
     [ ${#row[@]} -ge 3 ] || die "--add-level: expected \"NAME PLUGIN FLOOR [VAR=value ...]\", got '$v'"
-    case ${row[1]} in none | empty | ncclscope | selftime) ;; *) die "--add-level: plugin '${row[1]}' is not none, empty, ncclscope or selftime" ;; esac
+    case ${row[1]} in none | empty | ncclscope | selftime | ext) ;; *) die "--add-level: plugin '${row[1]}' is not none, empty, ncclscope, selftime or ext" ;; esac
     [ ${#row[@]} -ge 4 ] || v="$v -"
     LEVELS+="$v
 " ;;
@@ -122,6 +133,7 @@ ncclscope-sample$n ncclscope empty-sample$n NCCLSCOPE_SAMPLE=$n
   --budget) BUDGET=$v ;;
   --run-timeout) RUN_TIMEOUT=$v ;;
   --perf) PERF=$v ;;
+  --pin) PIN=$v ;;
   --table-only) TABLE_ONLY=$v ;;
   *) die "unknown option $a (--help)" ;;
   esac
@@ -141,7 +153,8 @@ declare -A L_PLUGIN L_FLOOR L_ENV
 L_ALL=() BASE=
 while read -r name plugin floor env; do
   [ -n "$name" ] && [ "${name:0:1}" != "#" ] || continue
-  case $plugin in none | empty | ncclscope | selftime) ;; *) die "LEVELS: $name: plugin '$plugin'" ;; esac
+  case $plugin in none | empty | ncclscope | selftime | ext) ;; *) die "LEVELS: $name: plugin '$plugin'" ;; esac
+  [ "$plugin" != ext ] || [[ " $env " == *" NCCL_PROFILER_PLUGIN="* ]] || die "LEVELS: $name: an ext level sets NCCL_PROFILER_PLUGIN=PATH in its env column"
   L_ALL+=("$name") L_PLUGIN[$name]=$plugin L_FLOOR[$name]=$floor L_ENV[$name]=$env
   [ -z "$BASE" ] && [ "$plugin" = none ] && BASE=$name
 done <<<"$LEVELS"
@@ -293,6 +306,50 @@ for l in stl:
         out.append("  %s %s %s procs=%s: %.0f ns per operation; %s" % (
             l, key[0], key[1], key[2], st.median(e["op"]),
             ", ".join("%s %.0f" % (k, st.median(v)) for k, v in sorted(e["calls"].items()))))
+# Differences in us per operation, paired by repetition (the levels of one repetition ran one after
+# another): the median difference and a 95% bootstrap interval of that median (2000 resamples of
+# the repetitions, seeded: the same table from the same data). The noise floor is none-again minus
+# the base: two identical levels; ncclscope's own cost is a level minus its floor.
+import random
+def boot(v, n=2000):
+    if len(v) < 3:
+        return None, None
+    rnd = random.Random(12345)
+    m = sorted(st.median(rnd.choices(v, k=len(v))) for _ in range(n))
+    return m[int(0.025 * n)], m[int(0.975 * n) - 1]
+pairs = []
+if "none-again" in levels:
+    pairs.append(("none-again", base, "noise floor: none-again - " + base))
+for l in ncs:
+    if floor[l] in levels:
+        pairs.append((l, floor[l], "%s - %s: ncclscope's own cost" % (short(l), floor[l])))
+for l in levels:
+    if plugin[l] in ("empty", "ext"):
+        pairs.append((l, base, "%s - %s" % (l, base)))
+if pairs:
+    out += ["", "## Differences per operation, us (paired by repetition: median [95% bootstrap interval])"]
+for g in sorted(data, key=lambda g: (g[0] != "nvlink", g[0], g[1], g[2], g[3])):
+    if not pairs:
+        break
+    D = data[g]
+    sizes = sorted({b for l in D for b in D[l]})
+    out += ["", "### %s, %s, %s, %s (differences)" % (g[0], g[3], g[1], "one process per GPU" if g[2] == "1" else "one process"), ""]
+    cols = ["size"] + [p[2] for p in pairs]
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "|".join("---:" for _ in cols) + "|")
+    for b in sizes:
+        cells = [size(b)]
+        for x, y, _ in pairs:
+            X, Y = D.get(x, {}).get(b, {}), D.get(y, {}).get(b, {})
+            v = [X[k] - Y[k] for k in X if k in Y]
+            if not v:
+                cells.append("-"); continue
+            lo, hi = boot(v)
+            cells.append("%+.2f" % st.median(v) + (" [%+.2f, %+.2f]" % (lo, hi) if lo is not None else " (n=%d)" % len(v)))
+            tsvout.append("\t".join([g[0], g[1], g[2], g[3], x, "diff_us_vs_" + y, str(b), str(b),
+                                     "%.4f" % st.median(v), "%.4f" % (lo if lo is not None else float("nan")),
+                                     "%.4f" % (hi if hi is not None else float("nan"))]))
+        out.append("| " + " | ".join(cells) + " |")
 fails = [r for r in runs if r[10] not in ("ok", "warmup")]
 if fails:
     out += ["", "failed runs (%d): " % len(fails) + ", ".join("-".join(r[:4]) + "-r" + r[4] + " (" + r[10] + ")" for r in fails[:20])]
@@ -371,6 +428,10 @@ export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 perf_args=(--op "$OPS" --min "$MIN" --max "$MAX" --factor "$FACTOR" --iters "$ITERS" --warmup "$WARMUP")
 [ "$CHECK" = 1 ] && perf_args+=(--check)
 [ -n "$GPUS" ] && perf_args+=(--gpus "$GPUS")
+if [ -n "$PIN" ]; then
+  command -v taskset >/dev/null || die "--pin needs taskset (util-linux)"
+  taskset -c "$PIN" true 2>/dev/null || die "--pin $PIN: not a CPU list this machine can run on"
+fi
 
 declare -A LONGEST # per combination: the longest run so far (ms), the budget's estimate
 failed=0 stopped=0 stop_rep=0 nruns=0
@@ -401,12 +462,13 @@ run_one() { # transport mode procs level rep  (rep 0: the untimed warm-up run)
     fi
     [ $((left_ms / 1000)) -lt "$limit" ] && limit=$((left_ms / 1000))
   fi
-  local t1 rc=0
+  local t1 rc=0 pin=()
+  [ -n "$PIN" ] && pin=(taskset -c "$PIN")
   t1=$(now_ms)
   {
-    echo "# $id: env ${SCRUB[*]} NCCL_NVLS_ENABLE=0 NCCL_DEBUG=$NCCL_DEBUG ${envs[*]} $PERF ${args[*]}"
+    echo "# $id: env ${SCRUB[*]} NCCL_NVLS_ENABLE=0 NCCL_DEBUG=$NCCL_DEBUG ${envs[*]} ${pin[*]} $PERF ${args[*]}"
   } >"$log"
-  env "${SCRUB[@]}" "${envs[@]}" timeout -k 5 "$limit" "$PERF" "${args[@]}" >>"$log" 2>&1 || rc=$?
+  env "${SCRUB[@]}" "${envs[@]}" timeout -k 5 "$limit" "${pin[@]}" "$PERF" "${args[@]}" >>"$log" 2>&1 || rc=$?
   local ms=$(($(now_ms) - t1))
   [ "$ms" -gt "${LONGEST[$combo]:-0}" ] && LONGEST[$combo]=$ms
   nruns=$((nruns + 1))

@@ -94,8 +94,8 @@ assert any(b['verdict']=='slower' and b['label_b']=='gpu_wait' for b in d['bucke
   "$NCS" diff "$W/a" >/dev/null 2>&1 && fail "one argument accepted"; [ $? -eq 2 ] || fail "usage status"
   ;;
 outputs)
-  run t --slow-link 1 --slow-link-us 3000
-  rm -rf "$W/n"; NCCLSCOPE_DIR="$W/n" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
+  run t --couple on --slow-link 1 --slow-link-us 3000
+  rm -rf "$W/n"; NCCLSCOPE_DIR="$W/n" "$SIM" --plugin "$PLUGIN" --clock model --couple on --scenario allreduce --ranks 4 \
     --iters 10 >"$W/sim.out" || fail "nccl-sim"
   for d in t n; do
     "$NCS" report --json "$W/$d" >"$W/$d.json" || fail "report $d"
@@ -140,7 +140,9 @@ for d, proxy in (("t", True), ("n", False)):
     rows = re.findall(r'<tr data-label="([a-z_]+)">', m.group(1))
     assert sorted(rows) == sorted(b["label"] for b in B.values()), (d, rows)
     if proxy:
-        assert set(rows) == {"network"}, rows
+        # coupled (as NCCL's ranks are): the slow link's buckets are network-bound, or mixed where
+        # the peers' waiting for rank 1's data outweighs it
+        assert "network" in rows and set(rows) <= {"network", "mixed"}, rows
         # per collective: its links add up to its breakdown (bytes; the four phases together)
         bad = q("""SELECT b.collective_id FROM breakdown b JOIN (SELECT collective_id, SUM(bytes) AS by,
                    SUM(gpu_wait_ns + peer_wait_ns + network_ns + flush_ns) AS ph, COUNT(*) AS n

@@ -3,7 +3,7 @@
 # benchmark program is tests/overhead_stub.sh, whose times follow a model, so every figure of the
 # tables can be checked. In the plugins case the stub loads the real plugins through nccl-sim,
 # so the script's "loaded" and drop checks see real traces.
-# CASE: model | plugins | budget | fail | usage
+# CASE: model | plugins | budget | fail | noise | usage
 set -eu
 B=$1 S=$2 W=$3 CASE=$4
 rm -rf "$W" && mkdir -p "$W/state"
@@ -182,6 +182,48 @@ fail)
   grep -q "^failed runs (1): nvlink-eager-0-ncclscope-default-r1 (exit1)" "$W/out.txt" || fail "failed runs line"
   grep -q "^repetitions: none 2, empty-default 2, ncclscope-default 1, " "$W/out.txt" || fail "repetitions"
   grep -q "^| 8 B | " "$W/out.txt" || fail "no table"
+  ;;
+noise)
+  # --noise (none twice), an ext level (another plugin by path: the empty one here), --pin, and the
+  # table of paired differences in us with its bootstrap interval, recomputed from results.tsv
+  bash "$OVH" -b "$B" --perf "$STUB" -o "$W/o" -r 6 --max 64 --no-warmup-run --noise --pin 0 \
+    --levels ncclscope-default,none-again,other --add-level "other ext - NCCL_PROFILER_PLUGIN=$B/libnccl-profiler-empty.so NCS_EMPTY_EVENTS=default" \
+    >"$W/out.txt" 2>&1 || fail "overhead.sh exited $?"
+  grep -q "levels: none empty-default ncclscope-default none-again other;" "$W/out.txt" || fail "levels"
+  grep -q "taskset -c 0 " "$W"/o/logs/nvlink-eager-p0-none-again-r1.log || fail "--pin is not in the command"
+  python3 - "$W/o" "$W/out.txt" <<'PY' || fail "differences"
+import os, random, statistics as st, sys
+d, outp = sys.argv[1:3]
+out = open(outp).read()
+res = [l.rstrip("\n").split("\t") for l in open(os.path.join(d, "results.tsv")) if not l.startswith("#")]
+T = {}
+for r in res:
+    T.setdefault(r[3], {}).setdefault(int(r[6]), {})[r[4]] = float(r[7])
+sec = out[out.index("## Differences per operation, us"):]
+head = [c.strip() for c in sec[sec.index("\n| size |") + 1:].split("\n")[0].split("|")[1:-1]]
+assert head == ["size", "noise floor: none-again - none", "default - empty-default: ncclscope's own cost",
+                "empty-default - none", "other - none"], head
+def boot(v):
+    rnd = random.Random(12345)
+    m = sorted(st.median(rnd.choices(v, k=len(v))) for _ in range(2000))
+    return m[50], m[1949]
+for b, label in ((8, "8 B"), (32, "32 B")):
+    row = [c.strip() for c in sec[sec.index("\n| %s |" % label) + 1:].split("\n")[0].split("|")[1:-1]]
+    want = [label]
+    for x, y in (("none-again", "none"), ("ncclscope-default", "empty-default"), ("empty-default", "none"), ("other", "none")):
+        v = [T[x][b][k] - T[y][b][k] for k in T[x][b] if k in T[y][b]]
+        assert len(v) == 6, (x, y, v)
+        lo, hi = boot(v)
+        want.append("%+.2f [%+.2f, %+.2f]" % (st.median(v), lo, hi))
+    assert row == want, (row, want)
+# the stub's model: ncclscope-default is 0.5 us over its floor at every repetition whose noise
+# matches; the interval must hold the median
+print("differences ok")
+PY
+  set +e
+  bash "$OVH" -b "$B" --perf "$STUB" --add-level "x ext -" >/dev/null 2>&1; [ $? -eq 2 ] || fail "ext without NCCL_PROFILER_PLUGIN: want 2"
+  bash "$OVH" -b "$B" --perf "$STUB" --pin 99999 >/dev/null 2>&1; [ $? -eq 2 ] || fail "--pin 99999: want 2"
+  set -e
   ;;
 usage)
   set +e

@@ -22,7 +22,7 @@ straggler)
   "$NCS" report "$W/t" | grep -q "rank 2 (pid [0-9]*) arrived last" || fail "text finding"
   ;;
 slowlink)
-  run --ranks 4 --iters 20 --slow-link 1 --slow-link-us 2000 --gpu-gbps 0.2
+  run --ranks 4 --iters 20 --couple on --slow-link 1 --slow-link-us 2000 --gpu-gbps 0.2
   json
   # every transfer of rank 1 takes 2 ms more, one after the other: its kernels are the longest
   py "s=r['slow_ranks']; assert len(s)==1 and s[0]['rank']==1, s; assert s[0]['slowest_fraction']==1.0, s" \

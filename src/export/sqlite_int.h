@@ -65,7 +65,7 @@
   X(P, timing, T) X(P, median_duration_ns, I) X(P, algbw_gbs, R) X(P, busbw_gbs, R)                \
   X(P, first_arrival_job_ns, I) X(P, last_arrival_job_ns, I) X(P, skew_ns, I) X(P, first_rank, I)  \
   X(P, last_rank, I) X(P, last_counted, I) X(P, wait_caused_ns, I) X(P, slowest_rank, I)           \
-  X(P, slowest_excess_ns, I) X(P, unsampled, I) X(P, gpu_suspect, I)
+  X(P, slowest_excess_ns, I) X(P, unsampled, I) X(P, gpu_suspect, I) X(P, no_gpu_time, I)
 
 #define COLS_BUCKETS(X, P)                                                                         \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, func, T) X(P, p2p, I)                  \

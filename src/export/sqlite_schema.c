@@ -132,7 +132,7 @@ static const char *const post_sql[] = {
     "ROW_NUMBER() OVER (PARTITION BY comm, func, size_log2 ORDER BY latency_ns) AS kl, "
     "ROW_NUMBER() OVER (PARTITION BY comm, func, size_log2 ORDER BY skew_ns) AS ks, "
     "COUNT(*) OVER (PARTITION BY comm, func, size_log2) AS n FROM collectives "
-    "WHERE NOT unsampled) "
+    "WHERE NOT unsampled AND NOT no_gpu_time) "
     "SELECT comm, func, size_log2, n AS count, "
     "MAX(CASE WHEN kb = (n + 1) / 2 THEN busbw_gbs END) AS busbw_p50_gbs, "
     "MAX(CASE WHEN kl = (n + 1) / 2 THEN latency_ns END) AS lat_p50_ns, "

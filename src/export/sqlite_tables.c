@@ -242,6 +242,7 @@ void sq_analysis_tables(sq_t *q) {
       b_i64(s, CO_slowest_rank, x->slowest_rank), b_i64(s, CO_slowest_excess_ns, x->slowest_excess);
     b_i64(s, CO_unsampled, x->unsampled != 0);
     b_i64(s, CO_gpu_suspect, x->gpu_suspect != 0);
+    b_i64(s, CO_no_gpu_time, x->no_gpu != 0);
     sq_insert(q, NCS_SQ_COLLECTIVES);
     breakdown_row(q, i, &in->bd);
   }

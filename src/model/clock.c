@@ -61,13 +61,12 @@ typedef struct {
   hmap_t kch;      /* KernelCh id (per segment) -> its start pTimer, until its stop state */
   uint64_t steps;
   uint64_t first;  /* host time of the first KernelCh record (the clock may settle after it) */
-  int64_t s_top;   /* while settling: the largest pTimer - seen (INT64_MIN none) */
-  int64_t s_cand;  /* while settling: the smallest launch bound (INT64_MAX none) */
+  gw_acc_t sacc;   /* the readings and launch bounds of the settling time, kept apart (gpu_map) */
 } clkscan_t;
 
 void clock_scan_begin(void **state) {
   clkscan_t *c = ncs_xcalloc(1, sizeof *c);
-  c->wns = NCS_GW_NS, c->s_top = INT64_MIN, c->s_cand = INT64_MAX;
+  c->wns = NCS_GW_NS;
   *state = c;
 }
 
@@ -163,7 +162,7 @@ static int settling(const clkscan_t *c, uint64_t ts) {
 static void seen_bound(clkscan_t *c, uint64_t p, uint64_t ts) {
   if (!p || !ts || p > (1ull << 62) || ts > (1ull << 62)) return;
   if (settling(c, ts)) { /* kept apart: checked against the mapping that follows (gpu_map) */
-    if ((int64_t)(p - ts) > c->s_top) c->s_top = (int64_t)(p - ts);
+    top_add(&c->sacc, (int64_t)(p - ts)), c->sacc.tsum += (double)ts;
     return;
   }
   gw_acc_t *a = gw_at(c, (int64_t)ts);
@@ -193,7 +192,7 @@ static void launch_bound(clkscan_t *c, const ncs_event_t *e, uint32_t seg) {
     uint64_t k = seg_id(seg, e->id), p;
     if (hm_get(&c->launched, k, &v) && hm_get(&c->latest, k, &p) && p <= (1ull << 62) && v) {
       if (settling(c, v)) {
-        if ((int64_t)(p - v) < c->s_cand) c->s_cand = (int64_t)(p - v);
+        cand_add(&c->sacc, (int64_t)(p - v));
       } else {
         gw_acc_t *a = gw_at(c, (int64_t)v);
         if (a) cand_add(a, (int64_t)(p - v));
@@ -270,6 +269,34 @@ static int64_t win_lower(const gw_acc_t *a) {
  * NCCL's proxy thread polls, so the least-delayed reading is within a few us of the truth), err
  * the distance to the launch bound (the smallest one that is not below the seen bound). */
 static void gpu_map(clkscan_t *c, ncs_job_proc_t *p, jpriv_t *P, uint32_t proc) {
+  /* The first NCS_JOB_GPU_SETTLE_NS of readings were kept apart: on H200s a process's GPU clock
+   * moved by up to 11 ms between kernels there in 5 of 10 benchmark processes. They join the first
+   * window when they agree with its mapping (no timestamp later than its reading allows beyond the
+   * window's bound, no kernel before its launch); else the process is unsettled and kch.c leaves
+   * their channels out (stale channels can also make a launch bound low: then they go too, which
+   * costs only those first operations' GPU times). A job shorter than that has only them. */
+  if (c->sacc.ntop) {
+    c->sacc.from = c->first ? (int64_t)c->first : 0;
+    size_t f = 0;
+    while (f < c->nw && !c->w[f].ntop) f++;
+    if (f == c->nw) { /* nothing else: the settling readings are the mapping */
+      NCS_XGROW(c->w, c->capw, c->nw + 1);
+      memmove(c->w + 1, c->w, c->nw * sizeof *c->w);
+      c->w[0] = c->sacc, c->nw++;
+    } else {
+      gw_acc_t *a = &c->w[f];
+      int64_t off = win_lower(a), err = -1;
+      for (uint32_t q = 0; q < a->ncand; q++)
+        if (a->cand[q] >= off) { err = a->cand[q] - off; break; }
+      int64_t e0 = err >= 0 ? err : 0;
+      p->gpu_unsettled = c->sacc.top[0] > off + e0 + KCLK_TOL_NS ||
+                         (c->sacc.ncand && c->sacc.cand[0] + KCLK_TOL_NS < off);
+      if (!p->gpu_unsettled) {
+        gw_merge(a, &c->sacc);
+        if (c->sacc.from < a->from) a->from = c->sacc.from;
+      }
+    }
+  }
   size_t n = 0;
   for (size_t i = 0; i < c->nw; i++) n += c->w[i].ntop > 0;
   if (!n) return;
@@ -315,17 +342,6 @@ static void gpu_map(clkscan_t *c, ncs_job_proc_t *p, jpriv_t *P, uint32_t proc) 
     free(was);
   }
   P->gwin[proc] = g, p->ngwin = (uint32_t)n, p->gwin = g;
-  /* The first NCS_JOB_GPU_SETTLE_NS of readings are not in the windows: on H200s a process's GPU
-   * clock moved by up to 11 ms between kernels there in 5 of 10 benchmark processes. They count
-   * when they agree with the first window's mapping: no timestamp later than its reading allows
-   * (beyond the window's bound), no kernel before its launch. Else their channels are left out
-   * (kch.c; stale channels can also make a launch bound low: then they go too, which costs only
-   * those first operations' GPU times). */
-  {
-    int64_t e0 = g[0].err >= 0 ? g[0].err : 0;
-    p->gpu_unsettled = (c->s_top != INT64_MIN && c->s_top > g[0].off + e0 + KCLK_TOL_NS) ||
-                       (c->s_cand != INT64_MAX && c->s_cand + KCLK_TOL_NS < g[0].off);
-  }
   p->gpu_steps = c->steps;
   p->gpu_off = g[0].off;
   p->gpu_err = unknown ? -1 : err;
