@@ -34,7 +34,7 @@ fail() {
 diag() {
   d=$1
   shift
-  "$NS" diagnose "$@" "$d" >"$W/out.txt" 2>&1
+  "$NS" diagnose --wide "$@" "$d" >"$W/out.txt" 2>&1
   rc=$?
   "$NS" diagnose --json "$@" "$d" >"$W/out.json" 2>"$W/json.err"
   jrc=$?
@@ -73,7 +73,7 @@ assert r['status']=='hang'" "skip: rank $3 never entered, outside NCCL"
     py "assert v['kind']=='stuck_inside' and v['rank']==$3, v
 assert v['is_send']==1 and v['state'] in ('SendWait','SendGPUWait'), v
 assert v['step']>=0 and v['channel']>=0 and v['peer']>=0, v" "stall: rank $3 stuck inside at its send step"
-    grep -q "^HANG   every rank of communicator 0x[0-9a-f]* entered .* rank $3 is stuck inside it: send step [0-9]* on channel [0-9]* to rank [0-9]* in Send" \
+    grep -q "^HANG   every rank of communicator c[0-9]* 0x[0-9a-f]* entered .* rank $3 is stuck inside it: send step [0-9]* on channel [0-9]* to rank [0-9]* in Send" \
       "$W/out.txt" || fail "stall text"
     ;;
   mismatch)
@@ -106,7 +106,7 @@ assert len(p)==1, p" "kill: rank $3 process died"
     py "assert v['kind']=='cannot_tell' and v['rank']==$3 and r['status']=='cannot_tell', v
 assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','nothing_stuck')], r['verdicts']
 assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']" "lost: cannot tell, rank $3"
-    grep -q "^CANNOT TELL cannot tell which rank communicator 0x[0-9a-f]* waits for" "$W/out.txt" || fail "lost text"
+    grep -q "^CANNOT TELL cannot tell which rank communicator c[0-9]* 0x[0-9a-f]* waits for" "$W/out.txt" || fail "lost text"
     grep -q "rank $3's AllReduce #5 is open, and its recording lost records (drops)" "$W/out.txt" || fail "lost evidence"
     ;;
   orphan)
@@ -219,7 +219,7 @@ usage)
   grep -q "no incident 2" "$W/out.txt" || fail "no incident message"
   # one file cannot be read: the others are diagnosed, the verdict says it cannot tell
   printf 'NCSTRACE garbage' >"$W/rec/zz-bad.nstrace"
-  "$NS" diagnose "$W/rec" >"$W/out.txt" 2>&1
+  "$NS" diagnose --wide "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 4
   grep -q "^CANNOT TELL cannot tell what the process of zz-bad.nstrace did: the file could not be read" "$W/out.txt" ||
     fail "no cannot-tell verdict for the unreadable file: $(head -5 "$W/out.txt")"

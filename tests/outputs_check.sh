@@ -54,7 +54,7 @@ valid() {
   chrome) python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$2" || fail "$2: bad JSON" ;;
   sqlite) python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]);
 assert c.execute('PRAGMA integrity_check').fetchone()[0]=='ok'
-assert c.execute('SELECT COUNT(*) FROM instances').fetchone()[0]>0" "$2" || fail "$2: bad database" ;;
+assert c.execute('SELECT COUNT(*) FROM operations').fetchone()[0]>0" "$2" || fail "$2: bad database" ;;
   html) grep -q '</html>' "$2" || fail "$2: no complete page" ;;
   esac
 }

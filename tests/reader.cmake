@@ -163,7 +163,7 @@ ncs_cli_test(record_unknown_flag 2 "unknown option '--bogus'" -- ${NCS_EXE} reco
 set(NCS_REC ${NCS_GEN_DIR}/rec-out)
 ncs_cli_test(record_env 3
   "PLUGIN=/.*cli_check[.]sh DIR=${NCS_REC} EV=coll,-p2p MODE=trace BUF=16777216 ARG=x y"
-  "trace written to ${NCS_REC} [(]0 files[)]" "warning: no trace file was written"
+  "!trace written" "ncclscope record: warning: no trace file was written to ${NCS_REC}"
   -- ${CMAKE_COMMAND} -E env NCCLSCOPE_PLUGIN=${NCS_TESTS_DIR}/cli_check.sh
      ${NCS_EXE} record -o ${NCS_REC} --events coll,-p2p --buffer-size 16M --
      sh -c "echo PLUGIN=$NCCL_PROFILER_PLUGIN DIR=$NCCLSCOPE_DIR EV=$NCCLSCOPE_EVENTS MODE=$NCCLSCOPE_MODE BUF=$NCCLSCOPE_BUFFER_SIZE ARG=$1 && exit 3" sh "x y")

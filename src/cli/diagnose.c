@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analyze/diagnose.h"
 #include "cli/cli.h"
@@ -17,6 +18,7 @@
 #include "trace/flight.h"
 #include "trace/reader.h"
 #include "util/fmt.h"
+#include "util/text.h"
 
 /* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
 #ifndef __clang__ /* gcc only: clang has no such warning */
@@ -324,20 +326,22 @@ static const char *rank_state_text(const ncs_dg_rank_t *R) {
   }
 }
 
-/* One rank's table cells: its last entered/completed per function, its state, what is open. */
+/* One rank's cells, as one string: to merge identical consecutive rows of a large communicator */
 static void rank_row(char *row, size_t cap, const ncs_dg_rank_t *R, const char *const *fn,
                      const int *fp, int nfn) {
   size_t len = 0;
   for (int j = 0; j < nfn; j++) {
     char cell[48];
     cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
-    len += (size_t)snprintf(row + len, cap - len, " %-13s", cell);
+    len += (size_t)snprintf(row + len, cap - len, "%s|", cell);
     if (len >= cap) len = cap - 1;
   }
-  snprintf(row + len, cap - len, " %-22s %s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
+  snprintf(row + len, cap - len, "%s|%s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
 }
 
-static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
+static int g_width; /* the terminal width to fit (0: --wide) */
+
+static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C, uint32_t index) {
   /* the functions of the table, in order of first appearance */
   const char *fn[NCS_DG_MAX_FUNCS];
   int fp[NCS_DG_MAX_FUNCS], nfn = 0;
@@ -347,8 +351,9 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       for (int j = 0; j < nfn; j++) have |= fn[j] == C->ranks[r].f[k].func && fp[j] == C->ranks[r].f[k].p2p;
       if (!have) fn[nfn] = C->ranks[r].f[k].func, fp[nfn++] = C->ranks[r].f[k].p2p;
     }
-  fprintf(o, "\ncommunicator " NCS_COMM_ID_FMT "%s%s: %d ranks (%d recorded)", C->comm_id, C->name[0] ? " " : "",
-          C->name, C->nranks, C->ranks_present);
+  char title[160];
+  ncs_fmt_comm(title, sizeof title, index, C->comm_id, C->name);
+  fprintf(o, "\ncommunicator %s: %d ranks (%d recorded)", title, C->nranks, C->ranks_present);
   if (C->ranks_left_out)
     fprintf(o, ", %d shown (--rank)", C->nranks - C->ranks_left_out);
   if (C->has_stuck) {
@@ -358,9 +363,12 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       fprintf(o, ", stuck in %s #%" PRId64, C->stuck_func, C->stuck_seq);
   }
   fprintf(o, "\n  last seqNumber entered/completed per collective (send/recv: counts seen)\n");
-  fprintf(o, "  %-9s %-22s", "rank", "process");
-  for (int j = 0; j < nfn; j++) fprintf(o, " %-13s", fn[j] ? fn[j] : "?");
-  fprintf(o, " %-22s %s\n", "state", "open");
+  ncs_tab_t *t = ncs_tab_new("ranks");
+  ncs_tab_col(t, "rank", "rank", NCS_COL_KEY, 0);
+  ncs_tab_col(t, "process", "process", NCS_COL_LEFT, 22);
+  for (int j = 0; j < nfn; j++) ncs_tab_col(t, fn[j] ? fn[j] : "?", fn[j] ? fn[j] : "?", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "state", "state", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "open", "open", NCS_COL_TEXT, 0);
   /* rows; with many ranks, consecutive identical rows are merged */
   int merge = C->nranks > 16;
   for (int r = 0; r < C->nranks;) {
@@ -388,9 +396,21 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       snprintf(pr, sizeof pr, "%.40s-%" PRIu64, d->procs[R->proc].host, d->procs[R->proc].pid);
     else
       snprintf(pr, sizeof pr, "-");
-    fprintf(o, "  %-9s %-22s%s\n", rk, pr, row);
+    ncs_tab_row(t);
+    ncs_tab_put(t, rk, NULL);
+    ncs_tab_put(t, pr, NULL);
+    for (int j = 0; j < nfn; j++) {
+      char cell[48];
+      cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
+      ncs_tab_put(t, cell, NULL);
+    }
+    ncs_tab_put(t, rank_state_text(R), NULL);
+    ncs_tab_put(t, R->open_desc[0] ? R->open_desc : "-", NULL);
     r = r2;
   }
+  ncs_tab_view_t tv = {.indent = 2, .width = g_width, .wide = !g_width};
+  ncs_tab_print(o, t, &tv);
+  ncs_tab_free(t);
 }
 
 /* "0,1,3" or "0-2,5" */
@@ -524,7 +544,9 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
   char rl[128];
   for (uint32_t i = 0; i < d->nverdicts; i++) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
-    fprintf(o, "%-6s %s\n", label(v->kind), v->summary);
+    char first[32];
+    snprintf(first, sizeof first, "%-6s ", label(v->kind));
+    ncs_wrap(o, first, "       ", v->summary, g_width);
     if (v->noutside) {
       rank_list(rl, sizeof rl, v->outside, v->noutside);
       fprintf(o, "         - rank%s %s, named by this verdict, %s outside --rank %s: judged from every rank, "
@@ -532,10 +554,10 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
               v->noutside > 1 ? "s" : "", rl, v->noutside > 1 ? "are" : "is", ranks_text(d, a, sizeof a),
               v->noutside > 1 ? "they are" : "it is");
     }
-    for (int k = 0; k < v->nev; k++) fprintf(o, "         - %s\n", v->evidence[k]);
+    for (int k = 0; k < v->nev; k++) ncs_wrap(o, "         - ", "           ", v->evidence[k], g_width);
   }
   for (uint32_t c = 0; c < d->ncomms; c++)
-    if (d->comms[c].judged) print_comm(o, d, &d->comms[c]);
+    if (d->comms[c].judged) print_comm(o, d, &d->comms[c], c);
   fprintf(o, "\nprocesses (%u):\n", d->nprocs);
   for (uint32_t i = 0; i < d->nprocs; i++) {
     const ncs_dg_proc_t *p = &d->procs[i];
@@ -566,16 +588,26 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
       snprintf(when, sizeof when, "%s %s %s %s",
                p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
                ag < 0 ? "after" : "before", d->ref_name);
-    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s\n",
-            p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
-            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s", when);
-    if (p->dead) fprintf(o, "  %-22s DIED: %s\n", "", p->dead_why);
-    if (p->damage == 2) fprintf(o, "  %-22s damaged: %s\n", "", p->damage_msg);
+    char first[64], line[512];
+    snprintf(first, sizeof first, "  %-22s ", p->name);
+    snprintf(line, sizeof line, "%s; %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s",
+             what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
+             p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s", when);
+    ncs_wrap(o, first, "                         ", line, g_width);
+    if (p->dead) {
+      snprintf(line, sizeof line, "DIED: %s", p->dead_why);
+      ncs_wrap(o, "                         ", "                           ", line, g_width);
+    }
+    if (p->damage == 2) {
+      snprintf(line, sizeof line, "damaged: %s", p->damage_msg);
+      ncs_wrap(o, "                         ", "                           ", line, g_width);
+    }
   }
 }
 
 int ncs_cmd_diagnose(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                       {"wide", no_argument, 0, 'W'},
                                        {"incident", required_argument, 0, 'i'},
                                        {"latest", no_argument, 0, 'l'},
                                        {"run", required_argument, 0, 'R'},
@@ -584,7 +616,7 @@ int ncs_cmd_diagnose(int argc, char **argv) {
                                        {0, 0, 0, 0}};
   static ncs_cli_filter_t cf;
   memset(&cf, 0, sizeof cf);
-  int c, json = 0, latest = 0, have_inc = 0, why = 0, li = -1;
+  int c, json = 0, latest = 0, have_inc = 0, why = 0, li = -1, wide = 0;
   uint32_t run = 0;
   uint64_t inc = 0;
   optind = 0;
@@ -598,6 +630,7 @@ int ncs_cmd_diagnose(int argc, char **argv) {
     }
     switch (c) {
     case 'j': json = 1; break;
+    case 'W': wide = 1; break;
     case 'i':
       if (ncs_parse_count(optarg, 1, 1000000, &inc) != 0)
         return ncs_usage_error("diagnose", "--incident needs a number from 1, not '%s'", optarg);
@@ -621,13 +654,25 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   char err[4096];
   if (ncs_diagnose(argv[optind], &o, &d, err, sizeof err) != 0) {
     if (usage) return ncs_usage_error("diagnose", "%s", err);
-    ncs_error("diagnose: %s", err);
+    ncs_error("%s", err);
     return ncs_job_exit(why);
   }
-  if (json)
+  if (json) {
     print_json(stdout, d);
-  else
-    print_text(stdout, d);
+  } else { /* built in memory, then fitted to the terminal (docs/cli.md, "Terminal output") */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    g_width = wide ? 0 : ncs_term_width(STDOUT_FILENO);
+    if (!m) {
+      ncs_dg_free(d);
+      return NCS_EXIT_ERROR;
+    }
+    print_text(m, d);
+    fclose(m);
+    ncs_fit(stdout, buf, len, g_width, 4);
+    free(buf);
+  }
   /* a problem found is the answer; without one, damage (or what the recordings cannot show)
    * means the "nothing found" covers only what could be read, which is not a clean bill */
   int damaged = 0;

@@ -217,11 +217,11 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
   if (!quiet) {
     fprintf(stderr,
             "ncclscope export: wrote %s (%.1f MB, SQLite): %" PRIu64 " processes, %" PRIu64
-            " communicators, %" PRIu64 " collectives, %" PRIu64 " instances, %" PRIu64
+            " communicators, %" PRIu64 " collective instances, %" PRIu64 " rank operations, %" PRIu64
             " kernel channels, %" PRIu64 " kernel phases, %" PRIu64 " proxy ops, %" PRIu64
             " proxy steps, %" PRIu64 " proxy states, %" PRIu64 " send/recv pairs\n",
             so.out, (double)st.bytes_out / 1e6, st.rows[NCS_SQ_PROCESSES], st.rows[NCS_SQ_COMMS],
-            st.rows[NCS_SQ_COLLECTIVES], st.rows[NCS_SQ_INSTANCES],
+            st.rows[NCS_SQ_COLLECTIVES], st.rows[NCS_SQ_OPERATIONS],
             st.rows[NCS_SQ_KERNEL_CHANNELS], st.rows[NCS_SQ_KERNEL_PHASES], st.rows[NCS_SQ_PROXY_OPS],
             st.rows[NCS_SQ_PROXY_STEPS], st.rows[NCS_SQ_PROXY_STATES], st.rows[NCS_SQ_P2P]);
     fprintf(stderr,

@@ -71,7 +71,10 @@ static int run(int argc, char **argv) {
   }
   if (v[0] == '-') return ncs_usage_error(NULL, "unknown option '%s'", v);
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-    if (!strcmp(v, verbs[i].name)) return verbs[i].run(argc - 1, argv + 1);
+    if (!strcmp(v, verbs[i].name)) {
+      ncs_verb = verbs[i].name;
+      return verbs[i].run(argc - 1, argv + 1);
+    }
   char names[256] = "";
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",

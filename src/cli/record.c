@@ -143,7 +143,7 @@ static int env_off(const char *v) { return v && (!strcasecmp(v, "off") || !strcm
  * NVTX_INJECTION64_PATH names at its first call, so naming the plugin there records them. A
  * value the user set is theirs (another tool may be listening): kept, and said. Not set when
  * ranges are off: the plugin would only decline NVTX's call. */
-static int set_nvtx(const char *verb, const char *plugin) {
+static int set_nvtx(const char *plugin) {
   if (env_off(getenv("NCCLSCOPE_RANGES"))) return 0;
   const char *cur = getenv("NVTX_INJECTION64_PATH");
   if (cur && *cur) {
@@ -151,9 +151,9 @@ static int set_nvtx(const char *verb, const char *plugin) {
     if (stat(cur, &a) == 0 && stat(plugin, &b) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)
       return 0; /* the plugin already */
-    ncs_warn("%s: NVTX_INJECTION64_PATH is set to %s, not to the plugin: NVTX ranges go there and "
+    ncs_warn("NVTX_INJECTION64_PATH is set to %s, not to the plugin: NVTX ranges go there and "
              "are not recorded (ranges of the ncclscope range API are)",
-             verb, cur);
+             cur);
     return 0;
   }
   char *abs = realpath(plugin, NULL); /* the job's processes may change directory */
@@ -301,8 +301,8 @@ static void forward(job_t *j, int sig) {
   int n = job_pids(pids);
   if (sig == SIGUSR1) {
     if (n < 0 && !j->warned_usr1++)
-      ncs_warn("%s: cannot tell which processes handle SIGUSR1 (no /proc children list): not "
-               "passed on", j->verb);
+      ncs_warn("cannot tell which processes handle SIGUSR1 (no /proc children list): not "
+               "passed on");
     for (int i = 0; i < n; i++)
       if (catches(pids[i], sig)) kill(pids[i], sig);
     return;
@@ -362,16 +362,16 @@ static void check_grace(job_t *j, uint64_t now) {
     j->told_waiting = 1;
     int n = pid_list(pids, sizeof pids);
     if (n > 0)
-      ncs_warn("%s: the command exited; waiting for %d more process%s of the job (pid%s %s): "
+      ncs_warn("the command exited; waiting for %d more process%s of the job (pid%s %s): "
                "the trace is complete when they end (SIGINT or SIGTERM to ncclscope ends them)",
-               j->verb, n, n == 1 ? "" : "es", n == 1 ? "" : "s", pids);
+               n, n == 1 ? "" : "es", n == 1 ? "" : "s", pids);
   }
   if (!j->term_sig || j->killed || now - j->term_ns < (uint64_t)j->grace_s * 1000000000u) return;
   j->killed = 1;
   int n = pid_list(pids, sizeof pids);
-  ncs_warn("%s: %d process%s of the job did not end within %u s of %s (pid%s %s): killed "
+  ncs_warn("%d process%s of the job did not end within %u s of %s (pid%s %s): killed "
            "(SIGKILL); their trace files may be incomplete",
-           j->verb, n < 0 ? 0 : n, n == 1 ? "" : "es", j->grace_s, sig_name(j->term_sig),
+           n < 0 ? 0 : n, n == 1 ? "" : "es", j->grace_s, sig_name(j->term_sig),
            n == 1 ? "" : "s", n < 0 ? "unknown" : pids);
   forward(j, SIGKILL);
 }
@@ -384,8 +384,8 @@ static void wait_job(job_t *j, const sigset_t *set) {
     uint64_t now = mono_ns();
     check_grace(j, now);
     if (j->killed && now - j->term_ns > ((uint64_t)j->grace_s + 10) * 1000000000u) {
-      ncs_warn("%s: processes of the job are still there 10 s after SIGKILL (stuck in the "
-               "kernel?): the trace may be incomplete", j->verb);
+      ncs_warn("processes of the job are still there 10 s after SIGKILL (stuck in the "
+               "kernel?): the trace may be incomplete");
       return;
     }
     struct timespec tick = {0, 250000000}; /* for the grace period and the messages */
@@ -451,8 +451,8 @@ static int run_job(ncs_record_opts_t *o) {
   dfl.sa_handler = SIG_DFL; /* an inherited SIG_IGN would reap the command before we can */
   sigemptyset(&dfl.sa_mask);
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    ncs_warn("%s: cannot become the job's subreaper (%s): processes that leave their parent "
-             "are not waited for", o->verb, strerror(errno));
+    ncs_warn("cannot become the job's subreaper (%s): processes that leave their parent "
+             "are not waited for", strerror(errno));
   fflush(NULL);
   sigaction(SIGCHLD, &dfl, &old_chld);
   sigprocmask(SIG_BLOCK, &set, &old);
@@ -466,7 +466,7 @@ static int run_job(ncs_record_opts_t *o) {
     while (sigtimedwait(&set, NULL, &zero) > 0) { /* nobody is left to pass them to */
     }
     if (e) {
-      ncs_error("%s: cannot run %s: %s", o->verb, o->cmd[0], strerror(e));
+      ncs_error("cannot run %s: %s", o->cmd[0], strerror(e));
       o->not_run = 1;
     }
     rc = !j.done                   ? 128 + SIGKILL
@@ -497,7 +497,7 @@ int ncs_record_run(ncs_record_opts_t *o) {
   if (set_env(plugin, dir, o->events, o->mode ? o->mode : "trace", size[0] ? size : NULL,
               o->kernel_sample) != 0 ||
       (o->range_metrics && setenv("NCCLSCOPE_RANGE_METRICS", o->range_metrics, 1) != 0) ||
-      set_nvtx(o->verb, plugin) != 0) {
+      set_nvtx(plugin) != 0) {
     ncs_error("setenv: %s", strerror(errno));
     return NCS_EXIT_ERROR;
   }
@@ -508,14 +508,14 @@ int ncs_record_run(ncs_record_opts_t *o) {
     if (o->dir_created && after == 0 && rmdir(dir) == 0 && o->dir_used) o->dir_used[0] = 0;
     return rc;
   }
-  if (!o->quiet || o->incomplete)
-    fprintf(stderr, "%s: trace written to %s (%zu file%s)%s\n", ncs_prog, dir, after - before,
-          after - before == 1 ? "" : "s",
-          o->incomplete ? "; it may be incomplete: processes of the job had to be killed" : "");
+  /* one line: where the trace went, or that there is none (never "0 files" and then a warning) */
   if (after == before)
-    ncs_warn("no trace file was written: did the command use NCCL (2.23 or later), and did NCCL "
-             "load %s? Try NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV",
-             plugin);
+    ncs_warn("no trace file was written to %s%s: did the command use NCCL (2.23 or later), and did "
+             "NCCL load %s? Try NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV",
+             dir, o->incomplete ? " (processes of the job had to be killed)" : "", plugin);
+  else if (!o->quiet || o->incomplete)
+    ncs_note("trace written to %s (%zu file%s)%s", dir, after - before, after - before == 1 ? "" : "s",
+             o->incomplete ? "; it may be incomplete: processes of the job had to be killed" : "");
   return rc;
 }
 

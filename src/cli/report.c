@@ -981,18 +981,18 @@ static int write_html(const char *path, int force, char *in, const ncs_analysis_
   ncs_out_t out;
   char err[PATH_MAX + 256];
   if (ncs_out_open(&out, path, &oo, err, sizeof err) != 0) {
-    ncs_error("report: --html: %s", err);
+    ncs_error("--html: %s", err);
     return -1;
   }
   FILE *o = ncs_out_file(&out);
   if (!o || ncs_report_html(o, a, f, rg) != 0) {
     snprintf(err, sizeof err, "cannot write %s: %s", path, strerror(o ? errno : ENOMEM));
     ncs_out_abort(&out);
-    ncs_error("report: --html: %s", err);
+    ncs_error("--html: %s", err);
     return -1;
   }
   if (ncs_out_commit(&out, err, sizeof err) != 0) {
-    ncs_error("report: --html: %s", err);
+    ncs_error("--html: %s", err);
     return -1;
   }
   if (say && strcmp(path, "-")) fprintf(stderr, "%s report: wrote %s\n", ncs_prog, path);
@@ -1037,7 +1037,7 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
   ncs_analyze_opts_t ao = {.job = job, .why = &why};
   ncs_analysis_t *a = ncs_analyze_path_opts(dir, &ao, err, sizeof err);
   if (!a) {
-    ncs_error("report: %s", err);
+    ncs_error("%s", err);
     return ncs_job_exit(why);
   }
   ncs_findings_t f;
@@ -1132,7 +1132,7 @@ int ncs_cmd_report(int argc, char **argv) {
   ncs_analyze_opts_t ao = {.job = job, .why = &why, .filter = &cf.f};
   ncs_analysis_t *a = ncs_analyze_path_opts(argv[optind], &ao, err, sizeof err);
   if (!a) {
-    ncs_error("report: %s", err);
+    ncs_error("%s", err);
     return ncs_job_exit(why);
   }
   int frc = ncs_check_filter_comm("report", &cf.f, a->job);
@@ -1150,7 +1150,7 @@ int ncs_cmd_report(int argc, char **argv) {
   int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_v7_t v; /* one more pass: GPU phases, user tags, symmetric kernels (src/analyze/phases.h) */
   if (!html_stdout && ncs_v7_scan(a, &v, err, sizeof err) != 0) {
-    ncs_error("report: %s", err);
+    ncs_error("%s", err);
     ncs_findings_free(&f);
     ncs_analysis_free(a);
     return NCS_EXIT_ERROR;

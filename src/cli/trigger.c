@@ -68,7 +68,7 @@ static int write_request(const char *dir, const char *reason, uint64_t now) {
   char host[256] = "?", path[PATH_MAX], tmp[PATH_MAX + 32], line[512];
   gethostname(host, sizeof host - 1);
   if ((size_t)snprintf(path, sizeof path, "%s/ncclscope.dump", dir) >= sizeof path) {
-    ncs_error("trigger: path too long: %s", dir);
+    ncs_error("path too long: %s", dir);
     return NCS_EXIT_OUTPUT;
   }
   snprintf(tmp, sizeof tmp, "%s.trigger-%d", path, (int)getpid());
@@ -76,7 +76,7 @@ static int write_request(const char *dir, const char *reason, uint64_t now) {
                    (unsigned long long)now);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    ncs_error("trigger: cannot write %s: %s", tmp, strerror(errno));
+    ncs_error("cannot write %s: %s", tmp, strerror(errno));
     return NCS_EXIT_OUTPUT;
   }
   int ok = write(fd, line, (size_t)n) == n;
@@ -85,7 +85,7 @@ static int write_request(const char *dir, const char *reason, uint64_t now) {
   if (!ok || rename(tmp, path) != 0) {
     if (ok) e = errno;
     unlink(tmp);
-    ncs_error("trigger: cannot write %s: %s", path, strerror(e));
+    ncs_error("cannot write %s: %s", path, strerror(e));
     return NCS_EXIT_OUTPUT;
   }
   return 0;
@@ -127,12 +127,12 @@ int ncs_cmd_trigger(int argc, char **argv) {
   struct stat st;
   int srs = stat(dir, &st);
   if (srs != 0 || !S_ISDIR(st.st_mode)) {
-    ncs_error("trigger: %s: %s", dir, srs != 0 ? strerror(errno) : "not a directory");
+    ncs_error("%s: %s", dir, srs != 0 ? strerror(errno) : "not a directory");
     return NCS_EXIT_NO_INPUT;
   }
   int live = count_flight(dir); /* one live flight file per recording process (and per load) */
   if (!live)
-    ncs_warn("trigger: %s holds no *.nsflight file: no process records in flight mode into it "
+    ncs_warn("%s holds no *.nsflight file: no process records in flight mode into it "
              "(yet); the request stays there and is taken when one starts", dir);
   char dumps[PATH_MAX + 8];
   snprintf(dumps, sizeof dumps, "%s/dumps", dir);

@@ -390,7 +390,7 @@ static void def_locations(ow_t *w) {
                 w->gd, x->nlocations + k,
                 w->ph_comm[k] == UINT32_MAX
                     ? ow_str(w, "nothing passed the export filter")
-                    : ow_fmt(w, "comm %u rank %d (%s)", w->ph_comm[k], w->ph_rank[k],
+                    : ow_fmt(w, "c%u rank %d (%s)", w->ph_comm[k], w->ph_rank[k],
                              rank_recorded(x->job, w->ph_comm[k], w->ph_rank[k])
                                  ? "left out by the export filter" : "not recorded"),
                 OTF2_LOCATION_TYPE_CPU_THREAD, 0, ph),

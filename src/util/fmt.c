@@ -54,6 +54,15 @@ void ncs_fmt_utc(char *o, size_t n, int64_t real) {
 
 void ncs_fmt_comm_id(char *out, size_t len, uint64_t id) { snprintf(out, len, NCS_COMM_ID_FMT, id); }
 
+void ncs_fmt_comm_label(char *out, size_t len, uint32_t index) { snprintf(out, len, "c%u", index); }
+
+void ncs_fmt_comm(char *out, size_t len, uint32_t index, uint64_t comm_id, const char *name) {
+  if (name && *name)
+    snprintf(out, len, "c%u " NCS_COMM_ID_FMT " \"%s\"", index, comm_id, name);
+  else
+    snprintf(out, len, "c%u " NCS_COMM_ID_FMT, index, comm_id);
+}
+
 uint64_t ncs_progress_after_ns(void) {
   static uint64_t after = UINT64_MAX;
   if (after == UINT64_MAX) {
