@@ -204,9 +204,9 @@ usage)
   "$NS" diagnose --help >"$W/out.txt" 2>&1
   expect_rc $? 0
   grep -q -- "--latest" "$W/out.txt" || fail "help"
-  for o in --comm --rank --from --to --range; do grep -q -- "^  $o[ ,]" "$W/out.txt" || fail "help: no $o"; done
+  for o in --comm --rank --from --to --range; do grep -q -- "^ *$o[ ,]" "$W/out.txt" || fail "help: no $o"; done
   # the filters: bad values (the range and tag selections: case filter-range)
-  for a in "--comm 42" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1" \
+  for a in "--comm c4x" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1" \
            "--range step:0" "--range step:3-1" "--tag x" "--tag 5-2"; do
     "$NS" diagnose $a "$W/empty" >"$W/out.txt" 2>&1
     expect_rc $? 2
@@ -361,10 +361,10 @@ f=r['filter']; assert f['comm_id']=='$c1' and f['comms_not_judged']==1, f
 assert [x['comm_id'] for x in f['not_judged']]==['$c0'] and f['not_judged'][0]['nranks']==4, f
 assert [c['comm_id'] for c in r['communicators']]==['$c1'], r['communicators']
 assert all(x['comm_id'] in (None,'$c1') for x in r['verdicts']), r['verdicts']" "--comm healthy one"
-  grep -q "^  --comm: 1 communicator not judged: $c0 sim-comm-0 (4 ranks)" "$W/out.txt" || fail "not-judged line"
+  grep -q "^  --comm: 1 communicator not judged: c0 $c0 \"sim-comm-0\" (4 ranks)" "$W/out.txt" || fail "not-judged line"
   grep -q "^  note: not everything was judged: a hang or desync outside the filter is not shown" "$W/out.txt" ||
     fail "no note that a hang outside the filter is not shown"
-  ! grep -q "^HANG\|^communicator $c0" "$W/out.txt" || fail "the communicator left out is judged or shown"
+  ! grep -q "^HANG\|^communicator c[0-9]* $c0" "$W/out.txt" || fail "the communicator left out is judged or shown"
   # the hung one alone: the same hang, the other listed as not judged
   diag "$W/rec" --comm "$c0"
   expect_rc $rc 1
@@ -374,7 +374,13 @@ assert [c['comm_id'] for c in r['communicators']]==['$c0']" "--comm hung one"
   # a commId the recordings do not hold: usage error, naming the ones they hold
   "$NS" diagnose --comm 0x00000000deadbeef "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 2
-  grep -q "no such communicator in the recordings ($c0 (4 ranks), $c1 (4 ranks))" "$W/out.txt" || fail "unknown comm message"
+  grep -q "no such communicator in the job (c0 $c0, c1 $c1)" "$W/out.txt" || fail "unknown comm message"
+  # a label or an index names the same communicator as its commId
+  for l in c0 0; do
+    diag "$W/rec" --comm "$l"
+    expect_rc $rc 1
+    py "assert r['filter']['comm_id']=='$c0' and [c['comm_id'] for c in r['communicators']]==['$c0']" "--comm $l"
+  done
   # a dead process is reported whatever --comm says: rank 2's process is killed before AllReduce #10
   # of the first communicator; the second one, judged alone, still gets the DEAD verdict
   rm -rf "$W/kill"

@@ -132,7 +132,7 @@ endfunction()
 ncs_export_cli(help 0 "usage: ncclscope export" "--format" "--jobs" -- ${NCS_X_EXE} export --help)
 ncs_export_cli(help_filters 0 "--comm ID" "--rank LIST" "--from T, --to T" -- ${NCS_X_EXE} export --help)
 ncs_export_cli(bad_rank 2 "--rank needs ranks such as 0,2,4-7, not '1-'" -- ${NCS_X_EXE} export --rank 1- x)
-ncs_export_cli(bad_comm_syntax 2 "--comm needs a commId" -- ${NCS_X_EXE} export --comm 12 x)
+ncs_export_cli(bad_comm_syntax 2 "--comm needs a communicator's label [(]c0[)], index [(]0[)] or commId" -- ${NCS_X_EXE} export --comm x12 x)
 ncs_export_cli(to_before_from 2 "--to is before --from" -- ${NCS_X_EXE} export --from 2s --to 1s x)
 ncs_export_cli(unknown_comm 2 "--comm 0x00000000000000ab: no such communicator in the job"
                "!wrote" -- ${NCS_X_EXE} export --force --comm 0xab ${NCS_X_FIX}/valid

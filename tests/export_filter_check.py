@@ -135,7 +135,7 @@ def children(keep):
     ids = ",".join(map(str, keep)) or "NULL"
     k = lambda t, w: {tuple(r) for r in q("SELECT process_id, segment, event_id FROM %s WHERE %s" % (t, w))}
     return {
-        "instances": k("instances", "id IN (%s)" % ids),
+        "operations": k("operations", "id IN (%s)" % ids),
         "kernel_channels": k("kernel_channels", "operation_id IN (%s)" % ids),
         "proxy_ops": k("proxy_ops", "operation_id IN (%s)" % ids),
         "proxy_steps": k("proxy_steps", "proxy_op_id IN (SELECT id FROM proxy_ops WHERE operation_id IN (%s))" % ids),
@@ -170,7 +170,7 @@ def refused(fmt, out):
 
 # ================================================================ SQLite
 def sqlite_mode():
-    tables = ["instances", "kernel_channels", "proxy_ops", "proxy_steps", "kernel_phases"]
+    tables = ["operations", "kernel_channels", "proxy_ops", "proxy_steps", "kernel_phases"]
     for kind, flt in FILTERS.items():
         db = os.path.join(work, kind + ".sqlite")
         err = export("sqlite", db, *flt).stderr
@@ -286,7 +286,7 @@ def timeline_mode():
               int(summary["slices"]) == len(xs), "%s: the .pftrace and the JSON have the same slices "
               "per kind (%s)" % (kind, dict(cat)))
         got = lambda c: {(rank_of[e["pid"]], e["args"]["id"]) for e in xs if e["cat"] in c}
-        for c, t in ((("coll", "p2p"), "instances"), (("kernel",), "kernel_channels"),
+        for c, t in ((("coll", "p2p"), "operations"), (("kernel",), "kernel_channels"),
                      (("proxyop",), "proxy_ops"), (("proxystep",), "proxy_steps"),
                      (("kernelphase",), "kernel_phases")):
             check(got(c) == rk(rows[t]), "%s: %s slices are those of the %d %s rows of the operations "

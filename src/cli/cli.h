@@ -39,8 +39,12 @@ int ncs_cmd_trigger(int argc, char **argv);
 
 /* demo: the report's head on a few lines (what was recorded, coverage, warnings, up to
  * max_findings findings) to o, and the --html page to html (NULL: none); an exit status */
+#define NCS_BRIEF_WORST 1 /* the instance with the largest arrival skew: who the others waited for */
+#define NCS_BRIEF_LINKS 2 /* the slowest network link against the median one */
 int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
-                     uint32_t max_findings);
+                     uint32_t max_findings, int width, int flags);
+/* diagnose: a verdict's word as the text prints it ("HANG", "DESYNC", "DEAD", "CANNOT TELL", "OK") */
+const char *ncs_dg_label(int kind);
 /* dump --stats over the traces of `path` (a directory or one file); used by dump and demo */
 int ncs_stats_path(const char *path, FILE *out);
 int ncs_stats_paths(char *const *paths, int npaths, FILE *out); /* one job over several paths */

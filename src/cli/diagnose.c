@@ -287,7 +287,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
 
 /* ------------------------------------------------------------------ text */
 
-static const char *label(int kind) {
+const char *ncs_dg_label(int kind) {
   switch (kind) {
   case NCS_DG_V_DEAD: return "DEAD";
   case NCS_DG_V_MISMATCH: return "DESYNC";
@@ -453,8 +453,9 @@ static void print_filter(FILE *o, const ncs_dg_t *d) {
         fprintf(o, " ...");
         break;
       }
-      fprintf(o, "%s " NCS_COMM_ID_FMT "%s%s (%d ranks)", shown > 1 ? "," : "", d->comms[c].comm_id,
-              d->comms[c].name[0] ? " " : "", d->comms[c].name, d->comms[c].nranks);
+      char title[160];
+      ncs_fmt_comm(title, sizeof title, c, d->comms[c].comm_id, d->comms[c].name);
+      fprintf(o, "%s %s (%d ranks)", shown > 1 ? "," : "", title, d->comms[c].nranks);
     }
     fputc('\n', o);
     missed = 1;
@@ -545,7 +546,7 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
   for (uint32_t i = 0; i < d->nverdicts; i++) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
     char first[32];
-    snprintf(first, sizeof first, "%-6s ", label(v->kind));
+    snprintf(first, sizeof first, "%-6s ", ncs_dg_label(v->kind));
     ncs_wrap(o, first, "       ", v->summary, g_width);
     if (v->noutside) {
       rank_list(rl, sizeof rl, v->outside, v->noutside);

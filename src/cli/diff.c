@@ -228,7 +228,7 @@ int ncs_cmd_diff(int argc, char **argv) {
   if (!o) return NCS_EXIT_ERROR;
   int regressions = 0, first = 1;
   ncs_tab_t *t = ncs_tab_new("buckets");
-  ncs_tab_col(t, "", "comm", NCS_COL_GROUP, 0);
+  ncs_tab_col(t, "comm", "comm", NCS_COL_GROUP, 0);
   ncs_tab_col(t, "func", "func", NCS_COL_KEY, 13);
   ncs_tab_col(t, "size>=", "bytes_lo", NCS_COL_KEY, 0);
   ncs_tab_col(t, "n A", "n_a", NCS_COL_RIGHT, 0);

@@ -13,58 +13,57 @@
 #include "trace/format.h"
 #include "trace/reader.h"
 #include "util/fmt.h"
+#include "util/text.h"
 
 const char *ncs_prog = "ncclscope";
 const char *ncs_verb = NULL;
 
-/* "ncclscope VERB: " (docs/cli.md, "Messages"): every message of a verb starts the same way */
-static void prefix(const char *verb) {
+/* One message on stderr: "ncclscope VERB: " (docs/cli.md, "Messages"), the kind ("error: ",
+ * "warning: " or nothing) and the text; on a terminal wrapped to its width, continuation lines
+ * indented by two spaces. */
+static void message(const char *verb, const char *kind, const char *fmt, va_list ap) {
+  char text[4096], first[128];
   if (!verb) verb = ncs_verb;
-  fprintf(stderr, "%s%s%s: ", ncs_prog, verb ? " " : "", verb ? verb : "");
+  vsnprintf(text, sizeof text, fmt, ap);
+  snprintf(first, sizeof first, "%s%s%s: %s", ncs_prog, verb ? " " : "", verb ? verb : "", kind);
+  fflush(stdout);
+  if (isatty(STDERR_FILENO) && !strchr(text, '\n')) {
+    ncs_wrap(stderr, first, "  ", text, ncs_term_width(STDERR_FILENO));
+  } else {
+    fputs(first, stderr);
+    fputs(text, stderr);
+    fputc('\n', stderr);
+  }
 }
 
 int ncs_usage_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   if (!verb) verb = ncs_verb;
-  fflush(stdout);
-  prefix(verb);
-  fputs("error: ", stderr);
-  vfprintf(stderr, fmt, ap);
+  message(verb, "error: ", fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry '%s%s%s --help'.\n", ncs_prog, verb ? " " : "", verb ? verb : "");
+  fprintf(stderr, "Try '%s%s%s --help'.\n", ncs_prog, verb ? " " : "", verb ? verb : "");
   return NCS_EXIT_USAGE;
 }
 
 void ncs_warn(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fflush(stdout);
-  prefix(NULL);
-  fputs("warning: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  message(NULL, "warning: ", fmt, ap);
   va_end(ap);
 }
 
 void ncs_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fflush(stdout);
-  prefix(NULL);
-  fputs("error: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  message(NULL, "error: ", fmt, ap);
   va_end(ap);
 }
 
 void ncs_note(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fflush(stdout);
-  prefix(NULL);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  message(NULL, "", fmt, ap);
   va_end(ap);
 }
 

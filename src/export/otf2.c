@@ -659,7 +659,7 @@ static int ow_prepare(ow_t *w, const char *path, const ncs_otf2_opts_t *o, char 
   int why = 0;
   const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why, .filter = o->filter};
   w->x.a = ncs_analyze_path_opts(path, &ao, err, el);
-  if (!w->x.a) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
+  if (!w->x.a) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER ? 3 : 2;
   w->x.job = w->x.a->job;
   if (o->job_check && o->job_check(w->x.job, o->check_arg) != 0) return 4;
   if (ncs_xf_init(&w->x.xf, w->x.job) != 0) {

@@ -266,7 +266,7 @@ static int read_job(ex_t *x, char **all, size_t nall, char *err, size_t errlen) 
   x->job = ncs_job_open_files(
       all, nall, &(ncs_job_opts_t){.retain = 1, .job = x->o.job, .why = &why, .filter = x->o.filter},
       err, errlen);
-  if (!x->job) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
+  if (!x->job) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER ? 3 : 2;
   if (x->o.job_check && x->o.job_check(x->job, x->o.check_arg) != 0) return 4;
   ncs_job_stream(x->job, NULL, NULL);
   if (ncs_xf_init(&x->xf, x->job) != 0) {

@@ -383,7 +383,8 @@ static size_t print_block(FILE *o, const ncs_tab_t *t, const ncs_tab_view_t *v, 
     int col = ind;
     for (size_t k = 0; k < ncols; k++) {
       const col_t *c = &t->cols[cols[k]];
-      const char *s = cell(t, r, cols[k], 0);
+      /* a group column shown as a column (the table was sorted by another): its short raw value */
+      const char *s = cell(t, r, cols[k], (c->flags & NCS_COL_GROUP) != 0);
       if (text && k == ncols - 1) {
         if (own_line && !*s) {
           fputc('\n', o);
@@ -451,15 +452,9 @@ static size_t tab_print(FILE *o, const ncs_tab_t *t, const ncs_tab_view_t *v) {
       if (hw > w[c]) w[c] = hw;
     }
     for (size_t r = 0; r < nshow; r++) {
-      int cw = (int)ncs_text_width(cell(t, r, c, 0));
-      if (C->flags & NCS_COL_TEXT) continue; /* measured below */
+      int cw = (int)ncs_text_width(cell(t, r, c, (C->flags & NCS_COL_GROUP) != 0));
       if (cw > w[c]) w[c] = cw;
     }
-    if (C->flags & NCS_COL_TEXT)
-      for (size_t r = 0; r < nshow; r++) {
-        int cw = (int)ncs_text_width(cell(t, r, c, 0));
-        if (cw > w[c]) w[c] = cw;
-      }
     if (!v->wide && C->max > 0 && w[c] > C->max) w[c] = C->max;
   }
   /* fold: blocks of columns that fit, each with the key columns (the free text goes last) */
