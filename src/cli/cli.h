@@ -92,16 +92,17 @@ int ncs_record_run(ncs_record_opts_t *o);
   "filters (docs/cli.md, \"Filters\"; the output says what they left out):\n"                     \
   "      --comm C          only communicator C: its label (c0), index (0) or commId\n"               \
   "                        (0x and 16 hex digits), as the report lists them\n"                      \
-  "      --rank LIST       only collective instances with one of these ranks (0,2,4-7),\n"          \
-  "                        kept whole, and sends/receives from or to them\n"                        \
-  "      --from T, --to T  only those whose first arrival is T after the job's first\n"             \
-  "                        event (1.5, 1.5s, 250ms, 30us)\n"                                        \
-  "      --range NAME      only those with an operation called inside a user range of\n"            \
-  "                        this name (docs/ranges.md); NAME:N, NAME:N-M only its N-th\n"            \
-  "                        (to M-th) range on each thread; several --range: any\n"                  \
-  "      --tag LIST        only those with an operation whose NCCL user tag (ABI v7) is\n"          \
-  "                        in LIST (7, 3,5-9; 0 untagged). One operation must meet\n"               \
-  "                        --rank, --range and --tag together\n"
+  "      --rank LIST       only collective instances with one of these ranks\n"                     \
+  "                        (0,2,4-7), kept whole, and sends/receives from or to\n"                  \
+  "                        them\n"                                                                  \
+  "      --from T, --to T  only those whose first arrival is T after the job's\n"                   \
+  "                        first event (1.5, 1.5s, 250ms, 30us)\n"                                  \
+  "      --range NAME      only those with an operation called inside a user range\n"              \
+  "                        of this name (docs/ranges.md); NAME:N, NAME:N-M only its\n"              \
+  "                        N-th (to M-th) range on each thread; several: any\n"                     \
+  "      --tag LIST        only those with an operation whose NCCL user tag (ABI\n"                 \
+  "                        v7) is in LIST (7, 3,5-9; 0 untagged). One operation\n"                  \
+  "                        must meet --rank, --range and --tag together\n"
 #define NCS_CLI_MAX_RANGES 16 /* --range flags */
 #define NCS_CLI_MAX_TAGS 64   /* numbers and intervals of --tag lists, together */
 typedef struct {

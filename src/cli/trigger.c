@@ -24,20 +24,27 @@
 static const char trigger_help[] =
     "usage: ncclscope trigger [OPTIONS] DIR\n"
     "\n"
-    "Ask every process that records in flight mode (record --mode flight) into the trace\n"
-    "directory DIR to dump its flight recorder into DIR/dumps, on every host that shares DIR\n"
-    "(a shared file system). It writes the request file DIR/ncclscope.dump, which each process\n"
-    "polls every 0.2 s (docs/flight.md). Then read the dumps with 'ncclscope diagnose DIR'.\n"
+    "Ask every process that records in flight mode (record --mode flight) into the\n"
+    "trace directory DIR to dump its flight recorder into DIR/dumps, on every host\n"
+    "that shares DIR (a shared file system). It writes the request file\n"
+    "DIR/ncclscope.dump, which each process polls every 0.2 s (docs/flight.md); then\n"
+    "read the dumps with 'ncclscope diagnose DIR'.\n"
     "\n"
     "options:\n"
-    "      --reason TEXT   recorded as the dumps' trigger (default: manual)\n"
-    "  -w, --wait SECONDS  wait up to SECONDS (0 to 3600, default 5) for the dumps and count\n"
-    "                      them against the processes recording into DIR; 0: do not wait\n"
-    "  -h, --help          this help\n"
+    "      --reason TEXT     recorded as the dumps' trigger (default: manual)\n"
+    "  -w, --wait SECONDS    wait up to SECONDS (0 to 3600, default 5) for the dumps\n"
+    "                        and count them against the processes recording into DIR;\n"
+    "                        0: do not wait\n"
+    "  -h, --help            this help\n"
     "\n"
-    "exit status: 0 the request was written (and, when waiting, every recording process\n"
-    "dumped), 1 when waiting, some recording process did not dump in time, 2 usage error,\n"
-    "3 DIR does not exist or is not a directory, 5 the request file cannot be written\n";
+    "examples:\n"
+    "  ncclscope trigger run2 && ncclscope diagnose --latest run2\n"
+    "  ncclscope trigger --reason 'step 900 slow' --wait 30 /shared/run2\n"
+    "\n"
+    "exit status: 0 the request was written (and, when waiting, every recording\n"
+    "process dumped), 1 when waiting, some recording process did not dump in time,\n"
+    "2 usage error, 3 DIR does not exist or is not a directory, 5 the request file\n"
+    "cannot be written\n";
 
 static uint64_t real_ns(void) {
   struct timespec t;
