@@ -1,8 +1,10 @@
 /* fmt.c - durations, sizes, shares and UTC times (fmt.h). */
 #include "util/fmt.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -86,7 +88,11 @@ void ncs_progress(const char *prog, double pct, const char *detail, int final) {
   int fill = (int)(pct * 30 / 100 + 0.5);
   for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '-';
   bar[30] = 0;
+  /* the detail is cut so that the bar stays one line of the terminal (a wrapped line would not
+   * be redrawn in place) */
+  int room = ncs_term_width(STDERR_FILENO) - (int)strlen(prog) - 2 - 32 - 7 - 1;
+  if (room < 0) room = 0;
   /* \r: back to the line's start; \033[K: clear what a longer earlier line left */
-  fprintf(stderr, "\r%s: [%s] %5.1f%% %s\033[K%s", prog, bar, pct, detail, final ? "\n" : "");
+  fprintf(stderr, "\r%s: [%s] %5.1f%% %.*s\033[K%s", prog, bar, pct, room, detail, final ? "\n" : "");
   fflush(stderr);
 }
