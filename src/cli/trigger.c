@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/text.h"
 
 static const char trigger_help[] =
     "usage: ncclscope trigger [OPTIONS] DIR\n"
@@ -147,9 +148,8 @@ int ncs_cmd_trigger(int argc, char **argv) {
   uint64_t now = real_ns();
   int rc = write_request(dir, reason, now);
   if (rc) return rc;
-  fprintf(stderr, "%s trigger: requested a flight dump from every process recording into %s "
-          "(%d flight file%s there); dumps go to %s/dumps\n",
-          ncs_prog, dir, live, live == 1 ? "" : "s", dir);
+  ncs_note("requested a flight dump from every process recording into %s (%d flight file%s there); "
+           "dumps go to %s/dumps", dir, live, live == 1 ? "" : "s", dir);
   if (!wait_s) return NCS_EXIT_OK;
   int got = 0;
   for (uint64_t t = 0; t < wait_s * 10; t++) { /* processes poll every 0.2 s */
@@ -160,10 +160,12 @@ int ncs_cmd_trigger(int argc, char **argv) {
   }
   /* a flight file of a process that has ended (or of an earlier load) never dumps again: the
    * count says what it is, not more */
-  printf("%d new dump%s in %s for %d flight file%s in %s%s\n", got, got == 1 ? "" : "s", dumps, live,
-         live == 1 ? "" : "s", dir,
-         got >= live ? "" : " (a file of a process that has ended, or of an earlier load of the "
-                            "plugin, does not dump; nor does a host that does not see the directory)");
+  char line[3 * PATH_MAX];
+  snprintf(line, sizeof line, "%d new dump%s in %s for %d flight file%s in %s%s", got, got == 1 ? "" : "s",
+           dumps, live, live == 1 ? "" : "s", dir,
+           got >= live ? "" : " (a file of a process that has ended, or of an earlier load of the "
+                              "plugin, does not dump; nor does a host that does not see the directory)");
+  ncs_wrap(stdout, "", "  ", line, ncs_term_width(STDOUT_FILENO));
   if (got) printf("next: %s diagnose --latest %s\n", ncs_prog, dir);
   return live && got >= live ? NCS_EXIT_OK : NCS_EXIT_FOUND;
 }
