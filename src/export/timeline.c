@@ -364,6 +364,16 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   ms = x->main_sink = new_sink(x, fd, 1);
   if (!ms) goto oom;
   atomic_store(&x->writing, 1);
+  /* the job time's wall-clock offset, for the .pftrace's ClockSnapshot (docs/timeline.md,
+   * "Time"): on one host job time is CLOCK_MONOTONIC and a file's CLOCK pairs give realtime;
+   * across hosts it is host 0's realtime already */
+  for (uint32_t i = 0; i < x->job->nprocs && !ms->has_clock; i++) {
+    const ncs_job_proc_t *p = &x->job->procs[i];
+    if (p->excluded || !p->clk_pairs) continue;
+    ms->has_clock = 1, ms->one_host = x->job->nhosts <= 1;
+    ms->clock_at = x->origin ? x->origin : (uint64_t)x->job->t_first;
+    ms->realtime_off = ms->one_host ? p->clk_off : 0;
+  }
   ms->seq_begin(ms, 1);
   w0->next_uuid = 1ull << 25; /* processes: from 0x100; files: (index + 1) << 26 */
   w0->next_track = x->next_track;
