@@ -25,6 +25,7 @@
 #include "export/export.h"
 #include "model/model.h"
 #include "trace/format.h"
+#include "util/fmt.h"
 #include "util/text.h"
 
 static const char demo_help[] =
@@ -92,7 +93,7 @@ typedef struct {
 static const scenario_t scenarios[] = {
     {"healthy", "mixed", NULL, "on", "nothing: a healthy job (every operation, 2 communicators)", 0, 0},
     {"straggler", "allreduce", "--slow-rank R --slow-us 2000", "on",
-     "rank R sleeps 2 ms before each of its collectives: a straggler", 0, NCS_BRIEF_WORST},
+     "rank R sleeps 2 ms before each of its collectives: a straggler", 0, 0},
     /* the report names a one-off stall once it has a stall finding; the worst line shows it now */
     {"stall", "allreduce", "--pause R:S:1000", "on",
      "rank R sleeps 1 s once, before its collective S: a one-off stall", 0, NCS_BRIEF_WORST},
@@ -425,18 +426,23 @@ int ncs_cmd_demo(int argc, char **argv) {
   if (rrc == NCS_EXIT_OUTPUT && !st) st = rrc;
   verdict_line(out, dir, width);
   uint64_t bt = du(dir), bp = have_pf ? du(pf) : 0, bh = rrc == NCS_EXIT_OUTPUT ? 0 : du(html);
-  snprintf(line, sizeof line, "%s/  trace, %.1f MB (every event, one file per process)", dir, (double)bt / 1e6);
+  char sz[32];
+  ncs_fmt_size(sz, sizeof sz, bt);
+  snprintf(line, sizeof line, "%s/  trace, %s (every event, one file per process)", dir, sz);
   ncs_wrap(out, "files     ", "            ", line, width);
   if (have_pf) {
-    snprintf(line, sizeof line, "%s  timeline, %.1f MB: open it at https://ui.perfetto.dev", pf, (double)bp / 1e6);
+    ncs_fmt_size(sz, sizeof sz, bp);
+    snprintf(line, sizeof line, "%s  timeline, %s: open it at https://ui.perfetto.dev", pf, sz);
     ncs_wrap(out, "          ", "            ", line, width);
   }
   if (bh) {
-    snprintf(line, sizeof line, "%s  report with charts, %.1f MB: open it in a browser", html, (double)bh / 1e6);
+    ncs_fmt_size(sz, sizeof sz, bh);
+    snprintf(line, sizeof line, "%s  report with charts, %s: open it in a browser", html, sz);
     ncs_wrap(out, "          ", "            ", line, width);
   }
-  snprintf(line, sizeof line, "%.1f MB in all%s; remove with: rm -r %s %s.*",
-           (double)(bt + bp + bh + du(log)) / 1e6, d.out == def ? " (under $TMPDIR, else /tmp)" : "", dir, dir);
+  ncs_fmt_size(sz, sizeof sz, bt + bp + bh + du(log));
+  snprintf(line, sizeof line, "%s in all%s; remove with: rm -r %s %s.*", sz,
+           d.out == def ? " (under $TMPDIR, else /tmp)" : "", dir, dir);
   ncs_wrap(out, "          ", "            ", line, width);
   /* the next commands, ready to paste: the directory once, in a shell variable, and ncclscope as
    * this shell can run it */
