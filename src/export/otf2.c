@@ -434,7 +434,7 @@ static void def_comms(ow_t *w) {
     uint64_t *m = malloc((size_t)nr * sizeof *m);
     if (!m) goto oom;
     for (int32_t r = 0; r < nr; r++) m[r] = index[w->rank_loc[c][r]] - 1;
-    OTF2_StringRef name = ow_fmt(w, "NCCL comm 0x%016" PRIx64 "%s%s (%d ranks)", j->comms[c].comm_id,
+    OTF2_StringRef name = ow_fmt(w, "NCCL comm c%u 0x%016" PRIx64 "%s%s (%d ranks)", c, j->comms[c].comm_id,
                                  *j->comms[c].name ? " " : "", j->comms[c].name, nr);
     OK(w, OTF2_GlobalDefWriter_WriteGroup(w->gd, 1 + c, name, OTF2_GROUP_TYPE_COMM_GROUP,
                                           OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, (uint32_t)nr, m),
