@@ -41,7 +41,7 @@ static const char demo_help[] =
     "scenarios (--scenario):\n"
     "  healthy     nothing injected: a mix of every operation over 2 communicators\n"
     "              (the default)\n"
-    "  straggler   one rank sleeps 2 ms before each of its collectives\n"
+    "  straggler   one rank sleeps 10 ms before each of its collectives\n"
     "  stall       one rank sleeps 1 s once, before one collective\n"
     "  hang        one rank never calls one collective; the others hang in it\n"
     "  slow-link   one rank's network transfers take 5 ms longer each\n"
@@ -92,8 +92,8 @@ typedef struct {
 
 static const scenario_t scenarios[] = {
     {"healthy", "mixed", NULL, "on", "nothing: a healthy job (every operation, 2 communicators)", 0, 0},
-    {"straggler", "allreduce", "--slow-rank R --slow-us 2000", "on",
-     "rank R sleeps 2 ms before each of its collectives: a straggler", 0, 0},
+    {"straggler", "allreduce", "--slow-rank R --slow-us 10000", "on",
+     "rank R sleeps 10 ms before each of its collectives: a straggler", 0, 0},
     /* the report names a one-off stall once it has a stall finding; the worst line shows it now */
     {"stall", "allreduce", "--pause R:S:1000", "on",
      "rank R sleeps 1 s once, before its collective S: a one-off stall", 0, NCS_BRIEF_WORST},
@@ -425,31 +425,31 @@ int ncs_cmd_demo(int argc, char **argv) {
   int rrc = ncs_report_brief(dir, NCS_JOB_LAST, html, replace, out, 3, width, sc ? sc->brief : 0);
   if (rrc == NCS_EXIT_OUTPUT && !st) st = rrc;
   verdict_line(out, dir, width);
+  /* where the files are, the directory once in a shell variable D, ready to paste; then the
+   * next commands, with ncclscope as this shell can run it */
   uint64_t bt = du(dir), bp = have_pf ? du(pf) : 0, bh = rrc == NCS_EXIT_OUTPUT ? 0 : du(html);
   char sz[32];
+  fprintf(out, "files     D=%s\n", dir);
   ncs_fmt_size(sz, sizeof sz, bt);
-  snprintf(line, sizeof line, "%s/  trace, %s (every event, one file per process)", dir, sz);
-  ncs_wrap(out, "files     ", "            ", line, width);
+  snprintf(line, sizeof line, "$D/  trace, %s (every event, one file per process)", sz);
+  ncs_wrap(out, "          ", "            ", line, width);
   if (have_pf) {
     ncs_fmt_size(sz, sizeof sz, bp);
-    snprintf(line, sizeof line, "%s  timeline, %s: open it at https://ui.perfetto.dev", pf, sz);
+    snprintf(line, sizeof line, "$D.pftrace  timeline, %s: open it at https://ui.perfetto.dev", sz);
     ncs_wrap(out, "          ", "            ", line, width);
   }
   if (bh) {
     ncs_fmt_size(sz, sizeof sz, bh);
-    snprintf(line, sizeof line, "%s  report with charts, %s: open it in a browser", html, sz);
+    snprintf(line, sizeof line, "$D.html  report with charts, %s: open it in a browser", sz);
     ncs_wrap(out, "          ", "            ", line, width);
   }
   ncs_fmt_size(sz, sizeof sz, bt + bp + bh + du(log));
-  snprintf(line, sizeof line, "%s in all%s; remove with: rm -r %s %s.*", sz,
-           d.out == def ? " (under $TMPDIR, else /tmp)" : "", dir, dir);
+  snprintf(line, sizeof line, "%s in all%s; remove with: rm -r $D $D.*", sz,
+           d.out == def ? " (under $TMPDIR, else /tmp)" : "");
   ncs_wrap(out, "          ", "            ", line, width);
-  /* the next commands, ready to paste: the directory once, in a shell variable, and ncclscope as
-   * this shell can run it */
   char self[PATH_MAX];
   int on_path;
   self_cmd(self, sizeof self, &on_path);
-  fprintf(out, "next      D=%s\n", dir);
   static const char *const next[][2] = {{"report $D", "the whole report (--wide, --json, --csv)"},
                                         {"diagnose $D", "hang and desync verdicts"},
                                         {"export -f sqlite $D", "the job as SQL tables"},
@@ -457,16 +457,16 @@ int ncs_cmd_demo(int argc, char **argv) {
   for (size_t k = 0; k < sizeof next / sizeof next[0]; k++) {
     char c[PATH_MAX + 64];
     snprintf(c, sizeof c, "%s %s", self, next[k][0]);
+    const char *lab = k ? "          " : "next      ";
     if (width && (int)(10 + strlen(self) + 20 + 2 + strlen(next[k][1])) > width)
-      fprintf(out, "          %s\n", c); /* the command alone: it must stay pasteable */
+      fprintf(out, "%s%s\n", lab, c); /* the command alone: it must stay pasteable */
     else
-      fprintf(out, "          %-*s  %s\n", (int)(strlen(self) + 20), c, next[k][1]);
+      fprintf(out, "%s%-*s  %s\n", lab, (int)(strlen(self) + 20), c, next[k][1]);
   }
   if (!on_path) {
     char bindir[PATH_MAX];
     if (ncs_exe_dir(bindir, sizeof bindir) == 0) {
-      snprintf(line, sizeof line, "ncclscope is not on PATH here; to type just 'ncclscope': export PATH=\"%s:$PATH\"",
-               bindir);
+      snprintf(line, sizeof line, "ncclscope is not on PATH: export PATH=\"%s:$PATH\"", bindir);
       ncs_wrap(out, "          ", "          ", line, width);
     }
   }
