@@ -11,6 +11,11 @@ set_tests_properties(install_deb PROPERTIES SKIP_RETURN_CODE 77)
 add_test(NAME cli_consistency COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cli_consistency.sh
          $<TARGET_FILE:ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/cli-consistency)
 set_tests_properties(cli_consistency PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "cli consistency: ok")
+# one convention for every verb's help and usage errors: every option of its getopt table in its
+# --help (80 columns, examples, exit statuses), one error format, never getopt's messages
+add_test(NAME cli_help COMMAND python3 ${CMAKE_CURRENT_LIST_DIR}/cli_help_check.py
+         $<TARGET_FILE:ncclscope> ${CMAKE_SOURCE_DIR})
+set_tests_properties(cli_help PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "cli help check: ok")
 
 # the demo as a new user runs it: one screen, nothing left in the current directory, next commands
 # that run as printed, a second run that replaces the first, a hang and a desync injected and
