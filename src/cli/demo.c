@@ -347,8 +347,11 @@ int ncs_cmd_demo(int argc, char **argv) {
     fill(injected, sizeof injected, sc->injected, frank, fseq);
   else
     snprintf(injected, sizeof injected, "nothing: nccl-sim's scenario %s as it is", d.scenario);
-  char *cmd[32];
+  /* nccl-sim's own output, its messages too (a hang it injected says so), goes to a log beside
+   * the trace, not onto the demo's screen: sh -c 'exec nccl-sim ... 2>&1' with stdout the log */
+  char *cmd[40];
   int nc = 0;
+  cmd[nc++] = "/bin/sh", cmd[nc++] = "-c", cmd[nc++] = "exec \"$0\" \"$@\" 2>&1";
   cmd[nc++] = sim, cmd[nc++] = "--plugin", cmd[nc++] = plugin;
   cmd[nc++] = "--scenario", cmd[nc++] = (char *)(sc ? sc->sim : d.scenario);
   cmd[nc++] = "--ranks", cmd[nc++] = (char *)d.ranks, cmd[nc++] = "--iters", cmd[nc++] = (char *)d.iters;
@@ -356,7 +359,7 @@ int ncs_cmd_demo(int argc, char **argv) {
   cmd[nc++] = "--couple", cmd[nc++] = (char *)(sc ? sc->couple : "on");
   char fbuf[256];
   snprintf(fbuf, sizeof fbuf, "%s", fault);
-  for (char *tok = strtok(fbuf, " "); tok && nc < 30; tok = strtok(NULL, " ")) cmd[nc++] = tok;
+  for (char *tok = strtok(fbuf, " "); tok && nc < 38; tok = strtok(NULL, " ")) cmd[nc++] = tok;
   cmd[nc] = NULL;
   ncs_record_opts_t o = {.verb = "demo",
                          .out_dir = d.out,
@@ -370,7 +373,6 @@ int ncs_cmd_demo(int argc, char **argv) {
   ncs_note("running nccl-sim (a simulated NCCL on the CPU, no GPU): scenario %s, %s ranks in %s "
            "processes, %s operations per rank ...", d.scenario, d.ranks, d.procs, d.iters);
   fflush(NULL);
-  /* nccl-sim's own counters go to a log beside the trace, not onto the screen */
   char log[PATH_MAX + 16];
   snprintf(log, sizeof log, "%s.nccl-sim.log", d.out);
   int saved = dup(STDOUT_FILENO), lfd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
