@@ -273,7 +273,7 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
       bucket_range(rng, sizeof rng, b->log2);
       ncs_fmt_ns(lat, sizeof lat, b->lat_p50);
       /* a bucket holding instances whose GPU times cannot be right is drawn hollow, and says so */
-      fprintf(o, "<g class=\"pt%s\"><title>comm ", b->suspect ? " doubtful" : "");
+      fprintf(o, "<g class=\"pt%s\"><title>c", b->suspect ? " doubtful" : "");
       escf(o,
            "%u %s, %s, %" PRIu64 " instances: busbw p50 %.3f GB/s, p95 %.3f, p99 %.3f (slow side); "
            "algbw p50 %.3f GB/s; latency p50 %s",
@@ -682,7 +682,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
     ncs_fmt_ns(v[3], 32, p75), ncs_fmt_ns(v[4], 32, b->lat_p95), ncs_fmt_ns(v[5], 32, b->lat_p99);
     ncs_fmt_ns(v[6], 32, mx);
     bucket_range(rng, sizeof rng, b->log2);
-    fputs("<g class=\"row\"><title>comm ", o);
+    fputs("<g class=\"row\"><title>c", o);
     escf(o,
          "%u %s, %s, %" PRIu64
          " %s (timing %s): min %s, p25 %s, p50 %s, p75 %s, p95 %s, p99 %s, max %s",
