@@ -137,7 +137,8 @@ static void json_filter(FILE *o, const ncs_dg_t *d) {
   int first = 1;
   for (uint32_t c = 0; c < d->ncomms; c++) {
     if (d->comms[c].judged) continue;
-    fprintf(o, "%s{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", first ? "" : ",", d->comms[c].comm_id);
+    fprintf(o, "%s{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"label\":\"c%u\",\"name\":", first ? "" : ",",
+            d->comms[c].comm_id, c);
     ncs_json_str(o, d->comms[c].name);
     fprintf(o, ",\"nranks\":%d}", d->comms[c].nranks);
     first = 0;
@@ -182,9 +183,9 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
     fprintf(o, "%s\n{\"kind\":\"%s\",\"comm_id\":", i ? "," : "", ncs_dg_kind_name(v->kind));
     if (v->comm >= 0)
-      fprintf(o, "\"" NCS_COMM_ID_FMT "\"", d->comms[v->comm].comm_id);
+      fprintf(o, "\"" NCS_COMM_ID_FMT "\",\"comm_label\":\"c%d\"", d->comms[v->comm].comm_id, v->comm);
     else
-      fprintf(o, "null");
+      fprintf(o, "null,\"comm_label\":null");
     fprintf(o, ",\"rank\":%d,\"ranks\":[", v->rank);
     for (int k = 0; k < v->nranks; k++) fprintf(o, "%s%d", k ? "," : "", v->ranks[k]);
     fprintf(o, "],\"process\":");
@@ -229,7 +230,8 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
   for (uint32_t c = 0; c < d->ncomms; c++) {
     const ncs_dg_comm_t *C = &d->comms[c];
     if (!C->judged) continue; /* --comm: in filter.not_judged */
-    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", firstc ? "" : ",", C->comm_id);
+    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"label\":\"c%u\",\"name\":", firstc ? "" : ",",
+            C->comm_id, c);
     firstc = 0;
     ncs_json_str(o, C->name);
     fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"ranks_left_out\":%d,\"completed_on_all\":%" PRIu64

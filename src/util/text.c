@@ -54,9 +54,10 @@ static size_t bytes_for(const char *s, size_t cols) {
 
 /* ---------------------------------------------------------------- wrapping */
 
-void ncs_wrap(FILE *o, const char *first, const char *rest, const char *text, int width) {
-  fputs(first, o);
-  int col = (int)ncs_text_width(first), indent = (int)ncs_text_width(rest);
+/* text wrapped to width, the first line starting at column col (what is before it is printed
+ * already), the others with rest */
+static void wrap_from(FILE *o, int col, const char *rest, const char *text, int width) {
+  int indent = (int)ncs_text_width(rest);
   int start = col, space = 0;
   const char *p = text;
   while (*p) {
@@ -91,6 +92,11 @@ void ncs_wrap(FILE *o, const char *first, const char *rest, const char *text, in
     while (*p == ' ') p++, space = 1;
   }
   fputc('\n', o);
+}
+
+void ncs_wrap(FILE *o, const char *first, const char *rest, const char *text, int width) {
+  fputs(first, o);
+  wrap_from(o, (int)ncs_text_width(first), rest, text, width);
 }
 
 /* where a line's continuation lines start: after its leading spaces and a marker */
@@ -397,7 +403,8 @@ static size_t print_block(FILE *o, const ncs_tab_t *t, const ncs_tab_view_t *v, 
           char rest[256];
           int at = col + 2;
           snprintf(rest, sizeof rest, "%*s", at < (int)sizeof rest - 1 ? at : (int)sizeof rest - 1, "");
-          ncs_wrap(o, "  ", rest, s, v->wide ? 0 : at + tw);
+          fputs("  ", o);
+          wrap_from(o, at, rest, s, v->wide ? 0 : at + tw);
         }
         goto next;
       }
