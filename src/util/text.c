@@ -12,13 +12,17 @@
 #include "util/mem.h"
 
 int ncs_term_width(int fd) {
-  int w = NCS_TEXT_DEFAULT;
+  int w = 0;
   struct winsize ws;
   const char *cols = getenv("COLUMNS");
   if (isatty(fd) && ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col)
     w = ws.ws_col;
   else if (cols && atoi(cols) > 0)
     w = atoi(cols);
+  else if (isatty(fd))
+    w = NCS_TEXT_DEFAULT; /* a terminal that does not say its size */
+  else
+    return 0; /* a pipe or a file: whole lines */
   return w < NCS_TEXT_MIN ? NCS_TEXT_MIN : w > NCS_TEXT_MAX ? NCS_TEXT_MAX : w;
 }
 

@@ -4,8 +4,9 @@
  *
  * One rule for every verb, so that `report`, `diagnose`, `diff`, `dump --stats` and `demo` fit
  * the same terminal the same way: the width is the terminal's (TIOCGWINSZ) when standard output
- * is one, else $COLUMNS, else 100, and never less than 80 nor more than 120 columns (prose wider
- * than 120 columns reads badly). --wide turns fitting off. */
+ * is one, else $COLUMNS when it is set, never less than 80 nor more than 120 columns (prose wider
+ * than 120 columns reads badly); into a pipe or a file without $COLUMNS, whole lines (0), as `ls`
+ * and `git` do, so that grep and scripts see one line per item. --wide turns fitting off. */
 #ifndef NCS_UTIL_TEXT_H
 #define NCS_UTIL_TEXT_H
 
@@ -14,9 +15,9 @@
 
 #define NCS_TEXT_MIN 80
 #define NCS_TEXT_MAX 120
-#define NCS_TEXT_DEFAULT 100 /* not a terminal and no COLUMNS */
+#define NCS_TEXT_DEFAULT 100 /* a terminal that does not say its size, and no COLUMNS */
 
-/* the width to fit output on fd to (see above) */
+/* the width to fit output on fd to (see above): 0 for whole lines */
 int ncs_term_width(int fd);
 /* columns s takes on a terminal: ANSI escape sequences take none, a UTF-8 character one */
 size_t ncs_text_width(const char *s);
