@@ -45,7 +45,7 @@ b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==
   # the page says it too, and draws the doubtful bucket as such
   grep -q '<li class="warn" data-key="gpu_suspect">1 instances have GPU times that cannot be right' "$W/r.html" ||
     fail "no suspect warning on the --html page"
-  grep -q '<g class="pt doubtful"><title>comm 0 AllReduce' "$W/r.html" || fail "the doubtful bucket is not marked"
+  grep -q '<g class="pt doubtful"><title>c0 AllReduce' "$W/r.html" || fail "the doubtful bucket is not marked"
   grep -q 'id="doubtful-note"' "$W/r.html" || fail "no note on doubtful points"
   # the same job without the fault has none
   rm -rf "$W/t"

@@ -526,7 +526,8 @@ int ncs_record_run(ncs_record_opts_t *o) {
   if (after == before)
     ncs_warn("no trace file was written to %s%s: did the command use NCCL (2.23 or later), and did "
              "NCCL load %s? Try NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV",
-             dir, o->incomplete ? " (processes of the job had to be killed)" : "", plugin);
+             dir, o->incomplete ? " (processes of the job had to be killed: what there is of it may be incomplete)" : "",
+             plugin);
   else if (!o->quiet || o->incomplete)
     ncs_note("trace written to %s (%zu file%s)%s", dir, after - before, after - before == 1 ? "" : "s",
              o->incomplete ? "; it may be incomplete: processes of the job had to be killed" : "");

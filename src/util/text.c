@@ -100,6 +100,11 @@ static void wrap_from(FILE *o, int col, const char *rest, const char *text, int 
 
 void ncs_wrap(FILE *o, const char *first, const char *rest, const char *text, int width) {
   fputs(first, o);
+  if (width <= 0 && !strchr(text, '\n')) { /* one line, as it is */
+    fputs(text, o);
+    fputc('\n', o);
+    return;
+  }
   wrap_from(o, (int)ncs_text_width(first), rest, text, width);
 }
 
