@@ -456,14 +456,19 @@ int ncs_cmd_demo(int argc, char **argv) {
                                         {"diagnose $D", "hang and desync verdicts"},
                                         {"export -f sqlite $D", "the job as SQL tables"},
                                         {"dump --stats $D", "events and drops per process"}};
+  /* what each does beside it, when every line has room for it; else the commands alone (they
+   * must stay pasteable, one per line) */
+  int described = 1;
+  for (size_t k = 0; k < sizeof next / sizeof next[0]; k++)
+    described &= !width || (int)(10 + strlen(self) + 20 + 2 + strlen(next[k][1])) <= width;
   for (size_t k = 0; k < sizeof next / sizeof next[0]; k++) {
     char c[PATH_MAX + 64];
     snprintf(c, sizeof c, "%s %s", self, next[k][0]);
     const char *lab = k ? "          " : "next      ";
-    if (width && (int)(10 + strlen(self) + 20 + 2 + strlen(next[k][1])) > width)
-      fprintf(out, "%s%s\n", lab, c); /* the command alone: it must stay pasteable */
-    else
+    if (described)
       fprintf(out, "%s%-*s  %s\n", lab, (int)(strlen(self) + 20), c, next[k][1]);
+    else
+      fprintf(out, "%s%s\n", lab, c);
   }
   if (!on_path) {
     char bindir[PATH_MAX];
