@@ -179,7 +179,7 @@ set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary
                      export_cli_filter_cannot_tell PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
-         COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"
+         COMMAND ${NCS_X_CLI} 0 "^files +D=.*export-demo$" "[$]D[.]pftrace +timeline"
                  "open it at https://ui.perfetto.dev" -- sh -c
                  "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' '${NCS_X_WORK}-demo.html' '${NCS_X_WORK}-demo.nccl-sim.log' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
 --ranks 2 --iters 5 && '${NCS_X_LINT}' '${NCS_X_WORK}-demo.pftrace'")

@@ -313,7 +313,7 @@ def timeline_mode():
         own_all = own_events(xs0)
         key = lambda e, z, r: (r[e["pid"]], e["cat"], e["name"], round(e["ts"] * 1000) + z)
         if kind == "comm":
-            named = [n for n in lanes.values() if n.startswith("comm ")]
+            named = [n for n in lanes.values() if re.match(r"c\d+ 0x", n)]
             check(named and all(CHEX in n for n in named) and not any(OTHER in n for n in lanes.values()),
                   "comm: no track of the other communicator (%d of this one)" % len(named))
         elif kind == "rank":

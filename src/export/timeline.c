@@ -367,11 +367,12 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   /* the job time's wall-clock offset, for the .pftrace's ClockSnapshot (docs/timeline.md,
    * "Time"): on one host job time is CLOCK_MONOTONIC and a file's CLOCK pairs give realtime;
    * across hosts it is host 0's realtime already */
-  for (uint32_t i = 0; i < x->job->nprocs && !ms->has_clock; i++) {
+  uint64_t at = x->job->t_first > 0 ? (uint64_t)x->job->t_first : x->origin; /* an instant of the job */
+  for (uint32_t i = 0; i < x->job->nprocs && !ms->has_clock && at; i++) {
     const ncs_job_proc_t *p = &x->job->procs[i];
     if (p->excluded || !p->clk_pairs) continue;
     ms->has_clock = 1, ms->one_host = x->job->nhosts <= 1;
-    ms->clock_at = x->origin ? x->origin : (uint64_t)x->job->t_first;
+    ms->clock_at = at;
     ms->realtime_off = ms->one_host ? p->clk_off : 0;
   }
   ms->seq_begin(ms, 1);
