@@ -333,10 +333,22 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"pid\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRId64
             ",\"clock_pairs\":%u,\"gpu_clock\":{\"domain\":\"%s\",\"offset_ns\":%" PRId64
             ",\"gap_p50_ns\":%" PRId64 ",\"gap_p99_ns\":%" PRId64 ",\"gap_min_ns\":%" PRId64
-            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"error_ns\":%" PRId64 "}}",
+            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"error_ns\":%" PRId64
+            ",\"error_known_ns\":%" PRId64 ",\"offset_vs_realtime_ns\":%" PRId64
+            ",\"drift_ppb\":%.1f,\"windows\":%u,\"stale_launch_bounds\":%" PRIu64 "}",
             p->pid, p->clk_off, p->clk_spread, p->clk_pairs,
             p->gpu_domain == NCS_GPU_REALTIME ? "realtime" : p->gpu_domain == NCS_GPU_OWN ? "own" : "none",
-            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err);
+            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err,
+            p->gpu_err_known, p->ngwin ? p->gpu_off - p->clk_off : 0, p->gpu_drift_ppb, p->ngwin,
+            p->gpu_stale_bounds);
+    const ncs_job_gchk_t *g = &p->gchk;
+    fprintf(o,
+            ",\"gpu_check\":{\"ops\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"repaired\":%" PRIu64
+            ",\"unknown\":%" PRIu64 ",\"channels\":%" PRIu64 ",\"channels_bad\":%" PRIu64
+            ",\"channels_before_previous\":%" PRIu64 ",\"channels_before_launch\":%" PRIu64
+            ",\"channels_future\":%" PRIu64 ",\"claims_rejected\":%" PRIu64 ",\"inferred\":%" PRIu64 ",\"impossible\":%" PRIu64 "}}",
+            g->ops, g->ok, g->repaired, g->unknown, g->channels, g->ch_bad, g->ch_before_prev,
+            g->ch_before_launch, g->ch_future, g->claims_rejected, g->inferred, g->impossible);
   }
   fprintf(o, "],\n\"hosts\":[");
   for (uint32_t h = 0; h < a->job->nhosts; h++) {
@@ -392,12 +404,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
             "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
             "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\","
-            "\"gpu_suspect\":%" PRIu64,
+            "\"gpu_suspect\":%" PRIu64 ",\"no_gpu_time\":%" PRIu64,
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
             b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
-            b->sketch ? "sketch" : "exact", b->suspect);
+            b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu);
     json_bucket_bd(o, b);
     fputc('}', o);
   }

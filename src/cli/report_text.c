@@ -124,16 +124,23 @@ static const char *short_timing(const char *src) {
 static const ncs_an_bucket_t **sorted_buckets(const ncs_analysis_t *a, uint32_t *n) {
   const ncs_an_bucket_t **v = ncs_xcalloc(a->nbuckets + 1, sizeof *v);
   *n = 0;
-  for (uint32_t k = 0; k < a->nbuckets; k++)
-    if (a->buckets[k].count) v[(*n)++] = &a->buckets[k]; /* else every instance was unsampled */
+  for (uint32_t k = 0; k < a->nbuckets; k++) /* not those whose every instance was unsampled */
+    if (a->buckets[k].count || a->buckets[k].no_gpu) v[(*n)++] = &a->buckets[k];
   qsort(v, *n, sizeof *v, cmp_bucket);
   return v;
 }
 
 /* a bucket's cells after its communicator, function and size */
 static void bucket_cells(ncs_tab_t *t, const ncs_an_bucket_t *b) {
-  put_u64(t, b->count);
-  put_ns(t, b->lat_p50), put_ns(t, b->lat_p95), put_ns(t, b->lat_p99);
+  if (b->no_gpu) /* instances left out: their GPU times cannot be right (docs/report.md) */
+    ncs_tab_putf(t, NULL, "%" PRIu64 " +%" PRIu64 " no GPU time", b->count, b->no_gpu);
+  else
+    put_u64(t, b->count);
+  if (b->count) {
+    put_ns(t, b->lat_p50), put_ns(t, b->lat_p95), put_ns(t, b->lat_p99);
+  } else { /* every instance of it lacks a GPU time */
+    for (int q = 0; q < 3; q++) ncs_tab_put(t, "-", "");
+  }
   put_gbs(t, b->algbw_p50, "%.2f");
   put_gbs(t, b->busbw_p50, "%.2f"), put_gbs(t, b->busbw_p95, "%.2f"), put_gbs(t, b->busbw_p99, "%.2f");
   if (b->tput_n)
@@ -146,7 +153,10 @@ static void bucket_cells(ncs_tab_t *t, const ncs_an_bucket_t *b) {
     put_ns(t, b->skew_p50), put_ns(t, b->skew_max);
   }
   const char *src = ncs_bucket_timing(b);
-  ncs_tab_put(t, V->wide ? src : short_timing(src), src);
+  if (b->count)
+    ncs_tab_put(t, V->wide ? src : short_timing(src), src);
+  else
+    ncs_tab_put(t, "-", "");
 }
 
 /* "c0 0x04f3c7918c4cba01 "sim-comm-0"", for the headings of the grouped tables */
@@ -164,9 +174,10 @@ static ncs_tab_t *tab_sizes(const ncs_analysis_t *a, int *merged, int *any_tput,
   int timing = 0;
   *src0 = NULL, *merged = 0, *any_tput = 0;
   for (uint32_t k = 0; k < n; k++) {
+    *any_tput |= v[k]->tput_n > 0;
+    if (!v[k]->count) continue; /* no timing of its own */
     if (!*src0) *src0 = ncs_bucket_timing(v[k]);
     timing |= strcmp(*src0, ncs_bucket_timing(v[k])) != 0;
-    *any_tput |= v[k]->tput_n > 0;
   }
   ncs_tab_t *t = ncs_tab_new("sizes");
   ncs_tab_col(t, "comm", "comm", NCS_COL_GROUP | NCS_COL_ASC, 0);
@@ -732,17 +743,38 @@ void ncs_report_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, 
       fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->job->hosts[h].host, t1, t2, a->job->hosts[h].samples);
     }
   }
-  int64_t g50 = 0, g99 = 0;
+  int64_t g50 = 0;
   uint64_t gn = 0;
   for (uint32_t i = 0; i < a->job->nprocs; i++) {
     if (a->job->procs[i].gap_n) gn += a->job->procs[i].gap_n;
     if (llabs(a->job->procs[i].gap_p50) > llabs(g50)) g50 = a->job->procs[i].gap_p50;
-    if (llabs(a->job->procs[i].gap_p99) > llabs(g99)) g99 = a->job->procs[i].gap_p99;
   }
   if (gn) {
-    ncs_fmt_ns(t1, sizeof t1, (double)g50), ncs_fmt_ns(t2, sizeof t2, (double)g99);
-    snprintf(line, sizeof line, "GPU pTimer vs host time at KernelCh start (%" PRIu64
-             " samples): worst process p50 %s, p99 %s", gn, t1, t2);
+    ncs_fmt_ns(t1, sizeof t1, (double)-g50);
+    snprintf(line, sizeof line, "the host saw a KernelCh start after it happened, by (median of the "
+             "worst process, %" PRIu64 " samples) %s: NCCL's proxy thread polls", gn, t1);
+    wrap(o, "  ", "    ", line);
+  }
+  /* each GPU clock's map to host time, with its bound (docs/report.md, "Clocks") */
+  for (uint32_t i = 0, shown = 0; i < a->job->nprocs; i++) {
+    const ncs_job_proc_t *p = &a->job->procs[i];
+    if (p->excluded || !p->ngwin) continue;
+    if (shown++ == 8) {
+      fprintf(o, "  ... GPU clocks of more processes: --json files[].gpu_clock\n");
+      break;
+    }
+    char d[32], e[32], b[96];
+    ncs_fmt_ns(d, sizeof d, (double)(p->gpu_off - p->clk_off));
+    if (p->gpu_err >= 0)
+      ncs_fmt_ns(e, sizeof e, (double)p->gpu_err), snprintf(b, sizeof b, "within +%s", e);
+    else if (p->gpu_err_known >= 0)
+      ncs_fmt_ns(e, sizeof e, (double)p->gpu_err_known),
+          snprintf(b, sizeof b, "within +%s where a launch bounds it, unbounded elsewhere", e);
+    else
+      snprintf(b, sizeof b, "bound unknown (no kernel launch recorded)");
+    snprintf(line, sizeof line, "GPU clock of pid %" PRIu64 ": pTimer = CLOCK_REALTIME %s%s, %s "
+             "(%u window%s, drift %.0f ns/s)", p->pid, p->gpu_off >= p->clk_off ? "+" : "", d, b,
+             p->ngwin, p->ngwin == 1 ? "" : "s", p->gpu_drift_ppb);
     wrap(o, "  ", "    ", line);
   }
   print_v7(o, v);
