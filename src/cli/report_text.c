@@ -597,11 +597,32 @@ static void print_sizes(FILE *o, const ncs_analysis_t *a) {
   wrap(o, "  ", "  ", note);
 }
 
+/* the reason when no bucket has proxy steps and all say "cannot tell" for the same reason (then one
+ * line says it instead of a table of rows of dashes); -1 otherwise */
+static int breakdown_one_reason(const ncs_analysis_t *a) {
+  int reason = -1;
+  for (uint32_t k = 0; k < a->nbuckets; k++) {
+    const ncs_an_bucket_t *b = &a->buckets[k];
+    if (b->p2p || (!b->count && !b->no_gpu)) continue;
+    if (b->bd_n || b->bd_label != NCS_BN_CANNOT || (reason >= 0 && b->bd_reason != reason)) return -1;
+    reason = b->bd_reason;
+  }
+  return reason;
+}
+
 static void print_breakdown(FILE *o, const ncs_analysis_t *a) {
   fputc('\n', o);
-  wrap(o, "", "  ", "Where the time goes (proxy steps; % of the proxy time, launch: % of launch + proxy)");
-  print_tab(o, tab_breakdown(a), 0);
-  if (!V->wide)
+  int one = breakdown_one_reason(a);
+  if (one >= 0) { /* the table would repeat it on every row */
+    char line[512];
+    snprintf(line, sizeof line, "Where the time goes: cannot tell for any collective: %s (--csv --table "
+             "breakdown: the rows)", ncs_bw_text[one]);
+    wrap(o, "", "  ", line);
+  } else {
+    wrap(o, "", "  ", "Where the time goes (proxy steps; % of the proxy time, launch: % of launch + proxy)");
+    print_tab(o, tab_breakdown(a), 0);
+  }
+  if (!V->wide && one < 0)
     wrap(o, "  ", "  ", "bottleneck: the label of 2/3 of the instances, else mixed; with the rank the others "
                         "waited for, when one rank stands out (--wide: with its share)");
   if (!a->nlinks) return;
