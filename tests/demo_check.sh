@@ -86,6 +86,13 @@ PY
   demo hang --iters 20 --scenario hang
   has "^injected +rank 3 never calls its collective 6: the others hang in it .*[(]nccl-sim --fault skip:3:6 --hang-s 2[)]"
   has "^verdict +HANG rank 3 never entered AllReduce #6 [(]communicator c0 0x[0-9a-f]{16}[)]"
+  # without --ranks a fault runs one rank per CPU core, 4 to 8 (a busy rank per core: the injected
+  # timing stands out); a long warning is cut to its first clause on the screen
+  c=$(getconf _NPROCESSORS_ONLN); [ "$c" -lt 4 ] && c=4; [ "$c" -gt 8 ] && c=8
+  COLUMNS=80 "$N" demo -o "$W/dflt" --iters 10 --scenario desync >"$W/out" 2>"$W/err" || fail "demo --scenario desync exited $?"
+  has "^ran +nccl-sim, scenario desync: $c ranks in $c processes" "a fault's default ranks are not $c"
+  awk '/^ +! / { n = 1; next } n && /^            / { n++; next } { if (n > 3) bad = 1; n = 0 } END { exit bad }' "$W/out" ||
+    fail "a warning takes more than 3 lines of the screen"
   "$N" demo --scenario nosuch --ranks 2 >"$W/out" 2>&1 && fail "an unknown scenario ran"
   has "no scenario 'nosuch': healthy, straggler, stall, hang, slow-link, desync"
   echo "demo check: ok ($n lines)"

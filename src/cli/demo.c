@@ -53,8 +53,8 @@ static const char demo_help[] =
     "                        TIME, /tmp without TMPDIR); a demo directory is\n"
     "                        replaced by the next demo run into it\n"
     "      --scenario NAME   what to run (above; default healthy)\n"
-    "  -r, --ranks N         simulated ranks, 1 to 1024 (default 8; 2 or more with a\n"
-    "                        fault)\n"
+    "  -r, --ranks N         simulated ranks, 1 to 1024 (default 8; with a fault: one\n"
+    "                        per CPU core, 4 to 8, and 2 or more)\n"
     "      --iters K         operations per rank (default 200; 10 or more with a\n"
     "                        fault)\n"
     "  -p, --procs P         processes the ranks run in (default: one per rank, like\n"
@@ -309,10 +309,20 @@ static void verdict_line(FILE *o, const char *dir, int width) {
 }
 
 int ncs_cmd_demo(int argc, char **argv) {
-  demo_opts_t d = {.ranks = "8", .iters = "200", .scenario = "healthy", .events = "all"};
+  demo_opts_t d = {.iters = "200", .scenario = "healthy", .events = "all"};
   int rc = parse(argc, argv, &d);
   if (rc) return rc < 0 ? NCS_EXIT_OK : rc;
   const scenario_t *sc = find_scenario(d.scenario);
+  /* default ranks: 8; with a fault, one per CPU core, 4 to 8: the injected sleeps (10 ms for a
+   * straggler) must stand out from the scheduling of more busy processes than cores (on 2 cores,
+   * 8 ranks wait tens of ms for a core, and the straggler drowns) */
+  char rbuf[16];
+  if (!d.ranks) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    long n = sc && sc->fault ? (cpus < 4 ? 4 : cpus > 8 ? 8 : cpus) : 8;
+    snprintf(rbuf, sizeof rbuf, "%ld", n);
+    d.ranks = rbuf;
+  }
   int nranks = atoi(d.ranks), iters = atoi(d.iters);
   if (sc && sc->fault && (nranks < 2 || iters < 10))
     return ncs_usage_error("demo", "--scenario %s needs 2 ranks or more and 10 operations per rank or more",

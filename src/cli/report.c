@@ -515,6 +515,24 @@ static int write_html(const char *path, int force, char *in, const ncs_analysis_
   return 0;
 }
 
+/* A warning on the demo's screen: its first clause (up to the first " (", ": " or "; " past 30
+ * characters; at most 150 characters, cut at a word), and where the whole text is, so that one
+ * long warning (gpu_check's runs to 12 lines) does not push the findings off the screen. */
+static void brief_warning(const char *text, char *out, size_t len) {
+  size_t n = strlen(text), cut = n;
+  for (const char *const *sep = (const char *const[]){" (", ": ", "; ", NULL}; *sep; sep++) {
+    const char *p = strstr(text + (n > 30 ? 30 : n), *sep);
+    if (p && (size_t)(p - text) < cut) cut = (size_t)(p - text);
+  }
+  int more = cut < n;
+  if (cut > 150) {
+    cut = 150;
+    while (cut > 30 && text[cut] != ' ') cut--;
+    more = 1;
+  }
+  snprintf(out, len, "%.*s%s", (int)cut, text, more ? " ... (ncclscope report: the whole warning)" : "");
+}
+
 /* The demo's screen (demo.c): what was recorded, the coverage, the first warnings and findings,
  * each on lines that fit `width` (0: one line each) after a 10-column label. */
 int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
@@ -547,7 +565,10 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
            a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "",
            ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_starts), e);
   ncs_wrap(o, "coverage  ", "          ", line, width);
-  for (uint32_t k = 0; k < f.nwarn && k < 2; k++) ncs_wrap(o, "          ! ", "            ", f.warn[k].text, width);
+  for (uint32_t k = 0; k < f.nwarn && k < 2; k++) {
+    brief_warning(f.warn[k].text, line, sizeof line);
+    ncs_wrap(o, "          ! ", "            ", line, width);
+  }
   if (f.nwarn > 2) fprintf(o, "          ! and %u more warnings (ncclscope report)\n", f.nwarn - 2);
   for (uint32_t k = 0; k < f.n && k < max_findings; k++) {
     ncs_finding_text(a, &f.items[k], line, sizeof line);
@@ -583,13 +604,24 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
       if (in->nops < 2 || in->comm >= a->job->ncomms || in->first_arrival <= started[in->comm]) continue;
       if (!w || in->last_arrival - in->first_arrival > w->last_arrival - w->first_arrival) w = in;
     }
+    /* the ranks that did not wait run ahead (enqueueing returns at once), so the skew grows for a
+     * few collectives after a stall began: name the first one of the communicator within 10% of
+     * the largest, where the stall began */
+    const ncs_inst_t *top = w;
+    for (size_t i = 0; top && i < ncs_job_inst_count(a->job); i++) {
+      const ncs_inst_t *in = ncs_job_inst(a->job, i);
+      if (in->nops < 2 || in->comm != top->comm || in->first_arrival <= started[in->comm]) continue;
+      if (in->first_arrival < w->first_arrival && in->last_rank == top->last_rank &&
+          (in->last_arrival - in->first_arrival) * 10 >= (top->last_arrival - top->first_arrival) * 9)
+        w = in;
+    }
     free(started);
     if (w) {
       char sk[32], at[32];
       ncs_fmt_ns(sk, sizeof sk, (double)(w->last_arrival - w->first_arrival));
       ncs_fmt_ns(at, sizeof at, (double)(w->first_arrival - a->job->t_first));
       snprintf(line, sizeof line, "%s #%" PRIu64 " on c%u, %s into the job: the first rank waited %s for rank "
-               "%d, the last to arrive (the largest arrival skew once every rank had started)", w->func, w->seq,
+               "%d, the last to arrive (the largest arrival skew once every rank had started, where it began)", w->func, w->seq,
                w->comm, at, sk, w->last_rank);
       ncs_wrap(o, "worst     ", "          ", line, width);
     }
