@@ -2,76 +2,102 @@
 # The whole test suite: a release build, an ASan+UBSan build and a TSan build, each running
 # every ctest test, then a short fuzzing run of the trace reader and the whole read path.
 # Usage: scripts/test.sh [--quick]   (--quick: release build only, no fuzzing)
-set -euo pipefail
+#
+# Every stage runs, whatever the stages before it did: a failure in one does not hide the state
+# of the others. At the end one line per stage gives its verdict, its test counts and its time,
+# and the script exits 1 when any stage failed (docs/testing.md, "Stages").
+set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/deps.sh test
+scripts/deps.sh test || { echo "test.sh: cannot install the test dependencies"; exit 1; }
 quick=0
 [ "${1:-}" = --quick ] && quick=1
 jobs=$(nproc)
 
-passed=0 failed=0
-log=$(mktemp); trap 'rm -f "$log"' EXIT
-# ctest in DIR with SELECTION at -jJOBS; its counts are added to passed/failed; 1 on a failure
+summary=() # one line per stage
+any_failed=0
+total_passed=0 total_failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# ctest in DIR at -jJOBS with the selection; sets st_passed/st_failed; 1 on a failure or no test
 ctest_run() { # dir, jobs, selection...
   local dir=$1 j=$2 rc=0
   shift 2
-  (cd "$dir" && ctest --output-on-failure -j"$j" --timeout 300 "$@") | tee "$log" || rc=$?
+  (cd "$dir" && ctest --output-on-failure -j"$j" --timeout 600 "$@") 2>&1 | tee "$log" || rc=$?
   # "100% tests passed, 0 tests failed out of 105"
   local f n
   f=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
   n=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$log" | tail -1)
-  passed=$((passed + ${n:-0} - ${f:-0})) failed=$((failed + ${f:-0}))
+  st_passed=$((${n:-0} - ${f:-0})) st_failed=${f:-0}
   [ "$rc" -eq 0 ] && [ "${n:-0}" -gt 0 ]
 }
-# name, build dir, "all" or "untimed", cmake args... The "timing" tests (below) run after the
-# others, one at a time: their verdicts compare durations, which tests running beside them on a
-# small machine would skew; "untimed" leaves them out.
+
+# stage NAME SECONDS-SINCE VERDICT DETAIL: records the stage's summary line
+stage_done() {
+  local name=$1 t0=$2 ok=$3 detail=$4 secs
+  secs=$(($(date +%s) - t0))
+  [ "$ok" = 1 ] || any_failed=1
+  summary+=("$(printf '%-34s %-6s %4dm%02ds  %s' "$name" "$([ "$ok" = 1 ] && echo ok || echo FAILED)" \
+    $((secs / 60)) $((secs % 60)) "$detail")")
+}
+
+# configure and build DIR; 1 on a failure (the stage then fails without running its tests)
+build_tree() { # dir, cmake args...
+  local dir=$1
+  shift
+  cmake -S . -B "$dir" "$@" >"$log" 2>&1 && cmake --build "$dir" -j"$jobs" >>"$log" 2>&1 && return 0
+  tail -40 "$log"
+  return 1
+}
+
+# name, build dir, cmake args...: builds, then runs every test not labelled "live" in parallel,
+# then the "live" ones (tests/CMakeLists.txt, NCS_LIVE_TESTS) one at a time
 run_suite() {
-  local name=$1 dir=$2 which=$3
-  shift 3
+  local name=$1 dir=$2 t0
+  shift 2
   echo "=== $name ==="
-  cmake -S . -B "$dir" "$@" >/dev/null
-  cmake --build "$dir" -j"$jobs" >/dev/null
+  t0=$(date +%s)
+  if ! build_tree "$dir" "$@"; then
+    stage_done "$name" "$t0" 0 "build failed"
+    stage_done "$name (live tests)" "$(date +%s)" 0 "not run: build failed"
+    return
+  fi
   local ok=1
-  ctest_run "$dir" "$jobs" -LE timing || ok=0
-  if [ "$which" = all ] && [ $ok = 1 ]; then
-    echo "=== $name (timing tests, one at a time) ==="
-    ctest_run "$dir" 1 -L timing || ok=0
+  ctest_run "$dir" "$jobs" -LE live || ok=0
+  total_passed=$((total_passed + st_passed)) total_failed=$((total_failed + st_failed))
+  stage_done "$name" "$t0" $ok "$st_passed passed, $st_failed failed"
+  echo "=== $name (live tests, one at a time) ==="
+  t0=$(date +%s)
+  if ! (cd "$dir" && ctest -N -L live | grep -q "Test *#"); then
+    stage_done "$name (live tests)" "$t0" 1 "none in this build"
+    return
   fi
-  [ $ok = 1 ] || { echo "tests: $passed passed, $((failed > 0 ? failed : 1)) failed"; exit 1; }
+  ok=1
+  ctest_run "$dir" 1 -L live || ok=0
+  total_passed=$((total_passed + st_passed)) total_failed=$((total_failed + st_failed))
+  stage_done "$name (live tests)" "$t0" $ok "$st_passed passed, $st_failed failed"
 }
 
-# The "timing" tests (tests/CMakeLists.txt, NCS_TIMING_TESTS) under TSan: their verdicts rest on
-# injected delays that the sanitizer's slowdown swamps, so they run one at a time and fail this
-# stage only on a ThreadSanitizer report (a race, a lock-order inversion); the other stages judge
-# them in full.
-tsan_timing() {
-  echo "=== tsan (timing tests: ThreadSanitizer reports only) ==="
-  local out n
-  out=$(mktemp)
-  (cd build-tsan && ctest --output-on-failure -j1 --timeout 300 -L timing) >"$out" 2>&1 || true
-  n=$(grep -c "Test *#" "$out" || true)
-  if grep -q "ThreadSanitizer" "$out"; then
-    cat "$out"; rm -f "$out"
-    echo "tests: $passed passed, $((failed + 1)) failed (a ThreadSanitizer report in a timing test)"; exit 1
-  fi
-  grep "Test *#" "$out" | sed 's/^ *[0-9]*\/[0-9]* //'
-  echo "timing tests under TSan: $n run, no ThreadSanitizer report (their own verdicts are judged by the other stages)"
-  rm -f "$out"
-}
-
-run_suite release build all -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite release build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ $quick = 0 ]; then
   # halt_on_error: a sanitizer report fails the test instead of scrolling past
   export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-  run_suite "asan+ubsan" build-asan all -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=address,undefined
-  run_suite tsan build-tsan untimed -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=thread
-  tsan_timing
-  if [ -x scripts/fuzz.sh ]; then
-    echo "=== fuzz (reader, whole read path) ==="
-    scripts/fuzz.sh "${NCS_FUZZ_SECONDS:-60}"
+  run_suite "asan+ubsan" build-asan -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=address,undefined
+  run_suite tsan build-tsan -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=thread
+  echo "=== fuzz (reader, whole read path) ==="
+  t0=$(date +%s)
+  if scripts/fuzz.sh "${NCS_FUZZ_SECONDS:-60}"; then
+    stage_done fuzz "$t0" 1 "no crash"
+  else
+    stage_done fuzz "$t0" 0 "a crash or a build failure (see above)"
   fi
 fi
-echo "tests: $passed passed, $failed failed"
+
+echo
+echo "=== summary ==="
+for l in "${summary[@]}"; do echo "$l"; done
+echo "tests: $total_passed passed, $total_failed failed"
+[ $any_failed = 0 ] || { echo "test.sh: FAILED"; exit 1; }
+echo "test.sh: ok"

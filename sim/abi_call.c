@@ -608,7 +608,9 @@ int sim_comm_init(void **ctx, uint64_t comm_id, const char *name, int nnodes, in
                   int rank) {
   *ctx = NULL;
   atomic_fetch_add(&sim_cnt->inits, 1);
+  sim_vt_call();
   ncs_result_t r = call_init(ctx, comm_id, name, nnodes, nranks, rank);
+  sim_vt_tick();
   if (r != NCS_SUCCESS) {
     /* NCCL goes on with whatever context the plugin left (R§1.4); we only report it. */
     atomic_fetch_add(&sim_cnt->init_failures, 1);
@@ -633,6 +635,7 @@ int sim_comm_init(void **ctx, uint64_t comm_id, const char *name, int nnodes, in
 void sim_comm_finalize(void *ctx) {
   if (!ctx) return; /* NCCL skips finalize for a NULL context */
   atomic_fetch_add(&sim_cnt->finalizes, 1);
+  sim_vt_call();
   switch (g_abi) {
   case 7: g_v7->finalize(ctx); break;
   case 6:
@@ -642,6 +645,7 @@ void sim_comm_finalize(void *ctx) {
   case 2: g_v2->finalize(ctx); break;
   default: g_v1->finalize(ctx); break;
   }
+  sim_vt_tick();
 }
 
 /* ------------------------------------------------------------ counted calls */
@@ -651,7 +655,9 @@ void sim_ev_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
     if (g_abi <= 3) *eh = NULL; /* what the adapter does; the plugin is not called */
     return;
   }
+  sim_vt_call();
   sim_calls.start(ctx, eh, d);
+  sim_vt_tick();
   atomic_fetch_add_explicit(&sim_cnt->start[t], 1, memory_order_relaxed);
   if (!ctx) atomic_fetch_add_explicit(&sim_cnt->null_ctx_starts, 1, memory_order_relaxed);
   if (t == SIM_T_PROXY_OP && d->proxyOp.pid != getpid())
@@ -660,14 +666,18 @@ void sim_ev_start(void *ctx, void **eh, ncs_descr_v7_t *d) {
 
 void sim_ev_stop(unsigned type, void **eh) {
   if (!*eh) return;
+  sim_vt_call();
   sim_calls.stop(*eh);
+  sim_vt_tick();
   atomic_fetch_add_explicit(&sim_cnt->stop[type], 1, memory_order_relaxed);
   *eh = NULL; /* NCCL clears most handle slots after the stop */
 }
 
 void sim_ev_state(unsigned type, void *eh, int state, ncs_args_v7_t *a) {
   if (!eh || !sim_abi_has_state(g_abi, state)) return;
+  sim_vt_call();
   sim_calls.record(eh, state, a);
+  sim_vt_tick();
   atomic_fetch_add_explicit(&sim_cnt->state[type], 1, memory_order_relaxed);
 }
 
@@ -676,7 +686,9 @@ void sim_ev_stop_unchecked(unsigned type, void *eh) {
     sim_ev_bad_stop(SIM_BAD_NULL, type, eh);
     return;
   }
+  sim_vt_call();
   sim_calls.stop(eh);
+  sim_vt_tick();
   atomic_fetch_add_explicit(&sim_cnt->stop[type], 1, memory_order_relaxed);
 }
 
@@ -686,7 +698,9 @@ void sim_ev_state_unchecked(unsigned type, void *eh, int state, ncs_args_v7_t *a
     sim_ev_bad_state(SIM_BAD_NULL, type, eh, state, a);
     return;
   }
+  sim_vt_call();
   sim_calls.record(eh, state, a);
+  sim_vt_tick();
   atomic_fetch_add_explicit(&sim_cnt->state[type], 1, memory_order_relaxed);
 }
 
@@ -701,13 +715,17 @@ static _Atomic uint64_t *bad_counter(int kind, int is_stop) {
 
 void sim_ev_bad_stop(int kind, unsigned type, void *eh) {
   (void)type;
+  sim_vt_call();
   sim_calls.stop(eh);
+  sim_vt_tick();
   atomic_fetch_add_explicit(bad_counter(kind, 1), 1, memory_order_relaxed);
 }
 
 void sim_ev_bad_state(int kind, unsigned type, void *eh, int state, ncs_args_v7_t *a) {
   (void)type;
   if (!sim_abi_has_state(g_abi, state)) return;
+  sim_vt_call();
   sim_calls.record(eh, state, a);
+  sim_vt_tick();
   atomic_fetch_add_explicit(bad_counter(kind, 0), 1, memory_order_relaxed);
 }

@@ -54,8 +54,19 @@ struct sim_cpl {
   _Atomic uint64_t all_in_ns; /* CLOCK_MONOTONIC when the last rank entered (0 not yet) */
   _Atomic int begun;          /* ranks whose kernel began on their GPU (their stream let it) */
   _Atomic uint64_t begun_ns;  /* CLOCK_MONOTONIC of the latest such begin */
-  /* followed by _Atomic int marks[2][g_ranks][g_lanes] */
+  /* model time: the latest entry, and the latest rank's data out (max over the ranks, so the
+     values do not depend on who got there last in real time) */
+  _Atomic uint64_t in_vt, out_vt;
+  /* model time: the latest rank's leaving; and, once claimed for the next instance, when the
+     instance before it released the slot: no rank enters before (the ring's window) */
+  _Atomic uint64_t left_vt, free_vt;
+  /* followed by _Atomic int marks[2][g_ranks][g_lanes], and with --clock model by
+     _Atomic uint64_t mark_vts[2][g_ranks][g_lanes][CPL_VT_RING] */
 };
+/* model time of a mark, per step: a sender is at most SIM_PIPELINE steps ahead of what its
+ * receiver consumed and the other way round, so a ring of SIM_STEP_RING steps is never reused
+ * before it was read */
+#define CPL_VT_RING SIM_STEP_RING
 
 /* shared: a process of the job died (sim_cpl_watch) */
 typedef struct {
@@ -67,7 +78,7 @@ static struct {
   cpl_dead_t *dead;
   _Atomic uint64_t *keys; /* comm id (0 -> 1) per communicator slot, 0 free */
   char *slots;            /* CPL_NCOMMS x CPL_NINST slots of 'stride' bytes */
-  size_t stride;
+  size_t stride, marks_len;
   int ranks, lanes;
 } g_cpl;
 
@@ -80,12 +91,22 @@ static _Atomic int *mark_at(sim_cpl_t *c, int which, int rank, int lane) {
                                       (size_t)g_cpl.lanes + (size_t)lane;
 }
 
+static _Atomic uint64_t *mark_vt_at(sim_cpl_t *c, int which, int rank, int lane, int step) {
+  _Atomic uint64_t *v = (_Atomic uint64_t *)(void *)((char *)(c + 1) + g_cpl.marks_len);
+  return v + (((size_t)which * (size_t)g_cpl.ranks + (size_t)rank) * (size_t)g_cpl.lanes +
+              (size_t)lane) * CPL_VT_RING + (size_t)step % CPL_VT_RING;
+}
+
 int sim_couple_setup(void) {
   if (!sim_opt.couple) return 0;
   g_cpl.ranks = sim_opt.ranks;
   g_cpl.lanes = 2 * sim_opt.channels;
   size_t marks = 2 * (size_t)g_cpl.ranks * (size_t)g_cpl.lanes * sizeof(_Atomic int);
-  g_cpl.stride = (sizeof(sim_cpl_t) + marks + 63) & ~(size_t)63;
+  g_cpl.marks_len = (marks + 7) & ~(size_t)7;
+  size_t vts = sim_opt.model ? 2 * (size_t)g_cpl.ranks * (size_t)g_cpl.lanes * CPL_VT_RING *
+                                   sizeof(_Atomic uint64_t)
+                             : 0;
+  g_cpl.stride = (sizeof(sim_cpl_t) + g_cpl.marks_len + vts + 63) & ~(size_t)63;
   size_t head = 64, keys = (CPL_NCOMMS * sizeof(_Atomic uint64_t) + 63) & ~(size_t)63;
   size_t len = head + keys + (size_t)CPL_NCOMMS * CPL_NINST * g_cpl.stride;
   void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -151,7 +172,7 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
   if (cs < 0) return NULL;
   sim_cpl_t *s = slot_at(cs, idx % CPL_NINST);
   uint64_t t0 = sim_now_ns();
-  double limit = sim_fault_active() ? sim_opt.hang_s + 30.0 : 30.0;
+  double limit = sim_fault_active() ? sim_opt.hang_s + SIM_GUARD_S : SIM_GUARD_S;
   for (;;) {
     int64_t t = atomic_load(&s->tag);
     if (t == idx) break;
@@ -161,6 +182,10 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
         if (atomic_load(&s->tag) == idx - CPL_NINST) {
           atomic_store(&s->entered, 0);
           atomic_store(&s->all_in_ns, 0);
+          atomic_store(&s->in_vt, 0);
+          atomic_store(&s->out_vt, 0);
+          atomic_store(&s->free_vt, atomic_load(&s->left_vt));
+          atomic_store(&s->left_vt, 0);
           atomic_store(&s->begun, 0);
           atomic_store(&s->begun_ns, 0);
           atomic_store(&s->out, 0);
@@ -186,12 +211,15 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
     sim_sleep_us(50);
   }
   uint64_t now = sim_now_ns();
+  sim_vt_wait(atomic_load(&s->free_vt)); /* model time: it waited for the slot to be free */
+  sim_vt_max(&s->in_vt, sim_vt_now()); /* before it counts: read once every rank counted */
   if (atomic_fetch_add(&s->entered, 1) + 1 == nranks) atomic_store(&s->all_in_ns, now);
   atomic_fetch_add(&s->ticks, 1);
   return s;
 }
 
-void sim_cpl_out(sim_cpl_t *c) {
+void sim_cpl_out(sim_cpl_t *c, uint64_t vt) {
+  sim_vt_max(&c->out_vt, vt);
   atomic_fetch_add(&c->out, 1);
   atomic_fetch_add(&c->ticks, 1);
 }
@@ -200,15 +228,26 @@ uint64_t sim_cpl_ticks(sim_cpl_t *c) { return atomic_load(&c->ticks); }
 
 static int cpl_nranks(sim_cpl_t *c) { return atomic_load_explicit(&c->nranks, memory_order_relaxed); }
 
-void sim_cpl_leave(sim_cpl_t *c) {
+void sim_cpl_leave(sim_cpl_t *c, uint64_t vt) {
   int n = cpl_nranks(c);
+  sim_vt_max(&c->left_vt, vt); /* before it counts: read once every rank left */
   if (atomic_fetch_add(&c->left, 1) + 1 == n) atomic_store(&c->released, 1);
 }
 
 int sim_cpl_entered_all(sim_cpl_t *c) { return atomic_load(&c->entered) >= cpl_nranks(c); }
 
 uint64_t sim_cpl_all_in_ns(sim_cpl_t *c) {
-  return sim_cpl_entered_all(c) ? atomic_load(&c->all_in_ns) : 0;
+  if (!sim_cpl_entered_all(c)) return 0;
+  return sim_opt.model ? sim_vt_host(atomic_load(&c->in_vt)) : atomic_load(&c->all_in_ns);
+}
+
+uint64_t sim_cpl_ready_vt(sim_cpl_t *c) {
+  uint64_t a = atomic_load(&c->in_vt), b = atomic_load(&c->out_vt);
+  return a > b ? a : b;
+}
+
+uint64_t sim_cpl_mark_vt(sim_cpl_t *c, int which, int rank, int lane, int step) {
+  return sim_opt.model ? atomic_load(mark_vt_at(c, which, rank, lane, step)) : 0;
 }
 
 void sim_cpl_begun(sim_cpl_t *c, uint64_t host_ns) {
@@ -230,6 +269,8 @@ int sim_cpl_ready(sim_cpl_t *c) {
 
 void sim_cpl_mark(sim_cpl_t *c, int which, int rank, int lane, int value) {
   _Atomic int *m = mark_at(c, which, rank, lane);
+  /* model time: the step's time, before the mark that makes it readable (one step per mark) */
+  if (sim_opt.model && value > 0) atomic_store(mark_vt_at(c, which, rank, lane, value - 1), sim_vt_now());
   int v = atomic_load(m);
   while (v < value && !atomic_compare_exchange_weak(m, &v, value)) {
   }
@@ -392,13 +433,16 @@ static void halt(void) {
   atomic_store(&g_aborting, 1);
 }
 
+/* Model time: a hung rank gives up --hang-s after it began to wait, as it does live. */
 void sim_fault_hung(const sim_inst_t *in) {
   sim_fault_note(in->grank, SIM_RS_HUNG, in->comm_id, in->func, in->opidx, in->seqno);
+  if (!t_halted) sim_vt_add((uint64_t)(sim_opt.hang_s * 1e9)); /* the rest at once */
   halt();
 }
 
 void sim_fault_idle(void) {
-  sim_sleep_us((unsigned)(sim_opt.hang_s * 1e6));
+  sim_sleep_us((unsigned)(sim_opt.hang_s * 1e6)); /* the others need the time to see a hang */
+  sim_vt_add((uint64_t)(sim_opt.hang_s * 1e9));
   halt();
 }
 

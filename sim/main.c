@@ -36,28 +36,55 @@ uint64_t sim_now_ns(void) {
  * index (each process is another GPU) + drift since the first reading; monotonic: CLOCK_MONOTONIC
  * + the offset + drift (another time base, as some drivers give). */
 static int sim_proc_ix;
+/* CLOCK_REALTIME - CLOCK_MONOTONIC (0: not taken yet), and the host time drift counts from. Live,
+ * each process takes them at its first reading; in model time sim_gpu_clock_base sets them before
+ * any fork (the model's time 0 and its CLOCK_REALTIME), so that GPU times are the model's too. */
+static _Atomic int64_t g_gpu_base;
+static _Atomic uint64_t g_gpu_h0;
+
+void sim_gpu_clock_base(int64_t real_minus_mono, uint64_t h0) {
+  atomic_store(&g_gpu_h0, h0);
+  atomic_store(&g_gpu_base, real_minus_mono ? real_minus_mono : 1);
+}
+
+/* the clock's offset from the host's monotonic clock at the drift's origin */
+static int64_t gpu_off(void) {
+  int64_t b = atomic_load_explicit(&g_gpu_base, memory_order_acquire);
+  return (sim_opt.gpu_clock_mono ? 0 : b) + sim_opt.gpu_offset_ns + (int64_t)sim_proc_ix * 57000;
+}
+
 uint64_t sim_gpu_at(uint64_t h) {
-  static _Atomic int64_t base; /* CLOCK_REALTIME - CLOCK_MONOTONIC, and the first host time */
-  static _Atomic uint64_t h0;
-  int64_t b = atomic_load_explicit(&base, memory_order_relaxed);
-  if (!b) {
+  if (!atomic_load_explicit(&g_gpu_base, memory_order_acquire)) {
     struct timespec r, m;
     clock_gettime(CLOCK_REALTIME, &r), clock_gettime(CLOCK_MONOTONIC, &m);
     int64_t v = ((int64_t)r.tv_sec - (int64_t)m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
-    int64_t z = 0;
-    atomic_compare_exchange_strong(&base, &z, v ? v : 1);
     uint64_t zero = 0;
-    atomic_compare_exchange_strong(&h0, &zero, h);
-    b = atomic_load(&base);
+    atomic_compare_exchange_strong(&g_gpu_h0, &zero, h); /* before the base: read after it */
+    int64_t z = 0;
+    atomic_compare_exchange_strong(&g_gpu_base, &z, v ? v : 1);
   }
-  uint64_t first = atomic_load_explicit(&h0, memory_order_relaxed);
+  int64_t off = gpu_off();
+  uint64_t first = atomic_load_explicit(&g_gpu_h0, memory_order_relaxed);
   double since = h > first ? (double)(h - first) : 0;
-  int64_t off = sim_opt.gpu_offset_ns + (int64_t)sim_proc_ix * 57000;
-  if (sim_opt.gpu_clock_mono) b = 0;
-  return h + (uint64_t)b + (uint64_t)off + (uint64_t)(int64_t)(since * sim_opt.gpu_drift_ppm * 1e-6);
+  return h + (uint64_t)off + (uint64_t)(int64_t)(since * sim_opt.gpu_drift_ppm * 1e-6);
 }
 
-uint64_t sim_gpu_ns(void) { return sim_gpu_at(sim_now_ns()); }
+/* In model time, the activity's model time (clock.c). */
+uint64_t sim_gpu_ns(void) { return sim_gpu_at(sim_host_ns()); }
+
+/* The host time at which the fake GPU clock reads g (the inverse of sim_gpu_at), rounded up.
+ * In integers but for the drift (a double holds 2^53 ns exactly, not a CLOCK_REALTIME value). */
+uint64_t sim_host_at(uint64_t g) {
+  if (!atomic_load_explicit(&g_gpu_base, memory_order_acquire)) sim_gpu_at(sim_now_ns()); /* taken */
+  int64_t off = gpu_off();
+  uint64_t first = atomic_load_explicit(&g_gpu_h0, memory_order_relaxed);
+  uint64_t x = g > (uint64_t)off ? g - (uint64_t)off : 0; /* with no drift */
+  if (x > first) x -= (uint64_t)((double)(x - first) * sim_opt.gpu_drift_ppm * 1e-6 /
+                                 (1.0 + sim_opt.gpu_drift_ppm * 1e-6));
+  while (x > 0 && sim_gpu_at(x - 1) >= g) x--;
+  while (sim_gpu_at(x) < g) x++;
+  return x;
+}
 
 uint64_t sim_rand(uint64_t *s) {
   uint64_t x = *s ? *s : 0x2545F4914F6CDD1Dull;
@@ -114,16 +141,22 @@ void *sim_xcalloc(size_t n, size_t size) {
  * straggler); --pause R:N:MS sleeps once, before R's N-th enqueue (a one-off stall: a rank held up
  * by I/O, a checkpoint or the scheduler). --slow-link and --slow-gpu act in net.c and proxy.c. */
 void sim_delay_point(int rank, int where) {
-  if (where == SIM_AT_ENQUEUE && rank == sim_opt.slow_rank && sim_opt.slow_us)
-    sim_sleep_us(sim_opt.slow_us);
-  if (where == SIM_AT_ENQUEUE && rank == sim_opt.pause_rank) {
+  if (where != SIM_AT_ENQUEUE) return;
+  uint64_t us = 0;
+  if (rank == sim_opt.slow_rank && sim_opt.slow_us) us += sim_opt.slow_us;
+  if (rank == sim_opt.pause_rank) {
     static _Atomic uint64_t enqueued; /* only rank pause_rank counts: one rank's groups */
     if (atomic_fetch_add(&enqueued, 1) == sim_opt.pause_at) {
       sim_log("pause: rank %d sleeps %u ms before its enqueue %" PRIu64, rank, sim_opt.pause_ms,
               sim_opt.pause_at);
-      sim_sleep_us(sim_opt.pause_ms * 1000u); /* at most 600 s: fits */
+      us += (uint64_t)sim_opt.pause_ms * 1000u; /* at most 600 s */
     }
   }
+  if (!us) return;
+  if (sim_opt.model) /* model time: the rank spends the time; nothing waits for it in real time */
+    sim_vt_add(us * 1000u);
+  else
+    sim_sleep_us((unsigned)us);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -214,6 +247,9 @@ static void usage(FILE *f) {
       "                    default events (GroupApi, CollApi, Group, Coll, KernelLaunch: 13 calls),\n"
       "                    and KB of memory is written between rounds, untimed, as NCCL's own\n"
       "                    enqueue work evicts the plugin's cache lines between operations\n"
+      "  --clock live|model  live (default): the plugin reads the host's clocks; model: every\n"
+      "                    timestamp comes from nccl-sim's model, none from when threads ran, so\n"
+      "                    a loaded machine changes nothing in the trace (docs/nccl-sim.md)\n"
       "  --verbose         print the plugin's log lines and progress to stderr\n"
       "  --list            list the scenarios\n"
       "  --help            this text\n"
@@ -251,7 +287,7 @@ enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, 
        O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_GPU_CLOCK, O_KCH_SELF, O_SLOW_RANK, O_SLOW_US, O_PAUSE, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_SLOW_GPU, O_SLOW_GPU_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
   O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
-  O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER,
+  O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER, O_CLOCK,
        O_LIST, O_HELP };
 
 static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
@@ -306,6 +342,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"ranges", 0, 0, O_RANGES},
                                           {"range-truth", 1, 0, O_RANGE_TRUTH},
                                           {"range-outer", 0, 0, O_RANGE_OUTER},
+                                          {"clock", 1, 0, O_CLOCK},
                                           {"list", 0, 0, O_LIST},
                                           {"help", 0, 0, O_HELP},
                                           {0, 0, 0, 0}};
@@ -445,6 +482,13 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_RANGES: o->ranges = 1; break;
     case O_RANGE_TRUTH: o->range_truth = optarg; break;
     case O_RANGE_OUTER: o->range_outer = 1; break;
+    case O_CLOCK:
+      if (!strcmp(optarg, "live") || !strcmp(optarg, "model")) {
+        o->model = optarg[0] == 'm';
+        break;
+      }
+      fprintf(stderr, "nccl-sim: --clock must be live or model, not '%s'\n", optarg);
+      return -1;
     case O_LIST: sim_scenario_list(); return 1;
     case O_HELP: usage(stdout); return 1;
     default: usage(stderr); return -1;
@@ -563,6 +607,29 @@ static int replay_files(sim_opts_t *o) {
   return 0;
 }
 
+/* --clock model covers the scenarios and options whose every time it models (docs/nccl-sim.md
+ * "Model time"); the others are refused rather than given times from the wall clock. */
+static int check_model(const sim_opts_t *o, const sim_scenario_t *s) {
+  static const char *const ok[] = {"allreduce", "allgather", "reducescatter", "broadcast", "reduce",
+                                   "sendrecv",  "alltoall",  "grouped",       "ce",        "mixed",
+                                   "symmetric"};
+  int found = 0;
+  for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) found |= strcmp(s->name, ok[i]) == 0;
+  const char *bad = !found ? s->name
+                    : o->cupti_path ? "--cupti"
+                    : o->ranges ? "--ranges"
+                    : o->profiler_lag_us ? "--profiler-lag-us"
+                    : o->toggle_kch ? "--toggle-kch"
+                    : NULL;
+  if (!bad) return 0;
+  fprintf(stderr,
+          "nccl-sim: --clock model does not model %s%s; it covers the scenarios allreduce, "
+          "allgather, reducescatter, broadcast, reduce, sendrecv, alltoall, grouped, ce, mixed and "
+          "symmetric, without --cupti, --ranges, --profiler-lag-us and --toggle-kch\n",
+          found ? "" : "the scenario ", bad);
+  return -1;
+}
+
 static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
   if (strcmp(s->name, "replay") == 0 && replay_files(o) != 0) return -1;
   if (o->couple < 0) o->couple = o->nfaults > 0;
@@ -580,6 +647,7 @@ static int check_opts(sim_opts_t *o, const sim_scenario_t *s) {
     return -1;
   }
   if (o->nodes > o->ranks) o->nodes = o->ranks;
+  if (o->model && check_model(o, s)) return -1;
   int per_proc = (o->ranks + o->procs - 1) / o->procs;
   if (strcmp(s->name, "flood") == 0) {
     if (!o->threads_set) o->threads = 1;
@@ -661,6 +729,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (sim_couple_setup() != 0 || sim_fault_setup() != 0) return 1;
+  if (sim_vt_setup() != 0) {
+    perror("nccl-sim: setenv");
+    return 1;
+  }
   uint64_t t0 = sim_now_ns();
   fflush(stdout);
   fflush(stderr);

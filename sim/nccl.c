@@ -243,13 +243,14 @@ void sim_comm_drain(sim_comm_t *c) {
   atomic_store_explicit(&c->kch_final, 1, memory_order_release);
   uint64_t t0 = sim_now_ns();
   while (atomic_load(&c->inflight) > 0) {
-    if (sim_now_ns() - t0 > 30ull * 1000000000ull) {
-      sim_fail("comm %s rank %d: %d proxy ops still running after 30 s", c->name, c->rank,
-               atomic_load(&c->inflight));
+    if (sim_now_ns() - t0 > SIM_GUARD_S * 1000000000ull) {
+      sim_fail("comm %s rank %d: %d proxy ops still running after %d s", c->name, c->rank,
+               atomic_load(&c->inflight), SIM_GUARD_S);
       return;
     }
     sim_sleep_us(200);
   }
+  sim_vt_wait(atomic_load(&c->done_vt)); /* model time: the destroy waited for them */
 }
 
 void sim_comm_destroy(sim_comm_t *c, int abort) {
@@ -363,6 +364,11 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
   if (kind == POP_KERNEL && t->fault == SIM_FAULT_KTIME) o->kshift = SIM_KTIME_SHIFT_NS;
   if (kind == POP_KERNEL) o->kbase = t->kbase[ch], o->kdev = t->kdev[ch];
   o->sym = t->kind == K_SYM;
+  /* model time: posted now, seen by its thread a poll later; its own random choices */
+  o->vt = sim_vt_now() + SIM_VT_POLL_NS;
+  o->vrng = sim_mix(p->rng, ((uint64_t)ti << 16) | ((uint64_t)ch << 4) | (uint64_t)kind);
+  sim_vt_floor_add(&o->floor, o->vt); /* before the poster's clock moves past it */
+  sim_link_enqueue(o, sim_global_rank(p->comm, p->comm->rank));
   return o;
 }
 
@@ -370,6 +376,7 @@ static sim_pop_t *new_op(const sim_plan_t *p, const sim_task_t *t, int kind, int
 static void add_op(sim_pop_t **list, sim_pop_t *o) {
   if (o->kind == POP_SEND && sim_pxn_active() && !o->hang) {
     sim_pxn_forward(o);
+    sim_vt_floor_del(&o->floor);
     free(o);
     return;
   }
@@ -505,25 +512,26 @@ static _Atomic uint64_t *kch_ring(sim_comm_t *c, int ch, int create) {
 static _Atomic uint64_t *kch_tsa(sim_comm_t *c, int ch) {
   _Atomic uint64_t *r = atomic_load_explicit(&c->kch_ts[ch], memory_order_acquire);
   if (r) return r;
-  _Atomic uint64_t *n = sim_xcalloc(3 * SIM_KCH_SLOTS, sizeof *n);
+  _Atomic uint64_t *n = sim_xcalloc(4 * SIM_KCH_SLOTS, sizeof *n);
   if (atomic_compare_exchange_strong(&c->kch_ts[ch], &r, n)) return n;
   free((void *)n);
   return r;
 }
 
-void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop) {
-  _Atomic uint64_t *r = kch_tsa(c, ch) + 3 * (v % SIM_KCH_SLOTS);
-  if (atomic_load(&r[0]) != v) atomic_store(&r[1], 0), atomic_store(&r[2], 0), atomic_store(&r[0], v);
+void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop, uint64_t shift) {
+  _Atomic uint64_t *r = kch_tsa(c, ch) + 4 * (v % SIM_KCH_SLOTS);
+  if (atomic_load(&r[0]) != v)
+    atomic_store(&r[1], 0), atomic_store(&r[2], 0), atomic_store(&r[3], shift), atomic_store(&r[0], v);
   if (start) atomic_store(&r[1], start);
   if (stop) atomic_store(&r[2], stop);
 }
 
-void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop) {
-  _Atomic uint64_t *r = kch_tsa(c, ch) + 3 * (v % SIM_KCH_SLOTS);
-  *start = *stop = 0;
+void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop, uint64_t *shift) {
+  _Atomic uint64_t *r = kch_tsa(c, ch) + 4 * (v % SIM_KCH_SLOTS);
+  *start = *stop = *shift = 0;
   if (atomic_load(&r[0]) != v) return;
-  *start = atomic_load(&r[1]), *stop = atomic_load(&r[2]);
-  if (atomic_load(&r[0]) != v) *start = *stop = 0; /* overwritten meanwhile */
+  *start = atomic_load(&r[1]), *stop = atomic_load(&r[2]), *shift = atomic_load(&r[3]);
+  if (atomic_load(&r[0]) != v) *start = *stop = *shift = 0; /* overwritten meanwhile */
 }
 
 uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v) {
@@ -576,8 +584,9 @@ static void stream_setup(sim_inst_t *in, const sim_plan_t *p, const uint64_t *de
   if (dev0 && dev0[SIM_DEV0_ST]) /* kch_pops and task_ops disagree: the stream would stop */
     sim_fail("comm %s: a plan took a place on the stream but has no KernelCh op", p->comm->name);
   for (int k = 0; k < in->nself; k++)
-    sim_kts_put(p->comm, in->self_ch[k], in->self_d[k], in->gpu_launch + 700, in->gpu_launch + 1000);
-  if (in->cpl) sim_cpl_begun(in->cpl, sim_now_ns()); /* no stream to wait for: begun at launch */
+    sim_kts_put(p->comm, in->self_ch[k], in->self_d[k], in->gpu_launch + 700, in->gpu_launch + 1000, 0);
+  /* no stream to wait for: begun at launch (model time: the model's, not when this thread ran) */
+  if (in->cpl) sim_cpl_begun(in->cpl, sim_opt.model ? sim_host_at(in->gpu_launch + 700) : sim_now_ns());
 }
 
 /* A KernelCh waiting for its ring slot is never waited for: the kernel itself is done. */
@@ -587,10 +596,10 @@ static void wait_inst(sim_inst_t *in, int hang) {
     int left = (hang ? in->hang - atomic_load(&in->frozen) : atomic_load(&in->ops_left)) -
                atomic_load(&in->kch_wait);
     if (left <= 0) return;
-    if (sim_now_ns() - t0 > 10ull * 1000000000ull) {
-      sim_fail("a plan's proxy ops did not %s within 10 s (ops left %d, KernelCh waiting %d; stream %llu of "
+    if (sim_now_ns() - t0 > SIM_GUARD_S * 1000000000ull) {
+      sim_fail("a plan's proxy ops did not %s within %d s (ops left %d, KernelCh waiting %d; stream %llu of "
                "comm %s: %llu done, %llu issued)",
-               hang ? "get stuck" : "finish", atomic_load(&in->ops_left), atomic_load(&in->kch_wait),
+               hang ? "get stuck" : "finish", SIM_GUARD_S, atomic_load(&in->ops_left), atomic_load(&in->kch_wait),
                (unsigned long long)in->st_idx, in->st_comm ? in->st_comm->name : "-",
                in->st_comm ? (unsigned long long)atomic_load(&in->st_comm->st_done) : 0ull,
                in->st_comm ? (unsigned long long)atomic_load(&in->st_comm->st_issued) : 0ull);
@@ -660,7 +669,7 @@ static void couple_count_sends(const sim_plan_t *p, sim_inst_t *in, const sim_po
   for (const sim_pop_t *o = ops; o; o = o->next) sends += o->cpl && o->kind == POP_SEND;
   for (int i = 0; i < p->ntasks; i++) stall |= p->tasks[i].fault == SIM_FAULT_STALL;
   atomic_store(&in->sends_left, sends);
-  if (!sends && !stall) sim_cpl_out(in->cpl);
+  if (!sends && !stall) sim_cpl_out(in->cpl, sim_vt_now());
 }
 
 /* KernelCh ops go to NCCL 2.31's profiler thread when the comm has one, the rest to its proxy. */
@@ -722,9 +731,12 @@ static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, cons
   if (in->hang)
     wait_inst(in, 1);
   else if ((int)(sim_rand(&p->rng) % 100) < sim_opt.race_pct) {
-    if (!in->cpl || (t_one_rank && !sim_fault_active()))
+    if (!in->cpl || (t_one_rank && !sim_fault_active())) {
       wait_inst(in, 0);
-    else if (!sim_fault_active() && sim_cpl_entered_all(in->cpl))
+      sim_vt_wait(atomic_load(&in->done_vt)); /* model time: the thread waited for them */
+    } else if (sim_opt.model) {
+      /* model time: whether every rank entered depends on real time; the stop does not wait */
+    } else if (!sim_fault_active() && sim_cpl_entered_all(in->cpl))
       for (uint64_t t0 = sim_now_ns();
            atomic_load(&in->ops_left) > 0 && sim_now_ns() - t0 < 5000000;)
         sim_sleep_us(20);
@@ -935,7 +947,11 @@ static void sync_pending(void) {
     uint64_t t0 = sim_now_ns(), seen = ~0ull;
     for (;;) {
       int left = atomic_load(&in->ops_left) - atomic_load(&in->kch_wait);
-      if (left <= 0 && (!in->cpl || sim_cpl_ready(in->cpl))) break;
+      if (left <= 0 && (!in->cpl || sim_cpl_ready(in->cpl))) {
+        sim_vt_wait(atomic_load(&in->done_vt)); /* model time: the stream sync waited for it */
+        if (in->cpl) sim_vt_wait(sim_cpl_ready_vt(in->cpl));
+        break;
+      }
       uint64_t now = sim_now_ns();
       uint64_t tick = (uint64_t)left + (in->cpl ? sim_cpl_ticks(in->cpl) << 20 : 0);
       if (tick != seen) seen = tick, t0 = now;
@@ -953,8 +969,19 @@ static void sync_pending(void) {
   t_pend.v = NULL, t_pend.cap = 0;
 }
 
+/* Model time: the application's work before a group, SIM_VT_GAP_NS and up to SIM_VT_JITTER_NS
+ * more, drawn from the seed, the rank and the thread's group count: ranks do not arrive in
+ * lockstep, and no rank is late more often than another by construction. */
+static void model_gap(int grank) {
+  static _Thread_local uint64_t t_ngroups;
+  if (!sim_opt.model) return;
+  uint64_t r = sim_mix(sim_mix(sim_opt.seed, 0x6A9u + (uint64_t)grank), t_ngroups++);
+  sim_vt_add(SIM_VT_GAP_NS + r % SIM_VT_JITTER_NS);
+}
+
 void sim_group(const sim_call_t *calls, int n, int depth, sim_graph_t *capture, uint64_t *rng) {
   if (n <= 0) return;
+  model_gap(sim_global_rank(calls[0].comm, calls[0].comm->rank));
   sim_delay_point(sim_global_rank(calls[0].comm, calls[0].comm->rank), SIM_AT_ENQUEUE);
   int mask = sim_mask(); /* one sample per group, like ncclProfilerApiState */
   void *gapi = NULL;

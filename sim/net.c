@@ -89,7 +89,19 @@ static void serve_start(sim_netreq_t *r, uint64_t *rng) {
 static void serve_stop(sim_netreq_t *r) {
   for (int e = 0; e < r->nev; e++)
     sim_ev_stop_unchecked(SIM_T_NET_PLUGIN, r->neh[e]); /* no NULL check in NCCL's callback */
+  r->vt_done = sim_vt_now(); /* model time: the step goes on from here */
   atomic_store_explicit(&r->done, 1, memory_order_release);
+}
+
+/* Model time: the transfer's events at the times submit_net (proxy.c) gave it, from its own
+ * random choices; nothing waits in real time, a slow link included. */
+static void serve_model(sim_netreq_t *r) {
+  uint64_t clk = r->vt, rng = r->vrng | 1;
+  sim_vt_bind(&clk);
+  serve_start(r, &rng);
+  sim_vt_wait(r->vt_end);
+  serve_stop(r);
+  sim_vt_bind(NULL);
 }
 
 /* --slow-link: the slow rank's transfers go one after the other, each U us long (a link of
@@ -123,6 +135,11 @@ static void *net_main(void *arg) {
       g_net.head = r->next;
       if (!g_net.head) g_net.tail = NULL;
       pthread_mutex_unlock(&g_net.mu);
+      if (sim_opt.model) {
+        serve_model(r);
+        pthread_mutex_lock(&g_net.mu);
+        continue;
+      }
       serve_start(r, &rng);
       int slow = sim_opt.slow_link_us && r->grank == sim_opt.slow_link_rank && r->grank >= 0 &&
                  r->grank < SIM_MAX_RANKS;

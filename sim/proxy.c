@@ -18,6 +18,14 @@
  *              (ABI v7) polls them on a profiler thread of its own (the same loop without
  *              ProxyCtrl) and reports each one's phases (KernelPhase) just before its stop.
  * All of it races with the launching thread's Coll/P2p stop, as in NCCL.
+ *
+ * Model time (--clock model, clock.c): each op and each of its steps has a clock, bound before
+ * every call made for it. An op starts when it was posted; a step when the pipeline has room
+ * (step s - SIM_PIPELINE stopped); a send leaves once the receiver posted the receive, a receive
+ * completes once the peer's send went out (coupling), and a transfer lasts SIM_VT_NET_LAT_NS plus
+ * its bytes at SIM_VT_NET_GBPS; steps stop in order. A KernelCh's GPU start follows its launch,
+ * its end is computed from the work (--gpu-gbps), the network and the last rank's arrival, and the
+ * proxy sees each SIM_VT_POLL_NS after the GPU's time. Random choices are drawn per op and step.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -30,12 +38,35 @@ enum { PH_FREE = 0, PH_S_GPUWAIT, PH_S_PEERWAIT, PH_S_CTS, PH_S_SEND, PH_NET, PH
 
 #define APPEND_BATCH 16
 
+/* Model time, --slow-link: the slow rank's transfers go over its link one after the other, op by
+ * op in the order the ops were posted and each op's steps in order, every one SIM_VT_NET_* plus
+ * --slow-link-us long: a deterministic order where live mode takes them as they come. An op takes
+ * its turn when g_link_turn[rank] == its position - 1; its last transfer passes the turn on. The
+ * op holding the turn alone touches g_link_vt[rank] (when the link is free). */
+static _Atomic uint64_t g_link_turn[SIM_MAX_RANKS], g_link_next[SIM_MAX_RANKS];
+static uint64_t g_link_vt[SIM_MAX_RANKS];
+
+void sim_link_enqueue(sim_pop_t *o, int grank) {
+  if (!sim_opt.model || !sim_opt.slow_link_us || grank != sim_opt.slow_link_rank || grank < 0 ||
+      grank >= SIM_MAX_RANKS || (o->kind != POP_SEND && o->kind != POP_RECV) || o->nsteps < 1)
+    return;
+  o->link_rank = grank;
+  o->link_pos = atomic_fetch_add(&g_link_next[grank], 1) + 1;
+}
+
+/* model time: a random number of this op for `salt` (a step, a purpose), whatever the order the
+ * proxy thread takes ops in */
+static uint64_t op_rand(const sim_pop_t *o, uint64_t salt) { return sim_mix(o->vrng, salt); }
+
+/* model time: this thread's calls are now made for clock *c (no-op live) */
+static void at(uint64_t *c) { sim_vt_bind(c); }
+
 void sim_inst_put(sim_inst_t *in) {
   if (!in || atomic_fetch_sub(&in->refs, 1) != 1) return;
   /* --cupti: the kernel ended when every op of it finished (a KernelCh waiting for its ring slot
    * does not hold the kernel); a hung or aborted one never does */
   sim_gpu_kernel_end(in, !in->hang && atomic_load(&in->ops_left) - atomic_load(&in->kch_wait) <= 0);
-  if (in->cpl) sim_cpl_leave(in->cpl); /* nothing of this rank touches the instance any more */
+  if (in->cpl) sim_cpl_leave(in->cpl, atomic_load(&in->done_vt)); /* nothing of this rank touches it */
   free(in);
 }
 
@@ -44,6 +75,7 @@ void sim_inst_put(sim_inst_t *in) {
 static void *ctrl_begin(sim_proxy_t *p, int state, int appended) {
   void *h = NULL;
   if (p->profiler || !(sim_mask() & NCS_EV_PROXY_CTRL)) return NULL;
+  at(&p->vt);
   ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.type = NCS_EV_PROXY_CTRL;
@@ -55,7 +87,8 @@ static void *ctrl_begin(sim_proxy_t *p, int state, int appended) {
   return h;
 }
 
-static void ctrl_end(void **h, int state, int appended) {
+static void ctrl_end(sim_proxy_t *p, void **h, int state, int appended) {
+  if (*h) at(&p->vt);
   if (*h && state >= 0 && (sim_mask() & NCS_EV_PROXY_CTRL)) {
     ncs_args_v7_t a = {.proxyCtrl.appendedProxyOps = appended};
     sim_ev_state(SIM_T_PROXY_CTRL, *h, state, &a);
@@ -66,12 +99,13 @@ static void ctrl_end(void **h, int state, int appended) {
 static void ctrl_event(sim_proxy_t *p, int state) {
   if (p->profiler) return;
   void *h = ctrl_begin(p, state, 0);
-  ctrl_end(&h, -1, 0);
+  ctrl_end(p, &h, -1, 0);
 }
 
 /* ------------------------------------------------------------------ op lifecycle */
 static void start_op(sim_pop_t *o) {
   if (o->kind == POP_KERNEL || !sim_active(o->mask, SIM_T_PROXY_OP)) return;
+  at(&o->vt);
   ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
   d.type = NCS_EV_PROXY_OP;
@@ -88,17 +122,22 @@ static void start_op(sim_pop_t *o) {
 
 /* The op is done (or was never going to stop): release what it holds. */
 static void finish_op(sim_pop_t *o) {
+  sim_vt_floor_del(&o->floor); /* every event of it is out */
+  if (o->comm) sim_vt_max(&o->comm->done_vt, o->vt); /* before it no longer counts */
   if (o->comm) atomic_fetch_sub(&o->comm->inflight, 1);
   if (o->inst) {
+    sim_vt_max(&o->inst->done_vt, o->vt);
     if (o->kind != POP_KERNEL) {
-      uint64_t now = sim_gpu_ns(), prev = atomic_load(&o->inst->net_done_gpu);
+      uint64_t now = sim_opt.model ? sim_gpu_at(sim_vt_host(o->vt)) : sim_gpu_ns(),
+               prev = atomic_load(&o->inst->net_done_gpu);
       while (prev < now && !atomic_compare_exchange_weak(&o->inst->net_done_gpu, &prev, now)) {
       }
       atomic_fetch_sub(&o->inst->net_left, 1);
     }
     /* the last coupled send of this rank finished: its data is out (fault.c) */
+    if (o->cpl && o->kind == POP_SEND) sim_vt_max(&o->inst->out_vt, o->vt);
     if (o->cpl && o->kind == POP_SEND && atomic_fetch_sub(&o->inst->sends_left, 1) == 1)
-      sim_cpl_out(o->cpl);
+      sim_cpl_out(o->cpl, atomic_load(&o->inst->out_vt));
     atomic_fetch_sub(&o->inst->ops_left, 1);
     sim_inst_put(o->inst);
   }
@@ -108,6 +147,7 @@ static void finish_op(sim_pop_t *o) {
 /* Abort: drop the op without stopping its events. A transfer already handed to a net helper
  * must end first, because the helper reads the step handle through the op. */
 static void discard_op(sim_pop_t *o) {
+  sim_vt_floor_del(&o->floor);
   for (int i = 0; i < SIM_STEP_RING; i++) {
     sim_netreq_t *r = o->st[i].req;
     if (!r) continue;
@@ -130,8 +170,35 @@ static void submit_net(sim_pop_t *o, struct sim_step *st) {
   r->grank = o->comm ? sim_global_rank(o->comm, o->rank) : o->rank;
   r->len = st->trans;
   r->net_kind = o->net_kind;
+  if (sim_opt.model) { /* the transfer's times */
+    int s = o->net_seq++;
+    uint64_t x = SIM_VT_NET_LAT_NS + (uint64_t)((double)r->len / SIM_VT_NET_GBPS);
+    r->vt = st->vt;
+    r->vrng = op_rand(o, 0x1000u + (uint64_t)s);
+    if (o->cpl && o->kind == POP_RECV && !o->link_pos) {
+      /* coupled: the peer's send step stopped once its data was delivered (the wait for it is
+         this step's clock), so the data is here a poll later, not after a transfer of its own */
+      r->vt_end = st->vt + SIM_VT_POLL_NS;
+    } else if (o->link_pos) { /* the slow link: after every transfer before it in the link's order */
+      int g = r->grank;
+      uint64_t from = st->vt > g_link_vt[g] ? st->vt : g_link_vt[g];
+      r->vt_end = g_link_vt[g] = from + x + (uint64_t)sim_opt.slow_link_us * 1000u;
+      if (o->net_seq == o->nsteps) atomic_store(&g_link_turn[g], o->link_pos); /* the next op's */
+    } else {
+      r->vt_end = st->vt + x;
+    }
+  }
   st->req = r;
   sim_net_submit(r);
+}
+
+/* model time: transfers and GPU consumption take steps in step order, so that whichever step
+ * the proxy thread reached first in real time does not decide the times; a slow link's transfers
+ * go in the order its ops were posted (sim_link_enqueue) */
+static int net_turn(const sim_pop_t *o, int s) {
+  if (!sim_opt.model) return 1;
+  if (o->net_seq != s) return 0;
+  return !o->link_pos || atomic_load(&g_link_turn[o->link_rank]) == o->link_pos - 1;
 }
 
 static void start_step(sim_pop_t *o) {
@@ -142,6 +209,11 @@ static void start_step(sim_pop_t *o) {
   st->trans =
       off >= o->bytes ? 0 : (o->bytes - off < (size_t)o->chunk ? o->bytes - off : (size_t)o->chunk);
   st->phase = o->kind == POP_SEND ? PH_S_GPUWAIT : PH_R_WAIT;
+  /* model time: once the op is in progress and the pipeline had room (step s - 4 stopped) */
+  st->vt = o->vt;
+  if (s >= SIM_PIPELINE && o->stop_vt[(s - SIM_PIPELINE) % SIM_STEP_RING] > st->vt)
+    st->vt = o->stop_vt[(s - SIM_PIPELINE) % SIM_STEP_RING];
+  at(&st->vt);
   if (!sim_active(o->mask, SIM_T_PROXY_STEP)) return;
   ncs_descr_v7_t d;
   memset(&d, 0, sizeof d);
@@ -172,11 +244,17 @@ static int peer_sent(const sim_pop_t *o, int s) {
 static int advance_step(sim_proxy_t *p, sim_pop_t *o, int s) {
   struct sim_step *st = &o->st[s % SIM_STEP_RING];
   size_t stale = o->st[(o->done_steps + SIM_STEP_RING - 1) % SIM_STEP_RING].trans;
+  at(&st->vt);
   switch (st->phase) {
   case PH_S_GPUWAIT:
     step_state(st, NCS_ST_PROXY_STEP_SEND_GPU_WAIT, stale); /* transSize is stale here */
     st->phase = PH_S_PEERWAIT;
-    st->repeats = (sim_rand(&p->rng) % 3 == 0) ? 1 + (int)(sim_rand(&p->rng) % 2) : 0;
+    if (sim_opt.model) {
+      uint64_t r = op_rand(o, (uint64_t)s);
+      st->repeats = r % 3 == 0 ? 1 + (int)(r / 3 % 2) : 0;
+    } else {
+      st->repeats = (sim_rand(&p->rng) % 3 == 0) ? 1 + (int)(sim_rand(&p->rng) % 2) : 0;
+    }
     return 1;
   case PH_S_PEERWAIT: /* isend returned no request yet: recorded again (R§3.4) */
     step_state(st, NCS_ST_PROXY_STEP_SEND_PEER_WAIT_V4, stale);
@@ -190,9 +268,12 @@ static int advance_step(sim_proxy_t *p, sim_pop_t *o, int s) {
     return 1;
   case PH_S_SEND:
     if (s == o->stall_at - 1 && o->done_steps < s) return 0; /* stall after the earlier steps */
+    if (!net_turn(o, s)) return 0;
+    if (o->cpl) sim_vt_wait(sim_cpl_mark_vt(o->cpl, SIM_MARK_CTS, o->peer, o->lane, s));
     step_state(st, NCS_ST_PROXY_STEP_SEND_WAIT, st->trans);
     if (s == o->stall_at - 1) { /* --fault stall: the transfer never completes */
       o->stalled = 1;
+      o->net_seq++;
       return 1;
     }
     submit_net(o, st);
@@ -205,12 +286,14 @@ static int advance_step(sim_proxy_t *p, sim_pop_t *o, int s) {
     if (!peer_sent(o, s)) return 1;
     /* fall through */
   case PH_R_DATA: /* the data arrives once the peer sent it */
-    if (!peer_sent(o, s)) return 0;
+    if (!peer_sent(o, s) || !net_turn(o, s)) return 0;
+    if (o->cpl) sim_vt_wait(sim_cpl_mark_vt(o->cpl, SIM_MARK_SENT, o->peer, o->lane, s));
     submit_net(o, st);
     st->phase = PH_NET;
     return 1;
   case PH_NET:
     if (!atomic_load_explicit(&st->req->done, memory_order_acquire)) return 0;
+    sim_vt_wait(st->req->vt_done);
     free(st->req);
     st->req = NULL;
     st->phase = o->kind == POP_SEND ? PH_DONE : PH_R_FLUSH;
@@ -225,13 +308,22 @@ static int advance_step(sim_proxy_t *p, sim_pop_t *o, int s) {
     if (sim_opt.slow_gpu_us && o->comm &&
         sim_global_rank(o->comm, o->rank) == sim_opt.slow_gpu_rank) {
       /* --slow-gpu: the GPU consumes (unpacks) the received steps one after the other */
+      st->phase = PH_R_CONSUME;
+      if (sim_opt.model) return 1; /* its turn comes in step order (PH_R_CONSUME) */
       uint64_t now = sim_now_ns();
       st->due = (o->gpu_busy > now ? o->gpu_busy : now) + (uint64_t)sim_opt.slow_gpu_us * 1000u;
       o->gpu_busy = st->due;
-      st->phase = PH_R_CONSUME;
     }
     return 1;
   case PH_R_CONSUME:
+    if (sim_opt.model) { /* model time: no waiting, the step takes its time in step order */
+      if (o->gpu_seq != s) return 0;
+      o->gpu_seq++;
+      o->gpu_busy = (o->gpu_busy > st->vt ? o->gpu_busy : st->vt) + (uint64_t)sim_opt.slow_gpu_us * 1000u;
+      sim_vt_wait(o->gpu_busy);
+      st->phase = PH_DONE;
+      return 1;
+    }
     if (sim_now_ns() < st->due) return 0;
     st->phase = PH_DONE;
     return 1;
@@ -259,6 +351,7 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
   if (!o->started) {
     ncs_args_v7_t a;
     memset(&a, 0, sizeof a);
+    at(&o->vt);
     sim_ev_state(SIM_T_PROXY_OP, o->op_h, NCS_ST_PROXY_OP_IN_PROGRESS_V4, &a);
     o->started = 1;
     return 1;
@@ -269,7 +362,11 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
   for (int s = o->done_steps; s < o->next_step && !o->stalled; s++) moved |= advance_step(p, o, s);
   if (o->stalled) return moved;
   while (o->done_steps < o->next_step && o->st[o->done_steps % SIM_STEP_RING].phase == PH_DONE) {
-    sim_ev_stop(SIM_T_PROXY_STEP, &o->st[o->done_steps % SIM_STEP_RING].h);
+    struct sim_step *st = &o->st[o->done_steps % SIM_STEP_RING];
+    at(&st->vt);
+    sim_vt_wait(o->last_stop_vt); /* model time: steps stop in order */
+    sim_ev_stop(SIM_T_PROXY_STEP, &st->h);
+    o->last_stop_vt = o->stop_vt[o->done_steps % SIM_STEP_RING] = st->vt;
     o->done_steps++;
     if (o->cpl && o->kind == POP_SEND) /* in order: the receiver's step may complete */
       sim_cpl_mark(o->cpl, SIM_MARK_SENT, o->rank, o->lane, o->done_steps);
@@ -280,6 +377,8 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
     moved = 1;
   }
   if (o->done_steps < o->nsteps) return moved;
+  at(&o->vt);
+  sim_vt_wait(o->last_stop_vt);
   sim_ev_stop(SIM_T_PROXY_OP, &o->op_h);
   return 2;
 }
@@ -318,8 +417,10 @@ static void kernel_phases(sim_proxy_t *p, sim_pop_t *o, uint64_t start, uint64_t
   if (!(o->mask & NCS_EV_KERNEL_PHASE) || stop <= start) return;
   uint64_t len = stop - start, ts[NCS_NPHASES + 1];
   ts[0] = start, ts[3] = stop;
-  ts[1] = o->entered_gpu ? o->entered_gpu + o->kshift : start + len / 16 + sim_rand(&p->rng) % (len / 16 + 1);
-  ts[2] = stop - len / 32 - sim_rand(&p->rng) % (len / 32 + 1);
+  uint64_t r1 = sim_opt.model ? op_rand(o, 0x2001) : sim_rand(&p->rng);
+  uint64_t r2 = sim_opt.model ? op_rand(o, 0x2002) : sim_rand(&p->rng);
+  ts[1] = o->entered_gpu ? o->entered_gpu + o->kshift : start + len / 16 + r1 % (len / 16 + 1);
+  ts[2] = stop - len / 32 - r2 % (len / 32 + 1);
   if (ts[1] < ts[0] || ts[1] > ts[3]) ts[1] = ts[1] < ts[0] ? ts[0] : ts[3];
   if (ts[2] < ts[1]) ts[2] = ts[1];
   for (int i = 0; i < NCS_NPHASES; i++) {
@@ -360,9 +461,10 @@ static int stream_begin(sim_pop_t *o) {
   uint64_t z = 0, now = sim_gpu_ns();
   if (atomic_compare_exchange_strong(&in->gpu_begin, &z, b)) {
     for (int k = 0; c && k < in->nself; k++) /* the GPU stamps its self copies' slots too */
-      sim_kts_put(c, in->self_ch[k], in->self_d[k], b, b + 300);
+      sim_kts_put(c, in->self_ch[k], in->self_d[k], b, b + 300, 0);
     /* coupled: its peers' kernels cannot end before this one began (host time of the begin) */
-    if (in->cpl) sim_cpl_begun(in->cpl, sim_now_ns() - (now > b ? now - b : 0));
+    if (in->cpl)
+      sim_cpl_begun(in->cpl, sim_opt.model ? sim_host_at(b) : sim_now_ns() - (now > b ? now - b : 0));
   }
   return 1;
 }
@@ -401,6 +503,43 @@ static void kch_stop_event(sim_pop_t *o, uint64_t ptimer) {
   sim_ev_stop(SIM_T_KERNEL_CH, &o->kch_h);
 }
 
+/* Model time: the kernel's end on the fake GPU clock, from the model alone: with --gpu-gbps
+ * kern_ns after the kernel began on its stream (the data of a slow link or GPU later, if later);
+ * else when the network part of the plan finished, at least SIM_VT_KERNEL_NS after its start;
+ * never before every rank entered and sent its data, nor before every rank's kernel began
+ * (coupled); a little jitter per op. Called once all of that happened (true_end). */
+static uint64_t kernel_end_model(sim_pop_t *o) {
+  sim_cpl_t *c = o->inst->cpl;
+  uint64_t net = atomic_load(&o->inst->net_done_gpu), end;
+  if (c && !o->entered_gpu) o->entered_gpu = sim_gpu_at(sim_cpl_all_in_ns(c));
+  if (c) {
+    o->ready_gpu = sim_gpu_at(sim_vt_host(sim_cpl_ready_vt(c)));
+    uint64_t b = sim_gpu_at(sim_cpl_all_begun_ns(c)) + 500;
+    if (b > o->ready_gpu) o->ready_gpu = b;
+  }
+  if (o->kern_ns) {
+    end = atomic_load(&o->inst->gpu_begin) + o->kern_ns;
+    if ((sim_opt.slow_link_us > 0 || sim_opt.slow_gpu_us > 0) && net > end) end = net;
+  } else {
+    end = o->gpu_start + SIM_VT_KERNEL_NS;
+    if (net + 200 > end) end = net + 200;
+  }
+  if (end < o->ready_gpu) end = o->ready_gpu;
+  /* a little more per op, as a real GPU's kernels do not end on the same ns: ranks whose ends the
+     model derives alike (the peers of the last rank's data) are not tied for the slowest */
+  end += op_rand(o, 0x2000) % 1500;
+  if (end <= o->gpu_start) end = o->gpu_start + 100;
+  return end;
+}
+
+/* Model time: NCCL's proxy (this op's clock) reads a ring slot's timestamp a poll after the GPU
+ * wrote it (ptimer: as reported, shift: how far that is from the GPU's true time) */
+static void kch_seen(sim_pop_t *o, uint64_t ptimer, uint64_t shift) {
+  if (!sim_opt.model || !ptimer) return;
+  at(&o->vt);
+  sim_vt_wait(sim_vt_of_host(sim_host_at(ptimer - shift)) + SIM_VT_POLL_NS);
+}
+
 /* The GPU side of a KernelCh op: its channel's block of the kernel ends. 1 when it ended (stop:
  * its GPU time), 0 not yet. */
 static int true_end(sim_proxy_t *p, sim_pop_t *o, uint64_t *stop_out) {
@@ -414,6 +553,10 @@ static int true_end(sim_proxy_t *p, sim_pop_t *o, uint64_t *stop_out) {
   /* coupled: the kernel ends only when every rank entered and sent its data (fault.c), and every
      rank's kernel began on its GPU (its stream may have queued it behind earlier work) */
   if (o->inst->cpl && (!sim_cpl_ready(o->inst->cpl) || !sim_cpl_all_begun_ns(o->inst->cpl))) return 0;
+  if (sim_opt.model) {
+    *stop_out = kernel_end_model(o);
+    return 1;
+  }
   /* the fake GPU clock when this rank saw every rank enter: its kernel, which needs their data,
      cannot end before (report: GPU times that cannot be right) */
   if (o->inst->cpl && !o->ready_gpu) {
@@ -450,11 +593,12 @@ static int true_end(sim_proxy_t *p, sim_pop_t *o, uint64_t *stop_out) {
  * The op is done when both are. */
 static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   int moved = 0;
+  at(&o->vt); /* model time: NCCL's side of the op (the GPU's has no clock of its own) */
   if (!o->started) {
     if (stream_begin(o)) {
       if (o->swait) atomic_fetch_sub(&o->inst->kch_wait, 1), o->swait = 0;
       o->gpu_start = atomic_load(&o->inst->gpu_begin) + 40 * (uint64_t)o->channel;
-      if (o->comm) sim_kts_put(o->comm, o->channel, o->kdev, o->gpu_start + o->kshift, 0);
+      if (o->comm) sim_kts_put(o->comm, o->channel, o->kdev, o->gpu_start + o->kshift, 0, o->kshift);
       o->started = 1, moved = 1;
       if (o->hang) {
         o->frozen = 1;
@@ -464,20 +608,20 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
   } else if (!o->tdone && !o->hang) { /* a hanging kernel never ends: KernelCh stays open */
     uint64_t stop;
     if (true_end(p, o, &stop)) {
-      if (o->comm) sim_kts_put(o->comm, o->channel, o->kdev, 0, stop + o->kshift);
+      if (o->comm) sim_kts_put(o->comm, o->channel, o->kdev, 0, stop + o->kshift, o->kshift);
       stream_end(o, stop);
       o->tdone = 1, o->tstop = stop, moved = 1;
     }
   }
   if (!o->rstart) {
-    uint64_t v, t0 = 0, t1 = 0;
+    uint64_t v, t0 = 0, t1 = 0, sh = 0;
     int r = kernel_ready(o, &v);
     if (r < 0) { /* never started, never stopped: dropped (NCCL hangs here) */
       if (!o->tdone) stream_end(o, 0);
       return 2;
     }
-    if (r > 0 && o->comm) sim_kts_get(o->comm, o->channel, v, &t0, &t1);
-    if (r > 0 && !o->comm && o->started) t0 = o->gpu_start + o->kshift;
+    if (r > 0 && o->comm) sim_kts_get(o->comm, o->channel, v, &t0, &t1, &sh);
+    if (r > 0 && !o->comm && o->started) t0 = o->gpu_start + o->kshift, sh = o->kshift;
     if (r > 0 && !v && o->kdev) { /* a slot nothing wrote yet (a captured item's host value is 0):
                                      NCCL reports its zero timestamps at once */
       kch_start_event(o, 0);
@@ -486,22 +630,28 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
       atomic_fetch_add(&sim_cnt->kch_foreign, 1);
     } else if (r > 0 && t0) { /* the slot's item has begun: its start */
       if (v != o->kdev) atomic_fetch_add(&sim_cnt->kch_foreign, 1);
+      kch_seen(o, t0, sh);
       kch_start_event(o, t0);
       o->rstart = 1, o->fv = v, moved = 1;
     }
   }
   if (o->rstart && !o->rstop) {
-    uint64_t t0 = 0, t1 = 0;
+    uint64_t t0 = 0, t1 = 0, sh = 0;
     if (o->fv == o->kdev || !o->comm) {
       if (o->tdone) {
+        kch_seen(o, o->tstop, 0);
         kernel_phases(p, o, o->gpu_start + o->kshift, o->tstop + o->kshift);
         t1 = o->tstop + o->kshift;
       }
     } else {
-      sim_kts_get(o->comm, o->channel, o->fv, &t0, &t1);
+      sim_kts_get(o->comm, o->channel, o->fv, &t0, &t1, &sh);
+      kch_seen(o, t1, sh);
     }
     if (t1) kch_stop_event(o, t1), o->rstop = 1, moved = 1;
   }
+  /* model time: the op is done when the GPU's side is too (what a stream sync waits for) */
+  if (o->tdone && (o->rstop || (o->comm && atomic_load_explicit(&o->comm->kch_final, memory_order_acquire))))
+    kch_seen(o, o->tstop, 0);
   if (o->rstop && o->tdone) return 2;
   /* at the comm's end NCCL's proxy would wait forever for a slot that never fills: dropped */
   if (o->tdone && o->comm && atomic_load_explicit(&o->comm->kch_final, memory_order_acquire)) return 2;
@@ -521,6 +671,7 @@ static void append_ops(sim_proxy_t *p, sim_pop_t *list, oplist_t *act) {
       sim_pop_t *o = list;
       list = o->next;
       o->next = NULL;
+      if (o->vt > p->vt) p->vt = o->vt; /* model time: ProxyCtrl follows what it takes up */
       start_op(o);
       if (o->kind == POP_NOSTOP) { /* nothing ever stops it (R§3.4) */
         finish_op(o);
@@ -532,7 +683,7 @@ static void append_ops(sim_proxy_t *p, sim_pop_t *list, oplist_t *act) {
         act->head = o;
       act->tail = o;
     }
-    ctrl_end(&h, NCS_ST_PROXY_CTRL_APPEND_END, n);
+    ctrl_end(p, &h, NCS_ST_PROXY_CTRL_APPEND_END, n);
   }
 }
 
@@ -565,7 +716,7 @@ static void proxy_sleep(sim_proxy_t *p) {
   pthread_mutex_lock(&p->mu);
   while (!p->pending && !p->stop) pthread_cond_wait(&p->cv, &p->mu);
   pthread_mutex_unlock(&p->mu);
-  ctrl_end(&h, NCS_ST_PROXY_CTRL_WAKEUP, 0);
+  ctrl_end(p, &h, NCS_ST_PROXY_CTRL_WAKEUP, 0);
   pthread_mutex_lock(&p->mu);
 }
 

@@ -24,7 +24,7 @@
 #include "sim.h"
 #include "trace/reader.h"
 
-#define WAIT_NS 10000000000ull /* give up waiting for another thread after 10 s */
+#define WAIT_NS (SIM_GUARD_S * 1000000000ull) /* give up waiting for another thread (sim.h) */
 
 enum { OP_INIT = 1, OP_FINI, OP_START, OP_STOP, OP_STATE, OP_BAD };
 

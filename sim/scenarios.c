@@ -35,6 +35,8 @@ struct uthread {
   const workload_t *wl;
   sim_graph_t *graph;
   int launched; /* graph replays launched so far */
+  uint64_t vt;  /* model time: the thread's clock */
+  int nbar;     /* barriers passed */
 };
 
 static struct {
@@ -42,6 +44,7 @@ static struct {
   sim_comm_t *comm[SIM_MAX_RANKS][SIM_MAX_COMMS];
   sim_cbq_t *cbq[SIM_MAX_RANKS];
   pthread_barrier_t bar;
+  _Atomic uint64_t bar_vt[4]; /* model time: the latest thread at each of the 4 barriers */
   int64_t nops[SIM_MAX_RANKS]; /* counted collectives so far (--fault SEQ) */
   char gone[SIM_MAX_RANKS];    /* --fault skip: the rank issues no more operations */
   void *stale[64];     /* handles kept from an earlier plugin load (stale scenario) */
@@ -72,6 +75,7 @@ static void default_teardown(uthread_t *ut) {
       for (int c = 0; c < SIM_MAX_COMMS; c++)
         if (W.comm[ut->lr[i]][c]) sim_comm_drain(W.comm[ut->lr[i]][c]);
     sim_sleep_us(sim_opt.hold_ms * 1000u);
+    sim_vt_add((uint64_t)sim_opt.hold_ms * 1000000u);
   }
   for (int i = 0; i < ut->n; i++)
     for (int c = 0; c < SIM_MAX_COMMS; c++)
@@ -100,15 +104,24 @@ static void run_iter(void *arg) {
   a->ut->wl->iter(a->ut, a->it);
 }
 
+/* pthread_barrier_wait; in model time every thread goes on at the latest one's time */
+static void barrier(uthread_t *ut) {
+  _Atomic uint64_t *m = &W.bar_vt[ut->nbar++ % 4]; /* its own: a thread may reach the next first */
+  sim_vt_max(m, ut->vt);
+  pthread_barrier_wait(&W.bar);
+  sim_vt_wait(atomic_load(m)); /* model time only: live, no clock is bound */
+}
+
 static void *uthread_main(void *arg) {
   uthread_t *ut = arg;
   const workload_t *wl = ut->wl;
   int device = W.first + (ut->n ? ut->lr[0] : 0); /* a rank's GPU is its global rank */
+  sim_vt_thread_begin(&ut->vt);
   sim_gpu_set_device(device);
   (wl->setup ? wl->setup : default_setup)(ut); /* inits run concurrently, as in NCCL */
-  pthread_barrier_wait(&W.bar);
+  barrier(ut);
   if (ut->index == 0 && wl->after_setup_once) wl->after_setup_once();
-  pthread_barrier_wait(&W.bar);
+  barrier(ut);
   sim_range_outer(1);
   /* --fault: a thread whose op hung stops; one whose ranks all skipped idles, then stops */
   for (int it = 0; it < sim_opt.iters && !sim_fault_halted(); it++) {
@@ -119,10 +132,14 @@ static void *uthread_main(void *arg) {
   }
   if (wl->finish) wl->finish(ut);
   sim_range_outer(0);
-  pthread_barrier_wait(&W.bar);
+  barrier(ut);
   if (ut->index == 0 && wl->before_teardown_once) wl->before_teardown_once();
-  pthread_barrier_wait(&W.bar);
+  barrier(ut);
+  /* model time: from here on only communicator destroys, each after its ops: the writer's clock
+     no longer waits for this thread (and the last one's time is the latest of the process) */
+  sim_vt_thread_done();
   (wl->teardown ? wl->teardown : default_teardown)(ut);
+  sim_vt_thread_end();
   return NULL;
 }
 
@@ -137,6 +154,7 @@ static int run_threads(const workload_t *wl) {
   if (T < 1) T = 1;
   uthread_t *ut = sim_xcalloc((size_t)T, sizeof *ut);
   pthread_barrier_init(&W.bar, NULL, (unsigned)T);
+  for (int i = 0; i < 4; i++) atomic_store(&W.bar_vt[i], 0);
   for (int lr = 0; lr < W.nlocal; lr++) {
     uthread_t *u = &ut[lr % T];
     u->lr[u->n++] = lr;

@@ -13,6 +13,7 @@
  *   scenarios.c the named scenarios (--scenario) built from the above
  *   fault.c     peer coupling of the ranks of a communicator, and fault injection (--fault)
  *   flood.c     the event-cost benchmark loop
+ *   clock.c     model time (--clock model): every timestamp from the model, none from the wall
  *   main.c      options, processes, summary
  */
 #ifndef NCS_SIM_H
@@ -34,6 +35,10 @@
 #define SIM_STEP_RING 8    /* NCCL_STEPS: ProxyStep handles live in a ring of 8 (R§3.4) */
 #define SIM_PIPELINE 4     /* network steps a proxy op keeps in flight */
 #define SIM_KCH_SLOTS 64   /* MAX_PROFILER_EVENTS_PER_CHANNEL: the GPU's KernelCh ring per channel */
+/* Waits that end only on a bug (proxy work that never finishes, ranks out of step) give up after
+ * this long, and say so: generous, as a loaded machine (a test suite beside a parallel build, a
+ * sanitizer) can hold a thread up for many seconds, and a guard is not a verdict on timing. */
+#define SIM_GUARD_S 120
 #define SIM_DEV0_N (SIM_MAX_CHANNELS + 1) /* a plan execution's GPU counters, then its stream index */
 #define SIM_DEV0_ST SIM_MAX_CHANNELS
 #define SIM_SELF_MAX 64    /* self-copy work items of one plan execution whose slots it stamps */
@@ -117,6 +122,7 @@ typedef struct {
   int ranges;              /* --ranges: every iteration inside ranges, through the plugin's API */
   const char *range_truth; /* --range-truth: append what happened inside each range */
   int range_outer;         /* --range-outer: the iterations inside one more range, "train" */
+  int model;               /* --clock model: timestamps from the model (clock.c) */
 } sim_opts_t;
 
 extern sim_opts_t sim_opt;
@@ -154,6 +160,9 @@ extern sim_counts_t *sim_cnt;
 uint64_t sim_now_ns(void);           /* CLOCK_MONOTONIC */
 uint64_t sim_gpu_ns(void);           /* fake %globaltimer: ahead of CLOCK_MONOTONIC */
 uint64_t sim_gpu_at(uint64_t host_ns); /* what sim_gpu_ns said at CLOCK_MONOTONIC host_ns */
+uint64_t sim_host_at(uint64_t gpu_ns); /* the host time at which sim_gpu_ns says gpu_ns */
+/* model time: the GPU clock's CLOCK_REALTIME - CLOCK_MONOTONIC and drift origin (clock.c) */
+void sim_gpu_clock_base(int64_t real_minus_mono, uint64_t h0);
 uint64_t sim_rand(uint64_t *state);  /* xorshift64* */
 uint64_t sim_mix(uint64_t a, uint64_t b);
 void sim_sleep_us(unsigned us);
@@ -165,6 +174,40 @@ void *sim_xcalloc(size_t n, size_t size);
  * consumption, proxy.c.) 'rank' is the global rank. */
 enum { SIM_AT_ENQUEUE = 0, SIM_AT_STEP = 1 };
 void sim_delay_point(int rank, int where);
+
+/* ---------------------------------------------------------------- clock.c (--clock model)
+ * Model time: every activity (a user thread, a proxy op, a step, a transfer) has a clock, in ns
+ * from the model's time 0; the plugin's calls are stamped with the clock the calling thread bound.
+ * Live (no --clock model) these do nothing, and sim_host_ns is CLOCK_MONOTONIC. */
+#define SIM_VT_TICK_NS 200ull     /* one plugin call and NCCL's work around it */
+#define SIM_VT_POLL_NS 1000ull    /* a progress thread notices a change this late */
+#define SIM_VT_GAP_NS 50000ull    /* the application's work between a user thread's groups... */
+#define SIM_VT_JITTER_NS 20000ull /* ... plus up to this much more, drawn per rank and group */
+#define SIM_VT_NET_LAT_NS 2000ull /* a network transfer: this, plus its bytes at ... */
+#define SIM_VT_NET_GBPS 12.5      /* ... GB/s (100 Gb/s) */
+#define SIM_VT_KERNEL_NS 4000ull  /* a kernel's shortest run without --gpu-gbps */
+int sim_vt_setup(void);             /* main, before any fork: time 0, NCCLSCOPE_CLOCK=sim */
+/* The frontier (clock.c): an activity that may still stamp events registers the earliest time it
+ * may stamp one with (its floor), and leaves when it no longer can. */
+typedef struct sim_vt_floor {
+  _Atomic uint64_t v;
+  struct sim_vt_floor *prev, *next;
+} sim_vt_floor_t;
+void sim_vt_floor_add(sim_vt_floor_t *f, uint64_t v);
+void sim_vt_floor_del(sim_vt_floor_t *f);
+void sim_vt_thread_begin(uint64_t *clk); /* a user thread: bound to clk, its floor follows it */
+void sim_vt_thread_done(void);     /* it will only destroy communicators: its floor goes */
+void sim_vt_thread_end(void);
+void sim_vt_call(void);             /* before a plugin call (abi_call.c), sim_vt_tick after it */
+uint64_t *sim_vt_bind(uint64_t *clk); /* this thread's calls are stamped with *clk; the old one */
+uint64_t sim_vt_now(void);          /* the bound clock (0: none) */
+void sim_vt_tick(void);             /* after a plugin call: the bound clock moves on a tick */
+void sim_vt_add(uint64_t ns);       /* the bound activity spends ns */
+void sim_vt_wait(uint64_t v);       /* the bound activity waited for something done at v */
+uint64_t sim_vt_host(uint64_t v);   /* model time -> the CLOCK_MONOTONIC value the plugin sees */
+uint64_t sim_vt_of_host(uint64_t host_ns);
+uint64_t sim_host_ns(void);         /* now for the bound activity: model or CLOCK_MONOTONIC */
+void sim_vt_max(_Atomic uint64_t *m, uint64_t v); /* atomic max */
 
 /* ---------------------------------------------------------------- abi_call.c
  * NCCL's core builds a v7 descriptor (NCCL 2.31); a plugin called through an older version gets
@@ -231,6 +274,8 @@ struct sim_inst {
   int hang;              /* abort scenario: number of its ops that never finish */
   _Atomic uint64_t net_done_gpu; /* fake GPU time when its last network op finished */
   _Atomic int kch_wait;  /* KernelCh ops waiting for their ring slot (never waited for) */
+  /* model time: when its last op finished, and its last coupled send (this rank's data out) */
+  _Atomic uint64_t done_vt, out_vt;
   /* peer coupling (fault.c): the collective instance all ranks of the comm share, or NULL */
   sim_cpl_t *cpl;
   _Atomic int sends_left; /* coupled send ops not finished: at 0 this rank's data is out */
@@ -279,8 +324,17 @@ typedef struct sim_pop {
     int phase, repeats;
     size_t trans;
     uint64_t due;        /* --slow-gpu: when the GPU has consumed this step (monotonic ns) */
+    uint64_t vt;         /* model time: the step's clock */
     struct sim_netreq *req;
   } st[SIM_STEP_RING];
+  /* model time: the op's clock; its random choices (per op and step, not per thread, so they
+     do not depend on the order the proxy thread takes ops in); the steps' stops in order; the
+     link (--slow-link) and the GPU (--slow-gpu) taking transfers and steps one after the other,
+     in step order (net_seq, gpu_seq: steps that have had their turn) */
+  uint64_t vt, vrng, last_stop_vt, stop_vt[SIM_STEP_RING];
+  uint64_t link_pos;     /* --slow-link: its place in the slow link's order (1..), 0 none */
+  int link_rank, net_seq, gpu_seq;
+  sim_vt_floor_t floor;  /* model time: no event of it before its posting time */
   uint64_t gpu_busy;     /* --slow-gpu: the GPU consumes one step after the other */
   int rounds, frozen;
   uint64_t gpu_start;
@@ -309,6 +363,7 @@ struct sim_proxy {
   int refs;
   int stop, abort;
   int profiler;          /* NCCL 2.31's profiler thread: KernelCh only, no ProxyCtrl */
+  uint64_t vt;           /* model time: ProxyCtrl's clock (the latest op it took up) */
   sim_pop_t *pending, *pending_tail;
   uint64_t rng;
 };
@@ -319,6 +374,9 @@ void sim_proxy_ref(sim_proxy_t *p);
 /* Drops a reference; the last one stops and joins the thread ('abort': leave ops open). */
 void sim_proxy_unref(sim_proxy_t *p, int abort);
 void sim_proxy_post(sim_proxy_t *p, sim_pop_t *ops); /* a NULL-terminated list */
+/* model time, --slow-link: the op's transfers take their turn on the slow rank's link in the
+ * order the ops are posted (call in that order, from the posting thread) */
+void sim_link_enqueue(sim_pop_t *o, int grank);
 
 /* ---------------------------------------------------------------- net.c */
 typedef struct sim_netreq {
@@ -328,6 +386,8 @@ typedef struct sim_netreq {
   int grank;             /* global rank (--slow-link) */
   size_t len;
   uint64_t due;          /* --slow-link: the transfer completes at this monotonic ns */
+  uint64_t vt, vt_end, vt_done; /* model time: start, the transfer's end, its events' end */
+  uint64_t vrng;         /* model time: its random choices */
   int nev;               /* NetPlugin events started, and their handles and descriptors */
   void *neh[3];
   _Alignas(8) unsigned char nd[3][40];
@@ -393,18 +453,20 @@ struct sim_comm {
    * kch_final      set by sim_comm_drain: no more GPU work, a KernelCh still waiting is stuck. */
   _Atomic uint64_t kch_host[SIM_MAX_CHANNELS], kch_dev[SIM_MAX_CHANNELS];
   _Atomic(_Atomic uint64_t *) kch_ring[SIM_MAX_CHANNELS];
-  /* what the item that last wrote each ring slot stamped: [3 * slot] its counter value,
-   * [3 * slot + 1] start, [3 * slot + 2] stop pTimer (0: not yet); allocated on first use */
+  /* what the item that last wrote each ring slot stamped: [4 * slot] its counter value,
+   * [4 * slot + 1] start, [4 * slot + 2] stop pTimer (0: not yet), [4 * slot + 3] how far its
+   * pTimers are shifted from the GPU's true times (--fault ktime); allocated on first use */
   _Atomic(_Atomic uint64_t *) kch_ts[SIM_MAX_CHANNELS];
   /* its stream: executions with KernelCh in GPU order (proxy.c) */
   _Atomic uint64_t st_issued, st_done, st_tail;
   _Atomic int kch_capturing, kch_final;
+  _Atomic uint64_t done_vt; /* model time: when its latest op finished */
 };
 /* The ring slot of counter value v on channel ch: what the GPU last wrote there (0: nothing). */
 uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v);
 /* the timestamps the item of counter value v stamped into its slot (0 0: not there) */
-void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop);
-void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop);
+void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop, uint64_t *shift);
+void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop, uint64_t shift);
 
 /* One user-level call: ncclAllReduce(comm, ...), ncclSend(...), ... */
 typedef struct {
@@ -446,10 +508,15 @@ int sim_node_of(int grank);
 enum { SIM_MARK_SENT = 0, SIM_MARK_CTS = 1 };
 int sim_couple_setup(void);     /* main, before fork; no-op when coupling is off */
 sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx); /* NULL: uncoupled */
-void sim_cpl_out(sim_cpl_t *c); /* this rank's data has all left */
-void sim_cpl_leave(sim_cpl_t *c); /* this rank no longer touches the instance */
+void sim_cpl_out(sim_cpl_t *c, uint64_t vt); /* this rank's data has all left (at model time vt) */
+void sim_cpl_leave(sim_cpl_t *c, uint64_t vt); /* this rank no longer touches the instance
+                                                   (its ops all finished at model time vt) */
 int sim_cpl_entered_all(sim_cpl_t *c);
 uint64_t sim_cpl_all_in_ns(sim_cpl_t *c); /* CLOCK_MONOTONIC when the last rank entered; 0 not yet */
+uint64_t sim_cpl_ready_vt(sim_cpl_t *c);  /* model time: every rank entered and its data is out */
+/* model time: when rank's step of lane got its mark (SENT: the send step stopped; CTS: the
+ * receive step was posted); valid once sim_cpl_get > step */
+uint64_t sim_cpl_mark_vt(sim_cpl_t *c, int which, int rank, int lane, int step);
 int sim_cpl_ready(sim_cpl_t *c); /* every rank entered and its data is out */
 /* this rank's kernel of the instance began on its GPU at host_ns (its stream let it) */
 void sim_cpl_begun(sim_cpl_t *c, uint64_t host_ns);

@@ -7,9 +7,10 @@
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
 rm -rf "$W" && mkdir -p "$W"
-# --gpu-gbps: the fake GPU clock sets each kernel's time from its bytes, so a healthy run's
-# latencies do not depend on the machine's load; proxy events are on (NCCLSCOPE_EVENTS=all)
-run() { d=$1; shift; NCCLSCOPE_DIR="$W/$d" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" \
+# --clock model: every time in the recording comes from nccl-sim's model (docs/nccl-sim.md "Model
+# time"), so labels, latencies and diffs are the same on a loaded machine; --gpu-gbps: each
+# kernel's time follows from its bytes; proxy events are on (NCCLSCOPE_EVENTS=all)
+run() { d=$1; shift; NCCLSCOPE_DIR="$W/$d" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model \
   --scenario allreduce --ranks 4 --iters 30 --gpu-gbps 0.2 "$@" >"$W/sim.out" || fail "nccl-sim $?"; }
 fail() { echo "FAIL: $*"; cat "$W/out.json" 2>/dev/null | head -c 4000; exit 1; }
 json() { "$NCS" report --json "$W/$1" >"$W/out.json" || fail "report exited $?"; }
@@ -25,7 +26,7 @@ healthy)
 assert all(b['wait_rank']==-1 for b in B), B; assert all(b['label']!='gpu_wait' for b in B), B" "false claim"
   "$NCS" report "$W/t" | grep -q "^Where the time goes" || fail "no breakdown section"
   # without proxy events the answer is cannot tell, with the reason
-  rm -rf "$W/t"; NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+  rm -rf "$W/t"; NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
     --iters 10 >"$W/sim.out" || fail "nccl-sim"
   json t
   py "assert L['cannot_tell']==n==10, L; assert all(b['label']=='cannot_tell' and 'proxystep' in b['reason'] for b in B), B" \
@@ -65,20 +66,36 @@ assert any(b['verdict']=='no_change' for b in d['buckets']), d['buckets']
 assert all(f['change']=='not_significant' for f in d['findings']), d['findings']" || fail "same-seed diff found a change"
   ;;
 diff_slow)
+  # a slow link: slower buckets (a regression), still network-bound (the model's healthy
+  # transfers already take most of the proxy time), and rank 1 a new slow-rank finding
   run a; run b --slow-link 1 --slow-link-us 3000
   set +e; "$NCS" diff --json --fail-above 50 "$W/a" "$W/b" >"$W/out.json"; rc=$?; set -e
   [ $rc -eq 1 ] || fail "diff against a slowed run exited $rc, not 1"
   python3 -c "import json; d=json.load(open('$W/out.json')); assert d['regressions']>=1, d
 s=[b for b in d['buckets'] if b['verdict']=='slower']; assert s, d['buckets']
 assert all(b['latency_ci'][0]>50 for b in s if b['regression']), s
-assert any(b['label_changed'] and b['label_b']=='network' for b in d['buckets']), d['buckets']
+assert all(b['label_b']=='network' for b in s), s
 assert any(f['change']=='new' and f['rank']==1 for f in d['findings']), d['findings']" || fail "slowed diff"
+  # a slow GPU consumer on one of two ranks (one channel): the bottleneck moves to gpu_wait, and
+  # diff says the label changed. --couple on: a rank's kernel ends only once its peer entered and
+  # sent its data, as in NCCL; uncoupled, rank 0 would finish operations before the slowed rank 1
+  # entered them, which the job model rightly takes back (docs/report.md, impossible completions),
+  # leaving too few GPU times for a verdict. Coupled, the healthy run waits on its peer (peer_wait
+  # or mixed) rather than on the network.
+  run c --ranks 2 --channels 1 --couple on
+  run g --ranks 2 --channels 1 --slow-gpu 1 --slow-gpu-us 20000 --couple on
+  set +e; "$NCS" diff --json "$W/c" "$W/g" >"$W/out.json"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "diff against a slowed GPU exited $rc, not 1"
+  python3 -c "import json; d=json.load(open('$W/out.json'))
+assert any(b['label_changed'] and b['label_a']!='gpu_wait' and b['label_b']=='gpu_wait' for b in d['buckets']), d['buckets']
+assert any(b['verdict']=='slower' and b['label_b']=='gpu_wait' for b in d['buckets']), d['buckets']" ||
+    fail "the label change is not in the diff"
   "$NCS" diff "$W/a" "$W/b" | grep -q "REGRESSION" || fail "text has no REGRESSION"
   "$NCS" diff "$W/a" >/dev/null 2>&1 && fail "one argument accepted"; [ $? -eq 2 ] || fail "usage status"
   ;;
 outputs)
   run t --slow-link 1 --slow-link-us 3000
-  rm -rf "$W/n"; NCCLSCOPE_DIR="$W/n" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+  rm -rf "$W/n"; NCCLSCOPE_DIR="$W/n" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
     --iters 10 >"$W/sim.out" || fail "nccl-sim"
   for d in t n; do
     "$NCS" report --json "$W/$d" >"$W/$d.json" || fail "report $d"

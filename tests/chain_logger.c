@@ -18,6 +18,7 @@
  * Build options: CHAINLOG_MAX_ABI / CHAINLOG_MIN_ABI limit the ncclProfiler_vN it exports;
  * CHAINLOG_NO_END leaves stopEvent, recordEventState and finalize NULL.
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,9 +120,21 @@ static uint32_t parent_ok(int t, int abi) {
   }
 }
 
+/* Once, before any init returns: a second communicator's init must not write the mask int while
+ * the first one is still reading the configuration (it wrote 0 then, and NCCL, reading the mask
+ * at every event, rightly started nothing of this plugin's for the first events of the job). */
+static pthread_once_t cfg_once = PTHREAD_ONCE_INIT;
+static int cfg_abi;
+static void config_once(void);
 static void config(int abi) {
-  static _Atomic int done;
-  if (atomic_exchange(&done, 1)) return;
+  static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_mutex_lock(&mu); /* the first caller's abi */
+  if (!cfg_abi) cfg_abi = abi;
+  pthread_mutex_unlock(&mu);
+  pthread_once(&cfg_once, config_once);
+}
+static void config_once(void) {
+  int abi = cfg_abi;
   abi_used = abi;
   uint32_t m = NCS_EV_ALL;
   const char *ev = getenv("CHAINLOG_EVENTS"), *bad;

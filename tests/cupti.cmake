@@ -102,13 +102,14 @@ cupti_test(no_library "state=unavailable .*ops_with_kernelch=24"
            ENV NCCLSCOPE_CUPTI_LIB=/nonexistent/libcupti.so.13 CHECK --state unavailable --reason nonexistent)
 cupti_test(off "state=off .*ops_with_kernelch=24"
            --scenario allreduce --ranks 4 --iters 6 ENV NCCLSCOPE_CUPTI=off CHECK --state off)
-# (rank 0 sleeps 200 us before each of its 400 operations: the run lasts at least 80 ms, 16
-# flush periods, whatever the machine's pace)
-# (what the five good flushes delivered stays: compute kernels, launched from the first
-# operation on; NCCL's kernels end later in nccl-sim)
+# (every record is handed back as the next one comes, and every flush fails once 8 kernel
+# records were: what was delivered before stays, compute kernels among them, and the flushes
+# fail whatever the machine's pace, at the latest the one at exit; rank 0 spends 200 us before
+# each of its 400 operations, so that flushes fail while the job runs too)
 cupti_test(flush_errors "state=failed .*compute=[1-9]"
            --scenario allreduce --ranks 4 --iters 400 --compute 2 --slow-rank 0 --slow-us 200
-           ENV FAKECUPTI=flush_error_after=5 NCCLSCOPE_FLUSH_MS=5 CHECK --state failed --reason cuptiActivityFlushAll)
+           ENV FAKECUPTI=buffer_records=1,flush_error_after_kernels=8 NCCLSCOPE_FLUSH_MS=5
+           CHECK --state failed --reason cuptiActivityFlushAll)
 # a second CUPTI client after ours is refused with our name (what PyTorch's profiler would see)
 cupti_test(other_client "state=active"
            --scenario allreduce --ranks 2 --iters 4 --cupti-other)

@@ -9,7 +9,7 @@
 #              the first (report reads one run), traces another command wrote are refused
 #              without --force; the faults whose verdicts rest on logic, not timing: a hang
 #              (diagnose: HANG, naming the rank) and a desync (DESYNC and a mismatch finding)
-#   scenarios  the faults whose showing rests on injected timing (label "timing"): a straggler
+#   scenarios  the faults whose showing rests on injected timing (in model time: exact): a straggler
 #              named by the findings, a one-off stall by the worst-wait line (and by the findings
 #              once the report has a stall finding), a slow link by the slowest-link line
 set -u
@@ -86,11 +86,14 @@ PY
   demo hang --iters 20 --scenario hang
   has "^injected +rank 3 never calls its collective 6: the others hang in it .*[(]nccl-sim --fault skip:3:6 --hang-s 2[)]"
   has "^verdict +HANG rank 3 never entered AllReduce #6 [(]communicator c0 0x[0-9a-f]{16}[)]"
-  # without --ranks a fault runs one rank per CPU core, 4 to 8 (a busy rank per core: the injected
-  # timing stands out); a long warning is cut to its first clause on the screen
-  c=$(getconf _NPROCESSORS_ONLN); [ "$c" -lt 4 ] && c=4; [ "$c" -gt 8 ] && c=8
-  COLUMNS=80 "$N" demo -o "$W/dflt" --iters 10 --scenario desync >"$W/out" 2>"$W/err" || fail "demo --scenario desync exited $?"
-  has "^ran +nccl-sim, scenario desync: $c ranks in $c processes" "a fault's default ranks are not $c"
+  # the demo's scenarios run in model time (their findings do not depend on the machine's load);
+  # a long warning is cut on the screen (the hang's gpu_check: what it left without GPU times)
+  COLUMNS=80 "$N" demo -o "$W/dflt" --ranks 4 --iters 20 --scenario hang >"$W/out" 2>"$W/err" || fail "demo --scenario hang exited $?"
+  has "^ran +nccl-sim, scenario hang: 4 ranks in 4 processes, 20 operations per"
+  tr -s '\n ' '  ' <"$W/out" | grep -q "on the CPU (in model time: the host and GPU times are nccl-sim's" ||
+    fail "the ran line does not say model time"
+  has "^ +! [0-9]+ of [0-9]+ rank operations have no GPU time: [0-9]+ completions rejected" \
+    "no short gpu_check line (completions taken back in the hang)"
   awk '/^ +! / { n = 1; next } n && /^            / { n++; next } { if (n > 3) bad = 1; n = 0 } END { exit bad }' "$W/out" ||
     fail "a warning takes more than 3 lines of the screen"
   "$N" demo --scenario nosuch --ranks 2 >"$W/out" 2>&1 && fail "an unknown scenario ran"
@@ -100,7 +103,7 @@ PY
 scenarios)
   demo straggler --iters 60 --scenario straggler
   has "^injected +rank 3 sleeps 10 ms before each of its collectives: a straggler [(]nccl-sim --slow-rank 3 --slow-us 10000[)]"
-  has "^findings +- rank 3 [(]pid [0-9]+[)] arrived last in" "the findings do not name the straggler"
+  has "^findings +- rank 3 [(]pid [0-9]+[)] arrived last in 100% of 60 collectives" "the findings do not name the straggler"
   demo stall --iters 60 --scenario stall
   has "^injected +rank 3 sleeps 1 s once, before its collective 18: a one-off stall [(]nccl-sim --pause 3:18:1000[)]"
   python3 - "$W/out" <<'PY' || fail "the worst-wait line does not show the stall"

@@ -421,9 +421,10 @@ assert [x['rank'] for x in r['communicators'][0]['ranks']]==[1,2]" "--rank 1-2"
   grep -q -- "--rank: no communicator has such a rank" "$W/out.txt" || fail "--rank 9 message"
   ;;
 filter-to)
-  # rank 0 sleeps 0.1 s before each collective, so AllReduce #10, which rank 2 skips, is entered
-  # no earlier than 0.9 s after the job's first event; the hang lasts 3 s
-  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+  # rank 0 spends 0.1 s before each collective, so AllReduce #10, which rank 2 skips, is entered
+  # no earlier than 0.9 s after the job's first event; the hang lasts 3 s. Model time (--clock
+  # model): those times are the model's, however the machine ran the job
+  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
     --procs 4 --iters 20 --slow-rank 0 --slow-us 100000 --fault skip:2:10 --hang-s 3 >"$W/sim.txt" 2>&1
   [ $? -eq 3 ] || fail "nccl-sim did not hang: $(tail -2 "$W/sim.txt")"
   wall=$("$NS" report --json "$W/rec" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['wall_ns'])") ||
@@ -466,10 +467,10 @@ assert 'trace_cut' not in [p['state'] for p in r['processes']], r['processes']" 
   expect_rc $? 1
   ;;
 filter-healthy)
-  # A healthy job whose rank 2 sleeps 0.8 s before each collective: the others wait for it in
+  # A healthy job whose rank 2 spends 0.8 s before each collective: the others wait for it in
   # every collective (coupled), without progress for longer than a hang needs. Cut at any time,
-  # those waits are in progress (the recording shows them completing): never HANG.
-  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 \
+  # those waits are in progress (the recording shows them completing): never HANG. Model time.
+  NCCLSCOPE_EVENTS=default,proxy NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 \
     --procs 4 --iters 4 --couple on --slow-rank 2 --slow-us 800000 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
   wall=$("$NS" report --json "$W/rec" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['wall_ns'])") ||
     fail "report --json: no wall_ns"
@@ -492,9 +493,10 @@ assert r['filter']['to_ns'] and not r['filter']['cut_past_end'], r['filter']" "-
   grep -q "completed later in the recording: in progress, not stuck" "$W/out.txt" || fail "later-completed evidence"
   ;;
 filter-from)
-  # rank 3 calls AllReduce #10 with twice the count; rank 0 sleeps 0.1 s before each collective, so
-  # #10 is entered no earlier than 0.9 s after the first event, about half way through the run
-  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 4 --procs 4 --iters 20 \
+  # rank 3 calls AllReduce #10 with twice the count; rank 0 spends 0.1 s before each collective,
+  # so #10 is entered no earlier than 0.9 s after the first event, about half way through the run
+  # (model time)
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 4 --procs 4 --iters 20 \
     --slow-rank 0 --slow-us 100000 --fault mismatch:3:10 >"$W/sim.txt" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.txt")"
   wall=$("$NS" report --json "$W/rec" 2>/dev/null | python3 -c "import json,sys; print(json.load(sys.stdin)['wall_ns'])") ||
     fail "report --json: no wall_ns"

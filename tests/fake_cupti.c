@@ -20,6 +20,8 @@
  *   holder=NAME        another client subscribed first (the plugin must step aside)
  *   subscribe_error=N  cuptiSubscribe fails with N;  enable_error=N  cuptiActivityEnable fails with N
  *   flush_error_after=N  cuptiActivityFlushAll fails from its (N+1)-th call on (errors mid-run)
+ *   flush_error_after_kernels=N  ... fails once N kernel records were handed back (by a flush or
+ *                      a full buffer): what came before is delivered, whatever the flushes' pace
  *   bad_every=N        every N-th kernel record is bad: zero start, then end < start, by turns
  *   other_every=N      after every N-th kernel record, a record of another activity kind
  *   corrupt_after=N    the buffer after the N-th record is cut by an undecodable record (once)
@@ -83,10 +85,11 @@ static struct {
   graph_t graphs[MAX_GRAPHS];
   int64_t rt_minus_mono;
   uint64_t kernels, flushes;
+  uint64_t buf_kernels, delivered; /* kernel records in the buffer, and handed back */
   int corrupted;
   /* FAKECUPTI */
   int sub_err, enable_err, no_clone, no_glaunch;
-  long flush_ok, bad_every, other_every, corrupt_after, drop_every, buffer_records;
+  long flush_ok, flush_ok_kernels, bad_every, other_every, corrupt_after, drop_every, buffer_records;
   int64_t skew;
   int privileges, counters_busy, no_nvlink, nvlink_passes;
   long eval_delay_us;
@@ -115,6 +118,7 @@ __attribute__((constructor)) static void fake_init(void) {
   }
   F.sub_err = (int)opt(s, "subscribe_error", 0), F.enable_err = (int)opt(s, "enable_error", 0);
   F.flush_ok = opt(s, "flush_error_after", -1), F.bad_every = opt(s, "bad_every", 0);
+  F.flush_ok_kernels = opt(s, "flush_error_after_kernels", -1);
   F.other_every = opt(s, "other_every", 0), F.corrupt_after = opt(s, "corrupt_after", 0);
   F.drop_every = opt(s, "drop_every", 0), F.buffer_records = opt(s, "buffer_records", 0);
   F.skew = opt(s, "skew_ns", 0), F.no_clone = (int)opt(s, "no_clone", 0);
@@ -247,6 +251,7 @@ static void complete_locked(void) {
   uint8_t *b = F.buf;
   size_t cap = F.cap, used = F.used;
   F.buf = NULL, F.cap = F.used = 0, F.nrec = 0;
+  F.delivered += F.buf_kernels, F.buf_kernels = 0;
   ncs_cupti_buf_complete_fn done = F.done;
   pthread_mutex_unlock(&F.mu);
   if (done) done(NULL, 0, b, cap, used);
@@ -257,7 +262,10 @@ EXPORT ncs_cupti_result_t cuptiActivityFlushAll(uint32_t flag) {
   (void)flag;
   pthread_mutex_lock(&F.mu);
   F.flushes++;
-  ncs_cupti_result_t r = F.flush_ok >= 0 && (long)F.flushes > F.flush_ok ? 999 : 0;
+  ncs_cupti_result_t r = (F.flush_ok >= 0 && (long)F.flushes > F.flush_ok) ||
+                                 (F.flush_ok_kernels >= 0 && F.delivered >= (uint64_t)F.flush_ok_kernels)
+                             ? 999
+                             : 0;
   if (!r) complete_locked();
   pthread_mutex_unlock(&F.mu);
   return r;
@@ -424,6 +432,7 @@ EXPORT int fakecupti_kernel(uint32_t corr, uint32_t device, uint32_t stream, con
       r.end = r.start - 1000;
   }
   memcpy(p, &r, sizeof r);
+  F.buf_kernels++;
   ok = 1;
   if (F.other_every && k % (uint64_t)F.other_every == 0) {
     uint8_t *o = room_locked(OTHER_BYTES);

@@ -17,16 +17,31 @@ stats() { "$NS" dump --stats "$@" >"$W/stats.txt" 2>&1; }
 count() { # count TYPE: starts of TYPE in the job total of stats.txt
   awk -v t="$1" '/^== job/ {j = 1} j && $1 == t {print $2; exit}' "$W/stats.txt"
 }
-# wait until the flight file of a running process exists (the plugin creates it at init)
+# wait until the flight file of a running process exists (the plugin creates it at init); a guard
+# of 60 s, not a verdict: a loaded machine may start the process late
 wait_file() {
   i=0
-  while [ $i -lt 100 ]; do
+  while [ $i -lt 1200 ]; do
     ls "$W"/t/*.nsflight >/dev/null 2>&1 && return 0
     sleep 0.05
     i=$((i + 1))
   done
   return 1
 }
+# wait_for SECONDS CMD...: until CMD succeeds (polled every 0.1 s), at most SECONDS (a guard)
+wait_for() {
+  n=$(($1 * 10))
+  shift
+  while [ "$n" -gt 0 ]; do
+    "$@" && return 0
+    sleep 0.1
+    n=$((n - 1))
+  done
+  return 1
+}
+colls_over() { stats "$W/t" && [ "$(count Coll)" -gt "$1" ]; }
+dumps_are() { [ "$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l)" -eq "$1" ]; }
+files_are() { [ "$(ls "$W"/t/*.nsflight 2>/dev/null | wc -l)" -eq "$1" ]; }
 
 case "$CASE" in
 wrap)
@@ -53,11 +68,12 @@ wrap)
   [ "$sz" -le $((4096 + 2 * 1048576 + 1048576)) ] || fail "file is $sz bytes"
   ;;
 kill9)
-  # the state lives in a shared file mapping: after kill -9 the file still reads
-  "$SIM" --plugin "$PLUGIN" --scenario flood --duration 20 --rate 200000 >"$W/sim.txt" 2>&1 &
+  # the state lives in a shared file mapping: after kill -9 the file still reads, with what it
+  # held before (once it held more than 10 Coll: how soon depends on the machine's pace)
+  "$SIM" --plugin "$PLUGIN" --scenario flood --duration 60 --rate 200000 >"$W/sim.txt" 2>&1 &
   pid=$!
   wait_file || fail "no flight file appeared"
-  sleep 1
+  wait_for 50 colls_over 10 || fail "the running file never held 10 Coll: $(grep flight "$W/stats.txt")"
   kill -9 $pid
   wait $pid 2>/dev/null
   stats "$W/t" || fail "dump --stats of a killed process failed: $(tail -5 "$W/stats.txt")"
@@ -66,17 +82,21 @@ kill9)
   [ "${c:-0}" -gt 10 ] || fail "only ${c:-0} Coll survived kill -9"
   ;;
 signal)
-  # SIGUSR1 dumps (and no longer kills the process, which nccl-sim does not handle itself)
-  "$SIM" --plugin "$PLUGIN" --scenario flood --duration 3 --rate 200000 >"$W/sim.txt" 2>&1 &
+  # SIGUSR1 dumps, and no longer kills the process (which nccl-sim does not handle itself): two
+  # signals, each sent once the process is running and the dump before it is written (a signal
+  # during a dump is one more request for the same dump), make two dumps, and the process is
+  # still running after both
+  "$SIM" --plugin "$PLUGIN" --scenario flood --duration 60 --rate 200000 >"$W/sim.txt" 2>&1 &
   pid=$!
   wait_file || fail "no flight file appeared"
-  sleep 0.5
+  wait_for 50 colls_over 0 || fail "the running file never held a Coll"
   kill -USR1 $pid
-  sleep 0.5
+  wait_for 50 dumps_are 1 || fail "no dump for the first signal: $(ls -R "$W/t")"
   kill -USR1 $pid
-  wait $pid || fail "nccl-sim did not survive SIGUSR1 (status $?)"
-  n=$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l)
-  [ "$n" -eq 2 ] || fail "$n dumps for 2 signals: $(ls -R "$W/t")"
+  wait_for 50 dumps_are 2 || fail "$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l) dumps for 2 signals: $(ls -R "$W/t")"
+  kill -0 $pid 2>/dev/null || { wait $pid; fail "nccl-sim did not survive SIGUSR1 (status $?)"; }
+  kill -TERM $pid
+  wait $pid 2>/dev/null
   stats "$W/t/dumps" || fail "dumps unreadable: $(tail -5 "$W/stats.txt")"
   grep -q "signal dump 1" "$W/stats.txt" && grep -q "signal dump 2" "$W/stats.txt" ||
     fail "dump reasons: $(grep flight "$W/stats.txt")"
@@ -89,13 +109,9 @@ request)
     >"$W/sim.txt" 2>&1 &
   pid=$!
   wait_file || fail "no flight file appeared"
-  sleep 1
+  wait_for 60 files_are 4 || fail "$(ls "$W"/t/*.nsflight | wc -l) flight files for 4 processes"
   echo "test-request 12345" >"$W/t/ncclscope.dump"
-  i=0
-  while [ $i -lt 60 ] && [ "$(ls "$W"/t/dumps/*.nsflight 2>/dev/null | wc -l)" -lt 4 ]; do
-    sleep 0.1
-    i=$((i + 1))
-  done
+  wait_for 60 dumps_are 4
   pkill -P $pid 2>/dev/null # the rank processes first, then nccl-sim itself: none is left behind
   kill $pid 2>/dev/null
   wait $pid 2>/dev/null
@@ -122,13 +138,8 @@ trigger)
     >"$W/sim.txt" 2>&1 &
   pid=$!
   wait_file || fail "no flight file appeared"
-  i=0
-  while [ $i -lt 100 ] && [ "$(ls "$W"/t/*.nsflight 2>/dev/null | wc -l)" -lt 4 ]; do
-    sleep 0.05
-    i=$((i + 1))
-  done
-  sleep 0.5
-  "$NS" trigger --reason "from the test" --wait 10 "$W/t" >"$W/trig.out" 2>"$W/trig.err"
+  wait_for 60 files_are 4 || fail "$(ls "$W"/t/*.nsflight | wc -l) flight files for 4 processes"
+  "$NS" trigger --reason "from the test" --wait 60 "$W/t" >"$W/trig.out" 2>"$W/trig.err"
   rc=$?
   pkill -P $pid 2>/dev/null
   kill $pid 2>/dev/null

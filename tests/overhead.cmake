@@ -5,5 +5,7 @@ foreach(c model plugins budget fail usage)
   add_test(NAME overhead_${c}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/overhead_check.sh ${CMAKE_BINARY_DIR}
                    ${CMAKE_SOURCE_DIR} ${CMAKE_CURRENT_BINARY_DIR}/overhead-${c} ${c})
-  set_tests_properties(overhead_${c} PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "overhead check ${c}: ok")
+  # TIMEOUT: a guard against a hang, not a verdict (the model case runs about 700 stub runs, a
+  # few minutes on a loaded machine)
+  set_tests_properties(overhead_${c} PROPERTIES TIMEOUT 600 PASS_REGULAR_EXPRESSION "overhead check ${c}: ok")
 endforeach()

@@ -2,10 +2,13 @@
 # report_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - `ncclscope report` on nccl-sim jobs with
 # injected delays (docs/report.md). CASE: straggler | slowlink | busbw | ktime | json | bounded | v7
 # | usage.
+# The jobs run in model time (nccl-sim --clock model, docs/nccl-sim.md "Model time"): every time in
+# their traces comes from nccl-sim's model, so the verdicts are exact and do not depend on the
+# machine's load (docs/testing.md, "Known timing").
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5
 rm -rf "$W" && mkdir -p "$W"
-run() { NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario allreduce "$@" >"$W/sim.out"; }
+run() { NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce "$@" >"$W/sim.out"; }
 fail() { echo "FAIL: $*"; cat "$W/report.json" 2>/dev/null | head -c 3000; exit 1; }
 json() { "$NCS" report --json "$W/t" >"$W/report.json" || fail "report exited $?"; }
 py() { python3 -c "import json,sys; r=json.load(open('$W/report.json')); $1" || fail "$2"; }
@@ -13,22 +16,25 @@ case $CASE in
 straggler)
   run --ranks 4 --iters 20 --slow-rank 2 --slow-us 10000
   json
-  py "s=r['stragglers'][0]; assert s['rank']==2, s; assert s['last_fraction']>=0.7, s" \
-     "top straggler is not rank 2"
+  # rank 2 enqueues 10 ms after the others (at most 20 us of modelled jitter): last every time
+  py "s=r['stragglers']; assert len(s)==1 and s[0]['rank']==2, s; assert s[0]['last_fraction']==1.0, s" \
+     "the only straggler is not rank 2, last in every instance"
   "$NCS" report "$W/t" | grep -q "rank 2 (pid [0-9]*) arrived last" || fail "text finding"
   ;;
 slowlink)
   run --ranks 4 --iters 20 --slow-link 1 --slow-link-us 2000 --gpu-gbps 0.2
   json
-  py "s=r['slow_ranks'][0]; assert s['rank']==1, s; assert s['slowest_fraction']>=0.8, s" \
-     "slowest rank is not rank 1"
+  # every transfer of rank 1 takes 2 ms more, one after the other: its kernels are the longest
+  py "s=r['slow_ranks']; assert len(s)==1 and s[0]['rank']==1, s; assert s[0]['slowest_fraction']==1.0, s" \
+     "the only slow rank is not rank 1, slowest in every instance"
   ;;
 busbw)
   run --ranks 4 --iters 10 --gpu-gbps 0.1
   json
+  # each kernel lasts its bus bytes / 0.1 GB/s on the fake GPU clock: busbw is that, to rounding
   py "b=[x for x in r['buckets'] if not x['p2p']]; assert b
-for x in b: assert abs(x['busbw_p50_gbs']-0.1)<=0.002, x; assert x['timing']['kernel_gpu']==x['count'], x" \
-     "busbw not within 2% of 0.1 GB/s"
+for x in b: assert abs(x['busbw_p50_gbs']-0.1)<=0.0005, x; assert x['timing']['kernel_gpu']==x['count'], x" \
+     "busbw not within 0.5% of 0.1 GB/s"
   ;;
 ktime)
   # NCCL hands rank 2's KernelCh of AllReduce #10 timestamps 100 ms in the future of when the host
@@ -62,7 +68,7 @@ assert all(p['gpu_check']['unknown']==0 and p['gpu_check']['repaired']==0 for p 
   ! grep -q 'doubtful' "$W/r.html" || fail "doubtful points on a page without suspect instances"
   ;;
 json)
-  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 10 >"$W/sim.out"
+  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --clock model --scenario mixed --ranks 4 --procs 2 --iters 10 >"$W/sim.out"
   json
   py "
 for k in ['schema','error_bound_ns','processes','hosts','communicators','collectives','p2p','buckets','ranks','stragglers','slow_ranks']: assert k in r, k
@@ -99,18 +105,19 @@ PY
 v7)
   # NCCL 2.31 (ABI v7): coupled ranks wait in their kernels' opening barrier for rank 2, late by
   # 50 ms, so rank 2 spends the least GPU time in initial sync, the others about 50 ms more per
-  # operation (at least half of it on a loaded machine, where every rank is also late at times);
+  # operation (at least half of it counting the instances where they, too, came late);
   # --user-tags 3: 12 iterations are 4 steps of 3 AllReduce per rank
   NCCLSCOPE_EVENTS=default,kernelphase run --abi 7 --ranks 4 --procs 2 --iters 12 --couple on \
     --slow-rank 2 --slow-us 50000 --user-tags 3
   json
   py "v=r['v7']; g=v['gpu_phases']; rk={x['rank']: x for x in g['ranks']}
-# every operation has its phases, or has no GPU time at all and the report says so (a KernelCh
-# that never came: seen once under ASan, where the simulated kernels run late); at most 2 such
+# every operation has its phases, however the writer's reading of the threads interleaved (a
+# KernelCh read before its Coll, a COMPLETE revised when the profiler thread's KernelCh came late)
 none=r['gpu']['sources']['none']
 assert v['processes']==2 and v['comm_ranks']==4 and v['incomplete']==0 and g['without_phases']==0, v
-assert g['operations']+none==48 and none<=2, (g['operations'], none)
-for k, x in rk.items(): assert 12-none <= x['operations'] <= 12 and x['initial_sync_ns']+x['compute_ns']+x['final_sync_ns'] > 0, x
+assert g['operations']==48 and none==0, (g['operations'], none)
+assert [x['rank'] for x in g['ranks']]==[0,1,2,3], g['ranks']
+for k, x in rk.items(): assert x['operations']==12 and x['initial_sync_ns']+x['compute_ns']+x['final_sync_ns'] > 0, x
 others = [rk[k]['initial_sync_ns'] for k in (0, 1, 3)]
 assert rk[2]['initial_sync_ns'] + 25e6 < min(others), (rk[2], others)
 t=v['user_tags']; assert t['untagged']==0 and t['unknown']==0 and [x['tag'] for x in t['tags']]==[1,2,3,4], t
@@ -122,7 +129,7 @@ assert v['symmetric']['symmetric']==0 and v['symmetric']['collectives']==48, v['
     fail "text: $(tail -15 "$W/r.txt")"
   # symmetric kernels are counted with their variants
   rm -rf "$W/t"
-  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario symmetric --abi 7 --ranks 2 --iters 8 >"$W/sim.out"
+  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --clock model --scenario symmetric --abi 7 --ranks 2 --iters 8 >"$W/sim.out"
   json
   py "s=r['v7']['symmetric']; assert s['collectives']==16 and s['symmetric']==12, s
 assert sorted((x['func'], x['operations']) for x in s['variants'])==[('AllGather',4),('AllReduce',4),('ReduceScatter',4)], s" "symmetric"

@@ -33,10 +33,9 @@ q() { sqlite3 -bail -batch "$DB" "$@" || fail "sqlite3: $*"; }
 
 case $CASE in
 slowrank)
-  # nccl-sim has no start barrier and processes may start seconds apart on a loaded machine or
-  # under ASan: two processes (two ranks each) and 20 ms per operation keep the injected delay
-  # far above that
-  NCCLSCOPE_DIR="$W/t" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 \
+  # model time (nccl-sim --clock model): the slow rank's 20 ms per operation is in the recording
+  # as injected, however the processes were scheduled
+  NCCLSCOPE_DIR="$W/t" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model --scenario mixed --ranks 4 \
     --procs 2 --iters 30 --slow-rank 2 --slow-us 20000 >"$W/sim.out" 2>"$W/sim.err" ||
     { cat "$W/sim.err"; fail "nccl-sim failed"; }
   DB=$W/t.sqlite

@@ -11,8 +11,9 @@
  *   counters' "taken at" time (key 0x10);
  * - --realtime-shift: added to the SEGMENT's start realtime and the CLOCK pairs' realtime side:
  *   the other host's wall clock is off by this much;
- * - --gpu-shift (default: the monotonic shift, as nccl-sim's fake GPU clock follows
- *   CLOCK_MONOTONIC): added to the GPU timestamps: KernelCh and KernelPhase pTimer (START field
+ * - --gpu-shift (default: the monotonic shift: a GPU clock in a time base of its own, as with
+ *   nccl-sim --gpu-clock monotonic; nccl-sim's default GPU clock follows CLOCK_REALTIME, which
+ *   --gpu-shift with the realtime shift rewrites as such): added to the GPU timestamps: KernelCh and KernelPhase pTimer (START field
  *   and STATE arg0) and COMPLETE GPU start and stop. Zero times (unknown) stay zero.
  * GPU chunks (format 1.2): GPU_STATE's time, clock pair and last-flush counter, and each GPU
  * chunk's two bases move with the monotonic shift, or the realtime shift for CUPTI's times

@@ -13,6 +13,7 @@
 
 static void on_instance(void *arg, const ncs_inst_t *in, const ncs_op_t *ops) { an_instance(arg, in, ops); }
 static void on_p2p(void *arg, const ncs_op_t *op, const ncs_op_t *partner) { an_p2p(arg, op, partner); }
+static void on_left(void *arg, const ncs_op_t *ops, size_t n) { an_left(arg, ops, n); }
 
 /* ------------------------------------------------------------------ the end */
 static const ncs_analysis_t *g_sort_a; /* qsort context: the analysis being finished */
@@ -128,8 +129,9 @@ ncs_analysis_t *ncs_analyze_path_opts(const char *path, const ncs_analyze_opts_t
   P->retain = jo.retain;
   snprintf(a->path, sizeof a->path, "%s", path);
   a->damaged_files = j->unreadable + j->damaged;
-  static const ncs_job_sink_t sink = {on_instance, on_p2p};
+  static const ncs_job_sink_t sink = {on_instance, on_p2p, on_left};
   ncs_job_stream(j, &sink, a);
+  an_waits_finish(a); /* before finish() sorts the ranks the parked waits name */
   finish(a);
   coverage(a);
   an_gpu(a);

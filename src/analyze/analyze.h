@@ -109,7 +109,9 @@ typedef struct {
                           * over the other ranks, the new part of their waiting (below) */
   int64_t wait_suffered; /* time it waited for the last arrival: the union of its
                           * [own arrival, last arrival] intervals (at most the job's wall time) */
-  int64_t wait_mark;     /* the end of that union so far */
+  int64_t wait_mark;     /* the end of that union so far (its instances taken in call order) */
+  uint32_t done_proc, done_seg; /* the operation it counted last (its file, segment and id): the */
+  uint64_t done_id;             /* next one in its call order has it as prev_id (0: none yet) */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;

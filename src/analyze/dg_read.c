@@ -711,23 +711,52 @@ static void settle_op(dg_op_t *op, void *arg) {
     op->status = OP_UNKNOWN;
 }
 
-/* A collective cannot complete on one rank before every member entered it: a rank's completion of
- * seqNumber s of a function, while a recorded member's recording shows it never entered s (its
- * last entered is below s and nothing of it was lost), is a claim on timestamps that cannot be
- * right (NCCL 2.28's stale KernelCh). Such completions are taken back, and counted. */
 typedef struct {
-  const char *func;
-  int64_t min_entered;
+  const int64_t *mn;      /* per fseq index of the crank: the least seqNumber every member entered,
+                           * INT64_MAX where that cannot be told or the function is not judged */
+  dg_crank_t *cr;
+  uint64_t block;         /* the earliest start of an operation that cannot have completed */
   uint64_t rejected;
+  int64_t low[NCS_DG_MAX_FUNCS]; /* per fseq index: the lowest seqNumber taken back (Coll) */
+  uint32_t nback[NCS_DG_MAX_FUNCS]; /* per fseq index: completions taken back (P2p counts) */
 } imposs_t;
 
-static void imposs_fn(dg_op_t *op, void *arg) {
-  imposs_t *t = arg;
-  if (op->func != t->func || op->seq < 0 || op->status != OP_DONE || op->seq <= t->min_entered) return;
-  op->status = OP_PENDING, op->rejected = 1, op->inferred = 0, op->end = 0;
-  t->rejected++;
+static int fseq_index(dg_crank_t *cr, const dg_op_t *op) {
+  for (uint32_t i = 0; i < cr->nf; i++)
+    if (cr->fs[i].func == op->func && cr->fs[i].p2p == (op->seq < 0)) return (int)i;
+  return -1;
 }
 
+/* an operation it entered that some member never entered: it cannot have completed */
+static void imposs_block(dg_op_t *op, void *arg) {
+  imposs_t *t = arg;
+  int i = fseq_index(t->cr, op);
+  if (i < 0 || op->seq < 0 || t->mn[i] == INT64_MAX || op->seq <= t->mn[i]) return;
+  if (op->start < t->block) t->block = op->start;
+}
+
+static void imposs_take(dg_op_t *op, void *arg) {
+  imposs_t *t = arg;
+  int i = fseq_index(t->cr, op);
+  if (i < 0 || op->status != OP_DONE) return;
+  int beyond = op->seq >= 0 && t->mn[i] != INT64_MAX && op->seq > t->mn[i];
+  if (!beyond && !(op->start > t->block)) return;
+  op->status = OP_PENDING, op->rejected = 1, op->inferred = 0, op->end = 0;
+  t->rejected++;
+  if (op->seq >= 0 && op->seq < t->low[i]) t->low[i] = op->seq;
+  if (op->seq < 0) t->nback[i]++;
+}
+
+/* Before any verdict: completions that cannot be true are taken back (docs/diagnose.md,
+ * "Completions that cannot be true").
+ *   - An AllReduce, AllGather or ReduceScatter cannot complete on one rank before every member
+ *     entered it (every rank's output needs every rank's input): a completion of seqNumber s while
+ *     a recorded member's recording shows it never entered s (nothing of it lost, and for a flight
+ *     window, some operation of the function in it) rests on timestamps that cannot be right (NCCL
+ *     2.28's stale KernelCh). Not Broadcast or Reduce: a root or a sender may finish into its peers'
+ *     buffers before they enter.
+ *   - NCCL runs one communicator's kernels of a rank one after another: an operation started after
+ *     one that cannot have completed cannot have completed either, whatever its function. */
 static void dg_impossible(dg_t *D) {
   for (uint32_t c = 0; c < D->ncomms; c++) {
     dg_comm_t *C = &D->comms[c];
@@ -735,17 +764,22 @@ static void dg_impossible(dg_t *D) {
     for (int r = 0; r < C->nranks; r++) {
       if (!C->cranks[r]) continue;
       dg_crank_t *cr = D->cranks[C->cranks[r] - 1];
+      int64_t mn[NCS_DG_MAX_FUNCS];
+      int any = 0;
       for (uint32_t i = 0; i < cr->nf; i++) {
         ncs_dg_fseq_t *f = &cr->fs[i];
-        if (f->p2p) continue;
+        mn[i] = INT64_MAX;
+        if (f->p2p || !(ncs_is_func(f->func, "AllReduce") || ncs_is_func(f->func, "AllGather") ||
+                        ncs_is_func(f->func, "ReduceScatter")))
+          continue;
         /* the least entered over the members whose recordings can say they never entered */
-        int64_t mn = INT64_MAX;
+        int64_t m = INT64_MAX;
         for (int q = 0; q < C->nranks; q++) {
-          if (!C->cranks[q]) { mn = INT64_MAX; break; } /* not recorded: cannot tell */
+          if (!C->cranks[q]) { m = INT64_MAX; break; } /* not recorded: cannot tell */
           dg_crank_t *qr = D->cranks[C->cranks[q] - 1];
           const dg_proc_t *P = &D->procs[qr->proc];
           if (ncs_job_lost(D->job, (uint32_t)qr->proc, 0, UINT64_MAX, NCS_JL_RECORDED, 1u << NCS_T_COLL)) {
-            mn = INT64_MAX; /* lost records: its entered count is a lower bound */
+            m = INT64_MAX; /* lost records: its entered count is a lower bound */
             break;
           }
           int64_t got = -1;
@@ -754,17 +788,28 @@ static void dg_impossible(dg_t *D) {
           /* a flight window holds a rank's newest operations: what it entered of a function is its
            * latest there, but none there says nothing (they may all be older than the window) */
           if (got < 0 && P->is_flight) {
-            mn = INT64_MAX;
+            m = INT64_MAX;
             break;
           }
-          if (got < mn) mn = got;
+          if (got < m) m = got;
         }
-        if (mn == INT64_MAX || f->completed <= mn) continue;
-        imposs_t t = {f->func, mn, 0};
-        dg_for_each_op(cr, imposs_fn, &t);
-        f->completed = mn;
-        D->pub.impossible += t.rejected ? t.rejected : 1;
+        mn[i] = m;
+        any |= m != INT64_MAX && f->entered > m;
       }
+      if (!any) continue;
+      imposs_t t = {.mn = mn, .cr = cr, .block = UINT64_MAX};
+      for (uint32_t i = 0; i < NCS_DG_MAX_FUNCS; i++) t.low[i] = INT64_MAX;
+      dg_for_each_op(cr, imposs_block, &t);
+      dg_for_each_op(cr, imposs_take, &t);
+      for (uint32_t i = 0; i < cr->nf; i++) {
+        ncs_dg_fseq_t *f = &cr->fs[i];
+        int64_t was = f->completed;
+        if (mn[i] != INT64_MAX && f->completed > mn[i]) f->completed = mn[i];
+        if (t.low[i] != INT64_MAX && f->completed >= t.low[i]) f->completed = t.low[i] - 1;
+        if (f->p2p) f->completed = f->completed > (int64_t)t.nback[i] ? f->completed - (int64_t)t.nback[i] : 0;
+        if (!t.rejected && f->completed < was) D->pub.impossible++; /* claimed by counters alone */
+      }
+      D->pub.impossible += t.rejected;
     }
   }
 }

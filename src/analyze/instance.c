@@ -145,6 +145,7 @@ static int gpu_suspect(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
  * duration less its wait for the last rank's kernel, P->durs), largest and median */
 typedef struct {
   int64_t dmax, dmin, dmed, kmax, tmax, tmed;
+  uint32_t ntmax; /* ranks whose transfer time is tmax: the slowest is one rank, or none (a tie) */
   int src;
   int slow_counted; /* complete with 3+ ranks: the slowest is counted */
 } durs_t;
@@ -169,7 +170,8 @@ static durs_t durations(priv_t *P, const ncs_inst_t *in, const ncs_op_t *ops, si
   d.dmed = ncs_qi64(P->arr, n, 0.5);
   for (size_t k = 0; k < n; k++) {
     P->durs[k] = P->arr[k] = ops[k].duration - kernel_wait(in, &ops[k], d.kmax);
-    if (P->durs[k] > d.tmax) d.tmax = P->durs[k];
+    if (P->durs[k] > d.tmax) d.tmax = P->durs[k], d.ntmax = 0;
+    d.ntmax += P->durs[k] == d.tmax;
   }
   ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
   d.tmed = ncs_qi64(P->arr, n, 0.5);
@@ -203,7 +205,7 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
     r->wait_caused += x->wait_caused;
     add_evidence(r, o, x->skew);
   }
-  if (d->slow_counted && xfer == d->tmax && xfer > d->tmed + d->tmed / 20) {
+  if (d->slow_counted && xfer == d->tmax && d->ntmax == 1 && xfer > d->tmed + d->tmed / 20) {
     r->slowest++, r->q_slow[q]++, r->excess += xfer - d->tmed;
     if (x->slowest_rank < 0) x->slowest_rank = o->rank, x->slowest_excess = xfer - d->tmed;
   }
@@ -217,18 +219,115 @@ static void retain_numbers(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_an
   if (in->id >= P->ninsts) P->ninsts = in->id + 1;
 }
 
-/* How long the rank of ops[k] newly waited for this instance's last arrival. NCCL calls return at
- * once, so a rank enqueues ahead and its waits for successive instances overlap: summed, they
- * could exceed the job's wall time. A rank's waiting is the union of its [arrival, last arrival]
- * intervals; its arrivals on a communicator come in order, so a mark (the union's end) makes the
- * union exact per communicator. */
-static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last) {
+/* How long a rank newly waited for an instance's last arrival. NCCL calls return at once, so a
+ * rank enqueues ahead and its waits for successive instances overlap: summed, they could exceed
+ * the job's wall time. A rank's waiting is the union of its [arrival, last arrival] intervals;
+ * taken in the rank's call order (the last arrivals come in that order too), a mark (the union's
+ * end) makes it exact, and an instance adds the part of the interval that is new. The model
+ * hands instances out as they finish, which is not always call order: an operation whose
+ * previous one (ncs_op_t.prev_id) is not counted yet waits here (parked) for its turn. The live
+ * metrics count the same way (src/metrics/agg.c). */
+typedef struct park_s {
+  uint32_t ri, proc, seg; /* its rank's index; its file and segment */
+  uint64_t id, prev;      /* its own id (the next one's prev_id), its prev_id */
+  int64_t arr, last;
+  uint32_t by;            /* index + 1 of the rank whose waiting caused grows by as much, 0 none */
+  uint64_t inst;          /* its instance's id (retained numbers), UINT64_MAX none */
+  uint8_t skip;           /* left out by the filter: nothing to count */
+  uint8_t live;           /* parked (else a free entry) */
+} park_t;
+
+static uint64_t park_key(uint32_t ri, uint64_t id) {
+  return (uint64_t)ri << 44 | (id & ((1ull << 44) - 1));
+}
+
+/* counts one wait, then the parked ones it let through; returns the first one's fresh waiting */
+static int64_t wait_count(ncs_analysis_t *a, park_t w) {
+  priv_t *P = an_priv(a);
+  int64_t first = -1;
+  for (;;) {
+    ncs_an_rank_t *r = &a->ranks[w.ri];
+    int64_t fresh = 0;
+    if (!w.skip) {
+      int64_t from = w.arr > r->wait_mark ? w.arr : r->wait_mark;
+      fresh = w.last > from ? w.last - from : 0;
+      if (w.last > r->wait_mark) r->wait_mark = w.last;
+      r->wait_suffered += fresh;
+    }
+    if (first < 0) {
+      first = fresh; /* the caller adds it to its instance */
+    } else if (fresh) { /* a parked one: its instance was added up without it */
+      if (w.by) a->ranks[w.by - 1].wait_caused += fresh;
+      if (w.inst < P->ninsts) P->insts[w.inst].wait_caused += fresh;
+    }
+    r->done_proc = w.proc, r->done_seg = w.seg, r->done_id = w.id;
+    uint64_t key = park_key(w.ri, w.id), pi;
+    if (!hm_get(&P->pm, key, &pi)) return first;
+    park_t *n = &P->parks[pi];
+    if (n->proc != w.proc || n->seg != w.seg) return first; /* another segment's: ids may repeat */
+    w = *n;
+    n->live = 0;
+    hm_del(&P->pm, key);
+    NCS_XGROW(P->pfree, P->cappfree, P->npfree + 1);
+    P->pfree[P->npfree++] = (size_t)pi;
+  }
+}
+
+/* op's wait in its instance (last arrival `last`; by, inst, skip: park_t's): counted now when its
+ * previous operation was (the fresh waiting returned), else parked until it is (0 now) */
+static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last, uint32_t by,
+                          uint64_t inst, int skip) {
+  priv_t *P = an_priv(a);
   ncs_an_rank_t *r = an_rank(a, o);
-  int64_t from = o->arrival > r->wait_mark ? o->arrival : r->wait_mark;
-  int64_t fresh = last > from ? last - from : 0;
-  if (last > r->wait_mark) r->wait_mark = last;
-  r->wait_suffered += fresh;
-  return fresh;
+  park_t w = {.ri = (uint32_t)(r - a->ranks), .proc = o->proc, .seg = o->seg, .id = o->id,
+              .prev = o->prev_id, .arr = o->arrival, .last = last, .by = by, .inst = inst,
+              .skip = (uint8_t)skip, .live = 1};
+  if (!o->prev_id || (r->done_id == o->prev_id && r->done_proc == o->proc && r->done_seg == o->seg))
+    return wait_count(a, w);
+  uint64_t key = park_key(w.ri, o->prev_id), pi;
+  if (hm_get(&P->pm, key, &pi)) /* the same previous one twice (a duplicate record): now */
+    return wait_count(a, w);
+  if (P->npfree) {
+    pi = P->pfree[--P->npfree];
+  } else {
+    NCS_XGROW(P->parks, P->capparks, P->nparks + 1);
+    pi = P->nparks++;
+  }
+  P->parks[pi] = w;
+  if (hm_put(&P->pm, key, pi) != 0) ncs_oom();
+  return 0;
+}
+
+/* the filter left an instance out: its operations take their turn, counting nothing */
+void an_left(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
+  for (size_t k = 0; k < n; k++)
+    if (!ops[k].p2p) fresh_wait(a, &ops[k], 0, 0, UINT64_MAX, 1);
+}
+
+static int park_cmp(const void *x, const void *y) {
+  const park_t *a = x, *b = y;
+  if (a->ri != b->ri) return a->ri < b->ri ? -1 : 1;
+  return (a->arr > b->arr) - (a->arr < b->arr);
+}
+
+/* At the end: operations whose previous one never came (its instance was never handed out)
+ * count in their arrival order. */
+void an_waits_finish(ncs_analysis_t *a) {
+  priv_t *P = an_priv(a);
+  size_t n = 0;
+  for (size_t i = 0; i < P->nparks; i++)
+    if (P->parks[i].live) P->parks[n++] = P->parks[i];
+  ncs_sort(P->parks, n, sizeof *P->parks, park_cmp);
+  hm_clear(&P->pm);
+  for (size_t i = 0; i < n; i++) {
+    park_t w = P->parks[i];
+    int64_t fresh = wait_count(a, w);
+    if (fresh && w.by) a->ranks[w.by - 1].wait_caused += fresh;
+    if (fresh && w.inst < P->ninsts) P->insts[w.inst].wait_caused += fresh;
+  }
+  free(P->parks), free(P->pfree);
+  P->parks = NULL, P->pfree = NULL, P->nparks = P->capparks = P->npfree = P->cappfree = 0;
+  hm_free(&P->pm);
 }
 
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
@@ -263,7 +362,10 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   int complete = (int32_t)in->distinct == nr && n == in->distinct;
   x.last_counted = complete && n > 1 && x.skew > a->job->error;
   d.slow_counted = complete && n > 2;
-  for (size_t k = 0; k < n; k++) P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival);
+  /* who the waiting was for: the last rank, when its arrival counts (as its index + 1) */
+  uint32_t by = x.last_counted ? (uint32_t)(an_rank(a, &ops[lastk]) - a->ranks) + 1 : 0;
+  for (size_t k = 0; k < n; k++)
+    P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival, by, P->retain ? in->id : UINT64_MAX, 0);
   for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += P->fresh[k];
   ncs_an_bucket_t *b = an_bucket(a, I->comm, I->func, log2b(I->bytes), 0);
   uint32_t bi = (uint32_t)(b - a->buckets);

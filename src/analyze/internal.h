@@ -61,6 +61,11 @@ typedef struct {
   size_t caplinks, capnetqs;
   ncs_an_instance_t *insts; /* retained, by the model's instance id */
   size_t ninsts, capinsts;
+  /* waits of operations handed out before the previous one of their rank (instance.c, park_t),
+   * by rank index << 44 | the previous one's id */
+  hmap_t pm;
+  struct park_s *parks;
+  size_t nparks, capparks, *pfree, npfree, cappfree;
 } priv_t;
 
 static inline priv_t *an_priv(const ncs_analysis_t *a) { return (priv_t *)a->priv; }
@@ -78,6 +83,8 @@ void an_cell(ncs_analysis_t *a, uint32_t bi, uint32_t ri, const ncs_op_t *o, int
              int64_t waited, int last);
 void an_p2p(ncs_analysis_t *a, const ncs_op_t *op, const ncs_op_t *partner);
 /* instance.c */
+void an_left(ncs_analysis_t *a, const ncs_op_t *ops, size_t n);
+void an_waits_finish(ncs_analysis_t *a);
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops);
 /* breakdown.c */
 void an_bd_instance(ncs_analysis_t *a, ncs_an_bucket_t *b, const ncs_inst_t *in);

@@ -101,11 +101,17 @@ void ncs_tags_free(ncs_tags_t *t) {
 
 /* ================================================================ the pass over a job */
 
-typedef struct { /* a Coll/P2p until its COMPLETE */
+/* A Coll/P2p from its first record (its START, or a KernelCh under it that another thread's block
+ * put first in the file) until it settled: NCS_JOB_SETTLE_NS of file time after its last COMPLETE,
+ * the job model's rule (merge.c), so a revised COMPLETE, and the KernelCh and phases the writer
+ * read after the first one, count as the model counts them. */
+typedef struct {
   uint64_t id, tag;
   int64_t start;      /* job time of its START */
+  int64_t end;        /* its last COMPLETE's end (job time), -1 none */
+  int64_t settle;     /* file time at which it settles (0: no COMPLETE yet) */
   uint32_t ri;        /* its (comm, rank) in out->ranks, UINT32_MAX none */
-  int v7, in_use;
+  int v7, in_use, started;
   uint32_t nkch;      /* KernelCh children */
   ncs_kphase_t *ph;
   uint64_t *phid;     /* event id of ph[k] (its STATE names it) */
@@ -117,6 +123,9 @@ typedef struct {
   ncs_v7_t *out;
   op_t *ops;
   uint32_t nops, cap, *free_ops, nfree;
+  uint32_t *fifo;     /* completed ops by settle time (indexes; stale ones are skipped) */
+  size_t fhead, ftail, capfifo;
+  int64_t tmax;       /* the file's latest START/STOP/STATE time so far */
   hmap_t op_map, kch_map, ph_map, rank_map;
   uint32_t proc, seg; /* the file read, and its segment now */
   int oom;
@@ -124,7 +133,8 @@ typedef struct {
 
 static void op_release(scan_t *s, op_t *o) {
   hm_del(&s->op_map, o->id);
-  o->in_use = 0, o->nph = 0;
+  for (uint32_t k = 0; k < o->nph; k++) hm_del(&s->ph_map, o->phid[k]);
+  o->in_use = 0, o->nph = 0, o->settle = 0;
   s->free_ops[s->nfree++] = (uint32_t)(o - s->ops);
 }
 
@@ -148,12 +158,19 @@ static op_t *op_new(scan_t *s, uint64_t id) {
   if (hm_put(&s->op_map, id, i) != 0) return s->oom = 1, NULL;
   op_t *o = &s->ops[i];
   o->id = id, o->in_use = 1, o->nph = 0, o->nkch = 0, o->ri = UINT32_MAX, o->tag = 0, o->v7 = 0;
+  o->started = 0, o->settle = 0, o->end = -1, o->start = 0;
   return o;
 }
 
 static op_t *op_get(scan_t *s, uint64_t id) {
   uint64_t i;
   return hm_get(&s->op_map, id, &i) ? &s->ops[i] : NULL;
+}
+
+/* the op of a child's parent id: a placeholder when the child came first */
+static op_t *op_ref(scan_t *s, uint64_t id) {
+  op_t *o = op_get(s, id);
+  return o ? o : op_new(s, id);
 }
 
 static uint32_t rank_index(scan_t *s, int32_t comm, int32_t rank) {
@@ -192,8 +209,10 @@ static void count_variant(scan_t *s, const char *func, const char *variant) {
 
 static void on_start(scan_t *s, const ncs_event_t *e) {
   if (e->type == NCS_T_COLL || e->type == NCS_T_P2P) {
-    op_t *o = op_new(s, e->id);
-    if (!o) return;
+    op_t *o = op_get(s, e->id);
+    if (o && o->started) op_release(s, o), o = NULL; /* an id used again */
+    if (!o && !(o = op_new(s, e->id))) return;
+    o->started = 1;
     /* the model's member of the operation's communicator: comm, rank and the ABI of that rank */
     const ncs_job_member_t *c =
         e->ctx_kind == NCS_CTX_LOCAL ? ncs_job_member(s->j, s->proc, s->seg, e->ctx) : NULL;
@@ -212,7 +231,7 @@ static void on_start(scan_t *s, const ncs_event_t *e) {
       }
     }
   } else if (e->type == NCS_T_KERNEL_CH && e->parent_kind == NCS_REF_LOCAL) {
-    op_t *o = op_get(s, e->parent);
+    op_t *o = op_ref(s, e->parent);
     if (o) o->nkch++;
     if (o && hm_put(&s->kch_map, e->id, e->parent) != 0) s->oom = 1;
   } else if (e->type == NCS_T_KERNEL_PHASE && e->parent_kind == NCS_REF_LOCAL) {
@@ -245,24 +264,53 @@ static void on_state(scan_t *s, const ncs_event_t *e) {
   if (o->in_use && k < o->nph && o->phid[k] == e->id) o->ph[k].end = e->arg0;
 }
 
-static void on_complete(scan_t *s, const ncs_event_t *e) {
-  op_t *o = op_get(s, e->id);
-  if (!o) return; /* a revision: the first COMPLETE counted it */
+/* a settled op: its phases and tag count, as of its last COMPLETE */
+static void op_settle(scan_t *s, op_t *o) {
   ncs_gpu_split_t sp;
   ncs_gpu_split(o->ph, o->nph, &sp);
   if (o->v7) {
     ncs_gpu_split_add(&s->out->all, &sp, o->nkch > 0);
     if (o->ri != UINT32_MAX) ncs_gpu_split_add(&s->out->ranks[o->ri].sum, &sp, o->nkch > 0);
   }
-  int64_t end = e->end_ns ? ncs_job_time(s->j, s->proc, e->end_ns) : -1;
-  if (ncs_tags_add(&s->out->tags, o->v7, o->tag, o->start, end) != 0) s->oom = 1;
-  for (uint32_t k = 0; k < o->nph; k++) hm_del(&s->ph_map, o->phid[k]);
+  if (ncs_tags_add(&s->out->tags, o->v7, o->tag, o->start, o->end) != 0) s->oom = 1;
   op_release(s, o);
 }
 
+static void on_complete(scan_t *s, const ncs_event_t *e) {
+  op_t *o = op_get(s, e->id);
+  if (!o || !o->started) return; /* its START is not in the file (dropped): nothing to count */
+  o->end = e->end_ns ? ncs_job_time(s->j, s->proc, e->end_ns) : -1; /* the last one wins */
+  if (o->settle) return; /* a revision within the settle time: in place */
+  o->settle = s->tmax + NCS_JOB_SETTLE_NS + 1;
+  if (s->ftail - s->fhead == s->capfifo) { /* grow the ring, keeping its order */
+    size_t cap = s->capfifo ? 2 * s->capfifo : 256, n = s->ftail - s->fhead;
+    uint32_t *f = malloc(cap * sizeof *f);
+    if (!f) return (void)(s->oom = 1);
+    for (size_t k = 0; k < n; k++) f[k] = s->fifo[(s->fhead + k) % s->capfifo];
+    free(s->fifo);
+    s->fifo = f, s->capfifo = cap, s->fhead = 0, s->ftail = n;
+  }
+  s->fifo[s->ftail++ % s->capfifo] = (uint32_t)(o - s->ops);
+}
+
+/* ops whose settle time the file has passed (all of them at the end of a segment) */
+static void settle_due(scan_t *s, int all) {
+  while (s->fhead < s->ftail) {
+    op_t *o = &s->ops[s->fifo[s->fhead % s->capfifo]];
+    if (o->in_use && o->settle && !all && o->settle > s->tmax) break;
+    s->fhead++;
+    if (o->in_use && o->settle) op_settle(s, o); /* else released already, or a reused slot */
+  }
+}
+
 static void segment_reset(scan_t *s) {
+  settle_due(s, 1);
   for (uint32_t i = 0; i < s->nops; i++)
-    if (s->ops[i].in_use) s->out->incomplete++, op_release(s, &s->ops[i]);
+    if (s->ops[i].in_use) {
+      s->out->incomplete += s->ops[i].started; /* a placeholder's op never started here */
+      op_release(s, &s->ops[i]);
+    }
+  s->fhead = s->ftail = 0, s->tmax = 0;
   hm_clear(&s->op_map), hm_clear(&s->kch_map), hm_clear(&s->ph_map);
 }
 
@@ -278,6 +326,9 @@ static void scan_file(scan_t *s, const char *path) {
       s->seg = ncs_reader_segment(r) ? ncs_reader_segment(r)->index : 0; /* as the model's */
       break;
     case NCS_ITEM_EVENT:
+      if (it.ev.kind <= NCS_REC_STATE && it.ev.ts && ncs_job_time(s->j, s->proc, it.ev.ts) > s->tmax)
+        s->tmax = ncs_job_time(s->j, s->proc, it.ev.ts);
+      settle_due(s, 0);
       if (it.ev.kind == NCS_REC_START) on_start(s, &it.ev);
       else if (it.ev.kind == NCS_REC_STATE) on_state(s, &it.ev);
       else if (it.ev.kind == NCS_REC_COMPLETE) on_complete(s, &it.ev);
@@ -288,6 +339,12 @@ static void scan_file(scan_t *s, const char *path) {
   }
   segment_reset(s);
   ncs_reader_close(r);
+}
+
+static int cmp_rank(const void *a, const void *b) {
+  const ncs_v7_rank_t *x = a, *y = b;
+  if (x->comm != y->comm) return x->comm < y->comm ? -1 : 1;
+  return (x->rank > y->rank) - (x->rank < y->rank);
 }
 
 int ncs_v7_scan(const ncs_analysis_t *a, ncs_v7_t *out, char *err, size_t errlen) {
@@ -307,7 +364,9 @@ int ncs_v7_scan(const ncs_analysis_t *a, ncs_v7_t *out, char *err, size_t errlen
     if (p->readable && !p->excluded && p->abi_max >= 7) out->procs++, s.proc = i, scan_file(&s, p->path);
   }
   for (uint32_t i = 0; i < s.nops; i++) free(s.ops[i].ph), free(s.ops[i].phid);
-  free(s.ops), free(s.free_ops);
+  free(s.ops), free(s.free_ops), free(s.fifo);
+  /* by communicator and rank, not by the order the files happened to be read in */
+  qsort(out->ranks, out->nranks, sizeof *out->ranks, cmp_rank);
   hm_free(&s.op_map), hm_free(&s.kch_map), hm_free(&s.ph_map), hm_free(&s.rank_map);
   ncs_tags_sort(&out->tags);
   if (s.oom) {

@@ -90,7 +90,7 @@ typedef struct {
   uint32_t v7_comm_ranks;  /* COMM chunks (a communicator's rank in a segment) of ABI v7+ */
   uint64_t ops;            /* Coll/P2p operations seen */
   uint64_t incomplete;     /* of which never completed in their segment (not split, not tagged) */
-  ncs_v7_rank_t *ranks;    /* per (comm, rank) with phases or KernelCh under v7, in order seen */
+  ncs_v7_rank_t *ranks;    /* per (comm, rank) with phases or KernelCh under v7, by comm and rank */
   uint32_t nranks;
   ncs_gpu_split_sum_t all; /* every operation */
   ncs_tags_t tags;

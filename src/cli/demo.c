@@ -53,8 +53,8 @@ static const char demo_help[] =
     "                        TIME, /tmp without TMPDIR); a demo directory is\n"
     "                        replaced by the next demo run into it\n"
     "      --scenario NAME   what to run (above; default healthy)\n"
-    "  -r, --ranks N         simulated ranks, 1 to 1024 (default 8; with a fault: one\n"
-    "                        per CPU core, 4 to 8, and 2 or more)\n"
+    "  -r, --ranks N         simulated ranks, 1 to 1024 (default 8; 2 or more with a\n"
+    "                        fault)\n"
     "      --iters K         operations per rank (default 200; 10 or more with a\n"
     "                        fault)\n"
     "  -p, --procs P         processes the ranks run in (default: one per rank, like\n"
@@ -309,20 +309,10 @@ static void verdict_line(FILE *o, const char *dir, int width) {
 }
 
 int ncs_cmd_demo(int argc, char **argv) {
-  demo_opts_t d = {.iters = "200", .scenario = "healthy", .events = "all"};
+  demo_opts_t d = {.ranks = "8", .iters = "200", .scenario = "healthy", .events = "all"};
   int rc = parse(argc, argv, &d);
   if (rc) return rc < 0 ? NCS_EXIT_OK : rc;
   const scenario_t *sc = find_scenario(d.scenario);
-  /* default ranks: 8; with a fault, one per CPU core, 4 to 8: the injected sleeps (10 ms for a
-   * straggler) must stand out from the scheduling of more busy processes than cores (on 2 cores,
-   * 8 ranks wait tens of ms for a core, and the straggler drowns) */
-  char rbuf[16];
-  if (!d.ranks) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    long n = sc && sc->fault ? (cpus < 4 ? 4 : cpus > 8 ? 8 : cpus) : 8;
-    snprintf(rbuf, sizeof rbuf, "%ld", n);
-    d.ranks = rbuf;
-  }
   int nranks = atoi(d.ranks), iters = atoi(d.iters);
   if (sc && sc->fault && (nranks < 2 || iters < 10))
     return ncs_usage_error("demo", "--scenario %s needs 2 ranks or more and 10 operations per rank or more",
@@ -367,6 +357,11 @@ int ncs_cmd_demo(int argc, char **argv) {
   cmd[nc++] = "--ranks", cmd[nc++] = (char *)d.ranks, cmd[nc++] = "--iters", cmd[nc++] = (char *)d.iters;
   cmd[nc++] = "--procs", cmd[nc++] = (char *)d.procs;
   cmd[nc++] = "--couple", cmd[nc++] = (char *)(sc ? sc->couple : "on");
+  /* the demo's scenarios in model time (docs/nccl-sim.md, "Model time"): the trace's times are
+   * nccl-sim's model, not when the machine ran the threads, so a 10 ms straggler is last in every
+   * collective however loaded the machine is; another nccl-sim scenario runs live (some of them
+   * model time cannot run) */
+  if (sc) cmd[nc++] = "--clock", cmd[nc++] = "model";
   char fbuf[256];
   snprintf(fbuf, sizeof fbuf, "%s", fault);
   for (char *tok = strtok(fbuf, " "); tok && nc < 38; tok = strtok(NULL, " ")) cmd[nc++] = tok;
@@ -430,7 +425,9 @@ int ncs_cmd_demo(int argc, char **argv) {
   FILE *out = stdout;
   char line[3 * PATH_MAX];
   snprintf(line, sizeof line, "nccl-sim, scenario %s: %s ranks in %s processes, %s operations per rank, on the "
-           "CPU (simulated GPU times)", d.scenario, d.ranks, d.procs, d.iters);
+           "CPU (%s)", d.scenario, d.ranks, d.procs, d.iters,
+           sc ? "in model time: the host and GPU times are nccl-sim's, whatever the machine's load"
+              : "simulated GPU times");
   ncs_wrap(out, "ran       ", "          ", line, width);
   snprintf(line, sizeof line, "%s%s%s%s", injected, *fault ? " (nccl-sim " : "", fault, *fault ? ")" : "");
   ncs_wrap(out, "injected  ", "          ", line, width);

@@ -533,6 +533,27 @@ static void brief_warning(const char *text, char *out, size_t len) {
   snprintf(out, len, "%.*s%s", (int)cut, text, more ? " ... (ncclscope report: the whole warning)" : "");
 }
 
+/* gpu_check's warning on the demo's screen: what it left without a GPU time, and why in short
+ * (its first clause counts bad channel records, which may be none when completions were taken
+ * back as impossible, as in a hang) */
+static void brief_gpu_check(const ncs_analysis_t *a, char *out, size_t len) {
+  uint64_t ops = 0, unknown = 0, impossible = 0, bad = 0, channels = 0;
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    const ncs_job_gchk_t *g = &a->job->procs[i].gchk;
+    ops += g->ops, unknown += g->unknown, impossible += g->impossible, channels += g->channels;
+    bad += g->ch_bad + g->ch_before_prev + g->ch_before_launch + g->ch_future + g->ch_after_next +
+           g->ch_disagree + g->ch_settling;
+  }
+  size_t n = (size_t)snprintf(out, len, "%" PRIu64 " of %" PRIu64 " rank operations have no GPU time", unknown, ops);
+  if (bad && n < len)
+    n += (size_t)snprintf(out + n, len - n, ": NCCL's KernelCh timestamps cannot be right on %" PRIu64 " of %"
+                          PRIu64 " channel records", bad, channels);
+  if (impossible && n < len)
+    n += (size_t)snprintf(out + n, len - n, "%s%" PRIu64 " completions rejected as impossible (before every "
+                          "member entered)", bad ? "; " : ": ", impossible);
+  if (n < len) snprintf(out + n, len - n, " ... (ncclscope report: the whole warning)");
+}
+
 /* The demo's screen (demo.c): what was recorded, the coverage, the first warnings and findings,
  * each on lines that fit `width` (0: one line each) after a 10-column label. */
 int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
@@ -566,7 +587,10 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
            ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_starts), e);
   ncs_wrap(o, "coverage  ", "          ", line, width);
   for (uint32_t k = 0; k < f.nwarn && k < 2; k++) {
-    brief_warning(f.warn[k].text, line, sizeof line);
+    if (!strcmp(f.warn[k].key, "gpu_check"))
+      brief_gpu_check(a, line, sizeof line);
+    else
+      brief_warning(f.warn[k].text, line, sizeof line);
     ncs_wrap(o, "          ! ", "            ", line, width);
   }
   if (f.nwarn > 2) fprintf(o, "          ! and %u more warnings (ncclscope report)\n", f.nwarn - 2);

@@ -218,10 +218,12 @@ void ncs_config_load(ncs_config_t *c) {
   if (clk && *clk) {
     if (!strcmp(clk, "monotonic"))
       c->use_tsc = 0;
+    else if (!strcmp(clk, "sim")) /* nccl-sim --clock model: its model's time (clock.c) */
+      c->use_tsc = 0, c->sim_clock = 1;
     else if (!strcmp(clk, "tsc")) {
       if (!c->use_tsc) add_error(c, "NCCLSCOPE_CLOCK", clk, "no invariant TSC here; using monotonic");
     } else if (strcmp(clk, "auto"))
-      add_error(c, "NCCLSCOPE_CLOCK", clk, "expected auto, tsc or monotonic");
+      add_error(c, "NCCLSCOPE_CLOCK", clk, "expected auto, tsc, monotonic or sim");
   }
 
   const char *mode = getenv("NCCLSCOPE_MODE");

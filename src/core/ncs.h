@@ -60,6 +60,7 @@ typedef struct {
   uint32_t flush_ms;     /* longest time records wait in memory before reaching the file */
   uint32_t track_max;    /* open events the writer tracks for completions (power of 2) */
   int use_tsc;
+  int sim_clock;         /* NCCLSCOPE_CLOCK=sim: time from nccl-sim's model (ncs_clock_sim) */
   int disabled;
   int mode;    /* NCS_MODE_TRACE or NCS_MODE_CAPTURE */
   int capture; /* NCCLSCOPE_CAPTURE: record every call NCCL makes, for replay */
@@ -106,6 +107,11 @@ static inline uint64_t ncs_tsc(void) {
 NCS_HIDDEN uint64_t ncs_mono_ns(void);
 NCS_HIDDEN uint64_t ncs_realtime_ns(void);
 NCS_HIDDEN int ncs_tsc_usable(void);
+/* NCCLSCOPE_CLOCK=sim: every host time the plugin takes (events, the writer, flight, metrics)
+ * comes from nccl-sim's model clock (`nccl-sim --clock model`, docs/nccl-sim.md "Model time")
+ * instead of CLOCK_MONOTONIC/CLOCK_REALTIME, so a test's trace has exactly the times the model
+ * gives. 0 when the process has that clock, -1 (system clocks kept) when it has not. */
+NCS_HIDDEN int ncs_clock_sim(void);
 
 /* ---- buffer pool: fixed-size blocks shared by all threads, chained per thread ----
  *

@@ -28,6 +28,7 @@ const uint64_t ncs_mx_bounds_ns[NCS_MX_BOUNDS] = {
 #define PUBLISH_MAX_NS 1000000000ull  /* snapshots at least once a second */
 #define INST_CAP 4096                 /* arrival instances open at once (power of two) */
 #define INST_AGE_NS 10000000000ull    /* given up when not every local rank came by then */
+#define WAIT_CAP 8192                 /* a rank's waits settled before an earlier one (power of 2) */
 #define API_CAP 8192                  /* CollApi/P2pApi start times waiting for their operation */
 #define NAME_CACHE 256                /* name indexes by string pointer (direct-mapped) */
 #define OVER_BASES 2                  /* base 0: collectives over the caps; 1: send/recv */
@@ -49,7 +50,17 @@ typedef struct {
   uint64_t seen; /* one bit per local index */
   int64_t arr[NCS_MX_LOCAL_MAX];
   uint16_t slot[NCS_MX_LOCAL_MAX];
+  uint32_t ano[NCS_MX_LOCAL_MAX]; /* the number of that rank's arrival (ncs_mx_comm_t.arrivals) */
 } inst_t;
+
+/* A rank's waiting in an instance that settled before one of its earlier arrivals did: kept until
+ * its turn (key: slot << 32 | arrival number + 1; 0 free). skip: the instance was given up. */
+typedef struct {
+  uint64_t key;
+  int64_t arr, last;
+  uint16_t by; /* slot + 1 of the rank it waited for, whose waiting caused grows too; 0 none */
+  uint8_t skip;
+} wait_t;
 
 int ncs_mx_active;
 _Atomic int ncs_mx_exiting;
@@ -67,6 +78,9 @@ static struct {
   uint32_t napi;
   inst_t *inst;
   uint32_t ninst;
+  wait_t *wait;
+  uint32_t nwait;
+  uint64_t wait_over; /* waits counted out of turn: the table was full */
   uint64_t lost[NCS_LOSS_MAX][NCS_T_COUNT];
   uint64_t over_comm, over_series, over_name, incomplete;
   uint32_t local_seen, local_live; /* what local_count counted last (ncomms + 1, live_comms) */
@@ -177,6 +191,69 @@ static void inst_remove(uint32_t i) {
   }
 }
 
+/* Waiting is time, as in report: NCCL calls return at once, so a rank's waits for successive
+ * instances overlap; only the part of [arrival, last] not yet counted for the rank is new. That
+ * makes the union of the intervals when they are taken in the rank's call order (the last
+ * arrivals come in that order), so a rank's waits count in the order of its arrivals, whatever
+ * order the instances settle in (docs/metrics.md, "Late arrivals"). */
+static void count_wait(ncs_mx_comm_t *c, int64_t arr, int64_t last, uint16_t by) {
+  int64_t from = arr > c->wait_mark ? arr : c->wait_mark;
+  uint64_t fresh = last > from ? (uint64_t)(last - from) : 0;
+  if (last > c->wait_mark) c->wait_mark = last;
+  c->wait_ns += fresh;
+  if (by) A.L.comms[by - 1].caused_ns += fresh;
+}
+
+static inline uint32_t wait_home(uint64_t key) {
+  return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> 40) & (WAIT_CAP - 1);
+}
+
+static wait_t *wait_find(uint64_t key) {
+  for (uint32_t i = wait_home(key);; i = (i + 1) & (WAIT_CAP - 1)) {
+    if (A.wait[i].key == key) return &A.wait[i];
+    if (!A.wait[i].key) return NULL;
+  }
+}
+
+static void wait_remove(wait_t *w) {
+  uint32_t i = (uint32_t)(w - A.wait);
+  A.wait[i].key = 0;
+  A.nwait--;
+  for (uint32_t j = (i + 1) & (WAIT_CAP - 1); A.wait[j].key; j = (j + 1) & (WAIT_CAP - 1))
+    if (ncs_probe_moves(i, j, wait_home(A.wait[j].key))) {
+      A.wait[i] = A.wait[j];
+      A.wait[j].key = 0;
+      i = j;
+    }
+}
+
+/* arrival number `no` of the rank in slot s is done (counted, or given up): count it and the
+ * ones after it that were waiting for their turn */
+static void wait_done(uint16_t s, uint32_t no, int64_t arr, int64_t last, uint16_t by, int skip) {
+  ncs_mx_comm_t *c = &A.L.comms[s];
+  if (no != c->counted) {
+    if (A.nwait < WAIT_CAP * 3 / 4) {
+      uint64_t key = (uint64_t)s << 32 | ((uint64_t)no + 1);
+      uint32_t i = wait_home(key);
+      while (A.wait[i].key) i = (i + 1) & (WAIT_CAP - 1);
+      A.wait[i] = (wait_t){.key = key, .arr = arr, .last = last, .by = by, .skip = (uint8_t)skip};
+      A.nwait++;
+      return;
+    }
+    A.wait_over++; /* no room to wait: counted now, out of turn */
+    if (!skip) count_wait(c, arr, last, by);
+    return;
+  }
+  if (!skip) count_wait(c, arr, last, by);
+  c->counted++;
+  wait_t *w;
+  while ((w = wait_find((uint64_t)s << 32 | ((uint64_t)c->counted + 1)))) {
+    if (!w->skip) count_wait(c, w->arr, w->last, w->by);
+    wait_remove(w);
+    c->counted++;
+  }
+}
+
 /* Every local rank arrived: the same rules as report's (docs/report.md, "Per rank and
  * instance"), over the ranks of this process. The last arrival is the latest time, the lowest
  * rank among equal ones. */
@@ -190,24 +267,26 @@ static void inst_settle(const inst_t *x) {
     if (t > last || (t == last && A.L.comms[x->slot[k]].rank < A.L.comms[x->slot[lk]].rank))
       last = t, lk = k;
   }
-  /* waiting is time, as in report: NCCL calls return at once, so a rank's waits for successive
-   * instances overlap; only the part of [arrival, last] not yet counted for the rank is new */
-  uint64_t caused = 0;
+  uint16_t by = 0;
+  if (x->n > 1 && last > first) {
+    A.L.comms[x->slot[lk]].late++;
+    by = (uint16_t)(x->slot[lk] + 1);
+  }
   for (int k = 0; k < NCS_MX_LOCAL_MAX; k++) {
     if (!(x->seen >> k & 1)) continue;
-    ncs_mx_comm_t *c = &A.L.comms[x->slot[k]];
-    int64_t from = x->arr[k] > c->wait_mark ? x->arr[k] : c->wait_mark;
-    uint64_t fresh = last > from ? (uint64_t)(last - from) : 0;
-    if (last > c->wait_mark) c->wait_mark = last;
-    c->instances++;
-    c->wait_ns += fresh;
-    caused += fresh;
+    A.L.comms[x->slot[k]].instances++;
+    wait_done(x->slot[k], x->ano[k], x->arr[k], last, by, 0);
   }
-  if (x->n > 1 && last > first) {
-    ncs_mx_comm_t *c = &A.L.comms[x->slot[lk]];
-    c->late++;
-    c->caused_ns += caused;
-  }
+}
+
+/* An instance given up: its ranks' arrivals there count no waiting, and no longer hold up the
+ * ones after them. */
+static void inst_give_up(uint32_t i) {
+  const inst_t *x = &A.inst[i];
+  A.incomplete++;
+  for (int k = 0; k < NCS_MX_LOCAL_MAX; k++)
+    if (x->seen >> k & 1) wait_done(x->slot[k], x->ano[k], 0, 0, 0, 1);
+  inst_remove(i);
 }
 
 /* the oldest open instance gives up: not every local rank arrived (a drop, a hang) */
@@ -216,8 +295,7 @@ static void inst_evict_oldest(void) {
   for (uint32_t i = 0; i < INST_CAP; i++)
     if (A.inst[i].used && (o == INST_CAP || A.inst[i].born_ns < A.inst[o].born_ns)) o = i;
   if (o == INST_CAP) return;
-  A.incomplete++;
-  inst_remove(o);
+  inst_give_up(o);
 }
 
 static void arrive(uint16_t slot, uint8_t func, uint64_t seq, uint64_t t) {
@@ -242,6 +320,7 @@ static void arrive(uint16_t slot, uint8_t func, uint64_t seq, uint64_t t) {
   x->seen |= 1ull << c->local;
   x->arr[c->local] = (int64_t)t;
   x->slot[c->local] = slot;
+  x->ano[c->local] = A.L.comms[slot].arrivals++; /* the writer reads a rank's records in call order */
   if (++x->n < c->local_n) return;
   inst_settle(x);
   inst_remove(i);
@@ -410,8 +489,7 @@ void ncs_mx_publish(const ncs_mx_proc_t *p, int final) {
   if (final || now - A.win_start_ns >= iv) close_window(now);
   for (uint32_t i = 0; i < INST_CAP; i++) /* instances a rank never came to */
     if (A.inst[i].used && now > A.inst[i].born_ns + INST_AGE_NS) {
-      A.incomplete++;
-      inst_remove(i);
+      inst_give_up(i);
       i--; /* the backward shift may have moved another entry here */
     }
   uint64_t window = A.L.p.window_ns;
@@ -479,6 +557,7 @@ static void free_all(void) {
   free(A.bhash);
   free(A.comm_of);
   free(A.inst);
+  free(A.wait);
   free(A.api);
   for (int i = 0; i < 3; i++) snap_free(A.buf[i]);
   if (A.sync_ok) {
@@ -503,9 +582,10 @@ static int alloc_all(void) {
   A.bhash = calloc(hc, sizeof *A.bhash);
   A.comm_of = calloc(A.comm_of_n, sizeof *A.comm_of);
   A.inst = calloc(INST_CAP, sizeof *A.inst);
+  A.wait = calloc(WAIT_CAP, sizeof *A.wait);
   A.api = calloc(API_CAP, sizeof *A.api);
   for (int i = 0; i < 3; i++) A.buf[i] = snap_new();
-  if (!A.L.series || !A.L.comms || !A.bases || !A.bhash || !A.comm_of || !A.inst || !A.api || !A.buf[0] ||
+  if (!A.L.series || !A.L.comms || !A.bases || !A.bhash || !A.comm_of || !A.inst || !A.wait || !A.api || !A.buf[0] ||
       !A.buf[1] || !A.buf[2])
     return -1;
   if (pthread_mutex_init(&A.mu, NULL) != 0) return -1;

@@ -66,6 +66,8 @@ typedef struct {
   /* arrivals compared across the local ranks (docs/metrics.md, "Late arrivals") */
   uint64_t instances, late, wait_ns, caused_ns;
   int64_t wait_mark; /* the end of the union of this rank's waiting intervals so far */
+  /* its arrivals are numbered in call order; their instances count in that order (agg.c) */
+  uint32_t arrivals, counted;
 } ncs_mx_comm_t;
 
 /* What the writer knows about the process, copied at each publication. */

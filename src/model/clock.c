@@ -14,7 +14,10 @@
  * Per host (with several): host h's offset against host 0 is the median over instances of the
  * difference between the earliest completion end seen on h and on host 0 (a rank sees the end of
  * a collective late, never early); its error is the median absolute deviation of those
- * differences plus the median spread of the ends within one host. Job time is monotonic +
+ * differences plus the median spread of the ends within one host, plus how late a rank of either
+ * host may see a GPU event (the largest gpu_err of their processes: a host whose ranks all see
+ * the ends a poll later than the other's moves every difference alike, which neither the
+ * deviation nor the spread within a host can show). Job time is monotonic +
  * job_off, job_off = clock offset - host offset (0 on one host: CLOCK_MONOTONIC is shared). */
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +32,7 @@
 #define NCS_GW_MAX 1024
 #define NCS_GW_TOP 64  /* the largest pTimer - seen kept */
 #define NCS_GW_CAND 64 /* the smallest launch bounds kept */
+#define KCLK_TOL_NS 20000 /* slack of the settling check (timestamps per block, drift, polling) */
 typedef struct {
   int64_t from;              /* host monotonic time it begins at (it ends where the next begins) */
   int step;                  /* it begins at a step of the GPU clock (a KernelCh ended before it
@@ -56,12 +60,14 @@ typedef struct {
   int64_t wns;     /* the longest a window runs before the next begins */
   hmap_t kch;      /* KernelCh id (per segment) -> its start pTimer, until its stop state */
   uint64_t steps;
-  uint64_t first;  /* host time of the first KernelCh record (the clock settles after it) */
+  uint64_t first;  /* host time of the first KernelCh record (the clock may settle after it) */
+  int64_t s_top;   /* while settling: the largest pTimer - seen (INT64_MIN none) */
+  int64_t s_cand;  /* while settling: the smallest launch bound (INT64_MAX none) */
 } clkscan_t;
 
 void clock_scan_begin(void **state) {
   clkscan_t *c = ncs_xcalloc(1, sizeof *c);
-  c->wns = NCS_GW_NS;
+  c->wns = NCS_GW_NS, c->s_top = INT64_MIN, c->s_cand = INT64_MAX;
   *state = c;
 }
 
@@ -155,7 +161,11 @@ static int settling(const clkscan_t *c, uint64_t ts) {
 }
 
 static void seen_bound(clkscan_t *c, uint64_t p, uint64_t ts) {
-  if (!p || !ts || p > (1ull << 62) || ts > (1ull << 62) || settling(c, ts)) return;
+  if (!p || !ts || p > (1ull << 62) || ts > (1ull << 62)) return;
+  if (settling(c, ts)) { /* kept apart: checked against the mapping that follows (gpu_map) */
+    if ((int64_t)(p - ts) > c->s_top) c->s_top = (int64_t)(p - ts);
+    return;
+  }
   gw_acc_t *a = gw_at(c, (int64_t)ts);
   if (a) top_add(a, (int64_t)(p - ts)), a->tsum += (double)ts;
 }
@@ -181,10 +191,13 @@ static void launch_bound(clkscan_t *c, const ncs_event_t *e, uint32_t seg) {
   } else if ((e->kind == NCS_REC_COMPLETE || e->kind == NCS_REC_EXPIRED) &&
              (e->type == NCS_T_COLL || e->type == NCS_T_P2P)) {
     uint64_t k = seg_id(seg, e->id), p;
-    if (hm_get(&c->launched, k, &v) && hm_get(&c->latest, k, &p) && p <= (1ull << 62) && v &&
-        !settling(c, v)) {
-      gw_acc_t *a = gw_at(c, (int64_t)v);
-      if (a) cand_add(a, (int64_t)(p - v));
+    if (hm_get(&c->launched, k, &v) && hm_get(&c->latest, k, &p) && p <= (1ull << 62) && v) {
+      if (settling(c, v)) {
+        if ((int64_t)(p - v) < c->s_cand) c->s_cand = (int64_t)(p - v);
+      } else {
+        gw_acc_t *a = gw_at(c, (int64_t)v);
+        if (a) cand_add(a, (int64_t)(p - v));
+      }
     }
     if (e->kind == NCS_REC_COMPLETE && !(e->cflags & NCS_CF_REVISED)) return; /* revisions may come */
     hm_del(&c->launched, k), hm_del(&c->latest, k);
@@ -285,7 +298,34 @@ static void gpu_map(clkscan_t *c, ncs_job_proc_t *p, jpriv_t *P, uint32_t proc) 
   }
   for (size_t i = 0; i < n; i++) /* a window runs to the next one's beginning */
     g[i].len = i + 1 < n ? g[i + 1].from - g[i].from : c->wns;
+  /* A window without a launch bound has only its lower bound, which is low when all its readings
+   * came late (a proxy thread busy at the end of a job: 18 us below the truth in nccl-sim). Joined
+   * by a line to a bounded neighbour it would pull that neighbour's good readings into the future
+   * of when they were read. Without a step between them the GPU clock is the same clock, drifting
+   * by microseconds per window: such a window takes its bounded neighbour's offset when that is
+   * higher (still an offset its own readings allow: they only bound it from below). */
+  {
+    int64_t *was = ncs_xcalloc(n, sizeof *was);
+    for (size_t i = 0; i < n; i++) was[i] = g[i].off;
+    for (size_t i = 0; i < n; i++) {
+      if (g[i].err >= 0) continue;
+      if (i > 0 && !g[i].step && g[i - 1].err >= 0 && was[i - 1] > g[i].off) g[i].off = was[i - 1];
+      if (i + 1 < n && !g[i + 1].step && g[i + 1].err >= 0 && was[i + 1] > g[i].off) g[i].off = was[i + 1];
+    }
+    free(was);
+  }
   P->gwin[proc] = g, p->ngwin = (uint32_t)n, p->gwin = g;
+  /* The first NCS_JOB_GPU_SETTLE_NS of readings are not in the windows: on H200s a process's GPU
+   * clock moved by up to 11 ms between kernels there in 5 of 10 benchmark processes. They count
+   * when they agree with the first window's mapping: no timestamp later than its reading allows
+   * (beyond the window's bound), no kernel before its launch. Else their channels are left out
+   * (kch.c; stale channels can also make a launch bound low: then they go too, which costs only
+   * those first operations' GPU times). */
+  {
+    int64_t e0 = g[0].err >= 0 ? g[0].err : 0;
+    p->gpu_unsettled = (c->s_top != INT64_MIN && c->s_top > g[0].off + e0 + KCLK_TOL_NS) ||
+                       (c->s_cand != INT64_MAX && c->s_cand + KCLK_TOL_NS < g[0].off);
+  }
   p->gpu_steps = c->steps;
   p->gpu_off = g[0].off;
   p->gpu_err = unknown ? -1 : err;
@@ -414,8 +454,19 @@ void clock_host_instance(ncs_job_t *j, const ncs_op_t *ops, size_t n) {
     }
 }
 
+/* how late a rank of host h may see a GPU event: the largest gpu_err of its processes (0 when
+ * none has GPU times with a launch to bound them) */
+static int64_t host_lateness(const ncs_job_t *j, uint32_t h) {
+  int64_t e = 0;
+  for (uint32_t i = 0; i < j->nprocs; i++)
+    if (j->procs[i].nsegs && j->procs[i].host_index == h && j->procs[i].gpu_err > e)
+      e = j->procs[i].gpu_err;
+  return e;
+}
+
 void clock_host_offsets(ncs_job_t *j) {
   jpriv_t *P = jp(j);
+  int64_t late0 = host_lateness(j, 0);
   for (uint32_t h = 1; h < j->nhosts; h++) {
     size_t n = P->hn[h] < NCS_JOB_HOST_SAMPLES ? (size_t)P->hn[h] : NCS_JOB_HOST_SAMPLES;
     if (!n) continue;
@@ -429,7 +480,8 @@ void clock_host_offsets(ncs_job_t *j) {
     ncs_sort(dev, n, sizeof *dev, ncs_cmp_i64);
     ncs_sort(sp, n, sizeof *sp, ncs_cmp_i64);
     j->hosts[h].offset = med;
-    j->hosts[h].error = ncs_qi64(dev, n, 0.5) + ncs_qi64(sp, n, 0.5);
+    int64_t late = host_lateness(j, h);
+    j->hosts[h].error = ncs_qi64(dev, n, 0.5) + ncs_qi64(sp, n, 0.5) + (late > late0 ? late : late0);
     j->hosts[h].samples = P->hn[h];
     free(dev);
   }

@@ -48,6 +48,8 @@ typedef struct {
   uint64_t tag;
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
   uint64_t api_id; /* its CollApi/P2pApi's event id, 0 none */
+  uint64_t prev_id; /* Coll: the event id of the previous Coll of its communicator rank in its
+                     * segment (the call order of its thread), 0 none */
   /* its KernelCh, checked (kch.c) */
   uint32_t nch;       /* nChannels of its START */
   uint64_t group;     /* its parentGroup (the kernel plan), 0 unknown */

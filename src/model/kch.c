@@ -149,7 +149,7 @@ static void kc_forward(const ncs_job_t *j, kc_src_t *K, const chain_t *c, held_t
     k->e = k->pe ? (mapped ? gpu_mono(pr, k->pe, k->he) : (int64_t)k->pe) : 0;
     if (!k->ps || (k->pe && k->pe < k->ps)) {
       k->bad = 1, h->gchk.ch_bad++;
-    } else if (pr->gpu_first_ns && k->hs >= pr->gpu_first_ns &&
+    } else if (pr->gpu_unsettled && pr->gpu_first_ns && k->hs >= pr->gpu_first_ns &&
                k->hs - pr->gpu_first_ns < (uint64_t)NCS_JOB_GPU_SETTLE_NS) {
       k->bad = 1, h->gchk.ch_settling++;
     } else if (c->have_end && other_kernel(h, c->end_group) && k->s + KC_TOL_NS < c->end) {

@@ -209,13 +209,21 @@ static int never_entered(const ncs_job_t *j, uint32_t comm, int32_t rank) {
   return 0; /* not recorded: cannot tell */
 }
 
-/* No operation of a communicator completes on one rank before every member entered it (the
+/* No AllReduce, AllGather or ReduceScatter completes on one rank before every member entered it (the
  * kernels wait for each other): a completion claimed earlier than the last arrival (beyond the
  * clock error), or while a recorded member never entered, rests on timestamps that cannot be
  * right (NCCL 2.28's stale KernelCh) and is taken back, with its KernelCh GPU times. CUPTI's
  * kernel times are the GPU's own and stay. */
+/* Collectives in which every rank's output depends on every rank's input: no rank's kernel can end
+ * before every rank's began. Not Broadcast or Reduce: a root (Broadcast) or a sender (Reduce) may
+ * finish into its peer's buffers before the peer's kernel runs. */
+static int all_depend(const char *f) {
+  return ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter");
+}
+
 static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
-  if (x->again) return; /* a reload cycle or a duplicate: seqNumbers do not line up */
+  if (x->again || !all_depend(x->func)) return; /* again: a reload cycle or a duplicate (seqNumbers
+                                                  * do not line up) */
   int32_t nr = j->comms[x->comm].nranks;
   int missing = 0;
   if ((int32_t)x->distinct < nr && nr > 0 && nr <= 65536) {
@@ -225,10 +233,23 @@ static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
       if (!in && never_entered(j, x->comm, r)) missing = 1;
     }
   }
+  /* the host pass (several hosts) estimates the offsets between the hosts' clocks: until they
+   * are known, an end is compared with the arrivals on its own host only (a later arrival on
+   * another host may be a clock offset, not a fact); the last arrival per host, by host index */
+  int64_t *hlast = NULL;
+  if (jp(j)->hostpass && j->nhosts > 1) {
+    hlast = ncs_xcalloc(j->nhosts, sizeof *hlast);
+    for (uint32_t h = 0; h < j->nhosts; h++) hlast[h] = INT64_MIN;
+    for (size_t k = 0; k < x->n; k++) {
+      uint32_t h = j->procs[x->ops[k].proc].host_index;
+      if (x->ops[k].arrival > hlast[h]) hlast[h] = x->ops[k].arrival;
+    }
+  }
   for (size_t k = 0; k < x->n; k++) {
     ncs_op_t *o = &x->ops[k];
     if (!o->complete || o->gsrc == NCS_GS_CUPTI) continue;
-    int early = o->end && (int32_t)x->distinct == nr && o->end + j->error + 2000 < last_arrival;
+    int64_t last = hlast ? hlast[j->procs[o->proc].host_index] : last_arrival;
+    int early = o->end && (int32_t)x->distinct == nr && o->end + j->error + 2000 < last;
     if (!missing && !early) continue;
     o->complete = 0, o->end = 0, o->inferred = 0, o->impossible = 1;
     if (o->gsrc == NCS_GS_KERNELCH) {
@@ -242,6 +263,7 @@ static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
     }
     if (!jp(j)->hostpass) j->procs[o->proc].gchk.impossible++;
   }
+  free(hlast);
 }
 
 /* The kernels of one collective on its ranks wait for each other: they share a moment. When the
@@ -251,7 +273,10 @@ static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
  * the instance go, counted (the completions stay: they rest on the chain, not on these times). */
 static void disjoint(ncs_job_t *j, inst_t *x) {
   int32_t nr = j->comms[x->comm].nranks;
-  if ((int32_t)x->distinct != nr || x->n < 2) return;
+  if ((int32_t)x->distinct != nr || x->n < 2 || !all_depend(x->func)) return;
+  /* the host pass (several hosts): the kernels of ranks on different hosts are compared only once
+   * the hosts' offsets are known (and this pass takes no GPU time, only completion ends) */
+  if (jp(j)->hostpass && j->nhosts > 1) return;
   int64_t smax = INT64_MIN, emin = INT64_MAX;
   for (size_t k = 0; k < x->n; k++) {
     const ncs_op_t *o = &x->ops[k];
@@ -295,6 +320,7 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   if (ncs_job_filter_active(&j->filter) && !pass_instance(j, &in, x->ops)) {
     j->run.filtered_inst++;
     if (P->retain) retain_left(j, x->ops, x->n); /* exporters leave out its records too */
+    if (P->sink && P->sink->left) P->sink->left(P->arg, x->ops, x->n);
     for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]); /* left out: nobody takes its links */
     return;
   }

@@ -48,9 +48,17 @@ typedef struct { /* one file in a merged pass */
   uint32_t *accfree;
   uint64_t acc_sweep;
   hmap_t par, px, sp, np, npt;
+  /* NetPlugin STARTs read before their ProxyStep's (the net plugin's thread's records can reach
+   * the file first): kept until it comes (pnp: step id -> first + 1, chained; pni: NetPlugin id
+   * -> index + 1), given up with the ProxyOps whose parent never came (acc_sweep) */
+  struct pnet_s *pnet;
+  size_t npnet, cappnet, *pnfree, npnfree, cappnfree;
+  hmap_t pnp, pni;
   uint32_t comm_map[NCS_JOB_COMM_INDEX_MAX]; /* comm index -> job comm + 1 */
   int32_t comm_rank[NCS_JOB_COMM_INDEX_MAX];
   uint8_t comm_v7[NCS_JOB_COMM_INDEX_MAX]; /* NCCL called it through ABI v7 or later: userTag */
+  /* per comm index: the id of the latest Coll START read (ncs_op_t.prev_id of the next one) */
+  uint64_t last_coll[NCS_JOB_COMM_INDEX_MAX];
   kc_src_t kc;  /* KernelCh records of operations not yet checked, and the chains (kch.c) */
   hmap_t launch; /* (thread, ctx) -> its last KernelLaunch start */
   ncs_job_t *job;
@@ -93,6 +101,7 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);
   o->arrival = ncs_job_time(j, p, h->api_ts ? h->api_ts : h->start_ts);
+  o->prev_id = h->prev_id;
   o->gk = h->gk, o->inferred = h->inferred;
   o->end = h->complete ? ncs_job_time(j, p, h->end_ns) : 0;
   if (h->complete && h->gk == NCS_GK_REPAIRED && h->gk_seen_end) /* not a stale channel's stop */
@@ -154,19 +163,69 @@ static void acc_drop_parent(src_t *S, uint64_t id) {
   hm_del(&S->par, id);
 }
 
-/* ProxyOps whose parent never came (lost, or not an operation of a local communicator) */
+/* a NetPlugin START waiting for its ProxyStep's, and its STOP's time if that came too */
+typedef struct pnet_s {
+  ncs_event_t e;
+  uint64_t stop_ts;
+  size_t next; /* the next one of the same step + 1 */
+  int used;
+} pnet_t;
+
+static void pnet_free(src_t *S, size_t i) {
+  S->pnet[i].used = 0;
+  hm_del(&S->pni, S->pnet[i].e.id);
+  NCS_XGROW(S->pnfree, S->cappnfree, S->npnfree + 1);
+  S->pnfree[S->npnfree++] = i;
+}
+
+/* ProxyOps whose parent never came (lost, or not an operation of a local communicator), and
+ * NetPlugin events whose step never came */
 static void acc_sweep(src_t *S) {
   S->acc_sweep = S->tmax;
   for (size_t i = 0; i < S->nacc; i++)
     if (S->acc[i].used && S->acc[i].born + (uint64_t)NCS_JOB_HORIZON_NS < S->tmax)
       acc_drop_parent(S, S->acc[i].parent);
+  for (size_t i = 0; i < S->npnet; i++)
+    if (S->pnet[i].used && S->pnet[i].e.ts + (uint64_t)NCS_JOB_HORIZON_NS < S->tmax) {
+      hm_del(&S->pnp, S->pnet[i].e.parent); /* its chain goes with it: all as old */
+      pnet_free(S, i);
+    }
 }
 
 static void acc_clear(src_t *S) {
   for (size_t i = 0; i < S->nacc; i++) free(S->acc[i].nq);
-  free(S->acc), free(S->accfree);
+  free(S->acc), free(S->accfree), free(S->pnet), free(S->pnfree);
   S->acc = NULL, S->accfree = NULL, S->nacc = S->capacc = S->naccfree = S->capaccfree = 0;
+  S->pnet = NULL, S->pnfree = NULL, S->npnet = S->cappnet = S->npnfree = S->cappnfree = 0;
   hm_clear(&S->par), hm_clear(&S->px), hm_clear(&S->sp), hm_clear(&S->np), hm_clear(&S->npt);
+  hm_clear(&S->pnp), hm_clear(&S->pni);
+}
+
+/* a NetPlugin START under step v (packed): its QP, and its time when its STOP came already */
+static void net_start(src_t *S, acc_t *a, uint64_t v, const ncs_event_t *e, uint64_t stop_ts) {
+  uint32_t q = bd_netq(a, e);
+  if (q == UINT32_MAX) return;
+  if (stop_ts) {
+    if (stop_ts >= e->ts) a->nq[q].ns += (int64_t)(stop_ts - e->ts);
+    return;
+  }
+  if (hm_put(&S->np, e->id, (v & ~0xFFFFull) | q) != 0 || hm_put(&S->npt, e->id, e->ts) != 0) ncs_oom();
+}
+
+/* the ProxyStep START of step id came: the NetPlugin events that waited for it */
+static void net_pending(src_t *S, uint64_t step, acc_t *a, uint64_t v) {
+  uint64_t head;
+  if (!hm_get(&S->pnp, step, &head)) return;
+  hm_del(&S->pnp, step);
+  for (size_t i = (size_t)head - 1;;) {
+    size_t n = S->pnet[i].next;
+    if (S->pnet[i].used) {
+      net_start(S, a, v, &S->pnet[i].e, S->pnet[i].stop_ts);
+      pnet_free(S, i);
+    }
+    if (!n) break;
+    i = n - 1;
+  }
 }
 
 static void proxy_start_op(src_t *S, const ncs_event_t *e) {
@@ -207,6 +266,7 @@ static void proxy_event(src_t *S, const ncs_event_t *e) {
       if (!(a = unpk(S, &S->px, e->parent, NULL)) || !hm_get(&S->px, e->parent, &v)) return;
       bd_record(&a->lk, e, NCS_T_PROXY_STEP);
       if (hm_put(&S->sp, e->id, v) != 0) ncs_oom();
+      net_pending(S, e->id, a, v);
     } else {
       if ((a = unpk(S, &S->sp, e->id, NULL))) bd_record(&a->lk, e, NCS_T_PROXY_STEP);
       /* also when its ProxyOp is gone (the operation left the file before its steps stopped):
@@ -215,13 +275,29 @@ static void proxy_event(src_t *S, const ncs_event_t *e) {
     }
   } else if (e->type == NCS_T_NET_PLUGIN) {
     if (e->kind == NCS_REC_START) {
-      if (!(a = unpk(S, &S->sp, e->parent, NULL)) || !hm_get(&S->sp, e->parent, &v)) return;
-      if ((q = bd_netq(a, e)) == UINT32_MAX) return;
-      if (hm_put(&S->np, e->id, (v & ~0xFFFFull) | q) != 0 || hm_put(&S->npt, e->id, e->ts) != 0)
-        ncs_oom();
+      if ((a = unpk(S, &S->sp, e->parent, NULL)) && hm_get(&S->sp, e->parent, &v)) {
+        net_start(S, a, v, e, 0);
+        return;
+      }
+      if (hm_get(&S->sp, e->parent, &v)) return; /* its step's ProxyOp is gone */
+      /* its step's START may still come (another thread's records): it waits */
+      if (S->tmax - S->acc_sweep > (uint64_t)NCS_JOB_HORIZON_NS / 8) acc_sweep(S);
+      size_t i;
+      if (S->npnfree) {
+        i = S->pnfree[--S->npnfree];
+      } else {
+        NCS_XGROW(S->pnet, S->cappnet, S->npnet + 1);
+        i = S->npnet++;
+      }
+      uint64_t head = 0;
+      hm_get(&S->pnp, e->parent, &head);
+      S->pnet[i] = (pnet_t){.e = *e, .stop_ts = 0, .next = (size_t)head, .used = 1};
+      if (hm_put(&S->pnp, e->parent, i + 1) != 0 || hm_put(&S->pni, e->id, i + 1) != 0) ncs_oom();
     } else if (e->kind == NCS_REC_STOP) {
       if ((a = unpk(S, &S->np, e->id, &q)) && q < a->nnq && hm_get(&S->npt, e->id, &v) && e->ts >= v)
         a->nq[q].ns += (int64_t)(e->ts - v);
+      else if (hm_get(&S->pni, e->id, &v)) /* its START waits for its step: the STOP waits with it */
+        S->pnet[v - 1].stop_ts = e->ts;
       hm_del(&S->np, e->id), hm_del(&S->npt, e->id);
     }
   }
@@ -393,6 +469,7 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   if (hm_get(&S->ops, e->id, &old)) settled(j, S, (uint32_t)(old - 1), 1); /* id reused */
   h = &S->held[hi];
   if (hm_put(&S->ops, e->id, hi + 1) != 0) ncs_oom();
+  if (!h->p2p) h->prev_id = S->last_coll[e->ctx], S->last_coll[e->ctx] = e->id;
   chain_push(chain_of(&S->kc, h->comm, h->rank), hi);
   P->held++, P->pending++;
   match_peak(j);
@@ -454,6 +531,7 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
     kc_free(&S->kc), hm_clear(&S->launch);
     S->seg = ncs_reader_segment(S->r) ? ncs_reader_segment(S->r)->index : 0;
     memset(S->comm_map, 0, sizeof S->comm_map);
+    memset(S->last_coll, 0, sizeof S->last_coll);
     memset(S->comm_v7, 0, sizeof S->comm_v7);
     break;
   case NCS_ITEM_COMM:
@@ -497,6 +575,7 @@ static void src_free(src_t *S) {
   acc_clear(S);
   chains_free(&S->kc), kc_free(&S->kc), hm_free(&S->launch);
   hm_free(&S->par), hm_free(&S->px), hm_free(&S->sp), hm_free(&S->np), hm_free(&S->npt);
+  hm_free(&S->pnp), hm_free(&S->pni);
   free(S->apis), free(S->held), free(S->settle), free(S->free_), free(S->fifo);
 }
 

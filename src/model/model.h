@@ -203,8 +203,10 @@ typedef struct {
   uint32_t ngwin;
   uint64_t gpu_stale_bounds; /* launch bounds left out: below the lower bound (stale channels) */
   uint64_t gpu_steps;  /* steps of the GPU clock seen (it was set back): windows split there */
-  uint64_t gpu_first_ns; /* monotonic time of its first KernelCh record (the GPU clock settles
+  uint64_t gpu_first_ns; /* monotonic time of its first KernelCh record (the GPU clock may settle
                           * for NCS_JOB_GPU_SETTLE_NS from there); 0 none */
+  int gpu_unsettled;  /* the readings of its first NCS_JOB_GPU_SETTLE_NS contradict the mapping
+                       * that follows (kch.c then leaves their channels out) */
   int gpu_conflict;   /* a window has launch bounds, all of them below its lower bound */
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
@@ -307,6 +309,8 @@ typedef struct {
   uint64_t api_id;       /* that record's event id in its segment (0: none found) */
   uint32_t cflags;       /* its NCS_CF_* flags */
   int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
+  uint64_t prev_id;      /* Coll: the event id (same segment) of the rank's previous Coll on the
+                          * communicator, in its file's order (its thread's call order); 0 none */
   int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
   int64_t end;           /* completion from its children (COMPLETE end) */
   int64_t kstart, kstop; /* GPU kernel start and stop in job time, from `gsrc`: CUPTI's kernels
@@ -399,6 +403,9 @@ typedef struct {
   /* a send or receive: paired (op is the Send, partner the Recv), or given up unpaired
    * (partner NULL) by the horizon or at the end */
   void (*p2p)(void *arg, const ncs_op_t *op, const ncs_op_t *partner);
+  /* optional: an instance the filter left out (its operations, by rank); a consumer that follows
+   * a rank's operations in call order (prev_id) learns that these will not come */
+  void (*left)(void *arg, const ncs_op_t *ops, size_t n);
 } ncs_job_sink_t;
 
 /* ------------------------------------------------------------------ CUPTI (docs/gpu-truth.md) */

@@ -70,6 +70,10 @@ static int setup_locked(void) {
   uint64_t t = ncs_mono_ns();
   ncs_set_epoch((uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
   ncs_g.use_tsc = ncs_g.cfg.use_tsc;
+  /* after t: the epoch and id base need the real clock, which differs between loads */
+  if (ncs_g.cfg.sim_clock && ncs_clock_sim() != 0)
+    ncs_log(NCS_LOG_WARN, "NCCLSCOPE_CLOCK=sim: this process has no simulator clock "
+                          "(ncclsim_clock_ns); using CLOCK_MONOTONIC");
   atomic_store(&ncs_g.kernel_sample, ncs_g.cfg.kernel_sample); /* 1 in capture mode */
   /* ids of this load start at a random point: a handle of an earlier load whose 8-bit epoch
    * happens to match is still rejected, because its id is outside [id_base, counter) */
