@@ -7,7 +7,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,13 +138,25 @@ void *sim_xcalloc(size_t n, size_t size) {
 }
 
 /* Per-rank delays: --slow-rank R --slow-us U sleeps before each enqueue of global rank R (a
- * straggler). --slow-link and --slow-gpu act in net.c and proxy.c. */
+ * straggler); --pause R:N:MS sleeps once, before R's N-th enqueue (a one-off stall: a rank held up
+ * by I/O, a checkpoint or the scheduler). --slow-link and --slow-gpu act in net.c and proxy.c. */
 void sim_delay_point(int rank, int where) {
-  if (where != SIM_AT_ENQUEUE || rank != sim_opt.slow_rank || !sim_opt.slow_us) return;
+  if (where != SIM_AT_ENQUEUE) return;
+  uint64_t us = 0;
+  if (rank == sim_opt.slow_rank && sim_opt.slow_us) us += sim_opt.slow_us;
+  if (rank == sim_opt.pause_rank) {
+    static _Atomic uint64_t enqueued; /* only rank pause_rank counts: one rank's groups */
+    if (atomic_fetch_add(&enqueued, 1) == sim_opt.pause_at) {
+      sim_log("pause: rank %d sleeps %u ms before its enqueue %" PRIu64, rank, sim_opt.pause_ms,
+              sim_opt.pause_at);
+      us += (uint64_t)sim_opt.pause_ms * 1000u; /* at most 600 s */
+    }
+  }
+  if (!us) return;
   if (sim_opt.model) /* model time: the rank spends the time; nothing waits for it in real time */
-    sim_vt_add((uint64_t)sim_opt.slow_us * 1000u);
+    sim_vt_add(us * 1000u);
   else
-    sim_sleep_us(sim_opt.slow_us);
+    sim_sleep_us((unsigned)us);
 }
 
 /* ------------------------------------------------------------------ options */
@@ -193,6 +207,8 @@ static void usage(FILE *f) {
       "                    the host's, so later KernelCh carry earlier work's timestamps, as\n"
       "                    NCCL 2.28-2.30 do (default on)\n"
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
+      "  --pause R:N:MS    global rank R sleeps MS ms once, before enqueueing its N-th operation\n"
+      "                    (from 0; a group counts once): a one-off stall\n"
       "  --hold MS            keep the communicators alive MS ms after their last operation finished\n"
       "  --slow-link R --slow-link-us U  each network transfer of global rank R takes U us longer,\n"
       "                    one after the other (a slow link)\n"
@@ -268,7 +284,7 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_GPU_CLOCK, O_KCH_SELF, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_SLOW_GPU, O_SLOW_GPU_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_GPU_CLOCK, O_KCH_SELF, O_SLOW_RANK, O_SLOW_US, O_PAUSE, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_SLOW_GPU, O_SLOW_GPU_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
   O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
   O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER, O_CLOCK,
@@ -299,6 +315,7 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"kch-self", 1, 0, O_KCH_SELF},
                                           {"slow-rank", 1, 0, O_SLOW_RANK},
                                           {"slow-us", 1, 0, O_SLOW_US},
+                                          {"pause", 1, 0, O_PAUSE},
                                           {"hold", 1, 0, O_HOLD},
                                           {"slow-link", 1, 0, O_SLOW_LINK},
                                           {"slow-link-us", 1, 0, O_SLOW_LINK_US},
@@ -342,7 +359,7 @@ static void set_defaults(sim_opts_t *o) {
   o->flood_events = 1000000;
   o->gpu_offset_ns = 100000, o->gpu_drift_ppm = 1.5;
   o->kch_self = 1;
-  o->slow_rank = o->slow_link_rank = o->slow_gpu_rank = -1;
+  o->slow_rank = o->slow_link_rank = o->slow_gpu_rank = o->pause_rank = -1;
   o->couple = -1; /* auto: on with --fault */
   o->hang_s = 10;
   o->user_tags = 1;
@@ -408,6 +425,18 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
       break;
     case O_SLOW_RANK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_rank = (int)v; break;
     case O_SLOW_US: NUM(0, 1e7, v); o->slow_us = (unsigned)v; break;
+    case O_PAUSE: {
+      unsigned long long r, n, ms;
+      char tail;
+      if (sscanf(optarg, "%llu:%llu:%llu%c", &r, &n, &ms, &tail) != 3 || r >= SIM_MAX_RANKS || ms < 1 ||
+          ms > 600000) {
+        fprintf(stderr, "nccl-sim: bad value for --pause: '%s' (RANK:N:MS, e.g. 3:60:1000; MS 1 to 600000)\n",
+                optarg);
+        return -1;
+      }
+      o->pause_rank = (int)r, o->pause_at = n, o->pause_ms = (unsigned)ms;
+      break;
+    }
     case O_HOLD: NUM(0, 3.6e6, v); o->hold_ms = (unsigned)v; break;
     case O_SLOW_LINK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_link_rank = (int)v; break;
     case O_SLOW_LINK_US: NUM(0, 1e7, v); o->slow_link_us = (unsigned)v; break;

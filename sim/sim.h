@@ -95,6 +95,9 @@ typedef struct {
   /* delay injection (report validation): -1 = none. Ranks are global ranks. */
   int slow_rank, slow_link_rank, slow_gpu_rank;
   unsigned slow_us, slow_link_us, slow_gpu_us;
+  int pause_rank;             /* --pause R:N:MS: global rank R sleeps MS ms once, before its N-th */
+  uint64_t pause_at;          /* enqueue (0-based, a group counts once); -1 rank: none */
+  unsigned pause_ms;
   double gpu_gbps; /* > 0: a kernel lasts bus bytes / gpu_gbps (see docs/nccl-sim.md) */
   unsigned hold_ms; /* --hold: the communicators stay alive this long after their last operation */
   /* peer coupling and faults (fault.c) */

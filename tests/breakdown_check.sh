@@ -149,7 +149,7 @@ for d, proxy in (("t", True), ("n", False)):
                    FROM links GROUP BY collective_id) l ON l.collective_id = b.collective_id
                    WHERE l.by != b.network_bytes OR l.ph != b.gpu_wait_ns + b.peer_wait_ns + b.network_ns + b.flush_ns
                    OR l.n != b.links""")
-        assert not bad and q("SELECT COUNT(*) FROM links WHERE instance_id IS NULL")[0][0] == 0, bad
+        assert not bad and q("SELECT COUNT(*) FROM links WHERE operation_id IS NULL")[0][0] == 0, bad
         assert q("SELECT COUNT(*) FROM links")[0][0] == q("SELECT SUM(links) FROM breakdown")[0][0] > 0
         nq = q("SELECT kind, SUM(events), SUM(bytes) FROM net_qps GROUP BY kind")
         assert nq and all(k in ("ib", "socket") and e > 0 for k, e, _ in nq), nq

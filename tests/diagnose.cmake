@@ -52,7 +52,7 @@ ncs_dg_test(diagnose_sim_mismatch-dtype_flight sim-mismatch-dtype-flight 120)
 # named as never having entered, from outside NCCL, on both transports.
 foreach(t nvlink socket)
   add_test(NAME diagnose_gpu_hang_${t}
-           COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/gpu/hang-${t}'; echo rc=$?")
+           COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose --wide '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/gpu/hang-${t}'; echo rc=$?")
   set_tests_properties(diagnose_gpu_hang_${t} PROPERTIES TIMEOUT 60
     PASS_REGULAR_EXPRESSION "HANG   rank 1 never entered AllReduce #10 [^\n]*outside NCCL[^\n]*stuck in the application.*rc=1")
 endforeach()
@@ -61,15 +61,15 @@ endforeach()
 # killed: every recorded operation completed. Not "OK": CANNOT TELL (exit 4), naming the process,
 # its idle time and its communicator. The same check on a trace that ended cleanly must stay OK.
 add_test(NAME diagnose_gpu_idle_unended
-         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/diagnose/idle-nccl-2.30.7'; echo rc=$?")
+         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose --wide '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/diagnose/idle-nccl-2.30.7'; echo rc=$?")
 set_tests_properties(diagnose_gpu_idle_unended PROPERTIES TIMEOUT 60
-  PASS_REGULAR_EXPRESSION "CANNOT TELL cannot tell whether process vm-19549 is healthy: its recording did not end cleanly and it made no NCCL call in its last 107.70 s.*communicator 0x90ace5f94510b308.*rc=4"
+  PASS_REGULAR_EXPRESSION "CANNOT TELL cannot tell whether process vm-19549 is healthy: its recording did not end cleanly and it made no NCCL call in its last 107.70 s.*communicator c[0-9]+ 0x90ace5f94510b308.*rc=4"
   FAIL_REGULAR_EXPRESSION "OK     nothing stuck")
 # hang-threads-nccl-2.28.9: 2xH200, NCCL 2.28.9, the default events (every operation recorded), a
 # trace (not flight): `ncclscope record -- ex_threads --ranks 2 --stall-rank 1 --stall-at 3
 # --stall-s 60 --timeout 15`; rank 1 never joins AllReduce #3 and the example gives up. diagnose
 # must name rank 1, from outside NCCL, and exit 1.
 add_test(NAME diagnose_gpu_hang_threads_trace
-         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/diagnose/hang-threads-nccl-2.28.9'; echo rc=$?")
+         COMMAND sh -c "'$<TARGET_FILE:ncclscope>' diagnose --wide '${CMAKE_CURRENT_SOURCE_DIR}/fixtures/diagnose/hang-threads-nccl-2.28.9'; echo rc=$?")
 set_tests_properties(diagnose_gpu_hang_threads_trace PROPERTIES TIMEOUT 60
-  PASS_REGULAR_EXPRESSION "HANG   rank 1 never entered AllReduce #3 \\(communicator 0xdd44db355b699adf\\): it is outside NCCL[^\n]*stuck in the application.*rc=1")
+  PASS_REGULAR_EXPRESSION "HANG   rank 1 never entered AllReduce #3 \\(communicator c[0-9]+ 0xdd44db355b699adf\\): it is outside NCCL[^\n]*stuck in the application.*rc=1")

@@ -34,7 +34,7 @@ fail() {
 diag() {
   d=$1
   shift
-  "$NS" diagnose "$@" "$d" >"$W/out.txt" 2>&1
+  "$NS" diagnose --wide "$@" "$d" >"$W/out.txt" 2>&1
   rc=$?
   "$NS" diagnose --json "$@" "$d" >"$W/out.json" 2>"$W/json.err"
   jrc=$?
@@ -73,7 +73,7 @@ assert r['status']=='hang'" "skip: rank $3 never entered, outside NCCL"
     py "assert v['kind']=='stuck_inside' and v['rank']==$3, v
 assert v['is_send']==1 and v['state'] in ('SendWait','SendGPUWait'), v
 assert v['step']>=0 and v['channel']>=0 and v['peer']>=0, v" "stall: rank $3 stuck inside at its send step"
-    grep -q "^HANG   every rank of communicator 0x[0-9a-f]* entered .* rank $3 is stuck inside it: send step [0-9]* on channel [0-9]* to rank [0-9]* in Send" \
+    grep -q "^HANG   every rank of communicator c[0-9]* 0x[0-9a-f]* entered .* rank $3 is stuck inside it: send step [0-9]* on channel [0-9]* to rank [0-9]* in Send" \
       "$W/out.txt" || fail "stall text"
     ;;
   mismatch)
@@ -106,7 +106,7 @@ assert len(p)==1, p" "kill: rank $3 process died"
     py "assert v['kind']=='cannot_tell' and v['rank']==$3 and r['status']=='cannot_tell', v
 assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered','nothing_stuck')], r['verdicts']
 assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']" "lost: cannot tell, rank $3"
-    grep -q "^CANNOT TELL cannot tell which rank communicator 0x[0-9a-f]* waits for" "$W/out.txt" || fail "lost text"
+    grep -q "^CANNOT TELL cannot tell which rank communicator c[0-9]* 0x[0-9a-f]* waits for" "$W/out.txt" || fail "lost text"
     grep -q "rank $3's AllReduce #5 is open, and its recording lost records (drops)" "$W/out.txt" || fail "lost evidence"
     ;;
   orphan)
@@ -204,9 +204,9 @@ usage)
   "$NS" diagnose --help >"$W/out.txt" 2>&1
   expect_rc $? 0
   grep -q -- "--latest" "$W/out.txt" || fail "help"
-  for o in --comm --rank --from --to --range; do grep -q -- "^  $o[ ,]" "$W/out.txt" || fail "help: no $o"; done
+  for o in --comm --rank --from --to --range; do grep -q -- "^ *$o[ ,]" "$W/out.txt" || fail "help: no $o"; done
   # the filters: bad values (the range and tag selections: case filter-range)
-  for a in "--comm 42" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1" \
+  for a in "--comm c4x" "--comm 0xzz" "--rank x" "--rank 3-1" "--to 1h" "--from -1" "--from 2 --to 1" \
            "--range step:0" "--range step:3-1" "--tag x" "--tag 5-2"; do
     "$NS" diagnose $a "$W/empty" >"$W/out.txt" 2>&1
     expect_rc $? 2
@@ -219,7 +219,7 @@ usage)
   grep -q "no incident 2" "$W/out.txt" || fail "no incident message"
   # one file cannot be read: the others are diagnosed, the verdict says it cannot tell
   printf 'NCSTRACE garbage' >"$W/rec/zz-bad.nstrace"
-  "$NS" diagnose "$W/rec" >"$W/out.txt" 2>&1
+  "$NS" diagnose --wide "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 4
   grep -q "^CANNOT TELL cannot tell what the process of zz-bad.nstrace did: the file could not be read" "$W/out.txt" ||
     fail "no cannot-tell verdict for the unreadable file: $(head -5 "$W/out.txt")"
@@ -361,10 +361,10 @@ f=r['filter']; assert f['comm_id']=='$c1' and f['comms_not_judged']==1, f
 assert [x['comm_id'] for x in f['not_judged']]==['$c0'] and f['not_judged'][0]['nranks']==4, f
 assert [c['comm_id'] for c in r['communicators']]==['$c1'], r['communicators']
 assert all(x['comm_id'] in (None,'$c1') for x in r['verdicts']), r['verdicts']" "--comm healthy one"
-  grep -q "^  --comm: 1 communicator not judged: $c0 sim-comm-0 (4 ranks)" "$W/out.txt" || fail "not-judged line"
+  grep -q "^  --comm: 1 communicator not judged: c0 $c0 \"sim-comm-0\" (4 ranks)" "$W/out.txt" || fail "not-judged line"
   grep -q "^  note: not everything was judged: a hang or desync outside the filter is not shown" "$W/out.txt" ||
     fail "no note that a hang outside the filter is not shown"
-  ! grep -q "^HANG\|^communicator $c0" "$W/out.txt" || fail "the communicator left out is judged or shown"
+  ! grep -q "^HANG\|^communicator c[0-9]* $c0" "$W/out.txt" || fail "the communicator left out is judged or shown"
   # the hung one alone: the same hang, the other listed as not judged
   diag "$W/rec" --comm "$c0"
   expect_rc $rc 1
@@ -374,7 +374,13 @@ assert [c['comm_id'] for c in r['communicators']]==['$c0']" "--comm hung one"
   # a commId the recordings do not hold: usage error, naming the ones they hold
   "$NS" diagnose --comm 0x00000000deadbeef "$W/rec" >"$W/out.txt" 2>&1
   expect_rc $? 2
-  grep -q "no such communicator in the recordings ($c0 (4 ranks), $c1 (4 ranks))" "$W/out.txt" || fail "unknown comm message"
+  grep -q "no such communicator in the job (c0 $c0, c1 $c1)" "$W/out.txt" || fail "unknown comm message"
+  # a label or an index names the same communicator as its commId
+  for l in c0 0; do
+    diag "$W/rec" --comm "$l"
+    expect_rc $rc 1
+    py "assert r['filter']['comm_id']=='$c0' and [c['comm_id'] for c in r['communicators']]==['$c0']" "--comm $l"
+  done
   # a dead process is reported whatever --comm says: rank 2's process is killed before AllReduce #10
   # of the first communicator; the second one, judged alone, still gets the DEAD verdict
   rm -rf "$W/kill"

@@ -130,9 +130,9 @@ function(ncs_export_cli name rc)
   add_test(NAME export_cli_${name} COMMAND ${NCS_X_CLI} ${rc} ${ARGN})
 endfunction()
 ncs_export_cli(help 0 "usage: ncclscope export" "--format" "--jobs" -- ${NCS_X_EXE} export --help)
-ncs_export_cli(help_filters 0 "--comm ID" "--rank LIST" "--from T, --to T" -- ${NCS_X_EXE} export --help)
+ncs_export_cli(help_filters 0 "--comm C" "--rank LIST" "--from T, --to T" -- ${NCS_X_EXE} export --help)
 ncs_export_cli(bad_rank 2 "--rank needs ranks such as 0,2,4-7, not '1-'" -- ${NCS_X_EXE} export --rank 1- x)
-ncs_export_cli(bad_comm_syntax 2 "--comm needs a commId" -- ${NCS_X_EXE} export --comm 12 x)
+ncs_export_cli(bad_comm_syntax 2 "--comm needs a communicator's label [(]c0[)], index [(]0[)] or commId" -- ${NCS_X_EXE} export --comm x12 x)
 ncs_export_cli(to_before_from 2 "--to is before --from" -- ${NCS_X_EXE} export --from 2s --to 1s x)
 ncs_export_cli(unknown_comm 2 "--comm 0x00000000000000ab: no such communicator in the job"
                "!wrote" -- ${NCS_X_EXE} export --force --comm 0xab ${NCS_X_FIX}/valid
@@ -140,7 +140,7 @@ ncs_export_cli(unknown_comm 2 "--comm 0x00000000000000ab: no such communicator i
 ncs_export_cli(filter_summary 0 "filter: ranks 0: kept [0-9]+ collective instances"
                "wrote .*filter-summary.pftrace"
                -- ${NCS_X_EXE} export --force --rank 0 ${NCS_X_FIX}/valid -o ${NCS_X_WORK}-filter-summary.pftrace)
-ncs_export_cli(in_verbs 0 "export +write a trace as a Perfetto" -- ${NCS_X_EXE} --help)
+ncs_export_cli(in_verbs 0 "export +write a trace as Perfetto, Chrome JSON, SQLite or OTF2" -- ${NCS_X_EXE} --help)
 ncs_export_cli(no_path 2 "which traces[?]" -- ${NCS_X_EXE} export)
 ncs_export_cli(bad_format 2 "--format must be perfetto, chrome, sqlite or otf2, not 'svg'"
                -- ${NCS_X_EXE} export -f svg /nonexistent)
@@ -179,7 +179,7 @@ set_tests_properties(export_cli_bad_output export_cli_damaged export_cli_summary
                      export_cli_filter_cannot_tell PROPERTIES FIXTURES_REQUIRED ncs_traces)
 # the demo writes its timeline beside the trace, and says how to open it
 add_test(NAME export_demo
-         COMMAND ${NCS_X_CLI} 0 "export-demo[.]pftrace +timeline"
+         COMMAND ${NCS_X_CLI} 0 "^files +D=.*export-demo$" "[$]D[.]pftrace +timeline"
                  "open it at https://ui.perfetto.dev" -- sh -c
                  "rm -rf '${NCS_X_WORK}-demo' '${NCS_X_WORK}-demo.pftrace' '${NCS_X_WORK}-demo.html' '${NCS_X_WORK}-demo.nccl-sim.log' && '${NCS_X_EXE}' demo -o '${NCS_X_WORK}-demo' \
 --ranks 2 --iters 5 && '${NCS_X_LINT}' '${NCS_X_WORK}-demo.pftrace'")

@@ -66,6 +66,26 @@ protoc)
     fail "fields that tests/perfetto_subset.proto does not know (printed above as numbers)"
   fi
   n=$(grep -c 'trusted_packet_sequence_id' "$work/t.txt")
+  # the trace says what its clock is in wall-clock time (docs/timeline.md, "Time"): one
+  # ClockSnapshot, before any event, with the trace clock (BOOTTIME) and REALTIME, REALTIME -
+  # BOOTTIME being the recording's realtime - monotonic offset (its CLOCK pairs, as dump prints them)
+  pair=$("$ncs" dump "$work/trace" | python3 -c 'import re,sys
+m = re.search(r" CLOCK mono=(\d+) realtime=(\d+)", sys.stdin.read()); print(int(m.group(2)) - int(m.group(1)))')
+  python3 - "$work/t.txt" "$pair" <<'PY' || fail "no ClockSnapshot that maps the trace's clock to REALTIME"
+import re, sys
+t = open(sys.argv[1]).read()
+snaps = re.findall(r"clock_snapshot \{(.*?)\n  \}\n", t, re.S)
+assert len(snaps) == 1, "%d clock snapshots" % len(snaps)
+first_event = t.find("track_event {")
+assert t.find("clock_snapshot {") < first_event, "the snapshot comes after an event"
+clocks = dict((int(i), int(v)) for i, v in re.findall(r"clock_id: (\d+)\s+timestamp: (\d+)", snaps[0]))
+assert 6 in clocks and 1 in clocks and 3 in clocks, clocks
+assert "primary_trace_clock: BUILTIN_CLOCK_BOOTTIME" in snaps[0], snaps[0]
+off = clocks[1] - clocks[6]
+want = int(sys.argv[2])
+assert abs(off - want) < 1e6, (off, want)  # the pairs' spread on one host: well under 1 ms
+print("clock snapshot: REALTIME - BOOTTIME = %d ns (a CLOCK pair: %d)" % (off, want))
+PY
   echo "PASS: protoc decoded $n packets, no unknown fields"
   exit 0
   ;;

@@ -73,8 +73,8 @@ if run(ncs, "export", "-q", "-f", "sqlite", trace, "-o", truth, rc=None).returnc
 A = sqlite3.connect(truth)
 A.row_factory = sqlite3.Row
 q = lambda sql, *a: A.execute(sql, a).fetchall()
-for sql in ("SELECT COUNT(*) FROM kernel_channels WHERE instance_id IS NULL",
-            "SELECT COUNT(*) FROM proxy_ops WHERE instance_id IS NULL",
+for sql in ("SELECT COUNT(*) FROM kernel_channels WHERE operation_id IS NULL",
+            "SELECT COUNT(*) FROM proxy_ops WHERE operation_id IS NULL",
             "SELECT COUNT(*) FROM proxy_steps WHERE proxy_op_id IS NULL",
             "SELECT COUNT(*) FROM kernel_phases WHERE kernel_channel_id IS NULL"):
     if q(sql)[0][0]:  # the expectations below assume every such row has its operation
@@ -96,7 +96,7 @@ if sorted(prank.values()) != [0, 1, 2, 3] or len(set(q("SELECT DISTINCT process_
     fail("one rank per process expected")
 ops = q("SELECT i.id, type, comm, rank, process_id, segment, event_id, collective_id, "
         "arrival_job_ns, api_start_mono_ns + p.job_offset_ns AS api_job_ns "
-        "FROM instances i JOIN processes p ON p.id = i.process_id")
+        "FROM operations i JOIN processes p ON p.id = i.process_id")
 if sum(1 for o in ops if o["api_job_ns"] is None) > len(ops) // 4:
     fail("most operations should have their API call recorded")
 pairs = q("SELECT send_id, recv_id, sender, receiver, send_arrival_job_ns AS sa, "
@@ -135,11 +135,11 @@ def children(keep):
     ids = ",".join(map(str, keep)) or "NULL"
     k = lambda t, w: {tuple(r) for r in q("SELECT process_id, segment, event_id FROM %s WHERE %s" % (t, w))}
     return {
-        "instances": k("instances", "id IN (%s)" % ids),
-        "kernel_channels": k("kernel_channels", "instance_id IN (%s)" % ids),
-        "proxy_ops": k("proxy_ops", "instance_id IN (%s)" % ids),
-        "proxy_steps": k("proxy_steps", "proxy_op_id IN (SELECT id FROM proxy_ops WHERE instance_id IN (%s))" % ids),
-        "kernel_phases": k("kernel_phases", "kernel_channel_id IN (SELECT id FROM kernel_channels WHERE instance_id IN (%s))" % ids),
+        "operations": k("operations", "id IN (%s)" % ids),
+        "kernel_channels": k("kernel_channels", "operation_id IN (%s)" % ids),
+        "proxy_ops": k("proxy_ops", "operation_id IN (%s)" % ids),
+        "proxy_steps": k("proxy_steps", "proxy_op_id IN (SELECT id FROM proxy_ops WHERE operation_id IN (%s))" % ids),
+        "kernel_phases": k("kernel_phases", "kernel_channel_id IN (SELECT id FROM kernel_channels WHERE operation_id IN (%s))" % ids),
     }
 
 
@@ -170,7 +170,7 @@ def refused(fmt, out):
 
 # ================================================================ SQLite
 def sqlite_mode():
-    tables = ["instances", "kernel_channels", "proxy_ops", "proxy_steps", "kernel_phases"]
+    tables = ["operations", "kernel_channels", "proxy_ops", "proxy_steps", "kernel_phases"]
     for kind, flt in FILTERS.items():
         db = os.path.join(work, kind + ".sqlite")
         err = export("sqlite", db, *flt).stderr
@@ -186,7 +186,7 @@ def sqlite_mode():
               "%s: collectives: the %d instances kept" % (kind, n_coll(keep)))
         check(d("SELECT COUNT(*) FROM p2p")[0][0] == n_pairs(keep),
               "%s: p2p: the %d pairs kept" % (kind, n_pairs(keep)))
-        check(d("SELECT COUNT(*) FROM instances WHERE type = 'Coll'")[0][0] ==
+        check(d("SELECT COUNT(*) FROM operations WHERE type = 'Coll'")[0][0] ==
               sum(colls[c]["nranks_seen"] for c in {o["collective_id"] for o in ops if o["id"] in keep and o["type"] == "Coll"}),
               "%s: Coll rows = instances kept x their ranks" % kind)
         meta = dict(d("SELECT key, value FROM meta WHERE key LIKE 'filter%'"))
@@ -198,7 +198,7 @@ def sqlite_mode():
         check("filter: " in err and "left out" in err, "%s: the summary states the filter" % kind)
         # false positives: nothing of what was left out
         if kind == "comm":
-            check(d("SELECT COUNT(*) FROM instances WHERE comm IS NOT %d" % CID)[0][0] == 0 and
+            check(d("SELECT COUNT(*) FROM operations WHERE comm IS NOT %d" % CID)[0][0] == 0 and
                   d("SELECT COUNT(*) FROM kernel_channels WHERE comm IS NOT %d" % CID)[0][0] == 0 and
                   d("SELECT COUNT(*) FROM proxy_ops WHERE comm IS NOT %d" % CID)[0][0] == 0 and
                   d("SELECT COUNT(*) FROM collectives WHERE comm != %d" % CID)[0][0] == 0,
@@ -206,7 +206,7 @@ def sqlite_mode():
         elif kind == "rank":
             check(d("SELECT COUNT(*) FROM p2p WHERE sender != %d AND receiver != %d" % (RANK, RANK))[0][0] == 0,
                   "rank: no send/receive between other ranks")
-            check(d("SELECT COUNT(*) FROM collectives c WHERE NOT EXISTS (SELECT 1 FROM instances i "
+            check(d("SELECT COUNT(*) FROM collectives c WHERE NOT EXISTS (SELECT 1 FROM operations i "
                     "WHERE i.collective_id = c.id AND i.rank = %d)" % RANK)[0][0] == 0,
                   "rank: no collective without the rank")
         else:
@@ -286,7 +286,7 @@ def timeline_mode():
               int(summary["slices"]) == len(xs), "%s: the .pftrace and the JSON have the same slices "
               "per kind (%s)" % (kind, dict(cat)))
         got = lambda c: {(rank_of[e["pid"]], e["args"]["id"]) for e in xs if e["cat"] in c}
-        for c, t in ((("coll", "p2p"), "instances"), (("kernel",), "kernel_channels"),
+        for c, t in ((("coll", "p2p"), "operations"), (("kernel",), "kernel_channels"),
                      (("proxyop",), "proxy_ops"), (("proxystep",), "proxy_steps"),
                      (("kernelphase",), "kernel_phases")):
             check(got(c) == rk(rows[t]), "%s: %s slices are those of the %d %s rows of the operations "
@@ -313,7 +313,7 @@ def timeline_mode():
         own_all = own_events(xs0)
         key = lambda e, z, r: (r[e["pid"]], e["cat"], e["name"], round(e["ts"] * 1000) + z)
         if kind == "comm":
-            named = [n for n in lanes.values() if n.startswith("comm ")]
+            named = [n for n in lanes.values() if re.match(r"c\d+ 0x", n)]
             check(named and all(CHEX in n for n in named) and not any(OTHER in n for n in lanes.values()),
                   "comm: no track of the other communicator (%d of this one)" % len(named))
         elif kind == "rank":

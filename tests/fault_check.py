@@ -291,7 +291,7 @@ elif CASE in ("mismatch", "mismatch-dtype"):
     m = col["mismatches"][0] if col["mismatches"] else {}
     check(m.get("seq") == SEQ and m.get("rank_a") == R and m.get("rank_b") != R,
           "report mismatch does not name rank %d first: %s" % (R, m))
-    check(re.search(r"AllReduce seq 3 on comm 0x[0-9a-f]+: rank %d differs from " % R, txt),
+    check(re.search(r"AllReduce seq 3 on c0 0x[0-9a-f]+: rank %d differs from " % R, txt),
           "report text does not name rank %d: %s" %
           (R, [l for l in txt.splitlines() if "differ" in l]))
 elif CASE == "usage":

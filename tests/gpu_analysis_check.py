@@ -175,7 +175,7 @@ def main():
                           (d["device"],)).fetchone()
             if r is None or r[0] != d["exposed_ns"]:
                 fail("sqlite: device %d exposed %s, report %s" % (d["device"], r, d["exposed_ns"]))
-        m = c.execute("select count(*) from instances where gpu_source='cupti'").fetchone()[0]
+        m = c.execute("select count(*) from operations where gpu_source='cupti'").fetchone()[0]
         if m != eager:
             fail("sqlite: %d operations with gpu_source cupti, truth %d" % (m, eager))
     if tl is not None:

@@ -13,9 +13,19 @@ rm -rf "$W" && mkdir -p "$W" || fail "cannot create $W"
 # checks on an installed tree at prefix $1 (bin, lib*, share/doc)
 check_tree() {
   P=$1
-  for f in bin/ncclscope bin/nccl-sim share/doc/ncclscope/README.md share/doc/ncclscope/cli.md; do
+  for f in bin/ncclscope bin/nccl-sim share/doc/ncclscope/README.md share/doc/ncclscope/cli.md \
+           share/doc/ncclscope/glossary.md include/ncclscope.h share/ncclscope/dashboards/ncclscope.json; do
     [ -e "$P/$f" ] || fail "$f is not installed under $P"
   done
+  # what the docs tell users to use works from the installed tree: the range API's header
+  # compiles on its own (docs/ranges.md), the dashboard is Grafana JSON (docs/metrics.md)
+  printf '#include <ncclscope.h>\nint main(void) { ncclscope_range_push("step"); ncclscope_range_pop(); return 0; }\n' \
+    >"$W/ranges.c"
+  cc -std=c11 -Wall -Werror -I"$P/include" -o "$W/ranges" "$W/ranges.c" -ldl >"$W/cc.log" 2>&1 ||
+    fail "a program cannot use the installed include/ncclscope.h"
+  "$W/ranges" || fail "a program of the installed header fails without ncclscope"
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); assert d['panels'] and d['title'], d.keys()" \
+    "$P/share/ncclscope/dashboards/ncclscope.json" || fail "the installed dashboard is not Grafana JSON"
   so=$(find "$P" -name libnccl-profiler-ncclscope.so | head -n 1)
   [ -n "$so" ] || fail "the plugin is not installed under $P"
   case "$so" in "$P"/lib*) ;; *) fail "the plugin is not in a library directory: $so" ;; esac

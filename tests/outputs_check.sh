@@ -54,7 +54,7 @@ valid() {
   chrome) python3 -c "import json,sys; json.load(open(sys.argv[1]))" "$2" || fail "$2: bad JSON" ;;
   sqlite) python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]);
 assert c.execute('PRAGMA integrity_check').fetchone()[0]=='ok'
-assert c.execute('SELECT COUNT(*) FROM instances').fetchone()[0]>0" "$2" || fail "$2: bad database" ;;
+assert c.execute('SELECT COUNT(*) FROM operations').fetchone()[0]>0" "$2" || fail "$2: bad database" ;;
   html) grep -q '</html>' "$2" || fail "$2: no complete page" ;;
   esac
 }
@@ -182,10 +182,15 @@ overwrite)
   # demo: its timeline DIR.pftrace follows the same rule
   # (and so does its report DIR.html)
   expect 0 "" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
-  grep -q "demo[.]pftrace  timeline" "$W/out" && grep -q "demo[.]html  report" "$W/out" || fail "demo names no timeline or report"
-  expect 5 "exists [(]use --force to replace it[)]" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
-  expect 0 "" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1 --force
-  grep -q "demo[.]pftrace  timeline" "$W/out" && grep -q "demo[.]html  report" "$W/out" || fail "demo --force names no timeline or report"
+  grep -q "[$]D[.]pftrace  timeline" "$W/out" && grep -q "[$]D[.]html  report" "$W/out" || fail "demo names no timeline or report"
+  # a second run into the demo's own directory replaces its files (docs/cli.md, "ncclscope demo")
+  expect 0 "" "$NCS" demo -o "$W/demo" --ranks 2 --iters 3 --procs 1
+  # a timeline another command wrote where the demo would write its own: refused, then --force
+  cp "$W/demo.pftrace" "$W/demo2.pftrace" && cksum "$W/demo2.pftrace" >"$W/sum2"
+  expect 5 "exists [(]use --force to replace it[)]" "$NCS" demo -o "$W/demo2" --ranks 2 --iters 3 --procs 1
+  cksum "$W/demo2.pftrace" | cmp -s - "$W/sum2" || fail "a refused demo changed another's timeline"
+  expect 0 "" "$NCS" demo -o "$W/demo2" --ranks 2 --iters 3 --procs 1 --force
+  grep -q "[$]D[.]pftrace  timeline" "$W/out" && grep -q "[$]D[.]html  report" "$W/out" || fail "demo --force names no timeline or report"
   ls -A "$W" | grep -q tmp && fail "a temporary file was left: $(ls -A "$W")"
   ;;
 killed)
@@ -353,20 +358,21 @@ record-usr1)
   [ "$(ls "$W/r/dumps" | wc -l)" = 2 ] || fail "$(ls "$W/r/dumps" | wc -l) dumps after one SIGUSR1, want 2"
   ;;
 record-exec)
-  expect 127 "record: cannot run /nonexistent/cmd: No such file or directory" \
+  expect 127 "record: error: cannot run /nonexistent/cmd: No such file or directory" \
     env NCCLSCOPE_PLUGIN="$PLUGIN" "$NCS" record -o "$W/r" -- /nonexistent/cmd
   grep -Eq "trace written|NCCL_DEBUG" "$W/err" && fail "a trace is claimed for a command that never ran"
   [ ! -e "$W/r" ] || fail "the empty trace directory was left behind"
   printf '#!/bin/sh\n' >"$W/noexec"
   chmod 644 "$W/noexec"
-  expect 126 "record: cannot run $W/noexec: Permission denied" \
+  expect 126 "record: error: cannot run $W/noexec: Permission denied" \
     env NCCLSCOPE_PLUGIN="$PLUGIN" "$NCS" record -o "$W/r" -- "$W/noexec"
   # a directory that already existed stays
   mkdir "$W/keep"
   expect 127 "cannot run" env NCCLSCOPE_PLUGIN="$PLUGIN" "$NCS" record -o "$W/keep" -- /nonexistent/cmd
   [ -d "$W/keep" ] || fail "record removed a directory it did not create"
   # a command that runs and exits 127 itself is the command's business: the trace is reported
-  expect 127 "trace written to" env NCCLSCOPE_PLUGIN="$PLUGIN" "$NCS" record -o "$W/r" -- sh -c 'exit 127'
+  # (here that there is none: sh does not use NCCL), not "cannot run"
+  expect 127 "no trace file was written to" env NCCLSCOPE_PLUGIN="$PLUGIN" "$NCS" record -o "$W/r" -- sh -c 'exit 127'
   ;;
 events)
   expect 2 "--events '-1' selects no event type.*did you mean 'default,-1'" "$NCS" record -e -1 -- true

@@ -74,6 +74,7 @@ static struct {
   hmap_t pid_map;    /* pid -> track index */
   ev_t *evs;
   size_t nevs, ev_cap;
+  unsigned clock_snapshots; /* ClockSnapshot packets seen */
   hmap_t intern;     /* (seq, kind, iid) -> (offset << 24 | len) */
   hmap_t seq_state;  /* seq -> 1 cleared */
   hmap_t flows;      /* id -> count */
@@ -446,6 +447,27 @@ static void parse_event(uint64_t seq, int has_ts, uint64_t ts, uint32_t flags,
   L.evs[L.nevs++] = (ev_t){ts, L.nevs, (uint32_t)ti, (uint8_t)type, info};
 }
 
+/* ClockSnapshot { repeated Clock clocks = 1 { clock_id = 1; timestamp = 2 }; primary_trace_clock = 2 } */
+static void check_clock_snapshot(const uint8_t *p, const uint8_t *end, uint64_t pkt) {
+  pb_field_t f, g;
+  int rc, boottime = 0, realtime = 0;
+  while ((rc = pb_next(&p, end, &f)) > 0) {
+    if (f.field == 2 && f.wt == PB_VARINT && f.v != 6)
+      err("packet %" PRIu64 ": the primary trace clock is %" PRIu64 ", not BOOTTIME (6)", pkt, f.v);
+    if (f.field != 1 || f.wt != PB_LEN) continue;
+    const uint8_t *q = f.data, *qe = f.data + f.len;
+    uint64_t id = 0, ts = 0;
+    while (pb_next(&q, qe, &g) > 0) {
+      if (g.field == 1) id = g.v;
+      if (g.field == 2) ts = g.v;
+    }
+    if (!ts) err("packet %" PRIu64 ": clock %" PRIu64 " without a timestamp", pkt, id);
+    boottime |= id == 6, realtime |= id == 1;
+  }
+  if (rc < 0) err("packet %" PRIu64 ": malformed ClockSnapshot", pkt);
+  if (!boottime || !realtime) err("packet %" PRIu64 ": a ClockSnapshot without BOOTTIME and REALTIME", pkt);
+}
+
 static void parse_packet(const uint8_t *p, const uint8_t *end, uint64_t pkt) {
   pb_field_t f;
   int rc, has_seq = 0, has_ts = 0;
@@ -461,6 +483,11 @@ static void parse_packet(const uint8_t *p, const uint8_t *end, uint64_t pkt) {
     case 11: te = f.data, te_len = f.len; break;
     case 12: in = f.data, in_len = f.len; break;
     case 60: td = f.data, td_len = f.len; break;
+    case 6: /* ClockSnapshot: once, before any event, with the trace clock (BOOTTIME) in it */
+      if (L.nevs) err("packet %" PRIu64 ": a ClockSnapshot after the first event", pkt);
+      if (L.clock_snapshots++) err("packet %" PRIu64 ": a second ClockSnapshot", pkt);
+      check_clock_snapshot(f.data, f.data + f.len, pkt);
+      break;
     default: err("packet %" PRIu64 ": unexpected TracePacket field %u", pkt, f.field); break;
     }
   }

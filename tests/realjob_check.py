@@ -88,7 +88,7 @@ def export(d, name, extra=None):
 def ops(db):
     """(rank, func, seq) -> (duration_ns, gpu_source, bytes, arrival, kernel_start) of collectives"""
     q = ("select rank, func, seq, duration_ns, gpu_source, bytes, arrival_job_ns, kernel_start_job_ns "
-         "from instances where type = 'Coll'")
+         "from operations where type = 'Coll'")
     return {(r[0], r[1], r[2]): r[3:] for r in db.execute(q)}
 
 
@@ -155,7 +155,7 @@ def check_clock_and_counts(d, run):
                       for x in w[:8])))
     # no launch delay below minus the clock's bound (and the 2 us slack of the checks)
     bound = max(max(0, p["gpu_clock"]["error_known_ns"]) for p in r["processes"]) + 2000
-    neg = db.execute("select count(*), min(kernel_start_job_ns - arrival_job_ns) from instances where "
+    neg = db.execute("select count(*), min(kernel_start_job_ns - arrival_job_ns) from operations where "
                      "kernel_start_job_ns is not null and gpu_source = 'kernelch' and "
                      "kernel_start_job_ns - arrival_job_ns < ?", (-bound,)).fetchone()
     if neg[0]:
@@ -184,7 +184,7 @@ def check_twin(dflt, cupti):
         if not y or x["p2p"] or not x["count"] or not y["count"] or x["bytes_lo"] < MIB:
             continue
         rel = (x["lat_p50_ns"] - y["lat_p50_ns"]) / y["lat_p50_ns"]
-        print("%-13s %10d  defaults %9.1f us  CUPTI twin %9.1f us  %+6.1f%%  (%d/%d instances timed)" % (
+        print("%-13s %10d  defaults %9.1f us  CUPTI twin %9.1f us  %+6.1f%%  (%d/%d operations timed)" % (
             x["func"], x["bytes_lo"], x["lat_p50_ns"] / 1e3, y["lat_p50_ns"] / 1e3, rel * 100, x["count"],
             x["count"] + x["no_gpu_time"]))
         if x["bytes_lo"] >= 32 * MIB:

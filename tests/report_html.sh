@@ -5,7 +5,9 @@
 #             holds HTML markup: the page has the three charts, the same findings as the terminal
 #             report with rank 2 first, rank 2 the latest row of the heatmap, the path escaped, no
 #             script and no http(s) reference; headless Chromium loads it (--dump-dom), its DOM
-#             has the charts, and it logged no console message (CSP violation, script error).
+#             has the charts, and it logged no console message (CSP violation, script error);
+#             in a window of 1280 and of 700 pixels no word of a table, list or paragraph is
+#             split across two lines.
 #             Chromium missing is a failure, not a skip (scripts/deps.sh test installs it).
 #   errors    an unwritable FILE (no such directory, /dev/full) exits 2 with a message and no
 #             report; --html - writes only the page; --json --html - is a usage error; --json
@@ -63,22 +65,22 @@ assert re.match(r"rank 2 \(pid \d+\) arrived last in \d+% of 16 collectives", it
 # heatmap: 4 ranks x (buckets + all sizes); rank 2 has the largest mean lateness over all sizes
 unit = {"ns": 1, "us": 1e3, "ms": 1e6, "s": 1e9}
 late = {}
-for r, v, u in re.findall(r"<title>rank (\d+) \(pid \d+, host [^)]*\), comm 0 all sizes: \d+ instances, "
+for r, v, u in re.findall(r"<title>rank (\d+) \(pid \d+, host [^)]*\), c0 all sizes: \d+ instances, "
                           r"last to arrive in \d+; mean lateness ([0-9.]+) (ns|us|ms|s)", page):
     late[int(r)] = float(v) * unit[u]
 assert sorted(late) == [0, 1, 2, 3], late
 assert max(late, key=late.get) == 2, late
 assert len(re.findall(r'<rect class="cell"', page)) >= 8
 # busbw points and latency rows carry numeric tooltips
-assert re.search(r"<title>comm 0 AllReduce, \d+ [KM]iB \.\. \d+ [KM]iB, \d+ instances: busbw p50 [0-9.]+ GB/s", page)
-assert re.search(r"<g class=\"row\"><title>comm 0 AllReduce, .*p50 [0-9.]+ [mu]?s", page)
+assert re.search(r"<title>c0 AllReduce, \d+ [KM]iB \.\. \d+ [KM]iB, \d+ instances: busbw p50 [0-9.]+ GB/s", page)
+assert re.search(r"<g class=\"row\"><title>c0 AllReduce, .*p50 [0-9.]+ [mu]?s", page)
 for i in ("buckets-table", "ranks-table", "procs-table", "comms-table"):
     assert 'id="%s"' % i in page, i
 # busbw: a log y axis; every point shows its sample count, the same as its tooltip's; one
 # colour per series
 busbw = page.split('<svg id="chart-busbw"', 1)[1].split("</svg>", 1)[0]
 assert "busbw GB/s (log scale)" in busbw
-pts = re.findall(r'<g class="pt[^"]*"><title>comm \d+ [^,]+, [^,]+, (\d+) instances:.*?<text class="n"[^>]*>(\d+)</text></g>', busbw)
+pts = re.findall(r'<g class="pt[^"]*"><title>c\d+ [^,]+, [^,]+, (\d+) instances:.*?<text class="n"[^>]*>(\d+)</text></g>', busbw)
 assert pts and all(a == b for a, b in pts), pts
 cols = re.findall(r'<g class="series" stroke="([^"]+)"', busbw)
 assert len(cols) == len(set(cols)), cols
@@ -105,6 +107,44 @@ PY
     >>"$W/chromium.log" 2>&1 || rc=$?
   [ $rc -eq 0 ] && [ "$(wc -c <"$W/page.png")" -gt 20000 ] || fail "no screenshot (chromium exited $rc)"
   echo "screenshot: $W/page.png"
+  # no word is split across lines, in a narrow window too ("AllRedu ce"): a copy of the page
+  # with a script (the page itself has none, and a CSP that forbids one) that measures every word
+  # of every table cell, list item and paragraph with a Range: a word drawn on two lines has
+  # boxes at two heights. Paths (a '/') and words over 30 characters may break.
+  python3 - "$W/r.html" "$W/probe.html" <<'PY' || fail "cannot make the probe page"
+import re, sys
+page = open(sys.argv[1], encoding="utf-8").read()
+page = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", page)
+probe = """<script>
+var split = [];
+document.querySelectorAll("td, th, li, p, dd").forEach(function (el) {
+  var w = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+  for (var n = w.nextNode(); n; n = w.nextNode()) {
+    var re = /\\S+/g, m;
+    while ((m = re.exec(n.data))) {
+      if (m[0].length < 2 || m[0].length > 30 || m[0].indexOf("/") >= 0) continue;
+      var r = document.createRange();
+      r.setStart(n, m.index); r.setEnd(n, m.index + m[0].length);
+      var tops = {};
+      Array.prototype.forEach.call(r.getClientRects(), function (b) { if (b.width > 0) tops[Math.round(b.top)] = 1; });
+      if (Object.keys(tops).length > 1) split.push(m[0]);
+    }
+  }
+});
+document.body.setAttribute("data-split-words", split.length + ":" + split.slice(0, 10).join(","));
+</script></body>"""
+open(sys.argv[2], "w", encoding="utf-8").write(page.replace("</body>", probe, 1))
+PY
+  for size in 1280,2000 700,2000; do
+    rc=0
+    timeout 90 chromium --headless --no-sandbox --disable-gpu --no-first-run --disable-sync \
+      --disable-background-networking --disable-component-update --user-data-dir="$W/profile" \
+      --window-size=$size --dump-dom "file://$W/probe.html" >"$W/probe-dom.html" 2>>"$W/chromium.log" || rc=$?
+    [ $rc -eq 0 ] || fail "chromium --dump-dom of the probe page exited $rc"
+    split=$(sed -n 's/.*data-split-words="\([^"]*\)".*/\1/p' "$W/probe-dom.html" | head -n 1)
+    [ -n "$split" ] || fail "the probe did not run"
+    [ "${split%%:*}" = 0 ] || fail "words split across lines in a $size window: $split"
+  done
   python3 - "$W/r.html" "$W/dom.html" <<'PY' || fail "chromium's DOM differs from the page"
 import sys
 page, dom = (open(f, encoding="utf-8").read() for f in sys.argv[1:3])

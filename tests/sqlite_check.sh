@@ -19,7 +19,7 @@
 #             status 1) and passes PRAGMA integrity_check
 #   v7        ABI v7 (NCCL 2.31): symmetric kernels and KernelPhase from nccl-sim --abi 7 fill
 #             instances.kernel_variant/is_sym_coll/user_tag and kernel_phases (linked to their
-#             kernel channel and instance, inside its GPU times; v_instance_phases adds up); the
+#             kernel channel and instance, inside its GPU times; v_operation_phases adds up); the
 #             same job through v6 and a format 1.1 GPU fixture (FIXTURE-DIRS) have NULL there
 # Exit 77 (skipped) without the sqlite3 CLI (apt-get install sqlite3) or python3.
 set -u
@@ -45,13 +45,13 @@ slowrank)
   cat "$W/export.err"
   grep -q "wrote $DB (.* MB, SQLite)" "$W/export.err" || fail "no summary line"
   [ "$(q 'PRAGMA integrity_check')" = ok ] || fail "integrity_check"
-  [ "$(q "SELECT value FROM meta WHERE key='schema'")" = ncclscope-sqlite/1 ] || fail "meta.schema"
+  [ "$(q "SELECT value FROM meta WHERE key='schema'")" = ncclscope-sqlite/2 ] || fail "meta.schema"
 
   # (a) rows = starts of dump --stats (job-wide table)
   "$NCS" dump --stats "$W/t" >"$W/stats.txt" || fail "dump --stats"
   starts() { awk -v t="$1" '/^== job/ { job = 1 } job && $1 == t { print $2; exit }' "$W/stats.txt"; }
-  for pair in "Coll:SELECT COUNT(*) FROM instances WHERE type='Coll'" \
-              "P2p:SELECT COUNT(*) FROM instances WHERE type='P2p'" \
+  for pair in "Coll:SELECT COUNT(*) FROM operations WHERE type='Coll'" \
+              "P2p:SELECT COUNT(*) FROM operations WHERE type='P2p'" \
               "KernelCh:SELECT COUNT(*) FROM kernel_channels" \
               "ProxyOp:SELECT COUNT(*) FROM proxy_ops" \
               "ProxyStep:SELECT COUNT(*) FROM proxy_steps"; do
@@ -62,11 +62,11 @@ slowrank)
     echo "ok: $t rows $got = dump --stats starts"
   done
   # links: every kernel channel and proxy op of a Coll/P2p names its instance, every step its op
-  [ "$(q 'SELECT COUNT(*) FROM kernel_channels WHERE instance_id IS NULL')" = 0 ] || fail "kernel_channels.instance_id"
+  [ "$(q 'SELECT COUNT(*) FROM kernel_channels WHERE operation_id IS NULL')" = 0 ] || fail "kernel_channels.operation_id"
   [ "$(q 'SELECT COUNT(*) FROM proxy_steps WHERE proxy_op_id IS NULL')" = 0 ] || fail "proxy_steps.proxy_op_id"
   [ "$(q 'SELECT COUNT(*) FROM proxy_steps s LEFT JOIN proxy_ops o ON o.id = s.proxy_op_id WHERE o.id IS NULL')" = 0 ] ||
     fail "proxy_steps.proxy_op_id names no proxy op"
-  [ "$(q "SELECT COUNT(*) FROM instances WHERE type='Coll' AND collective_id IS NULL")" = 0 ] ||
+  [ "$(q "SELECT COUNT(*) FROM operations WHERE type='Coll' AND collective_id IS NULL")" = 0 ] ||
     fail "a Coll without its collective"
   [ "$(q 'SELECT COUNT(*) FROM proxy_states')" -gt 0 ] || fail "no proxy_states"
   [ "$(q 'SELECT COUNT(*) FROM p2p')" -gt 0 ] || fail "no p2p pairs"
@@ -158,7 +158,7 @@ EOF
   DB=$W/coll.sqlite
   [ "$(q 'SELECT COUNT(*) FROM kernel_channels') $(q 'SELECT COUNT(*) FROM proxy_steps')" = "0 0" ] ||
     fail "-e coll wrote kernel channels or proxy steps"
-  [ "$(q "SELECT COUNT(*) FROM instances WHERE type='Coll'")" = "$(starts Coll)" ] || fail "-e coll: Coll rows"
+  [ "$(q "SELECT COUNT(*) FROM operations WHERE type='Coll'")" = "$(starts Coll)" ] || fail "-e coll: Coll rows"
   [ "$(q 'SELECT COUNT(*) FROM collectives')" -gt 0 ] || fail "-e coll: no collectives"
   echo "PASS: sqlite slowrank"
   ;;
@@ -227,14 +227,14 @@ scenarios)
     [ "$(q 'PRAGMA integrity_check')" = ok ] || fail "integrity_check: $sc"
     "$NCS" dump --stats "$W/s$n" >"$W/stats.txt" || fail "dump --stats: $sc"
     starts() { awk -v t="$1" '/^== job/ { job = 1 } job && $1 == t { print $2; exit }' "$W/stats.txt"; }
-    for pair in "Coll:SELECT COUNT(*) FROM instances WHERE type='Coll'" \
-                "P2p:SELECT COUNT(*) FROM instances WHERE type='P2p'" \
+    for pair in "Coll:SELECT COUNT(*) FROM operations WHERE type='Coll'" \
+                "P2p:SELECT COUNT(*) FROM operations WHERE type='P2p'" \
                 "KernelCh:SELECT COUNT(*) FROM kernel_channels" "KernelPhase:SELECT COUNT(*) FROM kernel_phases" \
                 "ProxyOp:SELECT COUNT(*) FROM proxy_ops" "ProxyStep:SELECT COUNT(*) FROM proxy_steps"; do
       t=${pair%%:*} want=$(starts "${pair%%:*}") got=$(q "${pair#*:}")
       [ "$got" = "${want:-0}" ] || fail "$sc: $t: $got rows, dump --stats says ${want:-0} starts"
     done
-    echo "ok: $sc: $(q 'SELECT COUNT(*) FROM segments') segments, $(q 'SELECT COUNT(*) FROM instances') instances," \
+    echo "ok: $sc: $(q 'SELECT COUNT(*) FROM segments') segments, $(q 'SELECT COUNT(*) FROM operations') instances," \
       "$(q 'SELECT COUNT(*) FROM proxy_ops WHERE pxn') PXN proxy ops," \
       "$(q 'SELECT COUNT(*) FROM kernel_channels WHERE stop_mono_ns IS NULL') + $(q 'SELECT COUNT(*) FROM proxy_steps WHERE stop_mono_ns IS NULL') never stopped"
   done
@@ -253,42 +253,42 @@ v7)
   "$NCS" dump --stats "$W/v7" >"$W/stats.txt" || fail "dump --stats"
   want=$(awk '/^== job/ { job = 1 } job && $1 == "KernelPhase" { print $2; exit }' "$W/stats.txt")
   [ "$(q 'SELECT COUNT(*) FROM kernel_phases')" = "$want" ] && [ "$want" -gt 0 ] || fail "kernel_phases rows != $want KernelPhase starts"
-  [ "$(q 'SELECT COUNT(*) FROM kernel_phases WHERE kernel_channel_id IS NULL OR instance_id IS NULL')" = 0 ] ||
+  [ "$(q 'SELECT COUNT(*) FROM kernel_phases WHERE kernel_channel_id IS NULL OR operation_id IS NULL')" = 0 ] ||
     fail "a kernel phase without its kernel channel or instance"
   [ "$(q 'SELECT COUNT(*) FROM kernel_phases p JOIN kernel_channels k ON k.id = p.kernel_channel_id
           WHERE p.start_gpu_ns < k.start_gpu_ns OR p.stop_gpu_ns > k.stop_gpu_ns OR p.channel != k.channel
           OR p.phase != CASE p.phase_id WHEN 0 THEN "initial_sync" WHEN 1 THEN "compute" ELSE "final_sync" END')" = 0 ] ||
     fail "a kernel phase outside its kernel channel, or misnamed"
   # the split adds up: per instance, the channel means of the phases sum to at most the mean channel GPU time
-  [ "$(q 'SELECT COUNT(*) FROM v_instance_phases v JOIN (SELECT instance_id, AVG(gpu_duration_ns) AS g
-          FROM kernel_channels GROUP BY instance_id) k ON k.instance_id = v.instance_id
-          WHERE v.initial_sync_ns + v.compute_ns + v.final_sync_ns > k.g + 3')" = 0 ] || fail "v_instance_phases exceeds the GPU time"
-  [ "$(q 'SELECT COUNT(*) FROM v_instance_phases')" = "$(q "SELECT COUNT(*) FROM instances WHERE n_kernel_ch > 0")" ] ||
-    fail "v_instance_phases: not one row per instance with kernel channels"
+  [ "$(q 'SELECT COUNT(*) FROM v_operation_phases v JOIN (SELECT operation_id, AVG(gpu_duration_ns) AS g
+          FROM kernel_channels GROUP BY operation_id) k ON k.operation_id = v.operation_id
+          WHERE v.initial_sync_ns + v.compute_ns + v.final_sync_ns > k.g + 3')" = 0 ] || fail "v_operation_phases exceeds the GPU time"
+  [ "$(q 'SELECT COUNT(*) FROM v_operation_phases')" = "$(q "SELECT COUNT(*) FROM operations WHERE n_kernel_ch > 0")" ] ||
+    fail "v_operation_phases: not one row per instance with kernel channels"
   # symmetric kernels: variant, flag, algo its suffix, no protocol; the others have none
-  [ "$(q "SELECT COUNT(*) FROM instances WHERE is_sym_coll = 1 AND kernel_variant LIKE func || '_%'
+  [ "$(q "SELECT COUNT(*) FROM operations WHERE is_sym_coll = 1 AND kernel_variant LIKE func || '_%'
           AND algo = substr(kernel_variant, instr(kernel_variant, '_') + 1) AND proto = ''")" = \
-    "$(q 'SELECT COUNT(*) FROM instances WHERE is_sym_coll = 1')" ] && [ "$(q 'SELECT COUNT(*) FROM instances WHERE is_sym_coll = 1')" -gt 0 ] ||
+    "$(q 'SELECT COUNT(*) FROM operations WHERE is_sym_coll = 1')" ] && [ "$(q 'SELECT COUNT(*) FROM operations WHERE is_sym_coll = 1')" -gt 0 ] ||
     fail "symmetric instances: variant, algo, proto"
-  [ "$(q "SELECT COUNT(*) FROM instances WHERE is_sym_coll = 0 AND kernel_variant IS NULL AND type = 'Coll'")" = \
-    "$(q "SELECT COUNT(*) FROM instances WHERE is_sym_coll = 0 AND type = 'Coll'")" ] || fail "a kernel variant on a regular kernel"
+  [ "$(q "SELECT COUNT(*) FROM operations WHERE is_sym_coll = 0 AND kernel_variant IS NULL AND type = 'Coll'")" = \
+    "$(q "SELECT COUNT(*) FROM operations WHERE is_sym_coll = 0 AND type = 'Coll'")" ] || fail "a kernel variant on a regular kernel"
   # --user-tags 2: iterations 2k and 2k+1 carry tag k + 1; every rank's operations are in v_user_tags
-  [ "$(q 'SELECT COUNT(*) FROM instances WHERE user_tag IS NULL OR user_tag < 1 OR user_tag > 8')" = 0 ] || fail "user_tag values"
+  [ "$(q 'SELECT COUNT(*) FROM operations WHERE user_tag IS NULL OR user_tag < 1 OR user_tag > 8')" = 0 ] || fail "user_tag values"
   [ "$(q 'SELECT COUNT(*) FROM v_user_tags')" = 8 ] && [ "$(q 'SELECT MIN(operations) || "/" || MAX(operations) FROM v_user_tags')" = "8/8" ] ||
     fail "v_user_tags: $(q 'SELECT user_tag, operations FROM v_user_tags')"
-  echo "ok: v7: $(q 'SELECT COUNT(*) FROM kernel_phases') kernel phases, $(q 'SELECT COUNT(*) FROM instances WHERE is_sym_coll') symmetric instances, 8 user tags"
+  echo "ok: v7: $(q 'SELECT COUNT(*) FROM kernel_phases') kernel phases, $(q 'SELECT COUNT(*) FROM operations WHERE is_sym_coll') symmetric instances, 8 user tags"
   # through v6 (and in format 1.1 files): none of it, and NULL rather than 0 where it is unknown
   DB=$W/v6.sqlite
-  [ "$(q 'SELECT COUNT(*) FROM kernel_phases') $(q 'SELECT COUNT(*) FROM instances WHERE user_tag IS NOT NULL OR is_sym_coll IS NOT NULL OR kernel_variant IS NOT NULL')" = "0 0" ] ||
+  [ "$(q 'SELECT COUNT(*) FROM kernel_phases') $(q 'SELECT COUNT(*) FROM operations WHERE user_tag IS NOT NULL OR is_sym_coll IS NOT NULL OR kernel_variant IS NOT NULL')" = "0 0" ] ||
     fail "v6: kernel phases or v7 columns"
-  [ "$(q 'SELECT COUNT(*) FROM instances')" -gt 0 ] || fail "v6: no instances"
+  [ "$(q 'SELECT COUNT(*) FROM operations')" -gt 0 ] || fail "v6: no instances"
   n=0
   for d in "$@"; do
     ls "$d"/*.nstrace >/dev/null 2>&1 || continue
     DB=$W/f$n.sqlite n=$((n + 1))
     "$NCS" export -q -f sqlite "$d" -o "$DB" || fail "export of $d"
-    [ "$(q 'SELECT COUNT(*) FROM instances') $(q 'SELECT COUNT(*) FROM instances WHERE user_tag IS NOT NULL OR is_sym_coll IS NOT NULL')" = \
-      "$(q 'SELECT COUNT(*) FROM instances') 0" ] && [ "$(q 'SELECT COUNT(*) FROM instances')" -gt 0 ] || fail "$d: v7 columns in a format 1.1 trace"
+    [ "$(q 'SELECT COUNT(*) FROM operations') $(q 'SELECT COUNT(*) FROM operations WHERE user_tag IS NOT NULL OR is_sym_coll IS NOT NULL')" = \
+      "$(q 'SELECT COUNT(*) FROM operations') 0" ] && [ "$(q 'SELECT COUNT(*) FROM operations')" -gt 0 ] || fail "$d: v7 columns in a format 1.1 trace"
   done
   [ $n -gt 0 ] || fail "no format 1.1 fixture among: $*"
   echo "PASS: sqlite v7 (and v6, $n format 1.1 fixtures)"
@@ -305,7 +305,7 @@ fixtures)
     [ $rc = 0 ] || [ $rc = 4 ] || fail "export of $d: status $rc"
     [ "$(q 'PRAGMA integrity_check')" = ok ] || fail "integrity_check: $d"
     [ "$(q 'SELECT COUNT(*) FROM processes')" -gt 0 ] || fail "no processes: $d"
-    echo "ok: $d (status $rc, $(q 'SELECT COUNT(*) FROM instances') instances)"
+    echo "ok: $d (status $rc, $(q 'SELECT COUNT(*) FROM operations') instances)"
   done
   [ $n -gt 0 ] || { echo "SKIP: no trace directories among: $*"; exit 77; }
   echo "PASS: sqlite fixtures ($n)"

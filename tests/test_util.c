@@ -9,6 +9,7 @@
 #include "util/mem.h"
 #include "util/num.h"
 #include "util/pool.h"
+#include "util/text.h"
 
 static int fails;
 #define CHECK(c)                                                                                  \
@@ -121,8 +122,110 @@ static void binom(void) {
   CHECK(ncs_binom_sf(5, 4, 0.5) == 0 && ncs_binom_sf(1000000, 1000000, 0.5) < 1e-300);
 }
 
+/* what fn wrote to a FILE, as a string (free it) */
+static char *capture(void (*fn)(FILE *, void *), void *arg) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  fn(m, arg);
+  fclose(m);
+  return buf;
+}
+
+static int widest(const char *s) {
+  int w = 0, c = 0;
+  for (; *s; s++) {
+    if (*s == '\n') c = 0;
+    else if (++c > w) w = c;
+  }
+  return w;
+}
+
+static void wrap_40(FILE *o, void *arg) { ncs_wrap(o, "  - ", "    ", arg, 40); }
+static void fit_40(FILE *o, void *arg) { ncs_fit(o, arg, strlen(arg), 40, 4); }
+
+typedef struct {
+  ncs_tab_t *t;
+  ncs_tab_view_t v;
+} tv_t;
+static void tab_print(FILE *o, void *arg) {
+  tv_t *x = arg;
+  ncs_tab_print(o, x->t, &x->v);
+}
+static void tab_csv(FILE *o, void *arg) { ncs_tab_csv(o, arg, 0); }
+
+/* the verbs' terminal text (src/util/text.c, docs/cli.md "Terminal output") */
+static void text(void) {
+  CHECK(ncs_text_width("\033[1mab\033[0m") == 2 && ncs_text_width("\xc3\xa9t\xc3\xa9") == 3);
+  /* wrapping: at word boundaries, never wider than asked, a number keeps its unit */
+  char *w = capture(wrap_40, "rank 2 arrived last in 73% of 100 collectives; the others waited 789.49 ms for "
+                             "it in total, a supercalifragilisticexpialidocious-long-word too");
+  CHECK(strstr(w, "789.49 ms") != NULL && strstr(w, "\n    ") != NULL);
+  CHECK(!strncmp(w, "  - rank 2", 10));
+  for (char *l = strtok(w, "\n"); l; l = strtok(NULL, "\n"))
+    CHECK(strlen(l) <= 40 || strstr(l, "supercali") != NULL); /* only the unbreakable word */
+  free(w);
+  /* fitting: a line that fits stays as it is, a wider one wraps under its marker */
+  w = capture(fit_40, "short line\nHANG   rank 2 never entered AllReduce #15 of communicator c0 and more\n");
+  CHECK(!strncmp(w, "short line\nHANG   rank 2", 24) && widest(w) <= 40 && strstr(w, "\n       #15") != NULL);
+  free(w);
+  /* a table: widths from the cells, right-aligned numbers, --top with "N more rows" */
+  ncs_tab_t *t = ncs_tab_new("ranks");
+  ncs_tab_col(t, "comm", "comm", NCS_COL_KEY | NCS_COL_ASC, 0);
+  ncs_tab_col(t, "rank", "rank", NCS_COL_RIGHT | NCS_COL_ASC, 0);
+  ncs_tab_col(t, "waited", "waited_ns", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "note", "note", NCS_COL_TEXT, 0);
+  static const double wait[] = {5e6, 9e6, 1e6};
+  for (int r = 0; r < 3; r++) {
+    char rk[8];
+    ncs_tab_row(t);
+    ncs_tab_put(t, "c0", NULL);
+    snprintf(rk, sizeof rk, "%d", r);
+    ncs_tab_put(t, rk, NULL);
+    char d[32];
+    ncs_fmt_ns(d, sizeof d, wait[r]);
+    ncs_tab_num(t, d, wait[r]);
+    ncs_tab_put(t, r == 1 ? "a note long enough to be wrapped under its column, many words" : "", NULL);
+  }
+  tv_t x = {t, {.indent = 2, .width = 40, .top = 2, .more = "--top N"}};
+  w = capture(tab_print, &x);
+  CHECK(strstr(w, "  comm rank  waited  note\n") == w && strstr(w, "\n  c0      0 5.00 ms\n") != NULL);
+  CHECK(strstr(w, "\n  c0      1 9.00 ms  a note long enough\n                     to be") != NULL);
+  CHECK(strstr(w, "... 1 more row (--top N)") != NULL && widest(w) <= 40);
+  free(w);
+  /* sorting: numbers largest first, stable; CSV: raw values, quoted when they must be */
+  CHECK(ncs_tab_sort(t, "waited_ns") == 0 && ncs_tab_sort(t, "nosuch") == -1);
+  w = capture(tab_csv, t);
+  CHECK(!strcmp(w, "comm,rank,waited_ns,note\nc0,1,9000000,\"a note long enough to be wrapped under its column, many "
+                   "words\"\nc0,0,5000000,\nc0,2,1000000,\n"));
+  free(w);
+  char keys[128];
+  ncs_tab_keys(t, keys, sizeof keys);
+  CHECK(same(keys, "comm,rank,waited_ns,note") && ncs_tab_has_key(t, "rank"));
+  ncs_tab_free(t);
+  /* folding: columns wider than the width go in blocks, each with the key column */
+  t = ncs_tab_new("wide");
+  ncs_tab_col(t, "rank", "rank", NCS_COL_KEY, 0);
+  for (int c = 0; c < 6; c++) {
+    char h[16];
+    snprintf(h, sizeof h, "function%d", c);
+    ncs_tab_col(t, h, h, NCS_COL_LEFT, 0);
+  }
+  ncs_tab_row(t);
+  ncs_tab_put(t, "0", NULL);
+  for (int c = 0; c < 6; c++) ncs_tab_put(t, "15/14", NULL);
+  x = (tv_t){t, {.indent = 2, .width = 40}};
+  w = capture(tab_print, &x);
+  CHECK(widest(w) <= 40 && strstr(w, "function5") != NULL);
+  int blocks = 0;
+  for (char *p = w; (p = strstr(p, "  rank")); p++) blocks++;
+  CHECK(blocks >= 2);
+  free(w);
+  ncs_tab_free(t);
+}
+
 int main(void) {
-  pool(), fmt(), arrays(), binom();
+  pool(), fmt(), arrays(), binom(), text();
   if (fails) return 1;
   printf("test_util: ok\n");
   return 0;

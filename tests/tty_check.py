@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""tty_check.py NCCLSCOPE NCCL-SIM WORK - the terminal manners of `report` and `export`
-(docs/report.md, "The terminal report"; docs/timeline.md): on a terminal the report is coloured
-and goes through a pager, --no-color and NO_COLOR turn colour off, --no-pager the pager; off a
-terminal neither. The default report fits the width it is given (80 to 120 columns), its size
-rows are sorted and its bandwidth columns carry units; --wide has more columns. A long export
-draws one progress bar on a terminal and plain lines elsewhere."""
+"""tty_check.py NCCLSCOPE NCCL-SIM WORK - the terminal manners of every verb (docs/cli.md,
+"Terminal output"; docs/report.md, "The terminal report"; docs/timeline.md): on a terminal the
+report is coloured and goes through a pager, --no-color and NO_COLOR turn colour off, --no-pager
+the pager; off a terminal neither. On a pseudo-terminal of 80 and of 120 columns, every verb's
+output (standard output and its messages) fits: record, dump (its event lines cut, --stats
+wrapped), demo, export, report, diff, diagnose, trigger and every --help; --wide gives the full
+lines. The report's size rows are sorted and its bandwidth columns carry units; its long tables
+end in "N more rows". A long export draws one progress bar on a terminal and plain lines
+elsewhere."""
 import os, pty, re, select, subprocess, sys, time
 
 ncs, sim, work = sys.argv[1:4]
@@ -91,6 +94,64 @@ for l in lines[hdr[0] + 2:]:
     prev = (key, size)
 w = subprocess.run([ncs, "report", "--wide", small], capture_output=True, text=True).stdout
 if "busbw p99" not in w or "busbw p99" in out: fail("--wide does not add columns")
+
+# every verb fits a terminal of 80 and of 120 columns (stdout and stderr on the pty); --wide does
+# not fit (a line wider than 80 columns is there)
+def widest(out):
+    return max([len(ANSI.sub("", seg)) for line in out.split("\n") for seg in line.split("\r")] or [0])
+
+hang = os.path.join(work, "hang")
+subprocess.run(["rm", "-rf", hang], check=True)
+env = dict(os.environ, NCCLSCOPE_DIR=hang, NCCLSCOPE_EVENTS="all", NCCL_PROFILER_PLUGIN=plugin)
+subprocess.run([sim, "--scenario", "allreduce", "--ranks", "4", "--procs", "4", "--iters", "20",
+                "--fault", "skip:2:5", "--hang-s", "1"], env=env, stdout=subprocess.DEVNULL,
+               stderr=subprocess.DEVNULL)
+small2 = os.path.join(work, "small2")
+subprocess.run(["rm", "-rf", small2], check=True)
+rec(small2, 60)
+flight = os.path.join(work, "flightdir")
+os.makedirs(flight, exist_ok=True)
+verbs = {
+    # the command's own output is not record's: nccl-sim writes its counters elsewhere
+    "record": lambda c: [ncs, "record", "-o", os.path.join(work, "rec%d" % c), "--", "sh", "-c",
+                         'exec "$0" --scenario allreduce --ranks 2 --iters 5 >/dev/null', sim],
+    "dump": lambda c: [ncs, "dump", "--limit", "200", small],
+    "dump --stats": lambda c: [ncs, "dump", "--stats", small],
+    "report": lambda c: [ncs, "report", "--no-pager", "--no-color", "--top", "3", small],
+    "diagnose": lambda c: [ncs, "diagnose", hang],
+    "diff": lambda c: [ncs, "diff", small, small2],
+    "export": lambda c: [ncs, "export", "--force", "-o", os.path.join(work, "e%d.pftrace" % c), small],
+    "trigger": lambda c: [ncs, "trigger", "--wait", "0", flight],
+    "demo": lambda c: [ncs, "demo", "-o", os.path.join(work, "demo%d" % c), "--ranks", "4", "--iters", "20",
+                       "--scenario", "hang"],
+}
+for name, args in verbs.items():
+    for cols in (80, 120):
+        for d in ("rec%d" % cols, "demo%d" % cols):
+            subprocess.run("rm -rf %s %s.*" % (os.path.join(work, d), os.path.join(work, d)), shell=True, check=True)
+        rc, out = on_tty(args(cols), {"PAGER": "cat", "NCCLSCOPE_PROGRESS_AFTER_MS": "0"}, cols=cols)
+        if rc not in (0, 1):
+            fail("%s on a %d-column terminal exited %d: %s" % (name, cols, rc, out[-600:]))
+        w = widest(out)
+        if w > cols:
+            bad = [l for l in out.split("\n") if len(ANSI.sub("", l)) > cols]
+            fail("%s on a %d-column terminal: a line of %d columns: %r" % (name, cols, w, bad[:2]))
+    rc, out = on_tty([a for a in args(80)] if name not in ("diagnose", "diff", "dump", "dump --stats", "report")
+                     else args(80)[:2] + ["--wide"] + args(80)[2:], {"PAGER": "cat"}, cols=80)
+    if name in ("diagnose", "diff", "dump", "report") and widest(out) <= 80:
+        fail("%s --wide on an 80-column terminal has no line wider than 80 columns" % name)
+for v in ("", "record", "dump", "demo", "export", "report", "diff", "diagnose", "trigger"):
+    rc, out = on_tty([ncs] + ([v] if v else []) + ["--help"], cols=80)
+    if widest(out) > 80: fail("ncclscope %s --help: wider than 80 columns" % v)
+# dump on a terminal cuts its event lines and says so; into a pipe they are whole
+rc, out = on_tty([ncs, "dump", "--limit", "50", small], cols=80)
+if "~" not in out or "cut at 80 columns" not in out: fail("dump on a terminal: no cut line, or no note")
+p = subprocess.run([ncs, "dump", "--limit", "50", small], capture_output=True, text=True)
+if max(len(l) for l in p.stdout.splitlines()) <= 80: fail("dump into a pipe cut its lines")
+# long tables: their first --top rows, then "N more rows"
+rc, out = on_tty([ncs, "report", "--no-pager", "--top", "2", small], cols=100)
+if not re.search(r"^  \.\.\. \d+ more rows \(--top N to see more, --csv --table links for all\)", out, re.M):
+    fail("the links table of --top 2 does not end in 'N more rows'")
 
 # progress: a bar on a terminal, plain lines elsewhere
 big = os.path.join(work, "big")

@@ -333,8 +333,8 @@ static void cannot_tell_comm(dg_t *D, uint32_t c, int waiting) {
   if (nnocomp) snprintf(nocomp, sizeof nocomp, "%d rank%s newest operation has no visible completion",
                         nnocomp, nnocomp == 1 ? "'s" : "s'");
   snprintf(v->summary, sizeof v->summary,
-           "cannot tell which rank communicator " NCS_COMM_ID_FMT " waits for, or whether it is stuck: "
-           "%s%s%s", C->comm_id, lost, nlost && nnocomp ? ", " : "", nocomp);
+           "cannot tell which rank communicator c%u " NCS_COMM_ID_FMT " waits for, or whether it is "
+           "stuck: %s%s%s", c, C->comm_id, lost, nlost && nnocomp ? ", " : "", nocomp);
 }
 
 /* ------------------------------------------------------------------ per communicator */
@@ -351,8 +351,8 @@ static void dead_inside(dg_t *D, uint32_t c, int rank, const dg_op_t *K) {
   dg_cpy(v->func, sizeof v->func, K->func);
   v->seq = K->seq, v->rank = rank, v->proc = cr->proc, v->where = NCS_DG_W_DEAD;
   snprintf(v->summary, sizeof v->summary,
-           "rank %d of communicator " NCS_COMM_ID_FMT " died inside %s: its process died", rank,
-           C->comm_id, nm);
+           "rank %d of communicator c%u " NCS_COMM_ID_FMT " died inside %s: its process died", rank,
+           c, C->comm_id, nm);
   dg_ev_line(v, "rank %d (%s-%" PRIu64 "): %s", rank, p->host, p->pid, p->dead_why);
   dg_ago_str(D, a, sizeof a, dg_to_real(&D->procs[cr->proc], K->start));
   dg_ev_line(v, "it entered %s %s; no living rank of the communicator is stuck", nm, a);
@@ -427,8 +427,8 @@ static int classify_absent(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
     if (!lo.oldest_pending) continue;
     dg_op_name(nm, sizeof nm, lo.oldest_pending);
     dg_ago_str(D, a, sizeof a, dg_to_real(P, lo.oldest_pending->start));
-    dg_ev_line(v, "it has %s open in communicator " NCS_COMM_ID_FMT " (rank %d there), entered %s", nm,
-            D->comms[o->comm].comm_id, o->rank, a);
+    dg_ev_line(v, "it has %s open in communicator c%u " NCS_COMM_ID_FMT " (rank %d there), entered %s", nm,
+            (unsigned)o->comm, D->comms[o->comm].comm_id, o->rank, a);
     return NCS_DG_W_OTHER_COMM;
   }
   const dg_ev_t *api = dg_open_api(D, cr, 1);
@@ -604,21 +604,21 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
     v->channel = best->channel, v->peer = best->peer, v->step = best->step, v->is_send = best->is_send;
     dg_cpy(v->state, sizeof v->state, best->has_state ? dg_short_state(best->state) : "started");
     snprintf(v->summary, sizeof v->summary,
-             "every rank of communicator " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d is stuck inside it: %s step %d on channel "
+             "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d is stuck inside it: %s step %d on channel "
              "%d %s rank %d in %s, no progress for %s (%s)",
-             D->comms[c].comm_id, func, seq, W->rank, best->is_send ? "send" : "recv", best->step, best->channel,
+             c, D->comms[c].comm_id, func, seq, W->rank, best->is_send ? "send" : "recv", best->step, best->channel,
              best->is_send ? "to" : "from", best->peer, v->state, sd, why);
   } else if (best) {
     v->channel = best->channel;
     dg_cpy(v->state, sizeof v->state, "KernelCh");
     snprintf(v->summary, sizeof v->summary,
-             "every rank of communicator " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d: kernel open on channel %d, no progress "
+             "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d: kernel open on channel %d, no progress "
              "for %s (%s)",
-             D->comms[c].comm_id, func, seq, W->rank, best->channel, sd, why);
+             c, D->comms[c].comm_id, func, seq, W->rank, best->channel, sd, why);
   } else {
     snprintf(v->summary, sizeof v->summary,
-             "every rank of communicator " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d is stuck inside it, no progress for %s (%s)",
-             D->comms[c].comm_id, func, seq, W->rank, sd, why);
+             "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d is stuck inside it, no progress for %s (%s)",
+             c, D->comms[c].comm_id, func, seq, W->rank, sd, why);
   }
   if (mismatched) {
     size_t l = strlen(v->summary);
@@ -894,16 +894,16 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
       if (K->seq < 0)
         snprintf(v->summary, sizeof v->summary,
                  "rank %d never posted the %s %s rank %d that rank %d's %s waits for (communicator "
-                 NCS_COMM_ID_FMT "): %s",
+                 "c%u " NCS_COMM_ID_FMT "): %s",
                  r, peer_func, !strcmp(peer_func, "Recv") ? "from" : "to", pk.rank, pk.rank, K->func,
-                 C->comm_id, where_text(v->where));
+                 c, C->comm_id, where_text(v->where));
       else
-        snprintf(v->summary, sizeof v->summary, "rank %d never entered %s (communicator " NCS_COMM_ID_FMT
-                 "): %s", r, kname, C->comm_id, where_text(v->where));
+        snprintf(v->summary, sizeof v->summary, "rank %d never entered %s (communicator c%u "
+                 NCS_COMM_ID_FMT "): %s", r, kname, c, C->comm_id, where_text(v->where));
       if (v->kind == NCS_DG_V_CANNOT_TELL)
         snprintf(v->summary, sizeof v->summary,
-                 "cannot tell whether rank %d entered %s (communicator " NCS_COMM_ID_FMT "): %s", r,
-                 kname, C->comm_id, why);
+                 "cannot tell whether rank %d entered %s (communicator c%u " NCS_COMM_ID_FMT "): %s", r,
+                 kname, c, C->comm_id, why);
     }
   } else if (nw && comm_lost(D, C)) { /* who stopped first is unknowable with a rank's records lost */
     out->has_stuck = 0;

@@ -174,8 +174,8 @@ static void dead_procs(dg_t *D) {
       /* --comm: a death is reported whatever the filter; it names a judged communicator first */
       if (v->comm < 0 || (!G->comms[v->comm].judged && G->comms[cr->comm].judged))
         v->comm = (int)cr->comm, v->rank = cr->rank;
-      len += (size_t)snprintf(rl + len, sizeof rl - len, "%srank %d of " NCS_COMM_ID_FMT, len ? ", " : "",
-                              cr->rank, D->comms[cr->comm].comm_id);
+      len += (size_t)snprintf(rl + len, sizeof rl - len, "%srank %d of c%u " NCS_COMM_ID_FMT, len ? ", " : "",
+                              cr->rank, (unsigned)cr->comm, D->comms[cr->comm].comm_id);
     }
     snprintf(v->summary, sizeof v->summary, "process %s-%" PRIu64 " died%s%s", G->procs[i].host,
              G->procs[i].pid, rl[0] ? " holding " : "", rl);
@@ -335,7 +335,8 @@ static int sel_window(dg_t *D, ncs_job_filter_t *f, char *err, size_t errlen) {
              what, f->rsel && f->tsel ? "them" : "it");
     return -1;
   }
-  ncs_job_filter_t sf = {.comm_set = f->comm_set, .comm_id = f->comm_id, .rsel = f->rsel, .nrsel = f->nrsel,
+  ncs_job_filter_t sf = {.comm_set = f->comm_set, .comm_id = f->comm_id, .comm_by_index = f->comm_by_index,
+                         .comm_index = f->comm_index, .rsel = f->rsel, .nrsel = f->nrsel,
                          .tsel = f->tsel, .ntsel = f->ntsel};
   char **paths = ncs_xcalloc(G->nprocs, sizeof *paths);
   for (uint32_t i = 0; i < G->nprocs; i++) paths[i] = G->procs[i].file;
@@ -385,6 +386,8 @@ static int filter_setup(dg_t *D, const ncs_job_filter_t *f, char *err, size_t er
     memcpy(G->filter_ranks, f->ranks, f->nranks * sizeof *f->ranks);
     G->filter.ranks = G->filter_ranks;
   }
+  /* --comm by label or index: the model's order, which D->comms keeps */
+  if (ncs_job_filter_comm(&G->filter, D->job->comms, D->job->ncomms, err, errlen) != 0) return -1;
   if ((f->rsel || f->tsel) && sel_window(D, &G->filter, err, errlen) != 0) return -1;
   f = &G->filter;
   ncs_job_filter_text(&G->filter, G->filter_text, sizeof G->filter_text);
@@ -551,9 +554,10 @@ static void nothing_stuck(dg_t *D) {
                D->cut ? " (or was in progress, completing later)" : "");
   for (uint32_t c = 0; c < G->ncomms; c++)
     if (G->comms[c].judged)
-      dg_ev_line(v, "communicator " NCS_COMM_ID_FMT "%s%s: %d of %d ranks recorded, %" PRIu64
+      dg_ev_line(v, "communicator c%u " NCS_COMM_ID_FMT "%s%s%s: %d of %d ranks recorded, %" PRIu64
                     " collectives completed on every rank",
-                 G->comms[c].comm_id, G->comms[c].name[0] ? " " : "", G->comms[c].name, G->comms[c].ranks_present,
+                 c, G->comms[c].comm_id, G->comms[c].name[0] ? " \"" : "", G->comms[c].name,
+                 G->comms[c].name[0] ? "\"" : "", G->comms[c].ranks_present,
                  G->comms[c].nranks, G->comms[c].ops_completed_all);
 }
 

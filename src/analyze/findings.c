@@ -216,7 +216,7 @@ static void warn_gpu(ncs_findings_t *f, const ncs_analysis_t *a) {
   warn(f, "gpu_suspect",
        "%" PRIu64 " instances have GPU times that cannot be right: a rank's kernel ended before "
        "another rank's began (NCCL gave a KernelCh another operation's timestamps, or a GPU clock "
-       "is mapped wrong); their latency, bandwidth and waits are doubtful. First: comm %u %s #%" PRIu64
+       "is mapped wrong); their latency, bandwidth and waits are doubtful. First: c%u %s #%" PRIu64
        ", rank %d's kernel starts %s after its call, %s after another rank's kernel ended",
        a->gpu_suspect, a->gsus[0].comm, a->gsus[0].func, a->gsus[0].seq, a->gsus[0].rank, l, g);
 }
@@ -303,12 +303,12 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t3, sizeof t3, per), ncs_fmt_ns(t4, sizeof t4, wall);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
-             " collectives on comm " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested); the other %d ranks waited for it %s in"
              " total (+-%s), %s each, %.0f%%"
              " of the job's %s; worst: %s seq %" PRIu64 " by %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
-             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
+             r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
              f->test.tests, m - 1,
              t1, err, t3, wall > 0 ? 100 * per / wall : 0, t4, r->nev ? r->ev[0].func : "-",
              r->nev ? r->ev[0].seq : 0, t2);
@@ -318,11 +318,11 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t1, sizeof t1, (double)r->excess);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
-             " collectives on comm " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
+             " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested), %s transfer time over the median rank"
              " in total",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->slowest, r->slow_trials), r->slow_trials,
-             a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
+             r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
              f->test.tests, t1);
     break;
   case NCS_FIND_MISMATCH: {
@@ -331,8 +331,8 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     if (m->nodd > 1) snprintf(more, sizeof more, " (%d ranks differ from most)", m->nodd);
     snprintf(o, n,
              "%" PRIu64 " collective instances differ across ranks, e.g. %s seq %" PRIu64
-             " on comm " NCS_COMM_ID_FMT ": rank %d differs from rank %d%s: %s",
-             a->mismatched, m->func, m->seq, a->job->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
+             " on c%u " NCS_COMM_ID_FMT ": rank %d differs from rank %d%s: %s",
+             a->mismatched, m->func, m->seq, m->comm, a->job->comms[m->comm].comm_id, m->rank_a, m->rank_b, more,
              m->what);
     break;
   }

@@ -50,7 +50,7 @@ typedef struct {
 typedef struct {
   const char *key; /* "unreadable", "damaged", "lost", "no_footer", "write_errors", "gaps",
                     * "sampled", "no_completion", "unsampled", "gpu_suspect" */
-  char text[640];
+  char text[1024];
 } ncs_warning_t;
 
 typedef struct {

@@ -39,8 +39,12 @@ int ncs_cmd_trigger(int argc, char **argv);
 
 /* demo: the report's head on a few lines (what was recorded, coverage, warnings, up to
  * max_findings findings) to o, and the --html page to html (NULL: none); an exit status */
+#define NCS_BRIEF_WORST 1 /* the instance with the largest arrival skew: who the others waited for */
+#define NCS_BRIEF_LINKS 2 /* the slowest network link against the median one */
 int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force, FILE *o,
-                     uint32_t max_findings);
+                     uint32_t max_findings, int width, int flags);
+/* diagnose: a verdict's word as the text prints it ("HANG", "DESYNC", "DEAD", "CANNOT TELL", "OK") */
+const char *ncs_dg_label(int kind);
 /* dump --stats over the traces of `path` (a directory or one file); used by dump and demo */
 int ncs_stats_path(const char *path, FILE *out);
 int ncs_stats_paths(char *const *paths, int npaths, FILE *out); /* one job over several paths */
@@ -83,6 +87,22 @@ int ncs_record_run(ncs_record_opts_t *o);
   {"comm", required_argument, 0, NCS_OPT_COMM}, {"rank", required_argument, 0, NCS_OPT_RANK},   \
       {"from", required_argument, 0, NCS_OPT_FROM}, {"to", required_argument, 0, NCS_OPT_TO},   \
       {"range", required_argument, 0, NCS_OPT_RANGE}, {"tag", required_argument, 0, NCS_OPT_TAG}
+/* the filters in a verb's --help (report, export): one text, one column layout */
+#define NCS_FILTER_HELP                                                                            \
+  "filters (docs/cli.md, \"Filters\"; the output says what they left out):\n"                     \
+  "      --comm C          only communicator C: its label (c0), index (0) or commId\n"               \
+  "                        (0x and 16 hex digits), as the report lists them\n"                      \
+  "      --rank LIST       only collective instances with one of these ranks\n"                     \
+  "                        (0,2,4-7), kept whole, and sends/receives from or to\n"                  \
+  "                        them\n"                                                                  \
+  "      --from T, --to T  only those whose first arrival is T after the job's\n"                   \
+  "                        first event (1.5, 1.5s, 250ms, 30us)\n"                                  \
+  "      --range NAME      only those with an operation called inside a user range\n"              \
+  "                        of this name (docs/ranges.md); NAME:N, NAME:N-M only its\n"              \
+  "                        N-th (to M-th) range on each thread; several: any\n"                     \
+  "      --tag LIST        only those with an operation whose NCCL user tag (ABI\n"                 \
+  "                        v7) is in LIST (7, 3,5-9; 0 untagged). One operation\n"                  \
+  "                        must meet --rank, --range and --tag together\n"
 #define NCS_CLI_MAX_RANGES 16 /* --range flags */
 #define NCS_CLI_MAX_TAGS 64   /* numbers and intervals of --tag lists, together */
 typedef struct {
@@ -99,9 +119,16 @@ int ncs_check_filter_comm(const char *verb, const ncs_job_filter_t *f, const ncs
 
 /* helpers (util.c) */
 extern const char *ncs_prog; /* "ncclscope" */
+extern const char *ncs_verb; /* the verb running ("report"), set by main; NULL before */
+/* Messages on stderr, one format for every verb (docs/cli.md, "Messages"):
+ *   ncclscope VERB: error: WHAT          (then the exit status says which kind)
+ *   ncclscope VERB: warning: WHAT
+ *   ncclscope VERB: WHAT                 (what was written, progress)
+ * A usage error adds "Try 'ncclscope VERB --help'." and returns 2. verb NULL: ncs_verb. */
 int ncs_usage_error(const char *verb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void ncs_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ncs_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void ncs_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* report a getopt_long failure ('?' or ':') for the option at argv[optind - 1]; returns 2 */
 int ncs_bad_option(const char *verb, int c, char **argv);
 /* directory of the running executable (from /proc/self/exe); 0 or -1 */

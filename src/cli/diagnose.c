@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "analyze/diagnose.h"
 #include "cli/cli.h"
@@ -17,6 +18,7 @@
 #include "trace/flight.h"
 #include "trace/reader.h"
 #include "util/fmt.h"
+#include "util/text.h"
 
 /* Lines are built with snprintf into fixed buffers; a cut line is acceptable. */
 #ifndef __clang__ /* gcc only: clang has no such warning */
@@ -24,53 +26,54 @@
 #endif
 
 static const char diagnose_help[] =
-    "usage: ncclscope diagnose [--json] [--incident N | --latest] [--run N] [--comm ID] [--rank LIST]\n"
-    "                          [--from T] [--to T] [--range NAME[:N[-M]]] [--tag LIST] DIR\n"
+    "usage: ncclscope diagnose [OPTIONS] DIR\n"
     "\n"
-    "Hang and desync verdicts over the recordings of every rank of a job: DIR's traces (*.nstrace)\n"
-    "or flight files (*.nsflight), and the flight dumps in DIR/dumps. Dumps taken within seconds\n"
-    "of each other form an incident; the first incident is diagnosed unless told otherwise, from\n"
-    "each process's newest dump in it, or the live file of a process that did not answer its last\n"
-    "dump request.\n"
+    "Hang and desync verdicts over the recordings of every rank of a job: DIR's\n"
+    "traces (*.nstrace) or flight files (*.nsflight), and the flight dumps in\n"
+    "DIR/dumps (docs/diagnose.md). Dumps taken within seconds of each other form an\n"
+    "incident; the first incident is diagnosed unless told otherwise. For each\n"
+    "communicator: the last seqNumber every rank entered and completed; the operation\n"
+    "the others wait in and, for each rank that never entered it, where it is (dead,\n"
+    "inside NCCL elsewhere, outside NCCL); when every rank entered it, the rank that\n"
+    "stopped progressing first; collectives whose count, datatype or root differ.\n"
     "\n"
-    "For each communicator: the last seqNumber every rank entered and completed; the operation the\n"
-    "others wait in and, for each rank that never entered it, where it is (dead, inside NCCL\n"
-    "elsewhere, outside NCCL); when every rank entered it, the rank that stopped progressing first\n"
-    "(proxy step states, kernels); collectives whose count, datatype or root differ between ranks.\n"
+    "options:\n"
+    "  -j, --json            machine-readable output (schema: docs/diagnose.md)\n"
+    "  -i, --incident N      diagnose the N-th incident of DIR/dumps (1: the first)\n"
+    "  -l, --latest          diagnose the last incident\n"
+    "      --run N|last      the N-th run (by start time) when DIR holds several;\n"
+    "                        without it such a DIR is refused, with the list of runs\n"
+    "      --wide            lines as long as they need (the default fits the\n"
+    "                        terminal: 80 to 120 columns)\n"
+    "  -h, --help            this help\n"
     "\n"
-    "  --json          machine-readable output (schema: docs/diagnose.md)\n"
-    "  --incident N    diagnose the N-th incident of DIR/dumps (1 = the first)\n"
-    "  --latest        diagnose the last incident\n"
-    "  --run N|last    the N-th job (by start time) when DIR holds the recordings of several\n"
-    "                  runs; without it such a DIR is refused, with the list of its runs\n"
-    "  -h, --help      this help\n"
+    "filters (docs/diagnose.md, \"Filters\"); the output says what each left out, and\n"
+    "a filtered diagnosis can miss a hang outside it:\n"
+    "      --comm C          verdicts for communicator C only: its label (c0), index\n"
+    "                        (0) or commId; the others are listed as not judged (a\n"
+    "                        dead process is reported whatever its communicators)\n"
+    "      --rank LIST       the tables show these ranks (0,2,4-7); verdicts are\n"
+    "                        still judged from every rank\n"
+    "      --to T            judge the job as it was T after its first event (1.5,\n"
+    "                        1.5s, 250ms, 30us); full traces only\n"
+    "      --from T          look for mismatched collectives (desync) only among\n"
+    "                        those entered from T on; hangs are judged whatever their\n"
+    "                        time\n"
+    "      --range NAME[:N[-M]], --tag LIST\n"
+    "                        the span of the operations in those user ranges or with\n"
+    "                        those NCCL user tags, as --from and --to would be; not\n"
+    "                        with --from/--to\n"
     "\n"
-    "Filters (docs/diagnose.md, \"Filters\"); the output says what each left out, and a filtered\n"
-    "diagnosis can miss a hang outside the filter:\n"
-    "  --comm ID       verdicts for this communicator only (0x and 16 hex digits); the others are\n"
-    "                  listed as not judged. A dead process is reported whatever its communicators\n"
-    "  --rank LIST     the tables show these ranks (0,2,4-7); verdicts are still judged from every\n"
-    "                  rank, and one whose cause is outside the list says so\n"
-    "  --to T          judge the job as it was T after its first event (1.5, 1.5s, 250ms, 30us):\n"
-    "                  records after it are ignored, except that an operation open then which the\n"
-    "                  recording shows completing later was in progress, not stuck. Full traces\n"
-    "                  only (flight recordings keep only their last operations)\n"
-    "  --from T        check for mismatched collectives (desync) only among those entered from T\n"
-    "                  after the job's first event on; hangs are judged whatever their time\n"
-    "  --range NAME[:N[-M]], --tag LIST\n"
-    "                  the time span of the operations called inside those user ranges or with\n"
-    "                  those NCCL user tags: desync checks from its first arrival, and the job\n"
-    "                  judged as at its last completion (as --from and --to would); at the end of\n"
-    "                  the recordings when one of them never completed or a range never ended.\n"
-    "                  Not with --from/--to\n"
+    "examples:\n"
+    "  ncclscope diagnose run1\n"
+    "  ncclscope trigger run2 && ncclscope diagnose --latest run2   # flight mode\n"
+    "  ncclscope diagnose -j run1 | jq '.verdicts[0].summary'\n"
     "\n"
-    "Exit status: 0 nothing stuck, 1 a hang, desync or dead process was found (or ranks wait\n"
-    "for a cause the recordings cannot show), 2 usage error, 3 no readable recording (or no such\n"
-    "incident), 4 nothing found but a recording is damaged or unreadable, or it cannot tell\n"
-    "whether every operation completed (the verdict covers what could be read), 5 the output\n"
+    "exit status: 0 nothing stuck, 1 a hang, desync or dead process was found (or\n"
+    "ranks wait for a cause the recordings cannot show), 2 usage error, 3 no readable\n"
+    "recording (or no such incident), 4 nothing found but a recording is damaged or\n"
+    "unreadable, or it cannot tell whether every operation completed, 5 the output\n"
     "cannot be written. With a filter, the status is about what was judged.\n";
-
-
 
 static const char *status_of(const ncs_dg_t *d) {
   if (!d->problem && d->cannot_tell) return "cannot_tell";
@@ -134,7 +137,8 @@ static void json_filter(FILE *o, const ncs_dg_t *d) {
   int first = 1;
   for (uint32_t c = 0; c < d->ncomms; c++) {
     if (d->comms[c].judged) continue;
-    fprintf(o, "%s{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", first ? "" : ",", d->comms[c].comm_id);
+    fprintf(o, "%s{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"label\":\"c%u\",\"name\":", first ? "" : ",",
+            d->comms[c].comm_id, c);
     ncs_json_str(o, d->comms[c].name);
     fprintf(o, ",\"nranks\":%d}", d->comms[c].nranks);
     first = 0;
@@ -179,9 +183,9 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
     fprintf(o, "%s\n{\"kind\":\"%s\",\"comm_id\":", i ? "," : "", ncs_dg_kind_name(v->kind));
     if (v->comm >= 0)
-      fprintf(o, "\"" NCS_COMM_ID_FMT "\"", d->comms[v->comm].comm_id);
+      fprintf(o, "\"" NCS_COMM_ID_FMT "\",\"comm_label\":\"c%d\"", d->comms[v->comm].comm_id, v->comm);
     else
-      fprintf(o, "null");
+      fprintf(o, "null,\"comm_label\":null");
     fprintf(o, ",\"rank\":%d,\"ranks\":[", v->rank);
     for (int k = 0; k < v->nranks; k++) fprintf(o, "%s%d", k ? "," : "", v->ranks[k]);
     fprintf(o, "],\"process\":");
@@ -226,7 +230,8 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
   for (uint32_t c = 0; c < d->ncomms; c++) {
     const ncs_dg_comm_t *C = &d->comms[c];
     if (!C->judged) continue; /* --comm: in filter.not_judged */
-    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"name\":", firstc ? "" : ",", C->comm_id);
+    fprintf(o, "%s\n{\"comm_id\":\"" NCS_COMM_ID_FMT "\",\"label\":\"c%u\",\"name\":", firstc ? "" : ",",
+            C->comm_id, c);
     firstc = 0;
     ncs_json_str(o, C->name);
     fprintf(o, ",\"nranks\":%d,\"ranks_present\":%d,\"ranks_left_out\":%d,\"completed_on_all\":%" PRIu64
@@ -285,7 +290,7 @@ static void print_json(FILE *o, const ncs_dg_t *d) {
 
 /* ------------------------------------------------------------------ text */
 
-static const char *label(int kind) {
+const char *ncs_dg_label(int kind) {
   switch (kind) {
   case NCS_DG_V_DEAD: return "DEAD";
   case NCS_DG_V_MISMATCH: return "DESYNC";
@@ -324,20 +329,23 @@ static const char *rank_state_text(const ncs_dg_rank_t *R) {
   }
 }
 
-/* One rank's table cells: its last entered/completed per function, its state, what is open. */
+/* One rank's cells, as one string: to merge identical consecutive rows of a large communicator */
 static void rank_row(char *row, size_t cap, const ncs_dg_rank_t *R, const char *const *fn,
                      const int *fp, int nfn) {
   size_t len = 0;
   for (int j = 0; j < nfn; j++) {
     char cell[48];
     cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
-    len += (size_t)snprintf(row + len, cap - len, " %-13s", cell);
+    len += (size_t)snprintf(row + len, cap - len, "%s|", cell);
     if (len >= cap) len = cap - 1;
   }
-  snprintf(row + len, cap - len, " %-22s %s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
+  snprintf(row + len, cap - len, "%s|%s", rank_state_text(R), R->open_desc[0] ? R->open_desc : "-");
 }
 
-static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
+static int g_width; /* the terminal width to fit (0: --wide, or not a terminal) */
+static int g_wide;  /* --wide: every column */
+
+static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C, uint32_t index) {
   /* the functions of the table, in order of first appearance */
   const char *fn[NCS_DG_MAX_FUNCS];
   int fp[NCS_DG_MAX_FUNCS], nfn = 0;
@@ -347,8 +355,9 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       for (int j = 0; j < nfn; j++) have |= fn[j] == C->ranks[r].f[k].func && fp[j] == C->ranks[r].f[k].p2p;
       if (!have) fn[nfn] = C->ranks[r].f[k].func, fp[nfn++] = C->ranks[r].f[k].p2p;
     }
-  fprintf(o, "\ncommunicator " NCS_COMM_ID_FMT "%s%s: %d ranks (%d recorded)", C->comm_id, C->name[0] ? " " : "",
-          C->name, C->nranks, C->ranks_present);
+  char title[160];
+  ncs_fmt_comm(title, sizeof title, index, C->comm_id, C->name);
+  fprintf(o, "\ncommunicator %s: %d ranks (%d recorded)", title, C->nranks, C->ranks_present);
   if (C->ranks_left_out)
     fprintf(o, ", %d shown (--rank)", C->nranks - C->ranks_left_out);
   if (C->has_stuck) {
@@ -358,9 +367,12 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       fprintf(o, ", stuck in %s #%" PRId64, C->stuck_func, C->stuck_seq);
   }
   fprintf(o, "\n  last seqNumber entered/completed per collective (send/recv: counts seen)\n");
-  fprintf(o, "  %-9s %-22s", "rank", "process");
-  for (int j = 0; j < nfn; j++) fprintf(o, " %-13s", fn[j] ? fn[j] : "?");
-  fprintf(o, " %-22s %s\n", "state", "open");
+  ncs_tab_t *t = ncs_tab_new("ranks");
+  ncs_tab_col(t, "rank", "rank", NCS_COL_KEY, 0);
+  ncs_tab_col(t, "process", "process", NCS_COL_LEFT, 22);
+  for (int j = 0; j < nfn; j++) ncs_tab_col(t, fn[j] ? fn[j] : "?", fn[j] ? fn[j] : "?", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "state", "state", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "open", "open", NCS_COL_TEXT, 0);
   /* rows; with many ranks, consecutive identical rows are merged */
   int merge = C->nranks > 16;
   for (int r = 0; r < C->nranks;) {
@@ -388,9 +400,21 @@ static void print_comm(FILE *o, const ncs_dg_t *d, const ncs_dg_comm_t *C) {
       snprintf(pr, sizeof pr, "%.40s-%" PRIu64, d->procs[R->proc].host, d->procs[R->proc].pid);
     else
       snprintf(pr, sizeof pr, "-");
-    fprintf(o, "  %-9s %-22s%s\n", rk, pr, row);
+    ncs_tab_row(t);
+    ncs_tab_put(t, rk, NULL);
+    ncs_tab_put(t, pr, NULL);
+    for (int j = 0; j < nfn; j++) {
+      char cell[48];
+      cell_fn(cell, sizeof cell, R, fn[j], fp[j]);
+      ncs_tab_put(t, cell, NULL);
+    }
+    ncs_tab_put(t, rank_state_text(R), NULL);
+    ncs_tab_put(t, R->open_desc[0] ? R->open_desc : "-", NULL);
     r = r2;
   }
+  ncs_tab_view_t tv = {.indent = 2, .width = g_width, .wide = g_wide};
+  ncs_tab_print(o, t, &tv);
+  ncs_tab_free(t);
 }
 
 /* "0,1,3" or "0-2,5" */
@@ -433,8 +457,9 @@ static void print_filter(FILE *o, const ncs_dg_t *d) {
         fprintf(o, " ...");
         break;
       }
-      fprintf(o, "%s " NCS_COMM_ID_FMT "%s%s (%d ranks)", shown > 1 ? "," : "", d->comms[c].comm_id,
-              d->comms[c].name[0] ? " " : "", d->comms[c].name, d->comms[c].nranks);
+      char title[160];
+      ncs_fmt_comm(title, sizeof title, c, d->comms[c].comm_id, d->comms[c].name);
+      fprintf(o, "%s %s (%d ranks)", shown > 1 ? "," : "", title, d->comms[c].nranks);
     }
     fputc('\n', o);
     missed = 1;
@@ -524,7 +549,9 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
   char rl[128];
   for (uint32_t i = 0; i < d->nverdicts; i++) {
     const ncs_dg_verdict_t *v = &d->verdicts[i];
-    fprintf(o, "%-6s %s\n", label(v->kind), v->summary);
+    char first[32];
+    snprintf(first, sizeof first, "%-6s ", ncs_dg_label(v->kind));
+    ncs_wrap(o, first, "       ", v->summary, g_width);
     if (v->noutside) {
       rank_list(rl, sizeof rl, v->outside, v->noutside);
       fprintf(o, "         - rank%s %s, named by this verdict, %s outside --rank %s: judged from every rank, "
@@ -532,10 +559,10 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
               v->noutside > 1 ? "s" : "", rl, v->noutside > 1 ? "are" : "is", ranks_text(d, a, sizeof a),
               v->noutside > 1 ? "they are" : "it is");
     }
-    for (int k = 0; k < v->nev; k++) fprintf(o, "         - %s\n", v->evidence[k]);
+    for (int k = 0; k < v->nev; k++) ncs_wrap(o, "         - ", "           ", v->evidence[k], g_width);
   }
   for (uint32_t c = 0; c < d->ncomms; c++)
-    if (d->comms[c].judged) print_comm(o, d, &d->comms[c]);
+    if (d->comms[c].judged) print_comm(o, d, &d->comms[c], c);
   fprintf(o, "\nprocesses (%u):\n", d->nprocs);
   for (uint32_t i = 0; i < d->nprocs; i++) {
     const ncs_dg_proc_t *p = &d->procs[i];
@@ -566,16 +593,26 @@ static void print_text(FILE *o, const ncs_dg_t *d) {
       snprintf(when, sizeof when, "%s %s %s %s",
                p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "heartbeat" : "ends", a,
                ag < 0 ? "after" : "before", d->ref_name);
-    fprintf(o, "  %-22s %-24s %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s\n",
-            p->name, what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
-            p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s", when);
-    if (p->dead) fprintf(o, "  %-22s DIED: %s\n", "", p->dead_why);
-    if (p->damage == 2) fprintf(o, "  %-22s damaged: %s\n", "", p->damage_msg);
+    char first[64], line[512];
+    snprintf(first, sizeof first, "  %-22s ", p->name);
+    snprintf(line, sizeof line, "%s; %u rank%s, %u open op%s, %u open child event%s, %u open API call%s; %s",
+             what, p->ranks, p->ranks == 1 ? "" : "s", p->open_ops, p->open_ops == 1 ? "" : "s",
+             p->open_children, p->open_children == 1 ? "" : "s", p->open_api, p->open_api == 1 ? "" : "s", when);
+    ncs_wrap(o, first, "                         ", line, g_width);
+    if (p->dead) {
+      snprintf(line, sizeof line, "DIED: %s", p->dead_why);
+      ncs_wrap(o, "                         ", "                           ", line, g_width);
+    }
+    if (p->damage == 2) {
+      snprintf(line, sizeof line, "damaged: %s", p->damage_msg);
+      ncs_wrap(o, "                         ", "                           ", line, g_width);
+    }
   }
 }
 
 int ncs_cmd_diagnose(int argc, char **argv) {
   static const struct option opts[] = {{"json", no_argument, 0, 'j'},
+                                       {"wide", no_argument, 0, 'W'},
                                        {"incident", required_argument, 0, 'i'},
                                        {"latest", no_argument, 0, 'l'},
                                        {"run", required_argument, 0, 'R'},
@@ -584,7 +621,7 @@ int ncs_cmd_diagnose(int argc, char **argv) {
                                        {0, 0, 0, 0}};
   static ncs_cli_filter_t cf;
   memset(&cf, 0, sizeof cf);
-  int c, json = 0, latest = 0, have_inc = 0, why = 0, li = -1;
+  int c, json = 0, latest = 0, have_inc = 0, why = 0, li = -1, wide = 0;
   uint32_t run = 0;
   uint64_t inc = 0;
   optind = 0;
@@ -598,6 +635,7 @@ int ncs_cmd_diagnose(int argc, char **argv) {
     }
     switch (c) {
     case 'j': json = 1; break;
+    case 'W': wide = 1; break;
     case 'i':
       if (ncs_parse_count(optarg, 1, 1000000, &inc) != 0)
         return ncs_usage_error("diagnose", "--incident needs a number from 1, not '%s'", optarg);
@@ -621,13 +659,25 @@ int ncs_cmd_diagnose(int argc, char **argv) {
   char err[4096];
   if (ncs_diagnose(argv[optind], &o, &d, err, sizeof err) != 0) {
     if (usage) return ncs_usage_error("diagnose", "%s", err);
-    ncs_error("diagnose: %s", err);
+    ncs_error("%s", err);
     return ncs_job_exit(why);
   }
-  if (json)
+  if (json) {
     print_json(stdout, d);
-  else
-    print_text(stdout, d);
+  } else { /* built in memory, then fitted to the terminal (docs/cli.md, "Terminal output") */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    g_width = wide ? 0 : ncs_term_width(STDOUT_FILENO), g_wide = wide;
+    if (!m) {
+      ncs_dg_free(d);
+      return NCS_EXIT_ERROR;
+    }
+    print_text(m, d);
+    fclose(m);
+    ncs_fit(stdout, buf, len, g_width, 4);
+    free(buf);
+  }
   /* a problem found is the answer; without one, damage (or what the recordings cannot show)
    * means the "nothing found" covers only what could be read, which is not a clean bill */
   int damaged = 0;

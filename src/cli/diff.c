@@ -13,6 +13,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "analyze/analyze.h"
 #include "analyze/findings.h"
@@ -20,6 +21,7 @@
 #include "util/fmt.h"
 #include "util/mem.h"
 #include "util/num.h"
+#include "util/text.h"
 
 #define NCS_DIFF_BOOT 2000
 #define NCS_DIFF_MIN_N 5 /* instances per run a bucket needs to be compared */
@@ -135,12 +137,34 @@ static int has_who(const who_t *w, size_t n, const who_t *x) {
   return 0;
 }
 
-static void usage(FILE *o) {
-  fprintf(o, "usage: ncclscope diff [--json] [--fail-above PCT] [--run-a N] [--run-b N] A B\n"
-             "  per communicator x function x size: latency and bus bandwidth change with 95%%\n"
-             "  bootstrap intervals, new/vanished stragglers, changed bottleneck labels.\n"
-             "  Exit 1 when a bucket's latency rose by more than PCT%% (interval's lower end; 5).\n");
-}
+static const char diff_help[] =
+    "usage: ncclscope diff [OPTIONS] A B\n"
+    "\n"
+    "What changed from run A to run B (two trace directories), per communicator,\n"
+    "function and size: the change of the median latency and bus bandwidth in % of\n"
+    "A's, with 95% bootstrap intervals; stragglers and slow ranks that appeared or\n"
+    "vanished; changed bottleneck labels (docs/diff.md). Communicators are matched\n"
+    "by label (c0, c1, ...: their order in each run) and size.\n"
+    "\n"
+    "options:\n"
+    "  -j, --json            machine-readable output (schema: docs/diff.md)\n"
+    "      --fail-above PCT  a regression: a latency interval whose lower end is\n"
+    "                        above +PCT% (default 5); exit status 1 when there is one\n"
+    "      --run-a N|last    the N-th run (by start time) when A holds several\n"
+    "      --run-b N|last    the same for B\n"
+    "      --wide            every column (the busbw interval, the bottleneck of\n"
+    "                        every row), lines as long as they need (the default\n"
+    "                        fits the terminal: 80 to 120 columns)\n"
+    "  -h, --help            this help\n"
+    "\n"
+    "examples:\n"
+    "  ncclscope diff base new\n"
+    "  ncclscope diff --fail-above 10 base new || echo slower   # a CI gate\n"
+    "  ncclscope diff -j base new | jq '.buckets[] | select(.regression)'\n"
+    "\n"
+    "exit status: 0 no regression, 1 a regression beyond --fail-above, 2 usage error\n"
+    "(or several runs in A or B without --run-a/--run-b), 3 no traces in A or B,\n"
+    "5 the output cannot be written (docs/cli.md)\n";
 
 static ncs_analysis_t *open_run(const char *path, uint32_t run, int *rc) {
   char err[1024];
@@ -148,52 +172,43 @@ static ncs_analysis_t *open_run(const char *path, uint32_t run, int *rc) {
   ncs_analyze_opts_t o = {.retain = 1, .job = run, .why = &why};
   ncs_analysis_t *a = ncs_analyze_path_opts(path, &o, err, sizeof err);
   if (!a) {
-    fprintf(stderr, "ncclscope diff: %s\n", err);
-    *rc = why == NCS_JOB_ERR_NO_INPUT ? NCS_EXIT_NO_INPUT : NCS_EXIT_USAGE;
+    ncs_error("%s", err);
+    *rc = ncs_job_exit(why);
   }
   return a;
 }
 
-static uint32_t parse_run(const char *s) {
-  if (!strcmp(s, "last")) return NCS_JOB_LAST;
-  char *e;
-  unsigned long v = strtoul(s, &e, 10);
-  return *e || !v || v > UINT32_MAX - 1 ? 0 : (uint32_t)v;
-}
-
 int ncs_cmd_diff(int argc, char **argv) {
-  static const struct option lo[] = {{"json", 0, 0, 'j'}, {"fail-above", 1, 0, 'f'},
+  static const struct option lo[] = {{"json", 0, 0, 'j'},  {"fail-above", 1, 0, 'f'},
                                      {"run-a", 1, 0, 'a'}, {"run-b", 1, 0, 'b'},
-                                     {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-  int json = 0, c;
+                                     {"wide", 0, 0, 'W'},  {"help", 0, 0, 'h'},
+                                     {0, 0, 0, 0}};
+  int json = 0, wide = 0, c;
   double pct = 5;
   uint32_t ra = 0, rb = 0;
-  optind = 1;
-  while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+  optind = 0;
+  opterr = 0;
+  while ((c = getopt_long(argc, argv, ":jh", lo, NULL)) != -1) {
     char *e;
     switch (c) {
     case 'j': json = 1; break;
+    case 'W': wide = 1; break;
     case 'f':
       pct = strtod(optarg, &e);
-      if (*e || !(pct >= 0) || pct > 1e6) {
-        fprintf(stderr, "ncclscope diff: --fail-above takes a percentage >= 0, not '%s'\n", optarg);
-        return NCS_EXIT_USAGE;
-      }
+      if (e == optarg || *e || !(pct >= 0) || pct > 1e6)
+        return ncs_usage_error("diff", "--fail-above needs a percentage >= 0, not '%s'", optarg);
       break;
-    case 'a': case 'b':
-      if (!(*(c == 'a' ? &ra : &rb) = parse_run(optarg))) {
-        fprintf(stderr, "ncclscope diff: --run-%c takes N >= 1 or last\n", c);
-        return NCS_EXIT_USAGE;
-      }
+    case 'a':
+    case 'b':
+      if (ncs_parse_run("diff", optarg, c == 'a' ? &ra : &rb) != 0) return NCS_EXIT_USAGE;
       break;
-    case 'h': usage(stdout); return NCS_EXIT_OK;
-    default: usage(stderr); return NCS_EXIT_USAGE;
+    case 'h': fputs(diff_help, stdout); return NCS_EXIT_OK;
+    default: return ncs_bad_option("diff", c, argv);
     }
   }
-  if (argc - optind != 2) {
-    usage(stderr);
-    return NCS_EXIT_USAGE;
-  }
+  if (argc - optind < 2)
+    return ncs_usage_error("diff", "which runs? give two trace directories, A and B");
+  if (argc - optind > 2) return ncs_usage_error("diff", "two trace directories, A and B, please");
   int rc = NCS_EXIT_OK;
   ncs_analysis_t *A = open_run(argv[optind], ra, &rc), *B = A ? open_run(argv[optind + 1], rb, &rc) : NULL;
   if (!B) {
@@ -205,8 +220,25 @@ int ncs_cmd_diff(int argc, char **argv) {
   ncs_findings_build(&fa, A, 16), ncs_findings_build(&fb, B, 16);
   who_t wa[32], wb[32];
   size_t nwa = whos(&fa, wa, 32), nwb = whos(&fb, wb, 32);
-  FILE *o = stdout;
+  /* the text is built in memory and fitted to the terminal at the end (docs/cli.md, "Terminal
+   * output"); JSON goes out as it is */
+  char *buf = NULL;
+  size_t blen = 0;
+  FILE *o = json ? stdout : open_memstream(&buf, &blen);
+  if (!o) return NCS_EXIT_ERROR;
   int regressions = 0, first = 1;
+  ncs_tab_t *t = ncs_tab_new("buckets");
+  ncs_tab_col(t, "comm", "comm", NCS_COL_GROUP, 0);
+  ncs_tab_col(t, "func", "func", NCS_COL_KEY, 13);
+  ncs_tab_col(t, "size>=", "bytes_lo", NCS_COL_KEY, 0);
+  ncs_tab_col(t, "n A", "n_a", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "n B", "n_b", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "latency", "latency_pct", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "95% interval", "latency_ci", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "busbw", "busbw_pct", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "95% interval", "busbw_ci", NCS_COL_WIDE, 0);
+  ncs_tab_col(t, "verdict", "verdict", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "bottleneck A -> B", "bottleneck", NCS_COL_TEXT, 0);
   if (json) {
     fprintf(o, "{\"schema\":\"ncclscope-diff/1\",\"a\":");
     ncs_json_str(o, argv[optind]);
@@ -216,11 +248,29 @@ int ncs_cmd_diff(int argc, char **argv) {
             pct, NCS_DIFF_BOOT);
   } else {
     fprintf(o, "ncclscope diff: A %s, B %s\n", argv[optind], argv[optind + 1]);
-    fprintf(o, "Change B vs A of the median, %% of A's, with 95%% bootstrap intervals; regression: "
-               "latency interval above +%g%%\n", pct);
-    fprintf(o, "  %-5s %-14s %-10s %5s %5s %26s %26s  %-11s %s\n", "comm", "func", "size>=", "n A",
-            "n B", "latency", "bus bandwidth", "verdict", "bottleneck A -> B");
+    fprintf(o, "Change from A to B of the median per collective instance, %% of A's, with 95%% bootstrap "
+               "intervals; a regression: a latency interval above +%g%%\n", pct);
+    for (int side = 0; side < 2; side++) { /* what the labels stand for in each run */
+      const ncs_analysis_t *r = side ? B : A;
+      for (uint32_t ci = 0; ci < r->job->ncomms; ci++) {
+        char cl[160];
+        ncs_fmt_comm(cl, sizeof cl, ci, r->job->comms[ci].comm_id, r->job->comms[ci].name);
+        fprintf(o, "  %s %s, %d ranks\n", side ? "B" : "A", cl, r->job->comms[ci].nranks);
+      }
+    }
   }
+  /* one row per bucket; grouped by communicator on the terminal */
+#define ROW(comm, func, log2)                                                                        \
+  do {                                                                                              \
+    char cl_[16], sz_[24], lo_[24];                                                                 \
+    ncs_fmt_comm_label(cl_, sizeof cl_, comm);                                                      \
+    ncs_fmt_bytes(sz_, sizeof sz_, log2);                                                           \
+    snprintf(lo_, sizeof lo_, "%llu", (log2) < 0 ? 0ull : 1ull << (log2));                          \
+    ncs_tab_row(t);                                                                                 \
+    ncs_tab_put(t, cl_, NULL);                                                                      \
+    ncs_tab_put(t, func, NULL);                                                                     \
+    ncs_tab_put(t, sz_, lo_);                                                                       \
+  } while (0)
   for (uint32_t k = 0; k < A->nbuckets; k++) {
     const ncs_an_bucket_t *x = &A->buckets[k];
     if (x->p2p) continue;
@@ -238,14 +288,13 @@ int ncs_cmd_diff(int argc, char **argv) {
       reg = ll > pct;
       regressions += reg;
     }
-    char la[320], lb[320], sz[24];
+    char la[320], lb[320];
     ncs_bd_label_text(x, la, sizeof la);
     if (y) ncs_bd_label_text(y, lb, sizeof lb);
     else snprintf(lb, sizeof lb, "-");
     int changed = y && (x->bd_label != y->bd_label || x->bd_wait_rank != y->bd_wait_rank);
-    ncs_fmt_bytes(sz, sizeof sz, x->log2);
     if (json) {
-      fprintf(o, "%s\n{\"comm\":%u,\"func\":", first ? "" : ",", x->comm);
+      fprintf(o, "%s\n{\"comm\":%u,\"comm_label\":\"c%u\",\"func\":", first ? "" : ",", x->comm, x->comm);
       ncs_json_str(o, x->func);
       fprintf(o, ",\"bytes_lo\":%llu,\"n_a\":%zu,\"n_b\":%zu,\"verdict\":\"%s\",\"regression\":%s",
               x->log2 < 0 ? 0ull : 1ull << x->log2, na, nb, verdict, reg ? "true" : "false");
@@ -257,13 +306,20 @@ int ncs_cmd_diff(int argc, char **argv) {
               y ? (y->bd_label >= 0 ? ncs_bn_names[y->bd_label] : "-") : "null", y ? "\"" : "",
               changed ? "true" : "false");
     } else {
-      char l1[64] = "-", l2[64] = "-";
+      ROW(x->comm, x->func, x->log2);
+      char l1[64] = "-", l2[64] = "-", b1[64] = "-", b2[64] = "-", n1[24], n2[24], bn[700];
       if (strcmp(verdict, "vanished") && strcmp(verdict, "too_few")) {
-        snprintf(l1, sizeof l1, "%+.1f%% [%+.1f, %+.1f]", lp, ll, lh);
-        snprintf(l2, sizeof l2, "%+.1f%% [%+.1f, %+.1f]", bp, bl, bh);
+        snprintf(l1, sizeof l1, "%+.1f%%", lp), snprintf(l2, sizeof l2, "[%+.1f, %+.1f]", ll, lh);
+        snprintf(b1, sizeof b1, "%+.1f%%", bp), snprintf(b2, sizeof b2, "[%+.1f, %+.1f]", bl, bh);
       }
-      fprintf(o, "  %-5u %-14s %-10s %5zu %5zu %26s %26s  %-11s %s%s%s\n", x->comm, x->func, sz, na,
-              nb, l1, l2, reg ? "REGRESSION" : verdict, la, changed ? " -> " : "", changed ? lb : "");
+      snprintf(n1, sizeof n1, "%zu", na), snprintf(n2, sizeof n2, "%zu", nb);
+      ncs_tab_put(t, n1, NULL), ncs_tab_put(t, n2, NULL);
+      ncs_tab_put(t, l1, NULL), ncs_tab_put(t, l2, NULL);
+      ncs_tab_put(t, b1, NULL), ncs_tab_put(t, b2, NULL);
+      ncs_tab_put(t, reg ? "REGRESSION" : verdict, reg ? "regression" : verdict);
+      /* the bottleneck: only where it changed, unless --wide */
+      snprintf(bn, sizeof bn, "%s%s%s", changed || wide ? la : "", changed ? " -> " : "", changed ? lb : "");
+      ncs_tab_put(t, bn, NULL);
     }
     first = 0;
   }
@@ -271,18 +327,26 @@ int ncs_cmd_diff(int argc, char **argv) {
     const ncs_an_bucket_t *y = &B->buckets[k];
     if (y->p2p || match(B, k, A) >= 0) continue;
     if (json) {
-      fprintf(o, "%s\n{\"comm\":%u,\"func\":", first ? "" : ",", y->comm);
+      fprintf(o, "%s\n{\"comm\":%u,\"comm_label\":\"c%u\",\"func\":", first ? "" : ",", y->comm, y->comm);
       ncs_json_str(o, y->func);
       fprintf(o, ",\"bytes_lo\":%llu,\"n_a\":0,\"n_b\":%zu,\"verdict\":\"new\",\"regression\":false}",
               y->log2 < 0 ? 0ull : 1ull << y->log2, sb[k].n);
     } else {
-      char sz[24];
-      ncs_fmt_bytes(sz, sizeof sz, y->log2);
-      fprintf(o, "  %-5u %-14s %-10s %5d %5zu %26s %26s  %-11s\n", y->comm, y->func, sz, 0, sb[k].n,
-              "-", "-", "new");
+      char n2[24];
+      ROW(y->comm, y->func, y->log2);
+      snprintf(n2, sizeof n2, "%zu", sb[k].n);
+      ncs_tab_put(t, "0", NULL), ncs_tab_put(t, n2, NULL);
+      for (int q = 0; q < 4; q++) ncs_tab_put(t, "-", NULL);
+      ncs_tab_put(t, "new", NULL), ncs_tab_put(t, "", NULL);
     }
     first = 0;
   }
+#undef ROW
+  if (!json) {
+    ncs_tab_view_t tv = {.indent = 2, .width = wide ? 0 : ncs_term_width(STDOUT_FILENO), .wide = wide};
+    ncs_tab_print(o, t, &tv);
+  }
+  ncs_tab_free(t);
   /* stragglers and slow ranks: the report's findings of each run */
   if (json) fprintf(o, "],\n\"findings\":[");
   else fprintf(o, "\nStragglers and slow ranks (the report's findings)\n");
@@ -297,19 +361,26 @@ int ncs_cmd_diff(int argc, char **argv) {
                        : side                                           ? "vanished"
                                                                         : "new";
       if (json)
-        fprintf(o, "%s{\"change\":\"%s\",\"kind\":\"%s\",\"comm\":%u,\"rank\":%d,\"run\":\"%s\"}",
-                nf ? "," : "", ch, what, w[i].comm, w[i].rank, side ? "a" : "b");
+        fprintf(o, "%s{\"change\":\"%s\",\"kind\":\"%s\",\"comm\":%u,\"comm_label\":\"c%u\",\"rank\":%d,"
+                   "\"run\":\"%s\"}",
+                nf ? "," : "", ch, what, w[i].comm, w[i].comm, w[i].rank, side ? "a" : "b");
       else if (*ch == 'n' && ch[1] == 'o')
-        fprintf(o, "  - %s: comm %u rank %d, a finding of run %s only, but no significant change "
+        fprintf(o, "  - %s: c%u rank %d, a finding of run %s only, but no significant change "
                    "between the runs\n", what, w[i].comm, w[i].rank, side ? "A" : "B");
       else
-        fprintf(o, "  - %s %s: comm %u rank %d\n", ch, what, w[i].comm, w[i].rank);
+        fprintf(o, "  - %s %s: c%u rank %d\n", ch, what, w[i].comm, w[i].rank);
       nf++;
     }
   }
   if (!json && !nf) fprintf(o, "  - none new or vanished\n");
   if (json) fprintf(o, "],\"regressions\":%d}\n", regressions);
   else fprintf(o, "\n%d regression%s beyond +%g%%\n", regressions, regressions == 1 ? "" : "s", pct);
+  if (!json) {
+    fclose(o);
+    ncs_fit(stdout, buf, blen, wide ? 0 : ncs_term_width(STDOUT_FILENO), 4);
+    free(buf);
+    o = stdout;
+  }
   for (uint32_t k = 0; k <= A->nbuckets; k++) free(sa[k].lat), free(sa[k].bw);
   for (uint32_t k = 0; k <= B->nbuckets; k++) free(sb[k].lat), free(sb[k].bw);
   free(sa), free(sb);

@@ -8,29 +8,44 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #include "cli/cli.h"
 #include "trace/reader.h"
 #include "util/fmt.h"
+#include "util/text.h"
 
 static const char dump_help[] =
     "usage: ncclscope dump [OPTIONS] DIR|FILE...\n"
     "\n"
-    "Print one line per event (and per segment, clock, communicator, thread, counter snapshot,\n"
-    "footer, loss record, CUPTI state and kernel record, range state and range record) of the\n"
-    "*.nstrace files in DIR, with every field.\n"
+    "Print one line per event (and per segment, clock, communicator, thread, counter\n"
+    "snapshot, footer, loss record, CUPTI state and kernel record, range state and\n"
+    "range record) of the *.nstrace files in DIR, with every field; or, with --stats,\n"
+    "counts per file and over the job.\n"
     "\n"
     "options:\n"
-    "  --stats        per file and job-wide counts per event type, drops and losses, handles,\n"
-    "                 completions\n"
-    "  -e, --events LIST, --type LIST\n"
-    "                 only events of these types (e.g. coll,p2p or proxy); hides other lines\n"
-    "  --limit N      stop after N lines\n"
-    "  --abs          print raw monotonic ns instead of seconds since the segment start\n"
-    "  -h, --help     this help\n"
+    "      --stats           per file and job-wide counts per event type, drops and\n"
+    "                        losses, handles, completions\n"
+    "  -e, --events LIST     only events of these types (coll,p2p or proxy; names as\n"
+    "                        for record --events); hides the other lines. --type: the\n"
+    "                        same\n"
+    "      --limit N         stop after N lines\n"
+    "      --abs             raw monotonic ns instead of seconds since the segment\n"
+    "                        start\n"
+    "      --wide            lines as long as they need: on a terminal each line is\n"
+    "                        cut at its width by default (a pipe gets whole lines)\n"
+    "  -h, --help            this help\n"
     "\n"
-    "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error, 3 no traces or\n"
-    "none readable, 4 a file is damaged in the middle (its other chunks are printed) or cannot\n"
-    "be read, 5 the output cannot be written (docs/cli.md)\n";
+    "examples:\n"
+    "  ncclscope dump run1 | less -S\n"
+    "  ncclscope dump -e coll,kernel --limit 100 run1/node1-4242.nstrace\n"
+    "  ncclscope dump --stats run1\n"
+    "\n"
+    "exit status: 0 ok (a truncated last chunk is only a warning), 2 usage error,\n"
+    "3 no traces or none readable, 4 a file is damaged in the middle (its other\n"
+    "chunks are printed) or cannot be read, 5 the output cannot be written\n"
+    "(docs/cli.md)\n";
 
 typedef struct {
   FILE *o;
@@ -523,20 +538,52 @@ static int dump_paths(dump_t *d, char **paths, int npaths) {
   return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_DAMAGED : NCS_EXIT_OK; /* stdout: main.c */
 }
 
+/* On a terminal, each event line is cut at the terminal's width (as ps does; --wide, or a pipe,
+ * gets whole lines): a stream that passes text through and drops what a line has beyond `width`
+ * columns, ending a cut line with "~". */
+typedef struct {
+  FILE *to;
+  int width, col;
+  uint64_t cut; /* lines cut */
+} cut_t;
+
+static ssize_t cut_write(void *cookie, const char *buf, size_t size) {
+  cut_t *c = cookie;
+  for (size_t i = 0; i < size; i++) {
+    char ch = buf[i];
+    if (ch == '\n') {
+      fputc('\n', c->to);
+      c->col = 0;
+      continue;
+    }
+    int cont = ((unsigned char)ch & 0xC0) == 0x80; /* a UTF-8 continuation byte: no column */
+    if (c->col < c->width - 1 || (cont && c->col <= c->width - 1)) {
+      fputc(ch, c->to);
+      c->col += !cont;
+    } else if (c->col == c->width - 1 && !cont) {
+      fputc('~', c->to);
+      c->col++, c->cut++;
+    }
+  }
+  return (ssize_t)size;
+}
+
 int ncs_cmd_dump(int argc, char **argv) {
   static const struct option opts[] = {
       {"stats", no_argument, 0, 's'},       {"type", required_argument, 0, 't'},
       {"events", required_argument, 0, 't'},
       {"limit", required_argument, 0, 'n'}, {"abs", no_argument, 0, 'a'},
-      {"help", no_argument, 0, 'h'},        {0, 0, 0, 0}};
+      {"wide", no_argument, 0, 'W'},        {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
   dump_t d = {.o = stdout, .types = NCS_T_ALL, .limit = UINT64_MAX};
-  int stats = 0, c;
+  int stats = 0, c, wide = 0;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":e:h", opts, NULL)) != -1) {
     switch (c) {
     case 's': stats = 1; break;
     case 'a': d.abs = 1; break;
+    case 'W': wide = 1; break;
     case 'h': fputs(dump_help, stdout); return NCS_EXIT_OK;
     case 'e':
     case 't':
@@ -551,6 +598,27 @@ int ncs_cmd_dump(int argc, char **argv) {
     }
   }
   if (optind >= argc) return ncs_usage_error("dump", "which trace? give a directory or a file");
-  if (stats) return ncs_stats_paths(argv + optind, argc - optind, stdout);
-  return dump_paths(&d, argv + optind, argc - optind);
+  int width = wide ? 0 : ncs_term_width(STDOUT_FILENO);
+  if (stats) { /* built in memory, then fitted to the terminal (docs/cli.md, "Terminal output") */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return NCS_EXIT_ERROR;
+    int rc = ncs_stats_paths(argv + optind, argc - optind, m);
+    fclose(m);
+    ncs_fit(stdout, buf, len, width, 4);
+    free(buf);
+    return rc;
+  }
+  if (wide || !isatty(STDOUT_FILENO)) return dump_paths(&d, argv + optind, argc - optind);
+  cut_t cut = {.to = stdout, .width = width};
+  FILE *o = fopencookie(&cut, "w", (cookie_io_functions_t){.write = cut_write});
+  if (!o) return dump_paths(&d, argv + optind, argc - optind);
+  d.o = o;
+  int rc = dump_paths(&d, argv + optind, argc - optind);
+  fclose(o);
+  if (cut.cut)
+    ncs_note("%" PRIu64 " line%s cut at %d columns: --wide, or a pipe (| less -S), shows them whole", cut.cut,
+             cut.cut == 1 ? "" : "s", width);
+  return rc;
 }

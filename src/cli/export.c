@@ -18,46 +18,47 @@
 static const char export_help[] =
     "usage: ncclscope export [OPTIONS] DIR|FILE...\n"
     "\n"
-    "Write the *.nstrace files of DIR as one timeline: one process per rank with its API calls,\n"
-    "collectives per communicator, GPU work per channel, proxy operations, steps and network\n"
-    "events; a job track per communicator with one slice per collective over all ranks; flows\n"
-    "across ranks; counters. Open a .pftrace at https://ui.perfetto.dev (Open trace file).\n"
+    "Write a recorded job as one file: a timeline (Perfetto or Chrome JSON: one\n"
+    "process per rank with its API calls, collectives, GPU work per channel, proxy\n"
+    "operations, steps and network events, a job track per communicator, flows\n"
+    "across ranks), an SQLite database or an OTF2 archive. Open a .pftrace at\n"
+    "https://ui.perfetto.dev (docs/timeline.md: beside a PyTorch profiler or nsys\n"
+    "trace of the same job).\n"
     "\n"
     "options:\n"
-    "  -f, --format FMT     perfetto (native protobuf, the default) or chrome (trace-event JSON),\n"
-    "                       or sqlite: a database of the job's collectives, operations, kernel\n"
-    "                       channels and proxy operations and steps (docs/sqlite.md); one DIR;\n"
-    "                       or otf2: an OTF2 archive directory for Vampir and Score-P's tools\n"
-    "                       (open ARCHIVE/traces.otf2; docs/otf2.md); one DIR\n"
-    "  -o, --output FILE    output file, '-' for stdout (default: DIR.pftrace, DIR.json,\n"
-    "                       DIR.sqlite or the directory DIR-otf2); written under its name only\n"
-    "                       once complete\n"
-    "  -e, --events LIST    only these event types (names as for record --events; default all;\n"
-    "                       not with otf2)\n"
-    "      --jobs N         threads (default: one per core; the output does not depend on it)\n"
-    "  -q, --quiet          no progress lines and no summary on stderr (warnings stay)\n"
-    "      --force          replace an existing output file (it is refused otherwise)\n"
-    "      --run N|last     the N-th job (by start time) when the traces hold several runs;\n"
-    "                       without it such traces are refused, with the list of their runs\n"
-    "      --comm ID        only the communicator with this commId (0x and 16 hex digits)\n"
-    "      --rank LIST      only collectives with one of these ranks (0,2,4-7), whole, and\n"
-    "                       sends/receives from or to them\n"
-    "      --from T, --to T only those whose first arrival is T after the job's first event\n"
-    "                       (1.5, 1.5s, 250ms). Every format: an operation left out leaves\n"
-    "                       nothing (API call, kernels, proxy and network events, rows); other\n"
-    "                       events stay for those ranks over that window; the output and the\n"
-    "                       summary say what was left out (docs/cli.md, \"Filters\")\n"
-    "  -h, --help           this help\n"
+    "  -f, --format FMT      perfetto (the default), chrome (trace-event JSON),\n"
+    "                        sqlite (docs/sqlite.md; one DIR) or otf2 (a directory\n"
+    "                        for Vampir; docs/otf2.md; one DIR)\n"
+    "  -o, --output FILE     output file, '-' for stdout (default: DIR.pftrace,\n"
+    "                        DIR.json, DIR.sqlite or the directory DIR-otf2); written\n"
+    "                        under its name only once complete\n"
+    "  -e, --events LIST     only these event types (names as for record --events;\n"
+    "                        default all; not with otf2)\n"
+    "      --jobs N          threads (default: one per core; the output does not\n"
+    "                        depend on it)\n"
+    "  -q, --quiet           no progress and no summary on stderr (warnings stay)\n"
+    "      --force           replace an existing output (refused otherwise)\n"
+    "      --run N|last      the N-th run (by start time) when the traces hold\n"
+    "                        several; without it such traces are refused\n"
+    "  -h, --help            this help\n"
+    "\n" NCS_FILTER_HELP
+    "An operation left out leaves nothing (API call, kernels, proxy and network\n"
+    "events, rows); other events stay for those ranks over that window.\n"
     "\n"
-    "environment: NCCLSCOPE_EXPORT_WARN_SIZE (default 100M): export warns when its estimate\n"
-    "of the output reaches it, and when a Chrome JSON it wrote does (docs/timeline.md, Size);\n"
-    "NCCLSCOPE_CHROME_HOLD (default 64K): the JSON an unfinished slice holds back before it\n"
-    "takes its thread row (smaller: less memory, maybe more rows; docs/timeline.md)\n"
+    "examples:\n"
+    "  ncclscope export run1                          # run1.pftrace\n"
+    "  ncclscope export -f sqlite run1                # run1.sqlite (docs/sqlite.md)\n"
+    "  ncclscope export --comm c0 --from 10s --to 12s -o window.pftrace run1\n"
     "\n"
-    "exit status: 0 ok (a truncated last chunk is only a warning; so is a filter that leaves\n"
-    "nothing), 2 usage error (a --comm that is not the job's too), 3 no traces found, 4 an\n"
-    "input file is damaged in the middle (what could be read is exported), 5 the output was\n"
-    "refused or cannot be written, 6 out of memory (docs/cli.md)\n";
+    "environment: NCCLSCOPE_EXPORT_WARN_SIZE (default 100M): warn when the output's\n"
+    "estimate, or a Chrome JSON written, reaches it; NCCLSCOPE_CHROME_HOLD (default\n"
+    "64K): the JSON an unfinished slice holds back before it takes its thread row\n"
+    "(docs/timeline.md)\n"
+    "\n"
+    "exit status: 0 ok (a truncated last chunk and a filter that leaves nothing only\n"
+    "warn), 2 usage error (a filter the job cannot answer too), 3 no traces found,\n"
+    "4 an input file is damaged in the middle (what could be read is exported),\n"
+    "5 the output was refused or cannot be written, 6 out of memory (docs/cli.md)\n";
 
 /* ncs_export's, ncs_export_sqlite's and ncs_export_otf2's results as exit statuses */
 static int export_status(int rc) {
@@ -92,9 +93,8 @@ static uint64_t env_size(const char *name, uint64_t dflt, const char *what) {
   uint64_t v;
   if (!e || !*e) return dflt;
   if (ncs_parse_size(e, &v) == 0) return v;
-  fprintf(stderr,
-          "ncclscope export: warning: ignoring %s='%s': not a size (such as 100M, 1G or a number "
-          "of bytes); %s\n",
+  ncs_warn("ignoring %s='%s': not a size (such as 100M, 1G or a number "
+          "of bytes); %s",
           name, e, what);
   return dflt;
 }
@@ -139,10 +139,9 @@ static void size_warning(char *const *paths, int n, int chrome, uint64_t limit) 
   double lo = (double)in * (chrome ? NCS_CHROME_PER_BYTE_LO : NCS_PFTRACE_PER_BYTE_LO);
   double hi = (double)in * (chrome ? NCS_CHROME_PER_BYTE_HI : NCS_PFTRACE_PER_BYTE_HI);
   if (hi < (double)limit) return;
-  fprintf(stderr,
-          "ncclscope export: warning: the %s file will be about %.0f to %.0f MB (estimated from "
+  ncs_warn("the %s file will be about %.0f to %.0f MB (estimated from "
           "%.1f MB of traces)%s; '--events all,-proxystep,-proxyctrl,-net' leaves out the proxy "
-          "steps and network events that make most of it\n",
+          "steps and network events that make most of it",
           chrome ? "Chrome JSON" : "Perfetto", lo / 1e6, hi / 1e6, (double)in / 1e6,
           chrome ? ": chrome://tracing and the Perfetto UI struggle with JSON that large; Perfetto "
                    "protobuf (--format perfetto) is about half as large and loads faster"
@@ -159,19 +158,17 @@ static int check_comm(const ncs_job_t *j, void *arg) {
  * nothing passed */
 static void filter_summary(const ncs_xf_stats_t *f, const char *events, int quiet) {
   if (!f->active) return;
+  char more[200] = "";
+  if (f->cannot_tell)
+    snprintf(more, sizeof more, ", among them %" PRIu64 " operations the job model could not place (no "
+             "communicator recorded: cannot tell whether they pass)", f->cannot_tell);
   if (!quiet)
-    fprintf(stderr,
-            "ncclscope export: filter: %s: kept %" PRIu64 " collective instances and %" PRIu64
-            " rank operations; left out %" PRIu64 " collective instances, %" PRIu64
-            " sends/receives and %" PRIu64 " %s%s",
-            f->text, f->inst_kept, f->ops_kept, f->inst_left, f->p2p_left, f->events_left, events,
-            f->cannot_tell ? "" : "\n");
-  if (!quiet && f->cannot_tell)
-    fprintf(stderr, ", among them %" PRIu64 " operations the job model could not place (no "
-                    "communicator recorded: cannot tell whether they pass)\n", f->cannot_tell);
+    ncs_note("filter: %s: kept %" PRIu64 " collective instances and %" PRIu64 " rank operations; left out %" PRIu64
+             " collective instances, %" PRIu64 " sends/receives and %" PRIu64 " %s%s",
+             f->text, f->inst_kept, f->ops_kept, f->inst_left, f->p2p_left, f->events_left, events, more);
   if (!f->ops_kept)
-    fprintf(stderr, "ncclscope export: warning: no collective or send/receive passed the filter "
-                    "(%s): the output holds only what else it selects, and says so\n", f->text);
+    ncs_warn("no collective or send/receive passed the filter (%s): the output holds only what else it "
+             "selects, and says so", f->text);
 }
 
 /* a result of ncs_export, ncs_export_sqlite or ncs_export_otf2 that ends the verb: 4, check_comm's
@@ -215,29 +212,26 @@ static int export_sqlite(const char *in, const char *out_opt, int force, uint32_
   int status;
   if (export_ended(rc, err, &status)) return status;
   if (!quiet) {
-    fprintf(stderr,
-            "ncclscope export: wrote %s (%.1f MB, SQLite): %" PRIu64 " processes, %" PRIu64
-            " communicators, %" PRIu64 " collectives, %" PRIu64 " instances, %" PRIu64
+    ncs_note("wrote %s (%.1f MB, SQLite): %" PRIu64 " processes, %" PRIu64
+            " communicators, %" PRIu64 " collective instances, %" PRIu64 " rank operations, %" PRIu64
             " kernel channels, %" PRIu64 " kernel phases, %" PRIu64 " proxy ops, %" PRIu64
-            " proxy steps, %" PRIu64 " proxy states, %" PRIu64 " send/recv pairs\n",
+            " proxy steps, %" PRIu64 " proxy states, %" PRIu64 " send/recv pairs",
             so.out, (double)st.bytes_out / 1e6, st.rows[NCS_SQ_PROCESSES], st.rows[NCS_SQ_COMMS],
-            st.rows[NCS_SQ_COLLECTIVES], st.rows[NCS_SQ_INSTANCES],
+            st.rows[NCS_SQ_COLLECTIVES], st.rows[NCS_SQ_OPERATIONS],
             st.rows[NCS_SQ_KERNEL_CHANNELS], st.rows[NCS_SQ_KERNEL_PHASES], st.rows[NCS_SQ_PROXY_OPS],
             st.rows[NCS_SQ_PROXY_STEPS], st.rows[NCS_SQ_PROXY_STATES], st.rows[NCS_SQ_P2P]);
-    fprintf(stderr,
-            "ncclscope export: %" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s "
-            "(analysis %.2f s): %.2f M records/s\n",
+    ncs_note("%" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s "
+            "(analysis %.2f s): %.2f M records/s",
             st.records, st.files, (double)st.bytes_in / 1e6, st.seconds, st.analysis_seconds,
             st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
     if (st.unmatched || st.unfinished)
-      fprintf(stderr,
-              "ncclscope export: %" PRIu64 " stop/state/completion records without their start "
-              "(dropped records), %" PRIu64 " events never stopped (their stop is NULL)\n",
+      ncs_note("%" PRIu64 " stop/state/completion records without their start "
+              "(dropped records), %" PRIu64 " events never stopped (their stop is NULL)",
               st.unmatched, st.unfinished);
   }
   filter_summary(&st.filter, "rows of events (meta: filter_*)", quiet);
   if (!quiet)
-    fprintf(stderr, "ncclscope export: query it with: sqlite3 %s (schema: docs/sqlite.md)\n",
+    ncs_note("query it with: sqlite3 %s (schema: docs/sqlite.md)",
             so.out);
   return export_status(rc);
 }
@@ -262,35 +256,32 @@ static int export_otf2(const char *in, const char *out_opt, int force, uint32_t 
   int status;
   if (export_ended(rc, err, &status)) return status;
   if (!quiet) {
-    fprintf(stderr,
-            "ncclscope export: wrote %s/%s (OTF2): %" PRIu64 " locations (%" PRIu64
+    ncs_note("wrote %s/%s (OTF2): %" PRIu64 " locations (%" PRIu64
             " host threads, %" PRIu64 " GPU streams, %" PRIu64 " of them extra lanes, %" PRIu64
             " ranks not recorded), %" PRIu64 " regions, %" PRIu64 " events: %" PRIu64
-            " collectives, %" PRIu64 " send/recv messages, %" PRIu64 " bus bandwidth samples\n",
+            " collectives, %" PRIu64 " send/recv messages, %" PRIu64 " bus bandwidth samples",
             oo.out, NCS_OTF2_ANCHOR, st.locations, st.host_locations, st.stream_locations,
             st.extra_lanes, st.unrecorded_ranks, st.regions, st.events, st.collectives,
             st.messages, st.metrics);
-    fprintf(stderr,
-            "ncclscope export: %" PRIu64 " operations: %" PRIu64 " with GPU kernel times, %" PRIu64
+    ncs_note("%" PRIu64 " operations: %" PRIu64 " with GPU kernel times, %" PRIu64
             " with host times only, %" PRIu64 " without a usable time (left out); %" PRIu64
-            " records from %" PRIu64 " files (%.1f MB) in %.2f s\n",
+            " records from %" PRIu64 " files (%.1f MB) in %.2f s",
             st.ops + st.ops_skipped, st.ops_gpu, st.ops_host, st.ops_skipped, st.records,
             st.files, (double)st.bytes_in / 1e6, st.seconds);
     if (st.coll_unknown || st.p2p_unpaired || st.unfinished)
-      fprintf(stderr,
-              "ncclscope export: %" PRIu64 " collectives without an OTF2 collective record, %" PRIu64
+      ncs_note("%" PRIu64 " collectives without an OTF2 collective record, %" PRIu64
               " sends/receives without a partner, %" PRIu64
-              " calls that never stopped (closed at their segment's end)\n",
+              " calls that never stopped (closed at their segment's end)",
               st.coll_unknown, st.p2p_unpaired, st.unfinished);
     if (st.filtered_ranks)
-      fprintf(stderr, "ncclscope export: %" PRIu64 " ranks of the communicators written have no "
-                      "operation that passed the filter (locations without events)\n",
+      ncs_note("%" PRIu64 " ranks of the communicators written have no "
+                      "operation that passed the filter (locations without events)",
               st.filtered_ranks);
   }
   filter_summary(&st.filter, "API calls and groups", quiet);
   if (!quiet)
-    fprintf(stderr, "ncclscope export: what the trace covers and lost: the archive's NCCLSCOPE::* "
-                    "properties (otf2-print -I %s/%s)\n", oo.out, NCS_OTF2_ANCHOR);
+    ncs_note("what the trace covers and lost: the archive's NCCLSCOPE::* "
+                    "properties (otf2-print -I %s/%s)", oo.out, NCS_OTF2_ANCHOR);
   return export_status(rc);
 }
 
@@ -393,12 +384,11 @@ int ncs_cmd_export(int argc, char **argv) {
   if (o.format == NCS_EXPORT_CHROME && st.bytes_out >= limit) {
     char lim[32];
     fmt_size(lim, sizeof lim, limit);
-    fprintf(stderr,
-            "ncclscope export: warning: the Chrome JSON is %.1f MB (%" PRIu64 " bytes; the warning "
+    ncs_warn("the Chrome JSON is %.1f MB (%" PRIu64 " bytes; the warning "
             "size is %s): chrome://tracing and the Perfetto UI parse JSON whole in memory and "
             "struggle with files this large; --format perfetto writes a smaller file that "
             "Perfetto loads faster, and --events (such as all,-proxystep,-proxyctrl,-net) "
-            "leaves out the busiest rows\n",
+            "leaves out the busiest rows",
             (double)st.bytes_out / 1e6, st.bytes_out, lim);
   }
   filter_summary(&st.filter, "slices, instants and other records", quiet);
@@ -407,37 +397,32 @@ int ncs_cmd_export(int argc, char **argv) {
     char rows[48] = "";
     if (o.format == NCS_EXPORT_CHROME)
       snprintf(rows, sizeof rows, " in %" PRIu64 " thread rows", st.json_rows);
-    fprintf(stderr,
-            "ncclscope export: wrote %s (%.1f MB, %s): %" PRIu64 " processes, %" PRIu64
+    ncs_note("wrote %s (%.1f MB, %s): %" PRIu64 " processes, %" PRIu64
             " tracks%s, %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
             " counter samples, %" PRIu64 " job slices, %" PRIu64 " flows (%" PRIu64
-            " collective, %" PRIu64 " send/recv)\n",
+            " collective, %" PRIu64 " send/recv)",
             o.out, mb, o.format == NCS_EXPORT_CHROME ? "Chrome JSON" : "Perfetto protobuf",
             st.processes, st.tracks, rows, st.slices, st.instants, st.counter_samples,
             st.job_slices, st.coll_flows + st.p2p_flows, st.coll_flows, st.p2p_flows);
-    fprintf(stderr,
-            "ncclscope export: %" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s: "
-            "%.2f M records/s\n",
+    ncs_note("%" PRIu64 " records from %" PRIu64 " files (%.1f MB) in %.2f s: "
+            "%.2f M records/s",
             st.records, st.files, (double)st.bytes_in / 1e6, st.seconds,
             st.seconds > 0 ? (double)st.records / st.seconds / 1e6 : 0.0);
     if (st.gpu_bounded)
-      fprintf(stderr,
-              "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
-              " files (offset error at most %.1f us for the %d files with a bound)\n",
+      ncs_note("GPU times mapped to host time for %d of %" PRIu64
+              " files (offset error at most %.1f us for the %d files with a bound)",
               st.gpu_mapped, st.files, (double)st.max_gpu_offset_err_ns / 1e3, st.gpu_bounded);
     else if (st.gpu_mapped)
-      fprintf(stderr,
-              "ncclscope export: GPU times mapped to host time for %d of %" PRIu64
-              " files (error bound unknown: no kernel launch recorded before the kernels)\n",
+      ncs_note("GPU times mapped to host time for %d of %" PRIu64
+              " files (error bound unknown: no kernel launch recorded before the kernels)",
               st.gpu_mapped, st.files);
     if (st.unmatched_stops || st.unfinished)
-      fprintf(stderr,
-              "ncclscope export: %" PRIu64 " stop/state records without their start (dropped "
+      ncs_note("%" PRIu64 " stop/state records without their start (dropped "
               "records), %" PRIu64 " events never stopped (shown up to the end of their "
-              "segment)\n",
+              "segment)",
               st.unmatched_stops, st.unfinished);
     if (o.format == NCS_EXPORT_PERFETTO && strcmp(o.out, "-"))
-      fprintf(stderr, "ncclscope export: open it at https://ui.perfetto.dev (Open trace file)\n");
+      ncs_note("open it at https://ui.perfetto.dev (Open trace file)");
   }
   return export_status(rc);
 }

@@ -24,25 +24,35 @@ typedef struct {
 static const verb_t verbs[] = {
     {"record", ncs_cmd_record, "run a command with the profiler plugin and record a trace"},
     {"dump", ncs_cmd_dump, "print every event of a trace, or counts with --stats"},
-    {"demo", ncs_cmd_demo, "record a simulated 8-rank job with nccl-sim (no GPU needed)"},
-    {"export", ncs_cmd_export, "write a trace as a Perfetto (.pftrace) or Chrome JSON timeline"},
-    {"report", ncs_cmd_report, "cross-rank analysis: stragglers, skew, busbw per size, mismatches"},
-    {"diff", ncs_cmd_diff, "what changed between two runs: latency and busbw with intervals, stragglers, bottlenecks"},
-    {"diagnose", ncs_cmd_diagnose, "hang and desync verdicts: who never entered, who is stuck, mismatches"},
-    {"trigger", ncs_cmd_trigger, "make every flight-mode process recording into DIR dump, on all hosts"},
+    {"demo", ncs_cmd_demo, "a simulated job, a fault injected, what the tools say (no GPU)"},
+    {"export", ncs_cmd_export, "write a trace as Perfetto, Chrome JSON, SQLite or OTF2"},
+    {"report", ncs_cmd_report, "cross-rank analysis: stragglers, skew, busbw per size (--csv)"},
+    {"diff", ncs_cmd_diff, "what changed between two runs: latency and busbw with intervals"},
+    {"diagnose", ncs_cmd_diagnose, "hang and desync verdicts: who never entered, who is stuck"},
+    {"trigger", ncs_cmd_trigger, "make every flight-mode process recording into DIR dump"},
 };
 
 static void usage(FILE *o) {
   fprintf(o,
           "usage: %s [--version] [--help] VERB [OPTIONS] [ARGS]\n"
           "\n"
-          "ncclscope records what NCCL does (through NCCL's profiler plugin API) and analyses it.\n"
+          "ncclscope records what NCCL does (through NCCL's profiler plugin API) and\n"
+          "analyses it.\n"
           "\n"
           "verbs:\n",
           ncs_prog);
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     fprintf(o, "  %-8s %s\n", verbs[i].name, verbs[i].summary);
-  fprintf(o, "\nRun '%s VERB --help' for a verb's options. Docs: docs/cli.md\n", ncs_prog);
+  fprintf(o,
+          "\n"
+          "examples:\n"
+          "  %s demo --scenario straggler     see a finding, no GPU needed\n"
+          "  %s record -o run1 -- torchrun --nproc-per-node 8 train.py\n"
+          "  %s report run1\n"
+          "\n"
+          "Run '%s VERB --help' for a verb's options. Docs: docs/cli.md, the words:\n"
+          "docs/glossary.md\n",
+          ncs_prog, ncs_prog, ncs_prog, ncs_prog);
 }
 
 /* Every verb's standard output is checked at the end: a full disk or a closed descriptor is an
@@ -71,7 +81,10 @@ static int run(int argc, char **argv) {
   }
   if (v[0] == '-') return ncs_usage_error(NULL, "unknown option '%s'", v);
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
-    if (!strcmp(v, verbs[i].name)) return verbs[i].run(argc - 1, argv + 1);
+    if (!strcmp(v, verbs[i].name)) {
+      ncs_verb = verbs[i].name;
+      return verbs[i].run(argc - 1, argv + 1);
+    }
   char names[256] = "";
   for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++)
     snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? ", " : "",

@@ -30,42 +30,56 @@
 static const char record_help[] =
     "usage: ncclscope record [OPTIONS] [--] CMD [ARGS...]\n"
     "\n"
-    "Run CMD with the ncclscope profiler plugin loaded into NCCL; every process writes one\n"
-    "<host>-<pid>.nstrace file into the trace directory.\n"
+    "Run CMD with the ncclscope profiler plugin loaded into NCCL; every process that\n"
+    "uses NCCL writes one <host>-<pid>.nstrace file into the trace directory.\n"
     "\n"
     "options:\n"
-    "  -o, --output DIR       trace directory (created; default ncclscope-YYYYmmdd-HHMMSS)\n"
-    "  -e, --events LIST      event types to record (default: " NCS_DEFAULT_EVENTS ")\n"
-    "                         names: group coll p2p proxyop proxystep proxyctrl kernel net\n"
-    "                         groupapi collapi p2papi launch cecoll cesync cebatch, aliases api\n"
-    "                         proxy ce all none default, a number, -NAME removes a type\n"
-    "  -m, --mode MODE        trace (default, everything) or flight (the recent past in bounded\n"
-    "                         memory, dumped on SIGUSR1, a watchdog or a request; docs/flight.md)\n"
-    "  -b, --buffer-size SIZE buffer pool per process, 1M to 16G, e.g. 64M (K, M, G: powers of "
-    "1024)\n"
-    "  -s, --sample N         GPU kernel times for one group of operations in N; every operation\n"
-    "                         is still recorded (default 1: every group; NCCLSCOPE_SAMPLE,\n"
-    "                         docs/config.md \"Sampling\"). -k, --kernel-sample is its earlier name\n"
-    "      --grace SECONDS    after SIGINT, SIGTERM, SIGHUP or SIGQUIT is passed on to the job,\n"
-    "                         how long its processes have to end before they are killed\n"
-    "                         (1 to 3600, default 10)\n"
-    "      --cupti on|off     GPU times of every kernel from CUPTI, joined to NCCL's operations\n"
-    "                         (default off: CUPTI serves one tool per process, and PyTorch's\n"
-    "                         profiler or Nsight Systems would get nothing; NCCLSCOPE_CUPTI,\n"
-    "                         docs/gpu-truth.md)\n"
-    "      --range-metrics LIST  hardware metrics per user range through CUPTI's range profiler:\n"
-    "                         CUPTI metric names separated by commas, or default (DRAM bytes,\n"
-    "                         GPU time, NVLink bytes); asks for CUPTI (NCCLSCOPE_RANGE_METRICS,\n"
-    "                         docs/ranges.md)\n"
-    "  -h, --help             this help\n"
+    "  -o, --output DIR      trace directory (created; default\n"
+    "                        ncclscope-YYYYmmdd-HHMMSS)\n"
+    "  -e, --events LIST     event types to record (default:\n"
+    "                        " NCS_DEFAULT_EVENTS ");\n"
+    "                        names: group coll p2p proxyop proxystep proxyctrl kernel\n"
+    "                        kernelphase net groupapi collapi p2papi launch cecoll\n"
+    "                        cesync cebatch; aliases api proxy ce all none default;\n"
+    "                        a number; -NAME removes a type (docs/config.md)\n"
+    "  -m, --mode MODE       trace (default: everything) or flight (the recent past\n"
+    "                        in bounded memory, dumped on SIGUSR1, a watchdog or a\n"
+    "                        request: docs/flight.md)\n"
+    "  -b, --buffer-size SIZE  buffer pool per process, 1M to 16G, e.g. 64M (K, M, G:\n"
+    "                        powers of 1024)\n"
+    "  -s, --sample N        GPU kernel times for one group of operations in N; every\n"
+    "                        operation is still recorded (default 1: every group;\n"
+    "                        docs/config.md \"Sampling\"). -k, --kernel-sample: its\n"
+    "                        earlier name\n"
+    "      --grace SECONDS   after SIGINT, SIGTERM, SIGHUP or SIGQUIT is passed on to\n"
+    "                        the job, how long its processes have to end before they\n"
+    "                        are killed (1 to 3600, default 10)\n"
+    "      --cupti on|off    GPU times of every kernel from CUPTI, joined to NCCL's\n"
+    "                        operations (default off: CUPTI serves one tool per\n"
+    "                        process; docs/gpu-truth.md)\n"
+    "      --range-metrics LIST  hardware metrics per user range through CUPTI's\n"
+    "                        range profiler: CUPTI metric names, or default (DRAM\n"
+    "                        bytes, GPU time, NVLink bytes); asks for CUPTI\n"
+    "                        (docs/ranges.md)\n"
+    "  -h, --help            this help\n"
     "\n"
-    "record waits for every process of the job, forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to\n"
-    "all of them and SIGUSR1 (a flight dump) to those that handle it (docs/cli.md).\n"
-    "NVTX ranges are recorded: NVTX_INJECTION64_PATH is set to the plugin unless it is set\n"
-    "already (record says so) or NCCLSCOPE_RANGES=off (docs/ranges.md).\n"
-    "environment: NCCLSCOPE_PLUGIN overrides the plugin path (default: next to ncclscope, else\n"
-    "../lib). The exit status is CMD's (128+N when a signal N killed it, 127 when it was not\n"
-    "found, 126 when it could not be run); 2 for usage errors, 6 when record itself failed.\n";
+    "record waits for every process of the job, forwards SIGINT, SIGTERM, SIGHUP and\n"
+    "SIGQUIT to all of them and SIGUSR1 (a flight dump) to those that handle it\n"
+    "(docs/cli.md). NVTX ranges are recorded: NVTX_INJECTION64_PATH is set to the\n"
+    "plugin unless it is set already (record says so) or NCCLSCOPE_RANGES=off.\n"
+    "\n"
+    "examples:\n"
+    "  ncclscope record -o run1 -- ./my_nccl_app\n"
+    "  ncclscope record -o run1 -e all -- torchrun --nproc-per-node 8 train.py\n"
+    "  ncclscope record --mode flight -o run2 -- torchrun --nproc-per-node 8 train.py\n"
+    "  mpirun -np 16 ncclscope record -o /shared/run3 -- ./app  # one per rank\n"
+    "\n"
+    "environment: NCCLSCOPE_PLUGIN overrides the plugin path (default: next to\n"
+    "ncclscope, else ../lib); the other NCCLSCOPE_* variables reach the plugin as\n"
+    "they are (docs/config.md).\n"
+    "\n"
+    "exit status: CMD's own (128+N when signal N ended it, 127 not found, 126 not\n"
+    "executable); 2 usage error, 6 record itself failed (docs/cli.md)\n";
 
 /* ---------------------------------------------------------------- the trace directory */
 
@@ -143,7 +157,7 @@ static int env_off(const char *v) { return v && (!strcasecmp(v, "off") || !strcm
  * NVTX_INJECTION64_PATH names at its first call, so naming the plugin there records them. A
  * value the user set is theirs (another tool may be listening): kept, and said. Not set when
  * ranges are off: the plugin would only decline NVTX's call. */
-static int set_nvtx(const char *verb, const char *plugin) {
+static int set_nvtx(const char *plugin) {
   if (env_off(getenv("NCCLSCOPE_RANGES"))) return 0;
   const char *cur = getenv("NVTX_INJECTION64_PATH");
   if (cur && *cur) {
@@ -151,9 +165,9 @@ static int set_nvtx(const char *verb, const char *plugin) {
     if (stat(cur, &a) == 0 && stat(plugin, &b) == 0 && a.st_dev == b.st_dev &&
         a.st_ino == b.st_ino)
       return 0; /* the plugin already */
-    ncs_warn("%s: NVTX_INJECTION64_PATH is set to %s, not to the plugin: NVTX ranges go there and "
+    ncs_warn("NVTX_INJECTION64_PATH is set to %s, not to the plugin: NVTX ranges go there and "
              "are not recorded (ranges of the ncclscope range API are)",
-             verb, cur);
+             cur);
     return 0;
   }
   char *abs = realpath(plugin, NULL); /* the job's processes may change directory */
@@ -301,8 +315,8 @@ static void forward(job_t *j, int sig) {
   int n = job_pids(pids);
   if (sig == SIGUSR1) {
     if (n < 0 && !j->warned_usr1++)
-      ncs_warn("%s: cannot tell which processes handle SIGUSR1 (no /proc children list): not "
-               "passed on", j->verb);
+      ncs_warn("cannot tell which processes handle SIGUSR1 (no /proc children list): not "
+               "passed on");
     for (int i = 0; i < n; i++)
       if (catches(pids[i], sig)) kill(pids[i], sig);
     return;
@@ -362,16 +376,16 @@ static void check_grace(job_t *j, uint64_t now) {
     j->told_waiting = 1;
     int n = pid_list(pids, sizeof pids);
     if (n > 0)
-      ncs_warn("%s: the command exited; waiting for %d more process%s of the job (pid%s %s): "
+      ncs_warn("the command exited; waiting for %d more process%s of the job (pid%s %s): "
                "the trace is complete when they end (SIGINT or SIGTERM to ncclscope ends them)",
-               j->verb, n, n == 1 ? "" : "es", n == 1 ? "" : "s", pids);
+               n, n == 1 ? "" : "es", n == 1 ? "" : "s", pids);
   }
   if (!j->term_sig || j->killed || now - j->term_ns < (uint64_t)j->grace_s * 1000000000u) return;
   j->killed = 1;
   int n = pid_list(pids, sizeof pids);
-  ncs_warn("%s: %d process%s of the job did not end within %u s of %s (pid%s %s): killed "
+  ncs_warn("%d process%s of the job did not end within %u s of %s (pid%s %s): killed "
            "(SIGKILL); their trace files may be incomplete",
-           j->verb, n < 0 ? 0 : n, n == 1 ? "" : "es", j->grace_s, sig_name(j->term_sig),
+           n < 0 ? 0 : n, n == 1 ? "" : "es", j->grace_s, sig_name(j->term_sig),
            n == 1 ? "" : "s", n < 0 ? "unknown" : pids);
   forward(j, SIGKILL);
 }
@@ -384,8 +398,8 @@ static void wait_job(job_t *j, const sigset_t *set) {
     uint64_t now = mono_ns();
     check_grace(j, now);
     if (j->killed && now - j->term_ns > ((uint64_t)j->grace_s + 10) * 1000000000u) {
-      ncs_warn("%s: processes of the job are still there 10 s after SIGKILL (stuck in the "
-               "kernel?): the trace may be incomplete", j->verb);
+      ncs_warn("processes of the job are still there 10 s after SIGKILL (stuck in the "
+               "kernel?): the trace may be incomplete");
       return;
     }
     struct timespec tick = {0, 250000000}; /* for the grace period and the messages */
@@ -451,8 +465,8 @@ static int run_job(ncs_record_opts_t *o) {
   dfl.sa_handler = SIG_DFL; /* an inherited SIG_IGN would reap the command before we can */
   sigemptyset(&dfl.sa_mask);
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) != 0)
-    ncs_warn("%s: cannot become the job's subreaper (%s): processes that leave their parent "
-             "are not waited for", o->verb, strerror(errno));
+    ncs_warn("cannot become the job's subreaper (%s): processes that leave their parent "
+             "are not waited for", strerror(errno));
   fflush(NULL);
   sigaction(SIGCHLD, &dfl, &old_chld);
   sigprocmask(SIG_BLOCK, &set, &old);
@@ -466,7 +480,7 @@ static int run_job(ncs_record_opts_t *o) {
     while (sigtimedwait(&set, NULL, &zero) > 0) { /* nobody is left to pass them to */
     }
     if (e) {
-      ncs_error("%s: cannot run %s: %s", o->verb, o->cmd[0], strerror(e));
+      ncs_error("cannot run %s: %s", o->cmd[0], strerror(e));
       o->not_run = 1;
     }
     rc = !j.done                   ? 128 + SIGKILL
@@ -497,7 +511,7 @@ int ncs_record_run(ncs_record_opts_t *o) {
   if (set_env(plugin, dir, o->events, o->mode ? o->mode : "trace", size[0] ? size : NULL,
               o->kernel_sample) != 0 ||
       (o->range_metrics && setenv("NCCLSCOPE_RANGE_METRICS", o->range_metrics, 1) != 0) ||
-      set_nvtx(o->verb, plugin) != 0) {
+      set_nvtx(plugin) != 0) {
     ncs_error("setenv: %s", strerror(errno));
     return NCS_EXIT_ERROR;
   }
@@ -508,14 +522,15 @@ int ncs_record_run(ncs_record_opts_t *o) {
     if (o->dir_created && after == 0 && rmdir(dir) == 0 && o->dir_used) o->dir_used[0] = 0;
     return rc;
   }
-  if (!o->quiet || o->incomplete)
-    fprintf(stderr, "%s: trace written to %s (%zu file%s)%s\n", ncs_prog, dir, after - before,
-          after - before == 1 ? "" : "s",
-          o->incomplete ? "; it may be incomplete: processes of the job had to be killed" : "");
+  /* one line: where the trace went, or that there is none (never "0 files" and then a warning) */
   if (after == before)
-    ncs_warn("no trace file was written: did the command use NCCL (2.23 or later), and did NCCL "
-             "load %s? Try NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV",
+    ncs_warn("no trace file was written to %s%s: did the command use NCCL (2.23 or later), and did "
+             "NCCL load %s? Try NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV",
+             dir, o->incomplete ? " (processes of the job had to be killed: what there is of it may be incomplete)" : "",
              plugin);
+  else if (!o->quiet || o->incomplete)
+    ncs_note("trace written to %s (%zu file%s)%s", dir, after - before, after - before == 1 ? "" : "s",
+             o->incomplete ? "; it may be incomplete: processes of the job had to be killed" : "");
   return rc;
 }
 

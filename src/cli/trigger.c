@@ -20,24 +20,32 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "util/text.h"
 
 static const char trigger_help[] =
     "usage: ncclscope trigger [OPTIONS] DIR\n"
     "\n"
-    "Ask every process that records in flight mode (record --mode flight) into the trace\n"
-    "directory DIR to dump its flight recorder into DIR/dumps, on every host that shares DIR\n"
-    "(a shared file system). It writes the request file DIR/ncclscope.dump, which each process\n"
-    "polls every 0.2 s (docs/flight.md). Then read the dumps with 'ncclscope diagnose DIR'.\n"
+    "Ask every process that records in flight mode (record --mode flight) into the\n"
+    "trace directory DIR to dump its flight recorder into DIR/dumps, on every host\n"
+    "that shares DIR (a shared file system). It writes the request file\n"
+    "DIR/ncclscope.dump, which each process polls every 0.2 s (docs/flight.md); then\n"
+    "read the dumps with 'ncclscope diagnose DIR'.\n"
     "\n"
     "options:\n"
-    "      --reason TEXT   recorded as the dumps' trigger (default: manual)\n"
-    "  -w, --wait SECONDS  wait up to SECONDS (0 to 3600, default 5) for the dumps and count\n"
-    "                      them against the processes recording into DIR; 0: do not wait\n"
-    "  -h, --help          this help\n"
+    "      --reason TEXT     recorded as the dumps' trigger (default: manual)\n"
+    "  -w, --wait SECONDS    wait up to SECONDS (0 to 3600, default 5) for the dumps\n"
+    "                        and count them against the processes recording into DIR;\n"
+    "                        0: do not wait\n"
+    "  -h, --help            this help\n"
     "\n"
-    "exit status: 0 the request was written (and, when waiting, every recording process\n"
-    "dumped), 1 when waiting, some recording process did not dump in time, 2 usage error,\n"
-    "3 DIR does not exist or is not a directory, 5 the request file cannot be written\n";
+    "examples:\n"
+    "  ncclscope trigger run2 && ncclscope diagnose --latest run2\n"
+    "  ncclscope trigger --reason 'step 900 slow' --wait 30 /shared/run2\n"
+    "\n"
+    "exit status: 0 the request was written (and, when waiting, every recording\n"
+    "process dumped), 1 when waiting, some recording process did not dump in time,\n"
+    "2 usage error, 3 DIR does not exist or is not a directory, 5 the request file\n"
+    "cannot be written\n";
 
 static uint64_t real_ns(void) {
   struct timespec t;
@@ -68,7 +76,7 @@ static int write_request(const char *dir, const char *reason, uint64_t now) {
   char host[256] = "?", path[PATH_MAX], tmp[PATH_MAX + 32], line[512];
   gethostname(host, sizeof host - 1);
   if ((size_t)snprintf(path, sizeof path, "%s/ncclscope.dump", dir) >= sizeof path) {
-    ncs_error("trigger: path too long: %s", dir);
+    ncs_error("path too long: %s", dir);
     return NCS_EXIT_OUTPUT;
   }
   snprintf(tmp, sizeof tmp, "%s.trigger-%d", path, (int)getpid());
@@ -76,7 +84,7 @@ static int write_request(const char *dir, const char *reason, uint64_t now) {
                    (unsigned long long)now);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    ncs_error("trigger: cannot write %s: %s", tmp, strerror(errno));
+    ncs_error("cannot write %s: %s", tmp, strerror(errno));
     return NCS_EXIT_OUTPUT;
   }
   int ok = write(fd, line, (size_t)n) == n;
@@ -85,7 +93,7 @@ static int write_request(const char *dir, const char *reason, uint64_t now) {
   if (!ok || rename(tmp, path) != 0) {
     if (ok) e = errno;
     unlink(tmp);
-    ncs_error("trigger: cannot write %s: %s", path, strerror(e));
+    ncs_error("cannot write %s: %s", path, strerror(e));
     return NCS_EXIT_OUTPUT;
   }
   return 0;
@@ -127,12 +135,12 @@ int ncs_cmd_trigger(int argc, char **argv) {
   struct stat st;
   int srs = stat(dir, &st);
   if (srs != 0 || !S_ISDIR(st.st_mode)) {
-    ncs_error("trigger: %s: %s", dir, srs != 0 ? strerror(errno) : "not a directory");
+    ncs_error("%s: %s", dir, srs != 0 ? strerror(errno) : "not a directory");
     return NCS_EXIT_NO_INPUT;
   }
   int live = count_flight(dir); /* one live flight file per recording process (and per load) */
   if (!live)
-    ncs_warn("trigger: %s holds no *.nsflight file: no process records in flight mode into it "
+    ncs_warn("%s holds no *.nsflight file: no process records in flight mode into it "
              "(yet); the request stays there and is taken when one starts", dir);
   char dumps[PATH_MAX + 8];
   snprintf(dumps, sizeof dumps, "%s/dumps", dir);
@@ -140,9 +148,8 @@ int ncs_cmd_trigger(int argc, char **argv) {
   uint64_t now = real_ns();
   int rc = write_request(dir, reason, now);
   if (rc) return rc;
-  fprintf(stderr, "%s trigger: requested a flight dump from every process recording into %s "
-          "(%d flight file%s there); dumps go to %s/dumps\n",
-          ncs_prog, dir, live, live == 1 ? "" : "s", dir);
+  ncs_note("requested a flight dump from every process recording into %s (%d flight file%s there); "
+           "dumps go to %s/dumps", dir, live, live == 1 ? "" : "s", dir);
   if (!wait_s) return NCS_EXIT_OK;
   int got = 0;
   for (uint64_t t = 0; t < wait_s * 10; t++) { /* processes poll every 0.2 s */
@@ -153,10 +160,12 @@ int ncs_cmd_trigger(int argc, char **argv) {
   }
   /* a flight file of a process that has ended (or of an earlier load) never dumps again: the
    * count says what it is, not more */
-  printf("%d new dump%s in %s for %d flight file%s in %s%s\n", got, got == 1 ? "" : "s", dumps, live,
-         live == 1 ? "" : "s", dir,
-         got >= live ? "" : " (a file of a process that has ended, or of an earlier load of the "
-                            "plugin, does not dump; nor does a host that does not see the directory)");
+  char line[3 * PATH_MAX];
+  snprintf(line, sizeof line, "%d new dump%s in %s for %d flight file%s in %s%s", got, got == 1 ? "" : "s",
+           dumps, live, live == 1 ? "" : "s", dir,
+           got >= live ? "" : " (a file of a process that has ended, or of an earlier load of the "
+                              "plugin, does not dump; nor does a host that does not see the directory)");
+  ncs_wrap(stdout, "", "  ", line, ncs_term_width(STDOUT_FILENO));
   if (got) printf("next: %s diagnose --latest %s\n", ncs_prog, dir);
   return live && got >= live ? NCS_EXIT_OK : NCS_EXIT_FOUND;
 }

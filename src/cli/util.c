@@ -13,34 +13,57 @@
 #include "trace/format.h"
 #include "trace/reader.h"
 #include "util/fmt.h"
+#include "util/text.h"
 
 const char *ncs_prog = "ncclscope";
+const char *ncs_verb = NULL;
+
+/* One message on stderr: "ncclscope VERB: " (docs/cli.md, "Messages"), the kind ("error: ",
+ * "warning: " or nothing) and the text; on a terminal wrapped to its width, continuation lines
+ * indented by two spaces. */
+static void message(const char *verb, const char *kind, const char *fmt, va_list ap) {
+  char text[4096], first[128];
+  if (!verb) verb = ncs_verb;
+  vsnprintf(text, sizeof text, fmt, ap);
+  snprintf(first, sizeof first, "%s%s%s: %s", ncs_prog, verb ? " " : "", verb ? verb : "", kind);
+  fflush(stdout);
+  if (isatty(STDERR_FILENO) && !strchr(text, '\n')) {
+    ncs_wrap(stderr, first, "  ", text, ncs_term_width(STDERR_FILENO));
+  } else {
+    fputs(first, stderr);
+    fputs(text, stderr);
+    fputc('\n', stderr);
+  }
+}
 
 int ncs_usage_error(const char *verb, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s%s%s: ", ncs_prog, verb ? " " : "", verb ? verb : "");
-  vfprintf(stderr, fmt, ap);
+  if (!verb) verb = ncs_verb;
+  message(verb, "error: ", fmt, ap);
   va_end(ap);
-  fprintf(stderr, "\nTry '%s%s%s --help'.\n", ncs_prog, verb ? " " : "", verb ? verb : "");
+  fprintf(stderr, "Try '%s%s%s --help'.\n", ncs_prog, verb ? " " : "", verb ? verb : "");
   return NCS_EXIT_USAGE;
 }
 
 void ncs_warn(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: warning: ", ncs_prog);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  message(NULL, "warning: ", fmt, ap);
   va_end(ap);
 }
 
 void ncs_error(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "%s: error: ", ncs_prog);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  message(NULL, "error: ", fmt, ap);
+  va_end(ap);
+}
+
+void ncs_note(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message(NULL, "", fmt, ap);
   va_end(ap);
 }
 
@@ -183,10 +206,11 @@ int ncs_check_events(const char *verb, const char *opt, const char *list, uint32
     ncs_usage_error(verb, "%s: empty event list", opt);
     return -1;
   }
-  fprintf(stderr, "%s %s: %s: unknown event type '%.*s' in '%s'\nknown:", ncs_prog, verb, opt,
+  fprintf(stderr, "%s %s: error: %s: unknown event type '%.*s' in '%s'\nknown:", ncs_prog, verb, opt,
           (int)badlen, bad, list);
   for (unsigned t = 0; t < NCS_T_COUNT; t++) fprintf(stderr, " %s", ncs_schema[t].cli);
-  fprintf(stderr, ", api, proxy, ce, all, none, default, a number (bit mask), -NAME removes\n");
+  fprintf(stderr, ", api, proxy, ce, all, none, default, a number (bit mask), -NAME removes\n"
+                  "Try '%s %s --help'.\n", ncs_prog, verb);
   return -1;
 }
 
@@ -395,14 +419,23 @@ int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t 
   ncs_job_filter_t *f = &cf->f;
   *rc = 0;
   switch (c) {
-  case NCS_OPT_COMM: {
+  case NCS_OPT_COMM: { /* a label (c3), an index (3) or a commId (0x...) */
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(arg, &end, 16);
-    if (errno || end == arg || *end || strncmp(arg, "0x", 2))
-      *rc = ncs_usage_error(verb, "--comm needs a commId as the outputs write it (0x and 16 hex "
-                                  "digits, e.g. from 'ncclscope dump --stats'), not '%s'", arg);
-    f->comm_set = 1, f->comm_id = v;
+    if (!strncmp(arg, "0x", 2)) {
+      unsigned long long v = strtoull(arg, &end, 16);
+      if (errno || end == arg + 2 || *end)
+        *rc = ncs_usage_error(verb, "--comm needs a communicator's label (c0), index (0) or commId (0x "
+                                    "and 16 hex digits), not '%s'", arg);
+      f->comm_set = 1, f->comm_id = v, f->comm_by_index = 0;
+      return 1;
+    }
+    const char *d = arg + (arg[0] == 'c');
+    unsigned long v = *d >= '0' && *d <= '9' ? strtoul(d, &end, 10) : 0;
+    if (*d < '0' || *d > '9' || errno || *end || v > 1u << 30)
+      *rc = ncs_usage_error(verb, "--comm needs a communicator's label (c0), index (0) or commId (0x "
+                                  "and 16 hex digits, as 'ncclscope report' lists them), not '%s'", arg);
+    f->comm_set = 1, f->comm_by_index = 1, f->comm_index = (uint32_t)v;
     return 1;
   }
   case NCS_OPT_RANK: { /* "0,2,5-7" */
@@ -455,13 +488,8 @@ int ncs_parse_filter(const char *verb, int c, const char *arg, ncs_cli_filter_t 
 }
 
 int ncs_check_filter_comm(const char *verb, const ncs_job_filter_t *f, const ncs_job_t *j) {
-  if (!f->comm_set) return 0;
-  for (uint32_t c = 0; c < j->ncomms; c++)
-    if (j->comms[c].comm_id == f->comm_id) return 0;
-  char ids[512] = "";
-  for (uint32_t c = 0; c < j->ncomms && strlen(ids) < sizeof ids - 24; c++)
-    snprintf(ids + strlen(ids), sizeof ids - strlen(ids), "%s" NCS_COMM_ID_FMT, c ? ", " : "",
-             j->comms[c].comm_id);
-  return ncs_usage_error(verb, "--comm " NCS_COMM_ID_FMT ": no such communicator in the job (%s)",
-                         f->comm_id, ids);
+  ncs_job_filter_t g = *f;
+  char err[1024];
+  if (ncs_job_filter_comm(&g, j->comms, j->ncomms, err, sizeof err) == 0) return 0;
+  return ncs_usage_error(verb, "%s", err);
 }

@@ -925,6 +925,11 @@ static int js_finish(tl_sink_t *s) {
                   "export\",\"origin_ns\":\"");
     put_u64(&s->out, s->origin);
     PUTS(&s->out, "\"");
+    if (s->has_clock) { /* ts 0 as wall-clock time: to line the JSON up with another trace */
+      PUTS(&s->out, ",\"origin_realtime_ns\":\"");
+      put_u64(&s->out, s->origin + (uint64_t)s->realtime_off);
+      PUTS(&s->out, "\"");
+    }
     if (s->nmeta) PUTS(&s->out, ","), render_args(&s->out, s->meta, s->nmeta);
     PUTS(&s->out, "}}\n");
   }

@@ -254,7 +254,7 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
     char colbuf[40];
     const char *col = series_color(s, colbuf, sizeof colbuf), *dash = "none";
     double dx = ((double)si - (double)(nser - 1) / 2) * jit;
-    fprintf(o, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">\n<title>comm %u ", col, col,
+    fprintf(o, "<g class=\"series\" stroke=\"%s\" fill=\"%s\">\n<title>c%u ", col, col,
             S->comm);
     esc(o, S->func);
     fputs("</title>\n<polyline fill=\"none\" stroke-width=\"2\"", o);
@@ -273,7 +273,7 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
       bucket_range(rng, sizeof rng, b->log2);
       ncs_fmt_ns(lat, sizeof lat, b->lat_p50);
       /* a bucket holding instances whose GPU times cannot be right is drawn hollow, and says so */
-      fprintf(o, "<g class=\"pt%s\"><title>comm ", b->suspect ? " doubtful" : "");
+      fprintf(o, "<g class=\"pt%s\"><title>c", b->suspect ? " doubtful" : "");
       escf(o,
            "%u %s, %s, %" PRIu64 " instances: busbw p50 %.3f GB/s, p95 %.3f, p99 %.3f (slow side); "
            "algbw p50 %.3f GB/s; latency p50 %s",
@@ -302,7 +302,7 @@ static void chart_busbw(FILE *o, const buckets_t *L) {
           "stroke-width=\"2\"%s%s%s/><circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"%s\"/>",
           lx, ly, lx + 22, ly, col, strcmp(dash, "none") ? " stroke-dasharray=\"" : "",
           strcmp(dash, "none") ? dash : "", strcmp(dash, "none") ? "\"" : "", lx + 11, ly, col);
-      fprintf(o, "<text x=\"%.1f\" y=\"%.1f\">comm %u ", lx + 28, ly + 4, S->comm);
+      fprintf(o, "<text x=\"%.1f\" y=\"%.1f\">c%u ", lx + 28, ly + 4, S->comm);
       esc(o, S->func);
       fputs("</text></g>\n", o);
     } else if (legend == legend_max) {
@@ -473,7 +473,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     const heat_t *H = &hs[i];
     const ncs_job_comm_t *c = &a->job->comms[H->comm];
     double y0 = H->top - COLLAB - 22;
-    snprintf(t, sizeof t, "comm %u (" NCS_COMM_ID_FMT "), %d ranks%s", H->comm, c->comm_id, c->nranks,
+    snprintf(t, sizeof t, "c%u " NCS_COMM_ID_FMT ", %d ranks%s", H->comm, c->comm_id, c->nranks,
              H->nrows < H->rows_all || H->ncols < H->cols_all ? " (part: see the note below)" : "");
     svg_text(o, 4, y0 + 14, "start", "title", t);
     /* column labels, rotated */
@@ -521,7 +521,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
         ncs_fmt_ns(t2, sizeof t2, late), ncs_fmt_ns(t3, sizeof t3, wait);
         fprintf(o, "<title>rank %d (pid %" PRIu64 ", host ", R->rank, p->pid);
         esc(o, p->host);
-        fprintf(o, "), comm %u ", H->comm);
+        fprintf(o, "), c%u ", H->comm);
         if (k < H->ncols) {
           char rng[64];
           bucket_range(rng, sizeof rng, H->cols[k]->log2);
@@ -579,10 +579,10 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     fputs("<p class=\"note\">Not everything is drawn:", o);
     for (size_t i = 0; i < nh; i++) {
       if (hs[i].nrows < hs[i].rows_all)
-        fprintf(o, " comm %u: the %zu of %zu ranks with the largest total lateness (limit %d).",
+        fprintf(o, " c%u: the %zu of %zu ranks with the largest total lateness (limit %d).",
                 hs[i].comm, hs[i].nrows, hs[i].rows_all, NCS_HTML_HEAT_ROWS);
       if (hs[i].ncols < hs[i].cols_all)
-        fprintf(o, " comm %u: the %zu of %zu size buckets with the most instances (limit %d).",
+        fprintf(o, " c%u: the %zu of %zu size buckets with the most instances (limit %d).",
                 hs[i].comm, hs[i].ncols, hs[i].cols_all, NCS_HTML_HEAT_COLS);
     }
     if (comms_all > nh)
@@ -682,7 +682,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
     ncs_fmt_ns(v[3], 32, p75), ncs_fmt_ns(v[4], 32, b->lat_p95), ncs_fmt_ns(v[5], 32, b->lat_p99);
     ncs_fmt_ns(v[6], 32, mx);
     bucket_range(rng, sizeof rng, b->log2);
-    fputs("<g class=\"row\"><title>comm ", o);
+    fputs("<g class=\"row\"><title>c", o);
     escf(o,
          "%u %s, %s, %" PRIu64
          " %s (timing %s): min %s, p25 %s, p50 %s, p75 %s, p95 %s, p99 %s, max %s",
@@ -693,7 +693,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
       fprintf(o, "<rect class=\"band\" x=\"0\" y=\"%.1f\" width=\"%.0f\" height=\"%.1f\"/>", yy, W,
               RH);
     ncs_fmt_bytes(t, sizeof t, b->log2);
-    fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">comm %u ", ML - 8, yc + 4, b->comm);
+    fprintf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">c%u ", ML - 8, yc + 4, b->comm);
     esc(o, b->func);
     fprintf(o, " &#8805;%s (n=%" PRIu64 ")</text>", t, b->count);
     fprintf(o,
@@ -746,7 +746,7 @@ static void table_buckets(FILE *o, const buckets_t *L) {
     const ncs_an_bucket_t *b = L->b[k];
     char sz[24];
     ncs_fmt_bytes(sz, sizeof sz, b->log2);
-    fprintf(o, "<tr><td>%u</td><td class=\"l\">", b->comm);
+    fprintf(o, "<tr><td>c%u</td><td class=\"l\">", b->comm);
     esc(o, b->func);
     fprintf(o, "</td><td>%s</td><td>%" PRIu64 "</td>", sz, b->count);
     td_ns(o, b->lat_p50), td_ns(o, b->lat_p95), td_ns(o, b->lat_p99);
@@ -777,7 +777,7 @@ static void table_breakdown(FILE *o, const buckets_t *L, const ncs_analysis_t *a
     char sz[24], lab[320];
     ncs_fmt_bytes(sz, sizeof sz, b->log2);
     ncs_bd_label_text(b, lab, sizeof lab);
-    fprintf(o, "<tr data-label=\"%s\"><td>%u</td><td class=\"l\">", ncs_bn_names[b->bd_label],
+    fprintf(o, "<tr data-label=\"%s\"><td>c%u</td><td class=\"l\">", ncs_bn_names[b->bd_label],
             b->comm);
     esc(o, b->func);
     fprintf(o, "</td><td>%s</td><td>%" PRIu64 "</td>", sz, b->bd_n);
@@ -813,7 +813,7 @@ static void table_ranks(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
   for (uint32_t k = 0; k < n; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
     const ncs_job_proc_t *p = &a->job->procs[r->proc];
-    fprintf(o, "<tr><td>%u</td><td>%d</td><td>%" PRIu64 "</td><td class=\"l\">", r->comm, r->rank,
+    fprintf(o, "<tr><td>c%u</td><td>%d</td><td>%" PRIu64 "</td><td class=\"l\">", r->comm, r->rank,
             p->pid);
     esc(o, p->host);
     fprintf(o, "</td><td>%" PRIu64 "</td><td>%.0f%%</td>", r->instances,
@@ -878,7 +878,9 @@ static const char css[] =
     "table{border-collapse:collapse;font-size:13px;font-variant-numeric:tabular-nums;margin:6px 0}"
     "th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}"
     "th{background:#f4f4f6;font-weight:600}th.l,td.l{text-align:left}"
-    "td.l{white-space:normal;overflow-wrap:anywhere;max-width:420px}"
+    /* text cells wrap between words only ("AllReduce" is never split); a word wider than the
+     * cell's 420 px (a path) breaks, the only thing that may */
+    "td.l{white-space:normal;overflow-wrap:break-word;word-break:normal;hyphens:none;max-width:420px}"
     "tbody tr:hover{background:#f7f9fc}"
     "svg.chart{display:block;max-width:100%;height:auto;margin:8px 0;"
     "font:12px system-ui,-apple-system,'Segoe UI',Roboto,Arial,sans-serif}"
@@ -909,7 +911,7 @@ static void gpu_section(FILE *o, const ncs_analysis_t *a) {
     const ncs_job_gpu_dev_t *D = &j->gdevs[x->dev];
     fputs("<tr>", o);
     if (D->comm != UINT32_MAX)
-      fprintf(o, "<td>%u</td><td>%d</td>", D->comm, D->rank);
+      fprintf(o, "<td>c%u</td><td>%d</td>", D->comm, D->rank);
     else
       fputs("<td>-</td><td>-</td>", o);
     fprintf(o, "<td>%d</td><td>%" PRIu64 "</td><td>%" PRIu64 "</td>", D->device, D->nccl_kernels,
@@ -933,7 +935,7 @@ static void gpu_section(FILE *o, const ncs_analysis_t *a) {
     for (uint32_t k = 0; k < a->gpu.nreplays; k++) {
       const ncs_an_replay_t *r = &a->gpu.replays[k];
       if (r->comm != UINT32_MAX)
-        fprintf(o, "<tr><td>%u</td><td class=\"l\">", r->comm);
+        fprintf(o, "<tr><td>c%u</td><td class=\"l\">", r->comm);
       else
         fputs("<tr><td>-</td><td class=\"l\">", o);
       esc(o, r->func);
@@ -1101,7 +1103,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, c
     thead(o, "mismatch-table", "comm|<func|seq|rank|vs rank|<what");
     for (uint32_t k = 0; k < a->nmism; k++) {
       const ncs_an_mismatch_t *m = &a->mism[k];
-      fprintf(o, "<tr><td>%u</td><td class=\"l\">", m->comm);
+      fprintf(o, "<tr><td>c%u</td><td class=\"l\">", m->comm);
       esc(o, m->func);
       fprintf(o, "</td><td>%" PRIu64 "</td><td>%d</td><td>%d</td><td class=\"l\">", m->seq,
               m->rank_a, m->rank_b);
@@ -1161,12 +1163,14 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, c
   fputs("<section id=\"processes\">\n"
         "<h2>Communicators, processes and clocks</h2>\n",
         o);
-  thead(o, "comms-table", "comm|<commId|nranks|nodes|ranks recorded");
-  for (uint32_t c = 0; c < a->job->ncomms; c++)
-    fprintf(o,
-            "<tr><td>%u</td><td class=\"l\">" NCS_COMM_ID_FMT "</td><td>%d</td><td>%d</td>"
-            "<td>%d</td></tr>\n",
-            c, a->job->comms[c].comm_id, a->job->comms[c].nranks, a->job->comms[c].nnodes, a->job->comms[c].ranks_seen);
+  thead(o, "comms-table", "comm|<commId|<name|nranks|nodes|ranks recorded");
+  for (uint32_t c = 0; c < a->job->ncomms; c++) {
+    fprintf(o, "<tr><td>c%u</td><td class=\"l\">" NCS_COMM_ID_FMT "</td><td class=\"l\">", c,
+            a->job->comms[c].comm_id);
+    esc(o, a->job->comms[c].name);
+    fprintf(o, "</td><td>%d</td><td>%d</td><td>%d</td></tr>\n", a->job->comms[c].nranks,
+            a->job->comms[c].nnodes, a->job->comms[c].ranks_seen);
+  }
   fputs("</tbody></table>\n", o);
   table_procs(o, a);
   if (a->job->nhosts <= 1) {

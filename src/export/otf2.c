@@ -390,7 +390,7 @@ static void def_locations(ow_t *w) {
                 w->gd, x->nlocations + k,
                 w->ph_comm[k] == UINT32_MAX
                     ? ow_str(w, "nothing passed the export filter")
-                    : ow_fmt(w, "comm %u rank %d (%s)", w->ph_comm[k], w->ph_rank[k],
+                    : ow_fmt(w, "c%u rank %d (%s)", w->ph_comm[k], w->ph_rank[k],
                              rank_recorded(x->job, w->ph_comm[k], w->ph_rank[k])
                                  ? "left out by the export filter" : "not recorded"),
                 OTF2_LOCATION_TYPE_CPU_THREAD, 0, ph),
@@ -434,7 +434,7 @@ static void def_comms(ow_t *w) {
     uint64_t *m = malloc((size_t)nr * sizeof *m);
     if (!m) goto oom;
     for (int32_t r = 0; r < nr; r++) m[r] = index[w->rank_loc[c][r]] - 1;
-    OTF2_StringRef name = ow_fmt(w, "NCCL comm 0x%016" PRIx64 "%s%s (%d ranks)", j->comms[c].comm_id,
+    OTF2_StringRef name = ow_fmt(w, "NCCL comm c%u 0x%016" PRIx64 "%s%s (%d ranks)", c, j->comms[c].comm_id,
                                  *j->comms[c].name ? " " : "", j->comms[c].name, nr);
     OK(w, OTF2_GlobalDefWriter_WriteGroup(w->gd, 1 + c, name, OTF2_GROUP_TYPE_COMM_GROUP,
                                           OTF2_PARADIGM_MPI, OTF2_GROUP_FLAG_NONE, (uint32_t)nr, m),
@@ -659,7 +659,7 @@ static int ow_prepare(ow_t *w, const char *path, const ncs_otf2_opts_t *o, char 
   int why = 0;
   const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why, .filter = o->filter};
   w->x.a = ncs_analyze_path_opts(path, &ao, err, el);
-  if (!w->x.a) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
+  if (!w->x.a) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER ? 3 : 2;
   w->x.job = w->x.a->job;
   if (o->job_check && o->job_check(w->x.job, o->check_arg) != 0) return 4;
   if (ncs_xf_init(&w->x.xf, w->x.job) != 0) {

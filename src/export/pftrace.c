@@ -15,8 +15,11 @@
 #include "export/sink.h"
 
 /* TracePacket */
-enum { TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_INTERNED = 12, TP_SEQ_FLAGS = 13,
-       TP_TRACK_DESC = 60 };
+enum { TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_SEQ_ID = 10, TP_TRACK_EVENT = 11, TP_INTERNED = 12,
+       TP_SEQ_FLAGS = 13, TP_TRACK_DESC = 60 };
+/* ClockSnapshot, its Clock, and the builtin clocks */
+enum { CS_CLOCKS = 1, CS_PRIMARY = 2, CK_ID = 1, CK_TIMESTAMP = 2 };
+enum { CLOCK_REALTIME_ID = 1, CLOCK_MONOTONIC_ID = 3, CLOCK_BOOTTIME_ID = 6 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 /* TrackDescriptor */
 enum { TD_UUID = 1, TD_NAME = 2, TD_PROCESS = 3, TD_PARENT = 5, TD_COUNTER = 8,
@@ -109,6 +112,28 @@ static void pf_seq_begin(tl_sink_t *s, uint32_t seq) {
   p->seq_started = 0;
   hm_clear(&p->intern);
   for (int k = 0; k < IK_COUNT; k++) p->next_iid[k] = 0;
+  if (p->seq == 1 && s->has_clock) {
+    /* Which wall-clock time the trace's timestamps are (docs/timeline.md, "Time"): they carry no
+     * timestamp_clock_id, so Perfetto reads them as BOOTTIME, the trace clock. On one host they
+     * are CLOCK_MONOTONIC (BOOTTIME less the time the host was suspended: the same on a server
+     * that never was), and REALTIME is off ns later; across hosts they are host 0's realtime.
+     * Perfetto then shows wall-clock time and lines the trace up with other traces of the same
+     * time by REALTIME (docs/timeline.md, "Beside other traces"). */
+    pb_buf_t *b = &s->out;
+    size_t m = packet_open(p, s->clock_at, 1);
+    size_t cs = pb_open(b, TP_CLOCK_SNAPSHOT);
+    static const uint32_t ids[] = {CLOCK_BOOTTIME_ID, CLOCK_MONOTONIC_ID, CLOCK_REALTIME_ID};
+    for (int k = 0; k < 3; k++) {
+      if (ids[k] == CLOCK_MONOTONIC_ID && !s->one_host) continue; /* not one host's clock */
+      size_t c = pb_open(b, CS_CLOCKS);
+      pb_u64(b, CK_ID, ids[k]);
+      pb_u64(b, CK_TIMESTAMP, ids[k] == CLOCK_REALTIME_ID ? s->clock_at + (uint64_t)s->realtime_off : s->clock_at);
+      pb_close(b, c);
+    }
+    pb_u64(b, CS_PRIMARY, CLOCK_BOOTTIME_ID);
+    pb_close(b, cs);
+    packet_close(p, m);
+  }
   if (p->seq == 1) {
     /* the root track (uuid 0): order processes by their sibling_order_rank (Perfetto v57+) */
     size_t m = packet_open(p, 0, 0);

@@ -122,6 +122,13 @@ struct tl_sink {
   uint64_t bytes_out;
   uint64_t rows;     /* JSON: thread rows written (chrome.c); 0 for the .pftrace */
   pb_buf_t out;      /* pending output bytes */
+  /* the output's clock against wall-clock time, set before the job's sequence begins (sequence
+   * 1): output time `clock_at` is realtime `clock_at + realtime_off` ns; one_host: output time is
+   * that host's CLOCK_MONOTONIC (else host 0's realtime estimate). has_clock 0: not known (no
+   * CLOCK pair in any file) */
+  int has_clock, one_host;
+  uint64_t clock_at;
+  int64_t realtime_off;
   /* what the whole file covers (the filter), for formats with file metadata (Chrome JSON's
    * otherData), set before finish; stable like slice arguments */
   const tl_arg_t *meta;

@@ -183,7 +183,7 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
   const ncs_analyze_opts_t ao = {.retain = 1, .job = o->job, .why = &why, .filter = o->filter};
   q->a = ncs_analyze_path_opts(path, &ao, err, errlen);
   if (!q->a) {
-    rc = why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
+    rc = why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER ? 3 : 2;
     goto out;
   }
   if (o->job_check && o->job_check(q->a->job, o->check_arg) != 0) {

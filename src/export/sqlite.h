@@ -20,7 +20,7 @@
 #include "export/xfilter.h"
 #include "model/model.h"
 
-#define NCS_SQLITE_SCHEMA "ncclscope-sqlite/1" /* meta.schema; bumped on incompatible changes */
+#define NCS_SQLITE_SCHEMA "ncclscope-sqlite/2" /* meta.schema; bumped on incompatible changes */
 
 /* tables, in creation order */
 enum {
@@ -32,7 +32,7 @@ enum {
   NCS_SQ_RANKS,
   NCS_SQ_COLLECTIVES,
   NCS_SQ_BUCKETS,
-  NCS_SQ_INSTANCES,
+  NCS_SQ_OPERATIONS,
   NCS_SQ_P2P,
   NCS_SQ_KERNEL_CHANNELS,
   NCS_SQ_PROXY_OPS,

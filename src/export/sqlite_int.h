@@ -49,7 +49,8 @@
   X(P, records, I) X(P, drops, I) X(P, clean, I)
 
 #define COLS_COMMS(X, P)                                                                           \
-  X(P, id, I " PRIMARY KEY") X(P, comm_id, I) X(P, comm_hex, T) X(P, name, T) X(P, nranks, I)      \
+  X(P, id, I " PRIMARY KEY") X(P, label, T) X(P, comm_id, I) X(P, comm_hex, T) X(P, name, T)       \
+  X(P, nranks, I)                                                                                  \
   X(P, nnodes, I) X(P, ranks_seen, I) X(P, ranks_recorded, I)
 
 #define COLS_RANKS(X, P)                                                                           \
@@ -75,7 +76,7 @@
   X(P, busbw_p50_gbs, R) X(P, busbw_p95_gbs, R) X(P, busbw_p99_gbs, R) X(P, skew_p50_ns, R)        \
   X(P, skew_max_ns, R) X(P, bd_label, T) X(P, bd_reason, T) X(P, bd_wait_rank, I)
 
-#define COLS_INSTANCES(X, P)                                                                       \
+#define COLS_OPERATIONS(X, P)                                                                       \
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
   X(P, type, T) X(P, comm, I) X(P, rank, I) X(P, func, T) X(P, seq, I) X(P, peer, I)               \
   X(P, count, I) X(P, datatype, T) X(P, nccl_count, I) X(P, nccl_datatype, T) X(P, root, I)        \
@@ -99,13 +100,13 @@
 
 #define COLS_KERNEL_CHANNELS(X, P)                                                                 \
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
-  X(P, parent_event_id, I) X(P, instance_id, I) X(P, comm, I) X(P, rank, I) X(P, channel, I)       \
+  X(P, parent_event_id, I) X(P, operation_id, I) X(P, comm, I) X(P, rank, I) X(P, channel, I)       \
   X(P, start_mono_ns, I) X(P, stop_mono_ns, I) X(P, start_gpu_ns, I) X(P, stop_gpu_ns, I)          \
   X(P, gpu_duration_ns, I) X(P, expired, T)
 
 #define COLS_PROXY_OPS(X, P)                                                                       \
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
-  X(P, parent_event_id, I) X(P, instance_id, I) X(P, comm, I) X(P, rank, I) X(P, pid, I)          \
+  X(P, parent_event_id, I) X(P, operation_id, I) X(P, comm, I) X(P, rank, I) X(P, pid, I)          \
   X(P, pxn, I) X(P, channel, I)                                                                    \
   X(P, peer, I) X(P, n_steps, I) X(P, chunk_size, I) X(P, is_send, I) X(P, start_mono_ns, I)       \
   X(P, stop_mono_ns, I) X(P, duration_ns, I) X(P, in_progress_mono_ns, I) X(P, n_states, I)        \
@@ -132,7 +133,7 @@
 
 #define COLS_KERNEL_PHASES(X, P)                                                                   \
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \
-  X(P, parent_event_id, I) X(P, kernel_channel_id, I) X(P, instance_id, I) X(P, comm, I)          \
+  X(P, parent_event_id, I) X(P, kernel_channel_id, I) X(P, operation_id, I) X(P, comm, I)          \
   X(P, rank, I) X(P, channel, I) X(P, phase_id, I) X(P, phase, T) X(P, start_gpu_ns, I)           \
   X(P, stop_gpu_ns, I) X(P, gpu_duration_ns, I) X(P, start_mono_ns, I) X(P, expired, T)
 
@@ -144,13 +145,13 @@
   X(P, network_ns, I) X(P, flush_ns, I) X(P, network_bytes, I) X(P, links, I) X(P, steps, I)
 
 #define COLS_LINKS(X, P)                                                                           \
-  X(P, id, I " PRIMARY KEY") X(P, instance_id, I) X(P, collective_id, I) X(P, comm, I)             \
+  X(P, id, I " PRIMARY KEY") X(P, operation_id, I) X(P, collective_id, I) X(P, comm, I)             \
   X(P, rank, I) X(P, peer, I) X(P, channel, I) X(P, is_send, I) X(P, steps, I) X(P, bytes, I)      \
   X(P, start_job_ns, I) X(P, stop_job_ns, I) X(P, first_data_job_ns, I) X(P, gpu_wait_ns, I)       \
   X(P, peer_wait_ns, I) X(P, network_ns, I) X(P, flush_ns, I) X(P, open, I) X(P, proxy_lost, I)
 
 #define COLS_NET_QPS(X, P)                                                                         \
-  X(P, id, I " PRIMARY KEY") X(P, instance_id, I) X(P, collective_id, I) X(P, comm, I)             \
+  X(P, id, I " PRIMARY KEY") X(P, operation_id, I) X(P, collective_id, I) X(P, comm, I)             \
   X(P, rank, I) X(P, kind, T) X(P, device, I) X(P, qp, I) X(P, events, I) X(P, bytes, I)           \
   X(P, busy_ns, I)
 #define COLS_KERNELS(X, P)                                                                         \
@@ -186,7 +187,7 @@ enum { COLS_COMMS(X_ENUM, CM) CM_N };
 enum { COLS_RANKS(X_ENUM, RK) RK_N };
 enum { COLS_COLLECTIVES(X_ENUM, CO) CO_N };
 enum { COLS_BUCKETS(X_ENUM, BK) BK_N };
-enum { COLS_INSTANCES(X_ENUM, IN) IN_N };
+enum { COLS_OPERATIONS(X_ENUM, OP) OP_N };
 enum { COLS_P2P(X_ENUM, PP) PP_N };
 enum { COLS_KERNEL_CHANNELS(X_ENUM, KC) KC_N };
 enum { COLS_PROXY_OPS(X_ENUM, PO) PO_N };

@@ -57,8 +57,8 @@ static uint64_t parent_row(const sq_t *q, const ncs_event_t *e) {
 }
 
 static void coll_start(sq_t *q, const ncs_event_t *e) {
-  sqlite3_stmt *s = q->ins[NCS_SQ_INSTANCES];
-  uint64_t row = ++q->next_row[NCS_SQ_INSTANCES], v;
+  sqlite3_stmt *s = q->ins[NCS_SQ_OPERATIONS];
+  uint64_t row = ++q->next_row[NCS_SQ_OPERATIONS], v;
   if (hm_put(&q->rows, e->id, row) != 0) {
     sq_oom(q);
     return;
@@ -67,36 +67,36 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
   int32_t rank;
   ctx_of(q, e, &comm, &rank);
   const int coll = e->type == NCS_T_COLL, v7 = ctx_abi(q, e) >= 7;
-  b_u64(s, IN_id, row), b_u64(s, IN_process_id, q->proc), b_u64(s, IN_segment, q->seg);
-  b_u64(s, IN_event_id, e->id), b_txt(s, IN_type, coll ? "Coll" : "P2p");
-  if (comm >= 0) b_i64(s, IN_comm, comm);
-  b_i64(s, IN_rank, rank);
-  b_u64(s, IN_start_mono_ns, e->ts);
+  b_u64(s, OP_id, row), b_u64(s, OP_process_id, q->proc), b_u64(s, OP_segment, q->seg);
+  b_u64(s, OP_event_id, e->id), b_txt(s, OP_type, coll ? "Coll" : "P2p");
+  if (comm >= 0) b_i64(s, OP_comm, comm);
+  b_i64(s, OP_rank, rank);
+  b_u64(s, OP_start_mono_ns, e->ts);
   if (e->parent_kind == NCS_REF_LOCAL && hm_get(&q->api, e->parent, &v))
-    b_u64(s, IN_api_start_mono_ns, v);
+    b_u64(s, OP_api_start_mono_ns, v);
   const char *dtype;
   uint64_t count;
   if (coll) {
-    b_u64(s, IN_seq, e->f[NCS_F(Coll, seqNumber)]), b_txt(s, IN_func, e->fstr[NCS_F(Coll, func)]);
-    b_i64(s, IN_root, (int64_t)e->f[NCS_F(Coll, root)]);
+    b_u64(s, OP_seq, e->f[NCS_F(Coll, seqNumber)]), b_txt(s, OP_func, e->fstr[NCS_F(Coll, func)]);
+    b_i64(s, OP_root, (int64_t)e->f[NCS_F(Coll, root)]);
     count = e->f[NCS_F(Coll, count)], dtype = e->fstr[NCS_F(Coll, datatype)];
-    b_u64(s, IN_n_channels, e->f[NCS_F(Coll, nChannels)]), b_u64(s, IN_n_warps, e->f[NCS_F(Coll, nWarps)]);
-    b_txt(s, IN_algo, e->fstr[NCS_F(Coll, algo)]), b_txt(s, IN_proto, e->fstr[NCS_F(Coll, proto)]);
-    b_u64(s, IN_traffic_bytes, e->f[NCS_F(Coll, trafficBytes)]), b_i64(s, IN_op, (int64_t)e->f[NCS_F(Coll, op)]);
-    b_u64(s, IN_is_collnet, e->f[NCS_F(Coll, isCollnet)]), b_u64(s, IN_is_nvls, e->f[NCS_F(Coll, isNvls)]);
+    b_u64(s, OP_n_channels, e->f[NCS_F(Coll, nChannels)]), b_u64(s, OP_n_warps, e->f[NCS_F(Coll, nWarps)]);
+    b_txt(s, OP_algo, e->fstr[NCS_F(Coll, algo)]), b_txt(s, OP_proto, e->fstr[NCS_F(Coll, proto)]);
+    b_u64(s, OP_traffic_bytes, e->f[NCS_F(Coll, trafficBytes)]), b_i64(s, OP_op, (int64_t)e->f[NCS_F(Coll, op)]);
+    b_u64(s, OP_is_collnet, e->f[NCS_F(Coll, isCollnet)]), b_u64(s, OP_is_nvls, e->f[NCS_F(Coll, isNvls)]);
     /* ABI v7: NULL when NCCL called an older version (which drops them) or the file predates
        them (before format 1.3) */
     if (v7 && NCS_HAS(e, NCS_F(Coll, userTag))) {
-      b_u64(s, IN_user_tag, e->f[NCS_F(Coll, userTag)]), b_u64(s, IN_is_sym_coll, e->f[NCS_F(Coll, isSymColl)]);
-      b_txt(s, IN_kernel_variant, e->fstr[NCS_F(Coll, kernelVariant)]);
+      b_u64(s, OP_user_tag, e->f[NCS_F(Coll, userTag)]), b_u64(s, OP_is_sym_coll, e->f[NCS_F(Coll, isSymColl)]);
+      b_txt(s, OP_kernel_variant, e->fstr[NCS_F(Coll, kernelVariant)]);
     }
   } else {
-    b_txt(s, IN_func, e->fstr[NCS_F(P2p, func)]), b_i64(s, IN_peer, (int64_t)e->f[NCS_F(P2p, peer)]);
+    b_txt(s, OP_func, e->fstr[NCS_F(P2p, func)]), b_i64(s, OP_peer, (int64_t)e->f[NCS_F(P2p, peer)]);
     count = e->f[NCS_F(P2p, count)], dtype = e->fstr[NCS_F(P2p, datatype)];
-    b_u64(s, IN_n_channels, e->f[NCS_F(P2p, nChannels)]);
-    if (v7 && NCS_HAS(e, NCS_F(P2p, userTag))) b_u64(s, IN_user_tag, e->f[NCS_F(P2p, userTag)]);
+    b_u64(s, OP_n_channels, e->f[NCS_F(P2p, nChannels)]);
+    if (v7 && NCS_HAS(e, NCS_F(P2p, userTag))) b_u64(s, OP_user_tag, e->f[NCS_F(P2p, userTag)]);
   }
-  b_u64(s, IN_nccl_count, count), b_txt(s, IN_nccl_datatype, dtype);
+  b_u64(s, OP_nccl_count, count), b_txt(s, OP_nccl_datatype, dtype);
   /* the analysis's view of this operation: the same record, found by (segment, event id) */
   uint64_t k;
   const ncs_op_t *op;
@@ -104,19 +104,19 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
       op->seg == q->seg && op->id == e->id && op->proc == q->proc) {
     q->op_row[k - 1] = row;
     count = op->count, dtype = op->dtype;
-    b_u64(s, IN_bytes, op->bytes);
-    b_i64(s, IN_arrival_job_ns, op->arrival), b_i64(s, IN_duration_ns, op->duration);
-    b_txt(s, IN_timing, ncs_src_names[op->timing]);
-    if (op->kstart) b_i64(s, IN_kernel_start_job_ns, op->kstart), b_i64(s, IN_kernel_stop_job_ns, op->kstop);
-    b_txt(s, IN_gpu_source, ncs_gs_names[op->gsrc]), b_u64(s, IN_cupti_kernels, op->kernels);
-    b_txt(s, IN_gpu_check, ncs_gk_names[op->gk < NCS_GK_N ? op->gk : 0]);
-    b_u64(s, IN_completion_inferred, op->inferred), b_u64(s, IN_completion_impossible, op->impossible);
-    b_u64(s, IN_graph_captured, op->captured), b_u64(s, IN_graph_replays, op->replays);
-    if (op->inst != SIZE_MAX) b_u64(s, IN_collective_id, op->inst + 1);
-    if (op->p2p) b_u64(s, IN_p2p_order, op->order);
+    b_u64(s, OP_bytes, op->bytes);
+    b_i64(s, OP_arrival_job_ns, op->arrival), b_i64(s, OP_duration_ns, op->duration);
+    b_txt(s, OP_timing, ncs_src_names[op->timing]);
+    if (op->kstart) b_i64(s, OP_kernel_start_job_ns, op->kstart), b_i64(s, OP_kernel_stop_job_ns, op->kstop);
+    b_txt(s, OP_gpu_source, ncs_gs_names[op->gsrc]), b_u64(s, OP_cupti_kernels, op->kernels);
+    b_txt(s, OP_gpu_check, ncs_gk_names[op->gk < NCS_GK_N ? op->gk : 0]);
+    b_u64(s, OP_completion_inferred, op->inferred), b_u64(s, OP_completion_impossible, op->impossible);
+    b_u64(s, OP_graph_captured, op->captured), b_u64(s, OP_graph_replays, op->replays);
+    if (op->inst != SIZE_MAX) b_u64(s, OP_collective_id, op->inst + 1);
+    if (op->p2p) b_u64(s, OP_p2p_order, op->order);
   }
-  b_u64(s, IN_count, count), b_txt(s, IN_datatype, dtype);
-  sq_insert(q, NCS_SQ_INSTANCES);
+  b_u64(s, OP_count, count), b_txt(s, OP_datatype, dtype);
+  sq_insert(q, NCS_SQ_OPERATIONS);
 }
 
 static void coll_update(sq_t *q, sqlite3_stmt *s, const char *what) {
@@ -129,7 +129,7 @@ static void coll_update(sq_t *q, sqlite3_stmt *s, const char *what) {
 
 static void coll_stop(sq_t *q, const ncs_event_t *e, uint64_t row) {
   b_u64(q->upd_stop, 0, e->ts), b_u64(q->upd_stop, 1, row);
-  coll_update(q, q->upd_stop, "instances stop");
+  coll_update(q, q->upd_stop, "operations stop");
 }
 
 static void coll_complete(sq_t *q, const ncs_event_t *e, uint64_t row) {
@@ -137,7 +137,7 @@ static void coll_complete(sq_t *q, const ncs_event_t *e, uint64_t row) {
   b_nz(s, 0, e->end_ns), b_nz(s, 1, e->first_child_ns), b_nz(s, 2, e->gpu_start);
   b_nz(s, 3, e->gpu_stop), b_u64(s, 4, e->cflags), b_u64(s, 5, e->n_kernel_ch);
   b_u64(s, 6, e->n_proxy_op), b_u64(s, 7, e->n_open), b_u64(s, 8, row);
-  coll_update(q, s, "instances completion");
+  coll_update(q, s, "operations completion");
 }
 
 /* ================================================================ KernelCh, ProxyOp, ProxyStep, KernelPhase */
@@ -229,7 +229,7 @@ static void phase_row(sq_t *q, const open_t *o) {
   uint64_t pid = o->f[NCS_F(KernelPhase, phaseId)], start = o->f[NCS_F(KernelPhase, pTimer)];
   b_u64(s, KP_id, o->row), b_u64(s, KP_process_id, q->proc), b_u64(s, KP_segment, q->seg);
   b_u64(s, KP_event_id, o->id), b_nz(s, KP_parent_event_id, o->parent_id);
-  b_nz(s, KP_kernel_channel_id, o->parent_row), b_nz(s, KP_instance_id, o->inst_row);
+  b_nz(s, KP_kernel_channel_id, o->parent_row), b_nz(s, KP_operation_id, o->inst_row);
   if (o->comm >= 0) b_i64(s, KP_comm, o->comm);
   b_i64(s, KP_rank, o->rank), b_u64(s, KP_channel, o->f[NCS_F(KernelPhase, channelId)]);
   b_u64(s, KP_phase_id, pid);
@@ -272,7 +272,7 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     s = q->ins[NCS_SQ_KERNEL_CHANNELS];
     b_u64(s, KC_id, o->row), b_u64(s, KC_process_id, q->proc), b_u64(s, KC_segment, q->seg);
     b_u64(s, KC_event_id, o->id), b_nz(s, KC_parent_event_id, o->parent_id);
-    b_nz(s, KC_instance_id, o->parent_row);
+    b_nz(s, KC_operation_id, o->parent_row);
     if (o->comm >= 0) b_i64(s, KC_comm, o->comm);
     b_i64(s, KC_rank, o->rank), b_u64(s, KC_channel, o->f[NCS_F(KernelCh, channelId)]);
     b_u64(s, KC_start_mono_ns, o->start), b_nz(s, KC_stop_mono_ns, stop);
@@ -288,7 +288,7 @@ static void close_open(sq_t *q, open_t *o, uint64_t stop) {
     s = q->ins[NCS_SQ_PROXY_OPS];
     b_u64(s, PO_id, o->row), b_u64(s, PO_process_id, q->proc), b_u64(s, PO_segment, q->seg);
     b_u64(s, PO_event_id, o->id), b_nz(s, PO_parent_event_id, o->parent_id);
-    b_nz(s, PO_instance_id, o->parent_row);
+    b_nz(s, PO_operation_id, o->parent_row);
     if (o->comm >= 0) b_i64(s, PO_comm, o->comm);
     b_i64(s, PO_rank, o->rank), b_i64(s, PO_pid, (int64_t)o->f[NCS_F(ProxyOp, pid)]), b_u64(s, PO_pxn, o->pxn);
     b_u64(s, PO_channel, o->f[NCS_F(ProxyOp, channelId)]), b_i64(s, PO_peer, (int64_t)o->f[NCS_F(ProxyOp, peer)]);
@@ -338,7 +338,7 @@ static int table_of(uint8_t type) {
   case NCS_T_PROXY_STEP: return NCS_SQ_PROXY_STEPS;
   case NCS_T_KERNEL_PHASE: return NCS_SQ_KERNEL_PHASES;
   case NCS_T_COLL:
-  case NCS_T_P2P: return NCS_SQ_INSTANCES;
+  case NCS_T_P2P: return NCS_SQ_OPERATIONS;
   default: return -1;
   }
 }
@@ -361,7 +361,7 @@ static void on_record(sq_t *q, const ncs_event_t *e) {
     return;
   }
   if (t < 0 || !want(q, e->type)) return;
-  int coll = t == NCS_SQ_INSTANCES;
+  int coll = t == NCS_SQ_OPERATIONS;
   switch (e->kind) {
   case NCS_REC_START:
     if (coll) {
@@ -395,7 +395,7 @@ static void on_record(sq_t *q, const ncs_event_t *e) {
   case NCS_REC_EXPIRED:
     if (coll && hm_get(&q->rows, e->id, &row)) {
       b_txt(q->upd_expired, 0, expired_name(e->reason)), b_u64(q->upd_expired, 1, row);
-      coll_update(q, q->upd_expired, "instances expired");
+      coll_update(q, q->upd_expired, "operations expired");
     } else if (!coll && (o = open_get(q, e->id))) {
       o->expired = (uint8_t)(e->reason ? e->reason : 255);
     }

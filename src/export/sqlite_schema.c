@@ -9,7 +9,7 @@
 
 const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "meta",        "processes", "hosts",           "segments",  "comms",
-    "ranks",       "collectives", "buckets",       "instances", "p2p",
+    "ranks",       "collectives", "buckets",       "operations", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
     "kernel_phases", "breakdown",   "links",     "net_qps",     "kernels",   "gpu_devices",
     "ranges",        "range_metrics"};
@@ -25,7 +25,7 @@ static const col_t c_comms[] = {COLS_COMMS(X_DEF, CM)};
 static const col_t c_ranks[] = {COLS_RANKS(X_DEF, RK)};
 static const col_t c_collectives[] = {COLS_COLLECTIVES(X_DEF, CO)};
 static const col_t c_buckets[] = {COLS_BUCKETS(X_DEF, BK)};
-static const col_t c_instances[] = {COLS_INSTANCES(X_DEF, IN)};
+static const col_t c_operations[] = {COLS_OPERATIONS(X_DEF, OP)};
 static const col_t c_p2p[] = {COLS_P2P(X_DEF, PP)};
 static const col_t c_kernel_channels[] = {COLS_KERNEL_CHANNELS(X_DEF, KC)};
 static const col_t c_proxy_ops[] = {COLS_PROXY_OPS(X_DEF, PO)};
@@ -55,7 +55,7 @@ static const struct {
     [NCS_SQ_RANKS] = TBL(c_ranks, NULL),
     [NCS_SQ_COLLECTIVES] = TBL(c_collectives, NULL),
     [NCS_SQ_BUCKETS] = TBL(c_buckets, NULL),
-    [NCS_SQ_INSTANCES] = TBL(c_instances, NULL),
+    [NCS_SQ_OPERATIONS] = TBL(c_operations, NULL),
     [NCS_SQ_P2P] = TBL(c_p2p, NULL),
     [NCS_SQ_KERNEL_CHANNELS] = TBL(c_kernel_channels, NULL),
     [NCS_SQ_PROXY_OPS] = TBL(c_proxy_ops, NULL),
@@ -75,18 +75,18 @@ static const struct {
 
 /* made after the rows are in (faster than maintaining them while inserting) */
 static const char *const post_sql[] = {
-    "CREATE INDEX instances_event ON instances (process_id, segment, event_id)",
-    "CREATE INDEX instances_collective ON instances (collective_id)",
-    "CREATE INDEX instances_comm_rank ON instances (comm, rank)",
+    "CREATE INDEX operations_event ON operations (process_id, segment, event_id)",
+    "CREATE INDEX operations_collective ON operations (collective_id)",
+    "CREATE INDEX operations_comm_rank ON operations (comm, rank)",
     "CREATE INDEX kernels_stream ON kernels (process_id, device, stream, start_job_ns)",
     "CREATE INDEX collectives_bucket ON collectives (comm, func, size_log2)",
     "CREATE INDEX collectives_last ON collectives (comm, last_rank)",
     "CREATE INDEX ranks_comm_rank ON ranks (comm, rank)",
     "CREATE INDEX p2p_send ON p2p (send_id)",
     "CREATE INDEX p2p_recv ON p2p (recv_id)",
-    "CREATE INDEX kernel_channels_instance ON kernel_channels (instance_id)",
+    "CREATE INDEX kernel_channels_operation ON kernel_channels (operation_id)",
     "CREATE INDEX kernel_channels_channel ON kernel_channels (comm, rank, channel)",
-    "CREATE INDEX proxy_ops_instance ON proxy_ops (instance_id)",
+    "CREATE INDEX proxy_ops_operation ON proxy_ops (operation_id)",
     "CREATE INDEX proxy_ops_event ON proxy_ops (process_id, segment, event_id)",
     "CREATE INDEX proxy_steps_op ON proxy_steps (proxy_op_id)",
     "CREATE INDEX proxy_states_step ON proxy_states (proxy_step_id)",
@@ -98,35 +98,35 @@ static const char *const post_sql[] = {
     "k.event_id = kernel_phases.parent_event_id) "
     "WHERE kernel_channel_id IS NULL AND parent_event_id IS NOT NULL",
     "CREATE INDEX breakdown_label ON breakdown (label)",
-    "CREATE INDEX links_instance ON links (instance_id)",
+    "CREATE INDEX links_operation ON links (operation_id)",
     "CREATE INDEX links_collective ON links (collective_id)",
     "CREATE INDEX links_rank ON links (comm, rank, peer, channel)",
-    "CREATE INDEX net_qps_instance ON net_qps (instance_id)",
+    "CREATE INDEX net_qps_operation ON net_qps (operation_id)",
     /* children whose START came before their parent's in the file (chunks of different
      * threads overlap in time): link them now */
-    "UPDATE kernel_channels SET instance_id = (SELECT i.id FROM instances i WHERE "
+    "UPDATE kernel_channels SET operation_id = (SELECT i.id FROM operations i WHERE "
     "i.process_id = kernel_channels.process_id AND i.segment = kernel_channels.segment AND "
     "i.event_id = kernel_channels.parent_event_id) "
-    "WHERE instance_id IS NULL AND parent_event_id IS NOT NULL",
-    "UPDATE proxy_ops SET instance_id = (SELECT i.id FROM instances i WHERE "
+    "WHERE operation_id IS NULL AND parent_event_id IS NOT NULL",
+    "UPDATE proxy_ops SET operation_id = (SELECT i.id FROM operations i WHERE "
     "i.process_id = proxy_ops.process_id AND i.segment = proxy_ops.segment AND "
     "i.event_id = proxy_ops.parent_event_id) "
-    "WHERE instance_id IS NULL AND parent_event_id IS NOT NULL",
+    "WHERE operation_id IS NULL AND parent_event_id IS NOT NULL",
     "UPDATE proxy_steps SET proxy_op_id = (SELECT o.id FROM proxy_ops o WHERE "
     "o.process_id = proxy_steps.process_id AND o.segment = proxy_steps.segment AND "
     "o.event_id = proxy_steps.parent_event_id) "
     "WHERE proxy_op_id IS NULL AND parent_event_id IS NOT NULL",
-    "UPDATE kernel_phases SET instance_id = (SELECT k.instance_id FROM kernel_channels k WHERE "
-    "k.id = kernel_phases.kernel_channel_id) WHERE instance_id IS NULL",
+    "UPDATE kernel_phases SET operation_id = (SELECT k.operation_id FROM kernel_channels k WHERE "
+    "k.id = kernel_phases.kernel_channel_id) WHERE operation_id IS NULL",
     "CREATE INDEX kernel_phases_channel ON kernel_phases (kernel_channel_id)",
-    "CREATE INDEX kernel_phases_instance ON kernel_phases (instance_id, phase_id)",
+    "CREATE INDEX kernel_phases_operation ON kernel_phases (operation_id, phase_id)",
     "UPDATE comms SET ranks_recorded = "
     "(SELECT COUNT(DISTINCT r.rank) FROM ranks r WHERE r.comm = comms.id)",
     /* views: docs/sqlite.md */
-    "CREATE VIEW v_instances AS SELECT i.*, "
+    "CREATE VIEW v_operations AS SELECT i.*, "
     "c.last_arrival_job_ns - i.arrival_job_ns AS waited_ns, "
     "i.arrival_job_ns - c.first_arrival_job_ns AS late_ns, c.latency_ns AS collective_latency_ns "
-    "FROM instances i LEFT JOIN collectives c ON c.id = i.collective_id",
+    "FROM operations i LEFT JOIN collectives c ON c.id = i.collective_id",
     "CREATE VIEW v_busbw AS WITH s AS (SELECT comm, func, size_log2, busbw_gbs, latency_ns, "
     "skew_ns, ROW_NUMBER() OVER (PARTITION BY comm, func, size_log2 ORDER BY busbw_gbs) AS kb, "
     "ROW_NUMBER() OVER (PARTITION BY comm, func, size_log2 ORDER BY latency_ns) AS kl, "
@@ -142,7 +142,7 @@ static const char *const post_sql[] = {
     "WITH l AS (SELECT comm, last_rank AS rank, COUNT(*) AS last_arrivals, "
     "SUM(wait_caused_ns) AS wait_caused_ns, MAX(skew_ns) AS worst_skew_ns "
     "FROM collectives WHERE last_counted GROUP BY comm, last_rank), "
-    "n AS (SELECT comm, rank, COUNT(*) AS instances FROM instances "
+    "n AS (SELECT comm, rank, COUNT(*) AS instances FROM operations "
     "WHERE collective_id IS NOT NULL GROUP BY comm, rank) "
     "SELECT l.comm, l.rank, n.instances, l.last_arrivals, "
     "1.0 * l.last_arrivals / n.instances AS last_fraction, l.wait_caused_ns, l.worst_skew_ns "
@@ -152,23 +152,23 @@ static const char *const post_sql[] = {
     "k.start_gpu_ns - p.gpu_offset_ns AS gpu_start_mono_ns, "
     "k.stop_gpu_ns - p.gpu_offset_ns AS gpu_stop_mono_ns "
     "FROM kernel_channels k JOIN processes p ON p.id = k.process_id "
-    "LEFT JOIN instances i ON i.id = k.instance_id",
+    "LEFT JOIN operations i ON i.id = k.operation_id",
     /* ABI v7: an operation's GPU time split by its kernels' phases, channel means (docs/sqlite.md) */
-    "CREATE VIEW v_instance_phases AS SELECT instance_id, COUNT(DISTINCT channel) AS channels, "
+    "CREATE VIEW v_operation_phases AS SELECT operation_id, COUNT(DISTINCT channel) AS channels, "
     "CAST(1.0 * SUM(CASE WHEN phase_id = 0 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
     "AS initial_sync_ns, "
     "CAST(1.0 * SUM(CASE WHEN phase_id = 1 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
     "AS compute_ns, "
     "CAST(1.0 * SUM(CASE WHEN phase_id = 2 THEN gpu_duration_ns ELSE 0 END) / COUNT(DISTINCT channel) AS INTEGER) "
     "AS final_sync_ns "
-    "FROM kernel_phases WHERE instance_id IS NOT NULL AND gpu_duration_ns IS NOT NULL GROUP BY instance_id",
+    "FROM kernel_phases WHERE operation_id IS NOT NULL AND gpu_duration_ns IS NOT NULL GROUP BY operation_id",
     /* ABI v7: the operations of each user tag (a step or phase of the application) */
     "CREATE VIEW v_user_tags AS SELECT comm, user_tag, COUNT(*) AS operations, "
     "COUNT(DISTINCT rank) AS ranks, SUM(bytes) AS bytes, MIN(arrival_job_ns) AS first_arrival_job_ns, "
     "MAX(arrival_job_ns + duration_ns) AS last_end_job_ns, SUM(duration_ns) AS duration_ns "
-    "FROM instances WHERE user_tag IS NOT NULL GROUP BY comm, user_tag",
+    "FROM operations WHERE user_tag IS NOT NULL GROUP BY comm, user_tag",
     "CREATE VIEW v_proxy_step_states AS SELECT t.id, t.proxy_step_id, s.proxy_op_id, "
-    "s.process_id, o.comm, o.rank, o.channel, o.peer, o.is_send, o.instance_id, s.step, "
+    "s.process_id, o.comm, o.rank, o.channel, o.peer, o.is_send, o.operation_id, s.step, "
     "t.state, t.state_code, t.mono_ns, t.until_mono_ns, t.duration_ns, t.arg0 AS trans_size "
     "FROM proxy_states t JOIN proxy_steps s ON s.id = t.proxy_step_id "
     "LEFT JOIN proxy_ops o ON o.id = s.proxy_op_id",
@@ -211,13 +211,13 @@ int sq_create_schema(sq_t *q) {
     q->ins[t] = sq_prepare(q, sql);
   }
   free(sql);
-  q->upd_stop = sq_prepare(q, "UPDATE instances SET stop_mono_ns = ?1 WHERE id = ?2");
+  q->upd_stop = sq_prepare(q, "UPDATE operations SET stop_mono_ns = ?1 WHERE id = ?2");
   q->upd_complete = sq_prepare(q,
-                            "UPDATE instances SET end_mono_ns = ?1, first_child_mono_ns = ?2, "
+                            "UPDATE operations SET end_mono_ns = ?1, first_child_mono_ns = ?2, "
                             "kernel_start_gpu_ns = ?3, kernel_stop_gpu_ns = ?4, "
                             "completion_flags = ?5, n_kernel_ch = ?6, n_proxy_op = ?7, n_open = ?8 "
                             "WHERE id = ?9");
-  q->upd_expired = sq_prepare(q, "UPDATE instances SET expired = ?1 WHERE id = ?2");
+  q->upd_expired = sq_prepare(q, "UPDATE operations SET expired = ?1 WHERE id = ?2");
   q->upd_segment = sq_prepare(q,
                            "UPDATE segments SET records = ?1, drops = ?2, clean = ?3, "
                            "end_mono_ns = ?4 WHERE process_id = ?5 AND segment = ?6");

@@ -51,7 +51,7 @@ static void link_rows(sq_t *q, size_t k, const ncs_op_t *o) {
   for (uint32_t l = 0; l < o->nlinks && !q->failed; l++) {
     const ncs_link_t *L = &o->links[l];
     sqlite3_stmt *s = q->ins[NCS_SQ_LINKS];
-    b_u64(s, LK_id, ++q->next_row[NCS_SQ_LINKS]), b_nz(s, LK_instance_id, q->op_row[k]);
+    b_u64(s, LK_id, ++q->next_row[NCS_SQ_LINKS]), b_nz(s, LK_operation_id, q->op_row[k]);
     if (o->inst != SIZE_MAX) b_u64(s, LK_collective_id, o->inst + 1);
     b_u64(s, LK_comm, o->comm), b_i64(s, LK_rank, o->rank), b_i64(s, LK_peer, L->peer);
     b_u64(s, LK_channel, L->channel), b_i64(s, LK_is_send, L->is_send);
@@ -66,7 +66,7 @@ static void link_rows(sq_t *q, size_t k, const ncs_op_t *o) {
   for (uint32_t n = 0; n < o->nnetq && !q->failed; n++) {
     const ncs_netq_t *x = &o->netq[n];
     sqlite3_stmt *s = q->ins[NCS_SQ_NET_QPS];
-    b_u64(s, NQ_id, ++q->next_row[NCS_SQ_NET_QPS]), b_nz(s, NQ_instance_id, q->op_row[k]);
+    b_u64(s, NQ_id, ++q->next_row[NCS_SQ_NET_QPS]), b_nz(s, NQ_operation_id, q->op_row[k]);
     if (o->inst != SIZE_MAX) b_u64(s, NQ_collective_id, o->inst + 1);
     b_u64(s, NQ_comm, o->comm), b_i64(s, NQ_rank, o->rank);
     if (x->kind == 1 || x->kind == 2) {
@@ -183,7 +183,10 @@ void sq_analysis_tables(sq_t *q) {
     char hex[24];
     snprintf(hex, sizeof hex, NCS_COMM_ID_FMT, ci->comm_id);
     s = q->ins[NCS_SQ_COMMS];
-    b_u64(s, CM_id, c), b_u64(s, CM_comm_id, ci->comm_id), b_txt(s, CM_comm_hex, hex);
+    char label[16];
+    ncs_fmt_comm_label(label, sizeof label, c);
+    b_u64(s, CM_id, c), b_txt(s, CM_label, label);
+    b_u64(s, CM_comm_id, ci->comm_id), b_txt(s, CM_comm_hex, hex);
     if (*ci->name) b_txt(s, CM_name, ci->name);
     b_i64(s, CM_nranks, ci->nranks), b_i64(s, CM_nnodes, ci->nnodes);
     b_i64(s, CM_ranks_seen, ci->ranks_seen);

@@ -266,7 +266,7 @@ static int read_job(ex_t *x, char **all, size_t nall, char *err, size_t errlen) 
   x->job = ncs_job_open_files(
       all, nall, &(ncs_job_opts_t){.retain = 1, .job = x->o.job, .why = &why, .filter = x->o.filter},
       err, errlen);
-  if (!x->job) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB ? 3 : 2;
+  if (!x->job) return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER ? 3 : 2;
   if (x->o.job_check && x->o.job_check(x->job, x->o.check_arg) != 0) return 4;
   ncs_job_stream(x->job, NULL, NULL);
   if (ncs_xf_init(&x->xf, x->job) != 0) {
@@ -364,6 +364,17 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   ms = x->main_sink = new_sink(x, fd, 1);
   if (!ms) goto oom;
   atomic_store(&x->writing, 1);
+  /* the job time's wall-clock offset, for the .pftrace's ClockSnapshot (docs/timeline.md,
+   * "Time"): on one host job time is CLOCK_MONOTONIC and a file's CLOCK pairs give realtime;
+   * across hosts it is host 0's realtime already */
+  uint64_t at = x->job->t_first > 0 ? (uint64_t)x->job->t_first : x->origin; /* an instant of the job */
+  for (uint32_t i = 0; i < x->job->nprocs && !ms->has_clock && at; i++) {
+    const ncs_job_proc_t *p = &x->job->procs[i];
+    if (p->excluded || !p->clk_pairs) continue;
+    ms->has_clock = 1, ms->one_host = x->job->nhosts <= 1;
+    ms->clock_at = at;
+    ms->realtime_off = ms->one_host ? p->clk_off : 0;
+  }
   ms->seq_begin(ms, 1);
   w0->next_uuid = 1ull << 25; /* processes: from 0x100; files: (index + 1) << 26 */
   w0->next_track = x->next_track;

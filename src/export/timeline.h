@@ -44,6 +44,7 @@ typedef struct {
   int32_t device;     /* CUDA device at init, -1 unknown */
   const char *bus_id; /* "" unknown */
   char id_str[24];    /* comm_id as NCS_COMM_ID_FMT writes it: the slices' commId argument */
+  uint32_t jcomm;     /* the job model's index: its label (c0, ncs_fmt_comm_label) */
 } comm_t;
 
 typedef struct {

@@ -191,10 +191,9 @@ static uint32_t group_for(wk_t *w, uint32_t proc, const ncs_event_t *e, const co
   const char *name;
   int32_t order;
   if (c) {
-    if (c->name && *c->name)
-      name = ncs_pool_fmt(&w->pool, "comm %s " NCS_COMM_ID_FMT, c->name, c->comm_id);
-    else
-      name = ncs_pool_fmt(&w->pool, "comm " NCS_COMM_ID_FMT, c->comm_id);
+    char cn[160];
+    ncs_fmt_comm(cn, sizeof cn, c->jcomm, c->comm_id, c->name);
+    name = ncs_pool_str(&w->pool, cn);
     order = 10 + (int32_t)c->order;
   } else if (e->ctx_kind == NCS_CTX_FOREIGN) {
     name = ncs_pool_fmt(&w->pool, "PXN for pid %" PRIu64 " comm %" PRIu64, e->ctx >> 16, e->ctx & 0xFFFF);

@@ -28,7 +28,7 @@ int tl_files(ex_t *x) {
     if (GROW(f->comms, f->comm_cap, f->ncomms + 1) != 0) return -1;
     const ncs_job_comm_t *jc = &j->comms[m->comm];
     f->comms[f->ncomms] = (comm_t){jc->comm_id, jc->name, m->rank, jc->nranks, m->seg, m->index,
-                                   NONE32, f->ncomms, m->device, m->bus_id, ""};
+                                   NONE32, f->ncomms, m->device, m->bus_id, "", m->comm};
     comm_t *nc = &f->comms[f->ncomms];
     ncs_fmt_comm_id(nc->id_str, sizeof nc->id_str, nc->comm_id);
     if (hm_put(&f->comm_map, ((uint64_t)m->seg << 32) | m->index, f->ncomms++) != 0) return -1;

@@ -144,6 +144,7 @@ static void job_slice(wk_t *w, const lane_t *ln, size_t ii, const ncs_inst_t *in
   const ncs_op_t *first = ncs_job_op(x->job, in->first_op);
   uint64_t s = (uint64_t)in->first_arrival;
   w->nargs = 0;
+  tl_arg_str(w, "comm", ncs_pool_fmt(&w->pool, "c%u", in->comm));
   tl_arg_str(w, "commId", ncs_pool_fmt(&w->pool, NCS_COMM_ID_FMT, c->comm_id));
   tl_arg_str(w, "func", in->func);
   tl_arg_u64(w, "seqNumber", in->seq);
@@ -199,10 +200,9 @@ void tl_emit_job(wk_t *w) {
     const ncs_job_comm_t *c = &x->job->comms[in->comm];
     if (in->comm != row.comm) {
       row.comm = in->comm, row.n = 0;
-      row.name = *c->name ? ncs_pool_fmt(&w->pool, "comm %s " NCS_COMM_ID_FMT " (%d ranks)", c->name,
-                                         c->comm_id, c->nranks)
-                          : ncs_pool_fmt(&w->pool, "comm " NCS_COMM_ID_FMT " (%d ranks)", c->comm_id,
-                                         c->nranks);
+      char cn[160];
+      ncs_fmt_comm(cn, sizeof cn, in->comm, c->comm_id, c->name);
+      row.name = ncs_pool_fmt(&w->pool, "%s (%d ranks)", cn, c->nranks);
     }
     uint64_t s = (uint64_t)in->first_arrival, e = s + 1;
     int32_t last = -1;

@@ -253,6 +253,11 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
   if (opts && opts->filter) { /* the lists are the caller's: copies */
     j->filter = *opts->filter;
     j->filter.notes = NULL;
+    if (ncs_job_filter_comm(&j->filter, j->comms, j->ncomms, err, errlen) != 0) {
+      if (opts->why) *opts->why = NCS_JOB_ERR_FILTER;
+      ncs_job_free(j);
+      return NULL;
+    }
     if (j->filter.ranks) {
       int32_t *r = ncs_xcalloc(j->filter.nranks + 1, sizeof *r);
       memcpy(r, opts->filter->ranks, j->filter.nranks * sizeof *r);

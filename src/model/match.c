@@ -68,6 +68,28 @@ int ncs_job_filter_active(const ncs_job_filter_t *f) {
   return f && (f->comm_set || f->ranks || f->window || f->rsel || f->tsel);
 }
 
+int ncs_job_filter_comm(ncs_job_filter_t *f, const ncs_job_comm_t *comms, uint32_t ncomms, char *err,
+                        size_t errlen) {
+  if (!f->comm_set) return 0;
+  for (uint32_t c = 0; c < ncomms; c++)
+    if (f->comm_by_index ? c == f->comm_index : comms[c].comm_id == f->comm_id) {
+      f->comm_by_index = 1, f->comm_index = c, f->comm_id = comms[c].comm_id;
+      return 0;
+    }
+  char asked[48], ids[512] = "";
+  if (f->comm_by_index)
+    snprintf(asked, sizeof asked, "c%u", f->comm_index);
+  else
+    snprintf(asked, sizeof asked, NCS_COMM_ID_FMT, f->comm_id);
+  size_t n = 0;
+  for (uint32_t c = 0; c < ncomms && n < sizeof ids - 48; c++)
+    n += (size_t)snprintf(ids + n, sizeof ids - n, "%sc%u " NCS_COMM_ID_FMT, c ? ", " : "", c, comms[c].comm_id);
+  if (ncomms && n >= sizeof ids - 48) snprintf(ids + n, sizeof ids - n, ", ...");
+  snprintf(err, errlen, "--comm %s: no such communicator in the job (%s)", asked,
+           ncomms ? ids : "it holds none");
+  return -1;
+}
+
 /* a name that ends in ':' and a number (or nothing) is written with one more ':' (docs/cli.md) */
 static int name_needs_colon(const char *s) {
   const char *c = strrchr(s, ':');
@@ -83,7 +105,10 @@ void ncs_job_filter_text(const ncs_job_filter_t *f, char *out, size_t len) {
   if (!ncs_job_filter_active(f)) return;
   size_t n = 0;
 #define ADD(...) n += (size_t)snprintf(out + n, n < len ? len - n : 0, __VA_ARGS__)
-  if (f->comm_set) ADD("comm " NCS_COMM_ID_FMT, f->comm_id);
+  if (f->comm_set && f->comm_by_index)
+    ADD("comm c%u " NCS_COMM_ID_FMT, f->comm_index, f->comm_id);
+  else if (f->comm_set)
+    ADD("comm " NCS_COMM_ID_FMT, f->comm_id);
   if (f->ranks) {
     ADD("%sranks ", n ? ", " : "");
     for (uint32_t k = 0; k < f->nranks && n < len; k++) {

@@ -524,7 +524,7 @@ enum {
   NCS_JOB_ERR_NO_JOB = 3,   /* the chosen job does not exist */
   NCS_JOB_ERR_FILTER = 4,   /* the job cannot answer the filter (err says why): a --range name (or
                              * number) none of its ranges has, --range on a recording without user
-                             * ranges, --tag on one without user tags */
+                             * ranges, --tag on one without user tags, a --comm it lacks */
 };
 
 #define NCS_JOB_LAST UINT32_MAX
@@ -551,6 +551,10 @@ typedef struct {
 typedef struct {
   int comm_set;             /* only the communicator with this commId */
   uint64_t comm_id;
+  int comm_by_index;        /* with comm_set: the communicator was given by its label or index
+                             * (comm_index); ncs_job_filter_comm sets comm_id from it. After it,
+                             * always set, with the index of comm_id's communicator */
+  uint32_t comm_index;
   const int32_t *ranks;     /* only instances and pairs with one of these ranks (NULL: all) */
   uint32_t nranks;
   int window;               /* only those whose first arrival is in [from_ns, to_ns] */
@@ -575,6 +579,11 @@ typedef struct {
 } ncs_job_left_t;
 /* 1 when the filter asks for less than the whole job */
 int ncs_job_filter_active(const ncs_job_filter_t *f);
+/* --comm against the job's communicators (`comms`, `ncomms` of the model or of a reader that
+ * keeps the model's order): a label or index sets comm_id, a commId sets comm_index. 0, or -1
+ * with err ("no such communicator", with the job's labels and commIds) for one the job lacks. */
+int ncs_job_filter_comm(ncs_job_filter_t *f, const ncs_job_comm_t *comms, uint32_t ncomms, char *err,
+                        size_t errlen);
 /* the filter in words ("comm 0x..., ranks 0,2-5, from 1.50 s to the end ..., inside the user
  * range step:5, user tags 3,5-9"), followed by its notes in parentheses when the model set them
  * (ncs_job_t.filter after the streaming pass: what the range and tag selection could not tell);

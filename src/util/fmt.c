@@ -1,8 +1,10 @@
 /* fmt.c - durations, sizes, shares and UTC times (fmt.h). */
 #include "util/fmt.h"
+#include "util/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -54,6 +56,15 @@ void ncs_fmt_utc(char *o, size_t n, int64_t real) {
 
 void ncs_fmt_comm_id(char *out, size_t len, uint64_t id) { snprintf(out, len, NCS_COMM_ID_FMT, id); }
 
+void ncs_fmt_comm_label(char *out, size_t len, uint32_t index) { snprintf(out, len, "c%u", index); }
+
+void ncs_fmt_comm(char *out, size_t len, uint32_t index, uint64_t comm_id, const char *name) {
+  if (name && *name)
+    snprintf(out, len, "c%u " NCS_COMM_ID_FMT " \"%s\"", index, comm_id, name);
+  else
+    snprintf(out, len, "c%u " NCS_COMM_ID_FMT, index, comm_id);
+}
+
 uint64_t ncs_progress_after_ns(void) {
   static uint64_t after = UINT64_MAX;
   if (after == UINT64_MAX) {
@@ -77,7 +88,11 @@ void ncs_progress(const char *prog, double pct, const char *detail, int final) {
   int fill = (int)(pct * 30 / 100 + 0.5);
   for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '-';
   bar[30] = 0;
+  /* the detail is cut so that the bar stays one line of the terminal (a wrapped line would not
+   * be redrawn in place) */
+  int room = ncs_term_width(STDERR_FILENO) - (int)strlen(prog) - 2 - 32 - 7 - 1;
+  if (room < 0) room = 0;
   /* \r: back to the line's start; \033[K: clear what a longer earlier line left */
-  fprintf(stderr, "\r%s: [%s] %5.1f%% %s\033[K%s", prog, bar, pct, detail, final ? "\n" : "");
+  fprintf(stderr, "\r%s: [%s] %5.1f%% %.*s\033[K%s", prog, bar, pct, room, detail, final ? "\n" : "");
   fflush(stderr);
 }

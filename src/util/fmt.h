@@ -27,6 +27,14 @@ void ncs_fmt_utc(char *out, size_t len, int64_t real_ns);
  * function for a string. */
 #define NCS_COMM_ID_FMT "0x%016" PRIx64
 void ncs_fmt_comm_id(char *out, size_t len, uint64_t id);
+/* A communicator's label (docs/glossary.md): "c" and its index in the job model (the order the
+ * job's files first name them, files in name order), the same in every output of one trace
+ * directory: the report, export (timeline, SQLite, OTF2), diagnose, diff and the HTML page.
+ * `--comm` takes the label, the index or the commId. */
+void ncs_fmt_comm_label(char *out, size_t len, uint32_t index);
+/* the label with what identifies the communicator beyond it: "c0 0x04f3c7918c4cba01", then
+ * NCCL's name for it when it has one: "c0 0x04f3c7918c4cba01 \"sim-comm-0\"" */
+void ncs_fmt_comm(char *out, size_t len, uint32_t index, uint64_t comm_id, const char *name);
 /* A progress report of a long export on stderr: on a terminal one bar redrawn in place
  * ("prog: [#########-----------]  45.0% detail"), ended by a newline when final; elsewhere (a
  * log, a pipe) one plain line per call ("prog:  45.0% (detail)"), as before. */
