@@ -106,8 +106,19 @@ static void coverage(ncs_analysis_t *a) {
   for (uint32_t i = 0; i < j->nprocs; i++) {
     const ncs_job_cov_t *c = &j->procs[i].cov;
     for (unsigned k = 0; k <= NCS_JL_UNKNOWN; k++) a->cov.lost[k] += c->lost[k];
-    for (size_t t = 0; t < sizeof op_types / sizeof op_types[0]; t++)
-      a->cov.op_starts += c->starts[op_types[t]], a->cov.op_lost += c->lost_by_type[op_types[t]];
+    /* each lost record once; the share is of the records that happened (the writer's, which
+     * include those it could not write, plus those dropped before it) */
+    for (size_t t = 0; t < sizeof op_types / sizeof op_types[0]; t++) {
+      unsigned y = op_types[t];
+      a->cov.op_calls += c->recorded[y] + c->lost_by_type[y];
+      a->cov.op_lost += c->lost_by_type[y] + c->write_lost_by_type[y];
+      a->cov.op_starts += c->starts[y];
+    }
+    a->cov.damaged_ops += c->damaged_ops;
+    a->cov.comms_untracked += c->comms_untracked, a->cov.no_comm_ops += c->no_comm_ops;
+    a->cov.evicted += c->evicted, a->cov.evicted_ops += c->evicted_ops;
+    if (c->max_comms > a->cov.max_comms) a->cov.max_comms = c->max_comms;
+    if (c->track_max && (!a->cov.track_max || c->track_max < a->cov.track_max)) a->cov.track_max = c->track_max;
     a->cov.write_errors += c->write_errors, a->cov.gaps += c->gaps, a->cov.gap_bytes += c->gap_bytes;
     a->cov.p2p_lost += c->lost_by_type[NCS_T_P2P];
     a->cov.groups += c->groups, a->cov.groups_unsampled += c->groups_unsampled;

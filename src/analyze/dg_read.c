@@ -303,6 +303,12 @@ static void kernels_check(dg_crank_t *cr, dg_op_t *op, uint64_t ts) {
 
 static void ev_start(rd_t *R, const ncs_event_t *e) {
   unsigned t = e->type;
+  if ((t == NCS_T_COLL || t == NCS_T_P2P) && e->lost) {
+    /* it names a function, datatype or communicator lost with damage: not an operation to
+     * judge or compare (its file is damaged, and the model's coverage has its time) */
+    R->P->pub->damaged_ops++;
+    return;
+  }
   if (t == NCS_T_COLL || t == NCS_T_P2P) {
     dg_crank_t *cr = ctx_crank(R, e);
     if (!cr) return;

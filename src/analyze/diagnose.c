@@ -305,6 +305,43 @@ static void unended_procs(dg_t *D) {
   }
 }
 
+/* What the plugin's limits left out of a recording (docs/config.md): operations of communicators
+ * beyond NCCLSCOPE_MAX_COMMS (recorded without their communicator, so not judged), operations
+ * whose completion the writer could not follow (NCCLSCOPE_TRACK_MAX). "Nothing stuck" would be a
+ * guess about them: a CANNOT TELL per file, when nothing else was found. */
+static void limits_verdicts(dg_t *D) {
+  ncs_dg_t *G = &D->pub;
+  if (found_problem(G)) return;
+  for (uint32_t i = 0; i < G->nprocs; i++) {
+    const ncs_dg_proc_t *p = &G->procs[i];
+    if (p->unreadable || p->excluded) continue;
+    const ncs_job_cov_t *c = &D->job->procs[i].cov;
+    if (!c->comms_untracked && !c->no_comm_ops && !c->evicted_ops) continue;
+    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, -1);
+    v->proc = (int)i;
+    if (c->comms_untracked || c->no_comm_ops) {
+      snprintf(v->summary, sizeof v->summary,
+               "cannot tell whether the operations of process %s-%" PRIu64 " completed: %" PRIu64
+               " communicator%s not tracked (NCCLSCOPE_MAX_COMMS=%u)", p->host, p->pid, c->comms_untracked,
+               c->comms_untracked == 1 ? " was" : "s were", c->max_comms);
+      dg_ev_line(v, "%" PRIu64 " operations were recorded without their communicator: their ranks are "
+                    "not in the tables, and whether they completed is not judged", c->no_comm_ops);
+      for (uint32_t k = 0; k < G->ncomms; k++)
+        if (G->comms[k].judged && G->comms[k].ranks_present < G->comms[k].nranks)
+          dg_ev_line(v, "communicator " NCS_COMM_ID_FMT ": %d of %d ranks recorded", G->comms[k].comm_id,
+                     G->comms[k].ranks_present, G->comms[k].nranks);
+    } else {
+      snprintf(v->summary, sizeof v->summary,
+               "cannot tell whether %" PRIu64 " operations of process %s-%" PRIu64 " completed: the plugin's "
+               "table of open events was full (NCCLSCOPE_TRACK_MAX=%u)", c->evicted_ops, p->host, p->pid,
+               c->track_max);
+    }
+    if (c->evicted_ops && (c->comms_untracked || c->no_comm_ops))
+      dg_ev_line(v, "and the plugin's table of open events was full (NCCLSCOPE_TRACK_MAX=%u): %" PRIu64
+                    " operations have no completion", c->track_max, c->evicted_ops);
+  }
+}
+
 /* a recording that could not be read: what its process did is unknown (file-level: its
  * communicators are unknown too, so the verdict names none) */
 static void unreadable_verdict(dg_t *D, int i) {
@@ -676,6 +713,9 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     dg_read_file(D, (int)i);
     if (p->damage == NCS_DAMAGE_CORRUPT)
       dg_note(D, "%s is damaged: %s (its readable chunks were read)", p->name, p->damage_msg);
+    if (p->damaged_ops)
+      dg_note(D, "%s: %" PRIu64 " operations name strings or communicators lost with damage: not judged",
+              p->name, p->damaged_ops);
     if (p->events_unkept)
       dg_note(D, "%s: %" PRIu64 " open events not kept (more than %u open)", p->name, p->events_unkept, DG_EV_MAX);
   }
@@ -726,6 +766,7 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
   dead_procs(D);
   idle_unended(D);
   unended_procs(D);
+  limits_verdicts(D);
   for (uint32_t k = 0; k < G->nverdicts; k++) {
     const ncs_dg_verdict_t *v = &G->verdicts[k];
     if (v->kind == NCS_DG_V_CANNOT_TELL) G->cannot_tell = 1;

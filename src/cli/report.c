@@ -223,9 +223,13 @@ static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t
   fprintf(o,
           "},\"operation_calls\":%" PRIu64 ",\"operation_calls_lost\":%" PRIu64
           ",\"write_errors\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"gap_bytes\":%" PRIu64
-          ",\"groups\":%" PRIu64 ",\"groups_unsampled\":%" PRIu64 ",\"timing\":{",
-          a->cov.op_starts, a->cov.op_lost, a->cov.write_errors, a->cov.gaps, a->cov.gap_bytes,
-          a->cov.groups, a->cov.groups_unsampled);
+          ",\"groups\":%" PRIu64 ",\"groups_unsampled\":%" PRIu64 ",\"damaged_operations\":%" PRIu64
+          ",\"untracked_communicators\":%" PRIu64 ",\"operations_without_communicator\":%" PRIu64
+          ",\"evicted_events\":%" PRIu64 ",\"evicted_operations\":%" PRIu64 ",\"max_comms\":%u"
+          ",\"track_max\":%u,\"timing\":{",
+          a->cov.op_calls, a->cov.op_lost, a->cov.write_errors, a->cov.gaps, a->cov.gap_bytes,
+          a->cov.groups, a->cov.groups_unsampled, a->cov.damaged_ops, a->cov.comms_untracked,
+          a->cov.no_comm_ops, a->cov.evicted, a->cov.evicted_ops, a->cov.max_comms, a->cov.track_max);
   for (unsigned k = 0; k < NCS_SRC_N; k++)
     fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", ncs_src_names[k], a->cov.timing[k]);
   fprintf(o, "}},\n\"warnings\":[");
@@ -726,7 +730,7 @@ static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_
              "proxy ops %.0f%%, none (enqueue only) %.0f%%; %.1f%% of the operation calls lost",
           a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "", ops,
           ncs_pct(a->cov.timing[0], ops), ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops),
-          ncs_pct(a->cov.op_lost, a->cov.op_starts));
+          ncs_pct(a->cov.op_lost, a->cov.op_calls));
   snprintf(first, sizeof first, "%sCoverage:%s ", BOLD, RESET);
   put_wrapped(o, first, "  ", line);
   snprintf(first, sizeof first, "  %s!%s ", YELLOW, RESET);
@@ -1057,7 +1061,7 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
   fprintf(o, "coverage  %u of %u files read%s; completion from GPU kernels for %.0f%% of %" PRIu64
              " operations; %.1f%% of operation calls lost; clock error +-%s\n",
           a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "",
-          ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_starts), e);
+          ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_calls), e);
   for (uint32_t k = 0; k < f.nwarn && k < 2; k++) fprintf(o, "          ! %.150s\n", f.warn[k].text);
   if (f.nwarn > 2) fprintf(o, "          ! and %u more warnings (ncclscope report)\n", f.nwarn - 2);
   for (uint32_t k = 0; k < f.n && k < max_findings; k++) {

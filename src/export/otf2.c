@@ -497,9 +497,14 @@ static void ow_properties(ow_t *w) {
          a->cov.windows[k] && !a->cov.lost[k] ? " (count unknown)" : "");
   }
   prop(w, "WRITE_ERRORS", "%" PRIu64, a->cov.write_errors);
+  prop(w, "OPERATIONS_DAMAGED", "%" PRIu64 " left out (they name what damage lost)", a->cov.damaged_ops);
+  prop(w, "COMMUNICATORS_UNTRACKED", "%" PRIu64 " (NCCLSCOPE_MAX_COMMS=%u): %" PRIu64 " operations left out",
+       a->cov.comms_untracked, a->cov.max_comms, a->cov.no_comm_ops);
+  prop(w, "EVENTS_EVICTED", "%" PRIu64 " without completion (NCCLSCOPE_TRACK_MAX=%u), %" PRIu64 " operations",
+       a->cov.evicted, a->cov.track_max, a->cov.evicted_ops);
   prop(w, "GAPS", "%" PRIu64 " (%" PRIu64 " bytes)", a->cov.gaps, a->cov.gap_bytes);
   prop(w, "OPERATIONS_LOST", "%" PRIu64 " of %" PRIu64 " API and operation calls", a->cov.op_lost,
-       a->cov.op_starts);
+       a->cov.op_calls);
   prop(w, "TIMING", "%" PRIu64 " kernel_gpu, %" PRIu64 " proxy_host, %" PRIu64 " enqueue_host",
        a->cov.timing[NCS_SRC_KERNEL_GPU], a->cov.timing[NCS_SRC_PROXY_HOST],
        a->cov.timing[NCS_SRC_ENQUEUE_HOST]);

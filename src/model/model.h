@@ -114,12 +114,27 @@ enum {
 /* what one file covers */
 typedef struct {
   uint64_t lost[NCS_JL_UNKNOWN + 1]; /* records lost by kind (0 when not counted) */
-  uint64_t lost_by_type[NCS_T_COUNT]; /* drops and no-slot losses by event type */
+  /* records lost by event type, each once: from LOSS records, or (files without them) from the
+   * growth of the drop counters; drops and no-slot losses never reached the writer, write
+   * losses did (they are in recorded[] too) */
+  uint64_t lost_by_type[NCS_T_COUNT];       /* drops and no-slot losses */
+  uint64_t write_lost_by_type[NCS_T_COUNT]; /* records of chunks that could not be written */
+  uint64_t recorded[NCS_T_COUNT]; /* START, STOP and STATE records the writer received (the
+                                     counters: footers, else the last snapshot) */
   uint64_t write_errors;   /* chunks that could not be written */
   uint64_t gaps, gap_bytes;
   uint64_t starts[NCS_T_COUNT]; /* calls the plugin counted (footers, else the last snapshot) */
   uint64_t groups, groups_unsampled; /* group sampling: groups started; of which without GPU times */
   uint32_t nolog_segs;     /* segments without a footer */
+  uint64_t damaged_ops;    /* Coll/P2p/CollApi/P2pApi STARTs that name strings or communicators
+                              lost with damage (ncs_event_t.lost): left out of the operations */
+  /* what the plugin's limits left out (docs/config.md): communicators beyond NCCLSCOPE_MAX_COMMS
+   * (their Coll/P2p recorded with a NULL context, no_comm_ops, and left out of the job), and
+   * events its writer's table (NCCLSCOPE_TRACK_MAX) had no room for (evicted; of them Coll/P2p:
+   * evicted_ops, without a completion). max_comms, track_max: the limits in force (0 unknown:
+   * files written before these counters) */
+  uint64_t comms_untracked, no_comm_ops, evicted, evicted_ops;
+  uint32_t max_comms, track_max;
 } ncs_job_cov_t;
 
 /* one recording: a trace (or flight) file, one process */

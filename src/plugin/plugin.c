@@ -174,8 +174,10 @@ ncs_result_t ncs_init_rec(void **context, uint64_t comm_id, int *mask, const cha
   int init_mask = (int)(atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook) ? hook : m);
   uint32_t idx = atomic_load(&ncs_g.ncomms);
   if (idx >= ncs_g.cfg.max_comms) {
-    ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one",
-            ncs_g.cfg.max_comms);
+    uint64_t n = atomic_fetch_add(&ncs_g.comms_untracked, 1) + 1;
+    ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one (%llu "
+            "so far): its events are recorded without their communicator, and every ncclscope output "
+            "says how many were left out", ncs_g.cfg.max_comms, (unsigned long long)n);
     if (mask) __atomic_store_n(mask, init_mask, __ATOMIC_RELAXED); /* NCCL reads it atomically */
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;

@@ -277,6 +277,12 @@ enum {
   NCS_CK_GROUPS = 0x14,          /* group sampling (v5+): groups started */
   NCS_CK_GROUPS_UNSAMPLED = 0x15, /* ... of which unsampled (only NCCLSCOPE_UNSAMPLED_EVENTS) */
   NCS_CK_WRITE_LOST = 0x16,      /* records in chunks that could not be written (LOSS write) */
+  NCS_CK_COMMS_UNTRACKED = 0x17, /* communicators beyond NCCLSCOPE_MAX_COMMS: not tracked, their
+                                    events recorded with a NULL context */
+  NCS_CK_EVICTED = 0x18,         /* events the writer's table (NCCLSCOPE_TRACK_MAX) had no room
+                                    for: their completion is not derived */
+  NCS_CK_MAX_COMMS = 0x19,       /* the NCCLSCOPE_MAX_COMMS in force */
+  NCS_CK_TRACK_MAX = 0x1A,       /* the NCCLSCOPE_TRACK_MAX in force (a power of two) */
 };
 
 /* CRC-32C (Castagnoli), reflected, init ~0, final xor ~0. crc of "123456789" = 0xE3069283 */
