@@ -137,7 +137,8 @@ static int set_env(const char *plugin, const char *dir, const char *events, cons
   return rc ? -1 : 0;
 }
 
-static int env_off(const char *v) { return v && (!strcasecmp(v, "off") || !strcmp(v, "0")); }
+/* an on/off setting said off (the plugin's spellings, ncs_parse_bool) */
+static int env_off(const char *v) { return v && ncs_parse_bool(v) == 0; }
 
 /* NVTX ranges (docs/ranges.md): every copy of NVTX in the job loads the library that
  * NVTX_INJECTION64_PATH names at its first call, so naming the plugin there records them. A

@@ -250,7 +250,8 @@ void ncs_counter_name(uint32_t key, char *out, size_t len) {
       "null_ctx",  "no_thread_slot", "completions",   "revisions",     "bytes",
       "chunks",    "threads",        "unknown_type",  "unknown_state", "pool_bytes",
       "pool_peak", "end_ns",         "tracked_peak",  "write_errors",  "disabled_type",
-      "groups",    "groups_unsampled", "write_lost"};
+      "groups",    "groups_unsampled", "write_lost", "comms_untracked", "evicted",
+      "max_comms", "track_max"};
   unsigned g = key >> 8, t = key & 0xFF;
   if (g >= 1 && g <= 5 && t < NCS_T_COUNT)
     snprintf(out, len, "%s.%s", groups[g], ncs_schema[t].name);

@@ -300,6 +300,12 @@ static inline int64_t ncs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(in
 int ncs_parse_event_list(const char *s, uint32_t *mask, const char **bad, size_t *badlen);
 #define NCS_DEFAULT_EVENTS "api,group,coll,p2p,kernel"
 
+/* The one rule for on/off settings (NCCLSCOPE_DISABLE, NCCLSCOPE_CAPTURE, NCCLSCOPE_RANGES,
+ * NCCLSCOPE_CUPTI, ...; docs/config.md "Values"), in any case: 1, on, true, yes, enable,
+ * enabled give 1; 0, off, false, no, disable, disabled give 0; anything else -1 (the caller
+ * warns and keeps the default). The plugin and the tools read them alike. */
+int ncs_parse_bool(const char *s);
+
 /* Group sampling (NCCLSCOPE_SAMPLE=N, docs/config.md "Sampling"): is a thread's group number g
  * sampled? The first group is, then those whose number hashes to 0 mod N (1 in N on average).
  * Every rank of an SPMD program numbers its groups alike, so all ranks sample the same ones; the
