@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "trace/reader.h"
+#include "util/outfile.h"
 
 static const char record_help[] =
     "usage: ncclscope record [OPTIONS] [--] CMD [ARGS...]\n"
@@ -413,6 +414,7 @@ static pid_t start(char *const *cmd, int tty, const sigset_t *old,
     setpgid(0, 0);
     if (tty >= 0) tcsetpgrp(tty, getpid()); /* SIGTTOU is still blocked here */
     sigaction(SIGCHLD, old_chld, NULL);
+    ncs_out_child_signals(); /* SIGXFSZ as ncclscope was started with it */
     sigprocmask(SIG_SETMASK, old, NULL);
     execvp(cmd[0], cmd);
     int e = errno;

@@ -646,6 +646,9 @@ static void ow_archive(ow_t *w, const char *dir) {
   OTF2_ErrorCode c = OTF2_Archive_Close(w->ar);
   w->ar = NULL;
   if (c != OTF2_SUCCESS) ow_fail(w, c, "close archive");
+  /* libotf2 reports some failed writes (a full disk, a file size limit) only to its error
+   * callback, and the call that flushed still returns success: any error it reported fails */
+  if (!w->failed && ox_errmsg[0]) ow_fail(w, OTF2_ERROR_FILE_INTERACTION, "write");
   w->x.st->locations = nloc;
   w->x.st->regions = w->x.nregions;
 }

@@ -65,6 +65,23 @@ static void on_fatal(int sig) {
   raise(sig); /* delivered when the handler returns: the process ends as it would have */
 }
 
+static struct sigaction g_xfsz_start; /* SIGXFSZ as the process was started with it */
+static int g_xfsz_saved;
+
+void ncs_out_init_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = SIG_IGN;
+  if (sigaction(SIGXFSZ, NULL, &g_xfsz_start) != 0) return;
+  g_xfsz_saved = 1;
+  if (g_xfsz_start.sa_handler == SIG_DFL) sigaction(SIGXFSZ, &sa, NULL);
+}
+
+void ncs_out_child_signals(void) {
+  if (g_xfsz_saved) sigaction(SIGXFSZ, &g_xfsz_start, NULL);
+}
+
 /* Once: the handler for the fatal signals that still have their default action (an ignored
  * one, under nohup for example, stays ignored), and a file size limit becomes a write error
  * (EFBIG) instead of SIGXFSZ killing the process. */
