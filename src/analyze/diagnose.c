@@ -693,6 +693,14 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     ncs_dg_free(G);
     return -1;
   }
+  if (ncs_job_input(D->job) == NCS_JOB_IN_NONE) { /* exit status 3, as for every verb */
+    const ncs_job_proc_t *p = &D->job->procs[0];
+    snprintf(err, errlen, "no recording could be read (%s: %s)", p->path,
+             p->empty ? "empty" : p->damage_msg[0] ? p->damage_msg : "no segment");
+    if (opts->why) *opts->why = NCS_JOB_ERR_NO_INPUT;
+    ncs_dg_free(G);
+    return -1;
+  }
   D->procs = ncs_xcalloc(G->nprocs, sizeof *D->procs);
   D->job_choice = opts->job;
   if (filter_setup(D, opts->filter, err, errlen) != 0) return usage_fail(G, opts);

@@ -149,9 +149,11 @@ static void size_warning(char *const *paths, int n, int chrome, uint64_t limit) 
                  : "");
 }
 
-/* once the job is read: a --comm that names no communicator of it is a usage error (status 2,
- * nothing written) */
+/* once the job is read: no file that could be read at all is no input (status 3), a --comm that
+ * names no communicator of it is a usage error (status 2); nothing is written */
+static int g_no_input; /* check_comm refused a job none of whose files could be read */
 static int check_comm(const ncs_job_t *j, void *arg) {
+  if (ncs_no_input("export", j)) return g_no_input = 1;
   return ncs_check_filter_comm("export", (const ncs_job_filter_t *)arg, j);
 }
 
@@ -177,7 +179,7 @@ static void filter_summary(const ncs_xf_stats_t *f, const char *events, int quie
 /* a result of ncs_export, ncs_export_sqlite or ncs_export_otf2 that ends the verb: 4, check_comm's
  * refusal (it said why: a usage error), or a failure (err says why); 1 with *status set, else 0 */
 static int export_ended(int rc, const char *err, int *status) {
-  if (rc == 4) return *status = NCS_EXIT_USAGE, 1;
+  if (rc == 4) return *status = g_no_input ? NCS_EXIT_NO_INPUT : NCS_EXIT_USAGE, 1;
   if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return *status = export_status(rc), 1;

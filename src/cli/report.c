@@ -1044,9 +1044,13 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
     ncs_error("report: %s", err);
     return ncs_job_exit(why);
   }
+  if (ncs_no_input("report", a->job)) {
+    ncs_analysis_free(a);
+    return NCS_EXIT_NO_INPUT;
+  }
   ncs_findings_t f;
   ncs_findings_build(&f, a, 5);
-  int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  int rc = ncs_job_input(a->job) == NCS_JOB_IN_DAMAGED ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_ranges_t rg;
   ncs_ranges_build(a->job, &rg);
   if (html && write_html(html, force, (char *)dir, a, &f, &rg, 0) != 0) rc = NCS_EXIT_OUTPUT;
@@ -1139,6 +1143,10 @@ int ncs_cmd_report(int argc, char **argv) {
     ncs_error("report: %s", err);
     return ncs_job_exit(why);
   }
+  if (ncs_no_input("report", a->job)) {
+    ncs_analysis_free(a);
+    return NCS_EXIT_NO_INPUT;
+  }
   int frc = ncs_check_filter_comm("report", &cf.f, a->job);
   if (frc) {
     ncs_analysis_free(a);
@@ -1151,7 +1159,7 @@ int ncs_cmd_report(int argc, char **argv) {
   }
   ncs_findings_t f;
   ncs_findings_build(&f, a, (uint32_t)top);
-  int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  int rc = ncs_job_input(a->job) == NCS_JOB_IN_DAMAGED ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_v7_t v; /* one more pass: GPU phases, user tags, symmetric kernels (src/analyze/phases.h) */
   if (!html_stdout && ncs_v7_scan(a, &v, err, sizeof err) != 0) {
     ncs_error("report: %s", err);

@@ -710,7 +710,7 @@ int ncs_export_otf2(const char *path, const ncs_otf2_opts_t *o, ncs_otf2_stats_t
     if (w->failed) snprintf(err, errlen, "cannot write %s: %s", o->out, w->err), rc = -2;
   }
   if (!rc && out_commit(d, o->out, err, errlen) != 0) rc = -2;
-  if (!rc && (st->damaged || w->x.a->cov.unreadable)) rc = 1;
+  if (!rc && (st->damaged || ncs_job_input(w->x.job) == NCS_JOB_IN_DAMAGED)) rc = 1;
   if (d->tmp[0]) rm_tree(d->tmp);
   ncs_out_forget(&d->slot);
   ow_free(w);

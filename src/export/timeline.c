@@ -475,6 +475,7 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
       fprintf(stderr, "%s: warning: %s: %" PRIu64 " records of operation calls name strings or communicators "
               "lost with damage: left out\n", x->o.prog, p->path, c->damaged_ops);
   }
+  if (!rc && ncs_job_input(x->job) == NCS_JOB_IN_DAMAGED) rc = 1; /* a file without a segment */
   progress_print(x, 1);
   goto out;
 oom:

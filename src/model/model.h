@@ -144,6 +144,8 @@ typedef struct {
   uint64_t pid;
   uint32_t host_index;
   int readable;       /* 0: it could not be opened (why: damage_msg) */
+  int empty;          /* the file holds at most its header: a process that died before its first
+                         chunk (ncs_reader_empty); no segment, and no damage either */
   int damage;         /* NCS_DAMAGE_* of the reader: the file ends early (truncated, corrupt) */
   char damage_msg[256];
   ncs_job_seg_t *segs;
@@ -655,6 +657,17 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
  * job keeps them anyway). Run it once. */
 void ncs_job_stream(ncs_job_t *j, const ncs_job_sink_t *sink, void *arg);
 void ncs_job_free(ncs_job_t *j);
+
+/* What the input is, for the one exit-status table of every verb (docs/cli.md, "Exit status"):
+ *   NCS_JOB_IN_NONE     no file with a segment that could be read (unreadable, not a trace, a
+ *                       newer format, damaged throughout, or only empty files): exit 3;
+ *   NCS_JOB_IN_DAMAGED  a file is damaged in the middle (the reader's CORRUPT), or one could not be
+ *                       read (or holds no segment) while others could: exit 4;
+ *   NCS_JOB_IN_OK       otherwise: a file cut short (truncated last chunk), an empty file or a
+ *                       segment without footer only warns.
+ * Files left out (a duplicate, another run's) do not count. */
+enum { NCS_JOB_IN_OK = 0, NCS_JOB_IN_DAMAGED = 1, NCS_JOB_IN_NONE = 2 };
+int ncs_job_input(const ncs_job_t *j);
 
 /* the retained operations and instances (opts.retain, after ncs_job_stream). Instances are in
  * (comm, func, seq, then the order they finished) order; the operations of instance i are
