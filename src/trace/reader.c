@@ -1468,6 +1468,8 @@ static int end_damaged(ncs_reader_t *r, uint64_t off, uint64_t size, const char 
                     "%s: the file is damaged from there; the rest (%llu bytes) is not read: too "
                     "many false chunk headers after it (a hostile file?)",
                     why, (unsigned long long)(size - off));
+  if (r->is_flight) /* the flight writer raises a slot's `used` after its bytes: no torn write */
+    return end_tail(r, NCS_TAIL_LOST, off, "%s: the flight file's ring is damaged from there to its end", why);
   if (tail_is_zero(r, off, size)) {
     if (hole_from(r, off, size) < size)
       return end_tail(r, NCS_TAIL_TRUNCATED, off,
