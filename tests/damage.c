@@ -19,7 +19,8 @@
  *   ncs-damage IN where OFF               where offset OFF (or @N) lies, one line: the offset and,
  *                                         for a trace file, "chunk K of N" (K -1: the file
  *                                         header); for a flight file "header", "meta", "slot S
- *                                         hdr" or "slot S" (S by age, 0 the oldest, of N used)
+ *                                         hdr", "slot S kf" (its keyframe) or "slot S" (S by
+ *                                         age, 0 the oldest, of N used)
  *
  * Chunk indexes count the whole, well-framed chunks from the start (as `list` prints them); an
  * index past them is an error (exit 2). Offsets past the end are clamped. An offset written @N
@@ -138,7 +139,7 @@ static int where(const bytes_t *b, const size_t *off, size_t n, uint64_t at) {
   memcpy(&h, b->p, sizeof h);
   if (at < NCS_FLIGHT_HDR_LEN) return printf("%llu header\n", (unsigned long long)at), 0;
   if (at >= h.meta_off && at < h.meta_off + h.meta_cap) return printf("%llu meta\n", (unsigned long long)at), 0;
-  uint64_t used = 0, older = 0, mine = 0;
+  uint64_t used = 0, older = 0, mine = 0, kf = 0;
   int found = 0;
   for (uint64_t i = 0; i < h.nslots; i++) {
     uint64_t s = h.ring_off + i * h.slot_bytes;
@@ -146,7 +147,9 @@ static int where(const bytes_t *b, const size_t *off, size_t n, uint64_t at) {
     if (s + sizeof sl > b->len) break;
     memcpy(&sl, b->p + s, sizeof sl);
     if (sl.seq) used++;
-    if (at >= s && at < s + h.slot_bytes) found = 1, mine = sl.seq, older = at < s + NCS_FLIGHT_SLOT_HDR;
+    if (at >= s && at < s + h.slot_bytes)
+      found = 1, mine = sl.seq, older = at < s + NCS_FLIGHT_SLOT_HDR,
+      kf = at >= s + NCS_FLIGHT_SLOT_HDR && at < s + NCS_FLIGHT_SLOT_HDR + sl.kf_len;
   }
   if (!found) return printf("%llu other\n", (unsigned long long)at), 0;
   uint64_t age = 0; /* slots with a smaller seq */
@@ -157,8 +160,8 @@ static int where(const bytes_t *b, const size_t *off, size_t n, uint64_t at) {
     memcpy(&sl, b->p + s, sizeof sl);
     if (sl.seq && sl.seq < mine) age++;
   }
-  printf("%llu slot %llu%s of %llu\n", (unsigned long long)at, (unsigned long long)age, older ? " hdr" : "",
-         (unsigned long long)used);
+  printf("%llu slot %llu%s of %llu\n", (unsigned long long)at, (unsigned long long)age,
+         older ? " hdr" : kf ? " kf" : "", (unsigned long long)used);
   return 0;
 }
 

@@ -212,10 +212,12 @@ static void none_text(ncs_findings_t *f, const ncs_analysis_t *a) {
     snprintf(f->none, sizeof f->none,
              "cannot tell: %.0f%% of the operation calls were not recorded (lost records), too few "
              "to say whether any rank stands out", lost);
-  else if (a->cov.op_lost || a->cov.unreadable || a->cov.no_comm_ops || a->cov.damaged_ops || a->cov.evicted)
+  else if (a->cov.op_lost || a->cov.unreadable || a->cov.no_comm_ops || a->cov.damaged_ops || a->cov.evicted ||
+           a->cov.damaged || a->cov.no_footer || a->cov.gaps)
     snprintf(f->none, sizeof f->none,
-             "nothing stands out in what was recorded (%.1f%% of the operation calls lost%s%s%s)", lost,
+             "nothing stands out in what was recorded (%.1f%% of the operation calls lost%s%s%s%s)", lost,
              a->cov.unreadable ? ", files unreadable" : "",
+             a->cov.damaged || a->cov.gaps ? ", files damaged" : a->cov.no_footer ? ", segments without footer" : "",
              a->cov.no_comm_ops || a->cov.damaged_ops ? ", operations left out" : "",
              a->cov.evicted ? ", completions not derived" : "");
   else

@@ -452,28 +452,13 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   }
   st->bytes_out += ms->bytes_out; /* with workers, the fragments were counted by them */
   st->json_rows += ms->rows;
+  /* each file's damage, emptiness, missing footer and what limits left out: the caller says
+   * them (cli/export.c, once for every format) */
   for (uint32_t i = 0; i < x->nfiles; i++) {
     const ncs_job_proc_t *p = &x->job->procs[i];
-    if (p->excluded == NCS_JX_DUPLICATE)
-      fprintf(stderr, "%s: warning: %s is the same recording as %s: read once\n", x->o.prog, p->path,
-              x->job->procs[p->same_as].path);
     if (p->excluded) continue;
     if (!p->readable || p->damage == NCS_DAMAGE_CORRUPT) st->damaged++, rc = rc ? rc : 1;
     if (p->damage == NCS_DAMAGE_TRUNCATED) st->truncated++;
-    if (!p->readable || p->damage) fprintf(stderr, "%s: warning: %s: %s\n", x->o.prog, p->path, p->damage_msg);
-    /* what the plugin's limits and damaged records left out (docs/model.md, "Coverage") */
-    const ncs_job_cov_t *c = &p->cov;
-    if (c->comms_untracked || c->no_comm_ops)
-      fprintf(stderr, "%s: warning: %s: %" PRIu64 " communicators not tracked (NCCLSCOPE_MAX_COMMS=%u): %" PRIu64
-              " operations recorded without a communicator are left out\n", x->o.prog, p->path,
-              c->comms_untracked, c->max_comms, c->no_comm_ops);
-    if (c->evicted)
-      fprintf(stderr, "%s: warning: %s: the plugin's table of open events was full (NCCLSCOPE_TRACK_MAX=%u): "
-              "%" PRIu64 " events got no completion, %" PRIu64 " of them operations\n", x->o.prog, p->path,
-              c->track_max, c->evicted, c->evicted_ops);
-    if (c->damaged_ops)
-      fprintf(stderr, "%s: warning: %s: %" PRIu64 " records of operation calls name strings or communicators "
-              "lost with damage: left out\n", x->o.prog, p->path, c->damaged_ops);
   }
   if (!rc && ncs_job_input(x->job) == NCS_JOB_IN_DAMAGED) rc = 1; /* a file without a segment */
   progress_print(x, 1);

@@ -210,7 +210,9 @@ void cov_scan_item(void *state, ncs_job_t *j, uint32_t proc, const ncs_item_t *i
 void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
   covscan_t *c = state;
   ncs_job_proc_t *p = &j->procs[proc];
-  if (p->damage) { /* the rest is lost */
+  /* the rest is lost; but zeros or holes after a segment's FOOTER (a sparse file, blocks that
+   * never reached the disk) end a file whose recording had ended */
+  if (p->damage && !(p->damage == NCS_DAMAGE_TRUNCATED && c->in_seg && c->footer)) {
     add(c, p, proc, NCS_JL_TAIL, c->last_ts, UINT64_MAX, 0, 0);
     c->tail = 1;
   }
