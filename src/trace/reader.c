@@ -1925,7 +1925,7 @@ int ncs_reader_damage(const ncs_reader_t *r) {
   if (!r || !damaged(r)) return NCS_DAMAGE_NONE;
   const ncs_damage_t *d = &r->dmg;
   if (d->tail == NCS_TAIL_TRUNCATED && !d->gaps && !d->lost_refs && !d->lost_segments &&
-      !d->bad_slots)
+      !d->bad_slots && !d->out_of_order && !d->foreign_segments)
     return NCS_DAMAGE_TRUNCATED;
   return NCS_DAMAGE_CORRUPT;
 }
