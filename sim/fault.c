@@ -52,6 +52,8 @@ struct sim_cpl {
   _Atomic int nranks; /* rewritten (same value) by each claimer while stragglers still read it */
   int pad;
   _Atomic uint64_t all_in_ns; /* CLOCK_MONOTONIC when the last rank entered (0 not yet) */
+  _Atomic int begun;          /* ranks whose kernel began on their GPU (their stream let it) */
+  _Atomic uint64_t begun_ns;  /* CLOCK_MONOTONIC of the latest such begin */
   /* followed by _Atomic int marks[2][g_ranks][g_lanes] */
 };
 
@@ -159,6 +161,8 @@ sim_cpl_t *sim_cpl_enter(uint64_t key, int nranks, int64_t idx) {
         if (atomic_load(&s->tag) == idx - CPL_NINST) {
           atomic_store(&s->entered, 0);
           atomic_store(&s->all_in_ns, 0);
+          atomic_store(&s->begun, 0);
+          atomic_store(&s->begun_ns, 0);
           atomic_store(&s->out, 0);
           atomic_store(&s->left, 0);
           atomic_store(&s->ticks, 0);
@@ -205,6 +209,18 @@ int sim_cpl_entered_all(sim_cpl_t *c) { return atomic_load(&c->entered) >= cpl_n
 
 uint64_t sim_cpl_all_in_ns(sim_cpl_t *c) {
   return sim_cpl_entered_all(c) ? atomic_load(&c->all_in_ns) : 0;
+}
+
+void sim_cpl_begun(sim_cpl_t *c, uint64_t host_ns) {
+  uint64_t b = atomic_load(&c->begun_ns);
+  while (host_ns > b && !atomic_compare_exchange_weak(&c->begun_ns, &b, host_ns)) {
+  }
+  atomic_fetch_add(&c->begun, 1);
+  atomic_fetch_add(&c->ticks, 1);
+}
+
+uint64_t sim_cpl_all_begun_ns(sim_cpl_t *c) {
+  return atomic_load(&c->begun) >= cpl_nranks(c) ? atomic_load(&c->begun_ns) : 0;
 }
 
 int sim_cpl_ready(sim_cpl_t *c) {

@@ -28,9 +28,31 @@ uint64_t sim_now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-/* The GPU's %globaltimer is a separate clock that runs ahead of host time (DESIGN.md "Time"). */
+/* The GPU's %globaltimer: NCCL 2.28's KernelCh pTimer reads about CLOCK_REALTIME, but off it by
+ * 0.05 to 2.5 ms, differently per GPU (measured on H200s, docs/nccl-sim.md "GPU clock"), and it
+ * drifts. --gpu-clock realtime (the default): CLOCK_REALTIME + --gpu-offset-us + 57 us per process
+ * index (each process is another GPU) + drift since the first reading; monotonic: CLOCK_MONOTONIC
+ * + the offset + drift (another time base, as some drivers give). */
+static int sim_proc_ix;
 uint64_t sim_gpu_at(uint64_t h) {
-  return h + (uint64_t)sim_opt.gpu_offset_ns + (uint64_t)((double)h * sim_opt.gpu_drift_ppm * 1e-6);
+  static _Atomic int64_t base; /* CLOCK_REALTIME - CLOCK_MONOTONIC, and the first host time */
+  static _Atomic uint64_t h0;
+  int64_t b = atomic_load_explicit(&base, memory_order_relaxed);
+  if (!b) {
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r), clock_gettime(CLOCK_MONOTONIC, &m);
+    int64_t v = ((int64_t)r.tv_sec - (int64_t)m.tv_sec) * 1000000000ll + (r.tv_nsec - m.tv_nsec);
+    int64_t z = 0;
+    atomic_compare_exchange_strong(&base, &z, v ? v : 1);
+    uint64_t zero = 0;
+    atomic_compare_exchange_strong(&h0, &zero, h);
+    b = atomic_load(&base);
+  }
+  uint64_t first = atomic_load_explicit(&h0, memory_order_relaxed);
+  double since = h > first ? (double)(h - first) : 0;
+  int64_t off = sim_opt.gpu_offset_ns + (int64_t)sim_proc_ix * 57000;
+  if (sim_opt.gpu_clock_mono) b = 0;
+  return h + (uint64_t)b + (uint64_t)off + (uint64_t)(int64_t)(since * sim_opt.gpu_drift_ppm * 1e-6);
 }
 
 uint64_t sim_gpu_ns(void) { return sim_gpu_at(sim_now_ns()); }
@@ -132,8 +154,14 @@ static void usage(FILE *f) {
       "  --toggle-kch N    at every GroupApi stop, turn KernelCh on in NCCL's mask for one\n"
       "                    group in N (this thread's groups 0, N, 2N, ...) and off for the\n"
       "                    others, whatever the plugin wants (a naive sampling plugin)\n"
-      "  --gpu-offset-us U fake GPU clock offset ahead of CLOCK_MONOTONIC (default 500)\n"
-      "  --gpu-drift-ppm D fake GPU clock drift (default 0)\n"
+      "  --gpu-clock C     realtime (default: the fake %%globaltimer reads about\n"
+      "                    CLOCK_REALTIME, as NCCL 2.28's pTimer) or monotonic\n"
+      "  --gpu-offset-us U fake GPU clock offset from that clock (default 100; each process\n"
+      "                    index adds 57 us: another GPU)\n"
+      "  --gpu-drift-ppm D fake GPU clock drift from the first reading (default 1.5)\n"
+      "  --kch-self on|off a self send/recv advances the GPU's KernelCh work counter but not\n"
+      "                    the host's, so later KernelCh carry earlier work's timestamps, as\n"
+      "                    NCCL 2.28-2.30 do (default on)\n"
       "  --slow-rank R --slow-us U  global rank R sleeps U us before enqueueing each operation\n"
       "  --hold MS            keep the communicators alive MS ms after their last operation finished\n"
       "  --slow-link R --slow-link-us U  each network transfer of global rank R takes U us longer,\n"
@@ -207,7 +235,7 @@ static int parse_mask(const char *s, long *out) {
 
 enum { O_PLUGIN = 256, O_SCENARIO, O_ABI, O_RANKS, O_PROCS, O_THREADS, O_ITERS, O_COMMS,
        O_CHANNELS, O_STEPS, O_NODES, O_COUNT, O_SEED, O_REPLAYS, O_CYCLES, O_RACE, O_NET,
-       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_SLOW_GPU, O_SLOW_GPU_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
+       O_NET_THREADS, O_MASK, O_GPU_OFF, O_GPU_DRIFT, O_GPU_CLOCK, O_KCH_SELF, O_SLOW_RANK, O_SLOW_US, O_HOLD, O_SLOW_LINK, O_SLOW_LINK_US, O_SLOW_GPU, O_SLOW_GPU_US, O_GPU_GBPS, O_COUPLE, O_FAULT, O_HANG_S, O_EVENTS, O_DURATION, O_RATE,
   O_PACE, O_COLD, O_REPLAY, O_SPEED, O_VERBOSE, O_TOGGLE_KCH, O_CAPTURE_AT, O_LATE_COMM,
   O_CUPTI, O_GPU_TRUTH, O_COMPUTE, O_CUPTI_OTHER, O_USER_TAGS, O_PROFILER_LAG,
   O_CUDA, O_RANGES, O_RANGE_TRUTH, O_RANGE_OUTER,
@@ -234,6 +262,8 @@ static const struct option long_opts[] = {{"plugin", 1, 0, O_PLUGIN},
                                           {"mask", 1, 0, O_MASK},
                                           {"gpu-offset-us", 1, 0, O_GPU_OFF},
                                           {"gpu-drift-ppm", 1, 0, O_GPU_DRIFT},
+                                          {"gpu-clock", 1, 0, O_GPU_CLOCK},
+                                          {"kch-self", 1, 0, O_KCH_SELF},
                                           {"slow-rank", 1, 0, O_SLOW_RANK},
                                           {"slow-us", 1, 0, O_SLOW_US},
                                           {"hold", 1, 0, O_HOLD},
@@ -276,7 +306,8 @@ static void set_defaults(sim_opts_t *o) {
   o->replays = 4, o->cycles = 3, o->race_pct = 30, o->net_threads = 2;
   o->count = 262144, o->seed = 1, o->mask_override = -1;
   o->flood_events = 1000000;
-  o->gpu_offset_ns = 500000;
+  o->gpu_offset_ns = 100000, o->gpu_drift_ppm = 1.5;
+  o->kch_self = 1;
   o->slow_rank = o->slow_link_rank = o->slow_gpu_rank = -1;
   o->couple = -1; /* auto: on with --fault */
   o->hang_s = 10;
@@ -327,6 +358,20 @@ static int parse_args(int argc, char **argv, sim_opts_t *o) {
     case O_MASK: if (parse_mask(optarg, &o->mask_override)) return -1; break;
     case O_GPU_OFF: NUM(-1e9, 1e9, v); o->gpu_offset_ns = (int64_t)(v * 1000.0); break;
     case O_GPU_DRIFT: NUM(-1e5, 1e5, o->gpu_drift_ppm); break;
+    case O_GPU_CLOCK:
+      if (strcmp(optarg, "realtime") && strcmp(optarg, "monotonic")) {
+        fprintf(stderr, "nccl-sim: --gpu-clock takes realtime or monotonic, not '%s'\n", optarg);
+        return -1;
+      }
+      o->gpu_clock_mono = !strcmp(optarg, "monotonic");
+      break;
+    case O_KCH_SELF:
+      if (strcmp(optarg, "on") && strcmp(optarg, "off")) {
+        fprintf(stderr, "nccl-sim: --kch-self takes on or off, not '%s'\n", optarg);
+        return -1;
+      }
+      o->kch_self = !strcmp(optarg, "on");
+      break;
     case O_SLOW_RANK: NUM(0, SIM_MAX_RANKS - 1, v); o->slow_rank = (int)v; break;
     case O_SLOW_US: NUM(0, 1e7, v); o->slow_us = (unsigned)v; break;
     case O_HOLD: NUM(0, 3.6e6, v); o->hold_ms = (unsigned)v; break;
@@ -442,6 +487,7 @@ static int kch_status(int rc) {
 
 /* ------------------------------------------------------------------ processes */
 static int run_proc(const sim_scenario_t *s, int proc) {
+  sim_proc_ix = proc;
   sim_pxn_child_fds(proc);
   if (sim_gpu_load() != 0) return 1; /* before the plugin, which finds it loaded */
   int rc = s->run(proc);

@@ -63,7 +63,7 @@ typedef struct sim_plan {
   int mask;
   uint64_t gpu_launch;
   uint64_t rng;
-  uint64_t dev0[SIM_MAX_CHANNELS]; /* eager: the GPU's work counters before this plan */
+  uint64_t dev0[SIM_DEV0_N]; /* eager: the GPU's work counters before this plan, its stream index */
   uint32_t corr;  /* --cupti: the kernel launch's correlation id (0 without) */
   uint64_t gnode; /* --cupti: the graph node it became when captured */
   uint64_t launch_mono;
@@ -105,7 +105,7 @@ static void gpu_inst(sim_inst_t *in, const sim_plan_t *p, uint32_t corr, uint32_
 typedef struct cbq_item {
   struct cbq_item *next;
   sim_plan_t *plan;
-  uint64_t dev0[SIM_MAX_CHANNELS]; /* the GPU's work counters before this execution */
+  uint64_t dev0[SIM_DEV0_N]; /* the GPU's work counters before this execution, its stream index */
   uint32_t corr, exec, replay;     /* --cupti: the graph launch it belongs to */
 } cbq_item_t;
 
@@ -465,13 +465,32 @@ static void kch_plan_host(sim_plan_t *p, int captured) {
 
 /* At issue (a kernel launch, or a graph launch for each of its plans): the GPU runs the comm's
  * work in stream order, so the items get their counter values now. dev0: the values before. */
+/* A self send/recv pair is one GPU work item (on its send's channels) that NCCL's host side never
+ * counts: it has no proxy op (--kch-self; docs/nccl-sim.md "KernelCh work counters"). */
+static int kch_self_item(const sim_plan_t *p, const sim_task_t *t) {
+  return sim_opt.kch_self && t->is_p2p && t->func == F_SEND && t->root == p->comm->rank &&
+         t->kind == K_NORMAL;
+}
+
+/* Does the plan have a KernelCh proxy op (task_ops)? Then it takes a place on the comm's stream. */
+static int kch_pops(const sim_plan_t *p) {
+  for (int i = 0; i < p->ntasks; i++) {
+    const sim_task_t *t = &p->tasks[i];
+    if (t->kind == K_CE || !(t->mask & NCS_EV_KERNEL_CH)) continue;
+    if (t->is_p2p && t->root == p->comm->rank && t->kind != K_NOSTOP) continue; /* self copy */
+    return 1;
+  }
+  return 0;
+}
+
 static void kch_issue(const sim_plan_t *p, uint64_t *dev0) {
   uint64_t n[SIM_MAX_CHANNELS] = {0};
   for (int i = 0; i < p->ntasks; i++)
-    if (kch_item(p, &p->tasks[i]))
+    if (kch_item(p, &p->tasks[i]) || kch_self_item(p, &p->tasks[i]))
       for (int ch = 0; ch < p->tasks[i].nch; ch++) n[ch]++;
   for (int ch = 0; ch < SIM_MAX_CHANNELS; ch++)
     dev0[ch] = n[ch] ? atomic_fetch_add(&p->comm->kch_dev[ch], n[ch]) : 0;
+  dev0[SIM_DEV0_ST] = kch_pops(p) ? atomic_fetch_add(&p->comm->st_issued, 1) + 1 : 0;
 }
 
 static _Atomic uint64_t *kch_ring(sim_comm_t *c, int ch, int create) {
@@ -481,6 +500,30 @@ static _Atomic uint64_t *kch_ring(sim_comm_t *c, int ch, int create) {
   if (atomic_compare_exchange_strong(&c->kch_ring[ch], &r, n)) return n;
   free((void *)n);
   return r;
+}
+
+static _Atomic uint64_t *kch_tsa(sim_comm_t *c, int ch) {
+  _Atomic uint64_t *r = atomic_load_explicit(&c->kch_ts[ch], memory_order_acquire);
+  if (r) return r;
+  _Atomic uint64_t *n = sim_xcalloc(3 * SIM_KCH_SLOTS, sizeof *n);
+  if (atomic_compare_exchange_strong(&c->kch_ts[ch], &r, n)) return n;
+  free((void *)n);
+  return r;
+}
+
+void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop) {
+  _Atomic uint64_t *r = kch_tsa(c, ch) + 3 * (v % SIM_KCH_SLOTS);
+  if (atomic_load(&r[0]) != v) atomic_store(&r[1], 0), atomic_store(&r[2], 0), atomic_store(&r[0], v);
+  if (start) atomic_store(&r[1], start);
+  if (stop) atomic_store(&r[2], stop);
+}
+
+void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop) {
+  _Atomic uint64_t *r = kch_tsa(c, ch) + 3 * (v % SIM_KCH_SLOTS);
+  *start = *stop = 0;
+  if (atomic_load(&r[0]) != v) return;
+  *start = atomic_load(&r[1]), *stop = atomic_load(&r[2]);
+  if (atomic_load(&r[0]) != v) *start = *stop = 0; /* overwritten meanwhile */
 }
 
 uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v) {
@@ -498,10 +541,11 @@ static void kch_execute(sim_plan_t *p, const uint64_t *dev0, int replay) {
   int capturing = replay && atomic_load(&c->kch_capturing);
   for (int i = 0; i < p->ntasks; i++) {
     sim_task_t *t = &p->tasks[i];
-    if (!kch_item(p, t)) continue;
+    int self = kch_self_item(p, t);
+    if (!kch_item(p, t) && !self) continue;
     int kch = (t->mask & NCS_EV_KERNEL_CH) != 0;
     for (int ch = 0; ch < t->nch; ch++) {
-      if (capturing && kch) t->kbase[ch] = atomic_fetch_add(&c->kch_host[ch], 1) + 1;
+      if (capturing && kch && !self) t->kbase[ch] = atomic_fetch_add(&c->kch_host[ch], 1) + 1;
       uint64_t d = t->kdev[ch] = ++next[ch];
       if (!kch) continue;
       _Atomic uint64_t *slot = &kch_ring(c, ch, 1)[d % SIM_KCH_SLOTS];
@@ -513,6 +557,29 @@ static void kch_execute(sim_plan_t *p, const uint64_t *dev0, int replay) {
 }
 
 /* ------------------------------------------------------------------ the plan task */
+/* Its place on the comm's stream (proxy.c orders the kernels), and the slots of its self copies,
+ * which it stamps when its kernel begins; with no KernelCh to order, it stamps them now. */
+static void stream_setup(sim_inst_t *in, const sim_plan_t *p, const uint64_t *dev0, const sim_pop_t *ops) {
+  int nk = 0;
+  for (const sim_pop_t *o = ops; o; o = o->next) nk += o->kind == POP_KERNEL;
+  for (int i = 0; dev0 && i < p->ntasks; i++) {
+    const sim_task_t *t = &p->tasks[i];
+    if (!kch_self_item(p, t) || !(t->mask & NCS_EV_KERNEL_CH)) continue;
+    for (int ch = 0; ch < t->nch && in->nself < SIM_SELF_MAX; ch++)
+      in->self_ch[in->nself] = (uint8_t)ch, in->self_d[in->nself++] = t->kdev[ch];
+  }
+  if (dev0 && dev0[SIM_DEV0_ST] && nk) {
+    in->st_comm = p->comm, in->st_idx = dev0[SIM_DEV0_ST];
+    atomic_store(&in->st_left, nk);
+    return;
+  }
+  if (dev0 && dev0[SIM_DEV0_ST]) /* kch_pops and task_ops disagree: the stream would stop */
+    sim_fail("comm %s: a plan took a place on the stream but has no KernelCh op", p->comm->name);
+  for (int k = 0; k < in->nself; k++)
+    sim_kts_put(p->comm, in->self_ch[k], in->self_d[k], in->gpu_launch + 700, in->gpu_launch + 1000);
+  if (in->cpl) sim_cpl_begun(in->cpl, sim_now_ns()); /* no stream to wait for: begun at launch */
+}
+
 /* A KernelCh waiting for its ring slot is never waited for: the kernel itself is done. */
 static void wait_inst(sim_inst_t *in, int hang) {
   uint64_t t0 = sim_now_ns();
@@ -521,7 +588,12 @@ static void wait_inst(sim_inst_t *in, int hang) {
                atomic_load(&in->kch_wait);
     if (left <= 0) return;
     if (sim_now_ns() - t0 > 10ull * 1000000000ull) {
-      sim_fail("a plan's proxy ops did not %s within 10 s", hang ? "get stuck" : "finish");
+      sim_fail("a plan's proxy ops did not %s within 10 s (ops left %d, KernelCh waiting %d; stream %llu of "
+               "comm %s: %llu done, %llu issued)",
+               hang ? "get stuck" : "finish", atomic_load(&in->ops_left), atomic_load(&in->kch_wait),
+               (unsigned long long)in->st_idx, in->st_comm ? in->st_comm->name : "-",
+               in->st_comm ? (unsigned long long)atomic_load(&in->st_comm->st_done) : 0ull,
+               in->st_comm ? (unsigned long long)atomic_load(&in->st_comm->st_issued) : 0ull);
       return;
     }
     sim_sleep_us(50);
@@ -629,6 +701,7 @@ static void host_plan_task(sim_plan_t *p, int replay, const uint64_t *dev0, cons
   sim_pop_t *ops = NULL;
   for (int i = 0; i < p->ntasks; i++)
     if (p->tasks[i].kind != K_CE) task_ops(&ops, p, &p->tasks[i], in, i);
+  stream_setup(in, p, dev0, ops);
   if (in->cpl) couple_count_sends(p, in, ops);
   post_ops(c, ops);
   if (in->cpl && sim_fault_active()) { /* waited for at the end of the group */
@@ -955,7 +1028,7 @@ void sim_graph_launch(sim_graph_t *g) {
     replay = ++g->replays;
   }
   for (sim_plan_t *p = g->all; p; p = p->anext) {
-    uint64_t dev0[SIM_MAX_CHANNELS];
+    uint64_t dev0[SIM_DEV0_N];
     kch_issue(p, dev0);
     if (!p->has_proxy) { /* no host work at replay: the kernel just runs */
       if (corr) {

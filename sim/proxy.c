@@ -288,15 +288,16 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
 /* profilerProxyProgress: the op starts once ring slot base % 64 holds a counter >= base, with
  * whatever work item wrote it. Returns 1 ready, 0 wait, -1 stuck (its communicator is being
  * destroyed and the GPU has no more work: NCCL's proxy would wait forever). */
-static int kernel_ready(sim_pop_t *o) {
+static int kernel_ready(sim_pop_t *o, uint64_t *slot) {
+  *slot = o->kdev;
   if (o->sym) return 1; /* NCCL 2.31 reserves a symmetric kernel's counters before its launch */
   sim_comm_t *c = o->comm;
   int final = c && atomic_load_explicit(&c->kch_final, memory_order_acquire);
   uint64_t v = c ? sim_kch_slot(c, o->channel, o->kbase) : o->kbase;
+  *slot = v;
   int r = o->kbase <= v ? 1 : final ? -1 : 0;
   if (r != 0 && o->kwait) atomic_fetch_sub(&o->inst->kch_wait, 1), o->kwait = 0;
   if (r == 0 && !o->kwait) atomic_fetch_add(&o->inst->kch_wait, 1), o->kwait = 1;
-  if (r > 0 && v != o->kdev) atomic_fetch_add(&sim_cnt->kch_foreign, 1);
   if (r < 0) {
     atomic_fetch_add(&sim_cnt->kch_stuck, 1);
     sim_log("comm %s rank %d channel %d: KernelCh waits for work counter %llu, its ring slot "
@@ -341,27 +342,68 @@ static void kernel_phases(sim_proxy_t *p, sim_pop_t *o, uint64_t start, uint64_t
   }
 }
 
-static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
-  if (!o->started) { /* the proxy saw the channel's start slot fill in (R§3.5) */
-    int r = kernel_ready(o);
-    if (r < 0) return 2; /* never started, never stopped: dropped (NCCL hangs here) */
-    if (r == 0) return 0;
-    ncs_descr_v7_t d;
-    memset(&d, 0, sizeof d);
-    d.type = NCS_EV_KERNEL_CH;
-    d.parentObj = o->parent;
-    d.kernelCh.channelId = (uint8_t)o->channel;
-    o->gpu_start = o->inst->gpu_launch + 700 + 40 * (uint64_t)o->channel;
-    d.kernelCh.pTimer = o->gpu_start + o->kshift;
-    sim_ev_start(o->ctx, &o->kch_h, &d);
-    o->started = 1;
-    if (o->hang) {
-      o->frozen = 1;
-      atomic_fetch_add(&o->inst->frozen, 1);
+/* The comm's stream: a kernel begins once the kernels issued before it on its communicator ended,
+ * not before its launch (so a CPU that runs ahead sees its work queue). 1 when begun. */
+static int stream_begin(sim_pop_t *o) {
+  sim_inst_t *in = o->inst;
+  if (atomic_load(&in->gpu_begin)) return 1;
+  sim_comm_t *c = in->st_comm;
+  uint64_t b = in->gpu_launch + 700;
+  if (c) {
+    if (atomic_load(&c->st_done) + 1 != in->st_idx) {
+      if (!o->swait) atomic_fetch_add(&in->kch_wait, 1), o->swait = 1;
+      return 0;
     }
-    return 1;
+    uint64_t tail = atomic_load(&c->st_tail);
+    if (tail + 300 > b) b = tail + 300;
   }
-  if (o->hang) return 0; /* the kernel never ends: KernelCh stays open */
+  uint64_t z = 0, now = sim_gpu_ns();
+  if (atomic_compare_exchange_strong(&in->gpu_begin, &z, b)) {
+    for (int k = 0; c && k < in->nself; k++) /* the GPU stamps its self copies' slots too */
+      sim_kts_put(c, in->self_ch[k], in->self_d[k], b, b + 300);
+    /* coupled: its peers' kernels cannot end before this one began (host time of the begin) */
+    if (in->cpl) sim_cpl_begun(in->cpl, sim_now_ns() - (now > b ? now - b : 0));
+  }
+  return 1;
+}
+
+/* a channel of the kernel ended at GPU time stop (0: it never will): the last one ends the
+ * kernel on the stream */
+static void stream_end(sim_pop_t *o, uint64_t stop) {
+  sim_inst_t *in = o->inst;
+  uint64_t e = atomic_load(&in->st_end);
+  while (stop > e && !atomic_compare_exchange_weak(&in->st_end, &e, stop)) {
+  }
+  sim_comm_t *c = in->st_comm;
+  if (!c || atomic_fetch_sub(&in->st_left, 1) != 1) return;
+  e = atomic_load(&in->st_end);
+  uint64_t t = atomic_load(&c->st_tail);
+  while (e > t && !atomic_compare_exchange_weak(&c->st_tail, &t, e)) {
+  }
+  atomic_fetch_add(&c->st_done, 1);
+}
+
+static void kch_start_event(sim_pop_t *o, uint64_t ptimer) {
+  ncs_descr_v7_t d;
+  memset(&d, 0, sizeof d);
+  d.type = NCS_EV_KERNEL_CH;
+  d.parentObj = o->parent;
+  d.kernelCh.channelId = (uint8_t)o->channel;
+  d.kernelCh.pTimer = ptimer;
+  sim_ev_start(o->ctx, &o->kch_h, &d);
+}
+
+static void kch_stop_event(sim_pop_t *o, uint64_t ptimer) {
+  ncs_args_v7_t a;
+  memset(&a, 0, sizeof a);
+  a.kernelCh.pTimer = ptimer;
+  sim_ev_state(SIM_T_KERNEL_CH, o->kch_h, NCS_ST_KERNEL_CH_STOP, &a);
+  sim_ev_stop(SIM_T_KERNEL_CH, &o->kch_h);
+}
+
+/* The GPU side of a KernelCh op: its channel's block of the kernel ends. 1 when it ended (stop:
+ * its GPU time), 0 not yet. */
+static int true_end(sim_proxy_t *p, sim_pop_t *o, uint64_t *stop_out) {
   /* coupled: the GPU time the last rank entered, the end of the kernels' opening barrier
      (KernelPhase): a fact of the GPUs, not of when this thread happened to look */
   if (o->inst->cpl && !o->entered_gpu) {
@@ -369,18 +411,23 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
     if (in) o->entered_gpu = sim_gpu_at(in);
   }
   if (++o->rounds < 2 || atomic_load(&o->inst->net_left) > 0) return 0;
-  /* coupled: the kernel ends only when every rank entered and sent its data (fault.c) */
-  if (o->inst->cpl && !sim_cpl_ready(o->inst->cpl)) return 0;
+  /* coupled: the kernel ends only when every rank entered and sent its data (fault.c), and every
+     rank's kernel began on its GPU (its stream may have queued it behind earlier work) */
+  if (o->inst->cpl && (!sim_cpl_ready(o->inst->cpl) || !sim_cpl_all_begun_ns(o->inst->cpl))) return 0;
   /* the fake GPU clock when this rank saw every rank enter: its kernel, which needs their data,
      cannot end before (report: GPU times that cannot be right) */
-  if (o->inst->cpl && !o->ready_gpu) o->ready_gpu = sim_gpu_ns();
+  if (o->inst->cpl && !o->ready_gpu) {
+    o->ready_gpu = sim_gpu_ns();
+    uint64_t b = sim_gpu_at(sim_cpl_all_begun_ns(o->inst->cpl)) + 500;
+    if (b > o->ready_gpu) o->ready_gpu = b;
+  }
   /* the GPU finished a little before the proxy polled the completion slot */
   uint64_t stop = sim_gpu_ns() - 200 - sim_rand(&p->rng) % 1500;
   if (o->kern_ns) { /* --gpu-gbps: the fake GPU clock says every channel ends kern_ns after the
-                       first started, whatever the host's scheduling did. With an injected slow
+                       kernel began, whatever the host's scheduling did. With an injected slow
                        link the kernel waits for its data: it ends when the network finished,
                        if that was later (the injected delay dwarfs scheduling noise). */
-    uint64_t end = o->inst->gpu_launch + 700 + o->kern_ns;
+    uint64_t end = atomic_load(&o->inst->gpu_begin) + o->kern_ns;
     if (sim_opt.slow_link_us > 0 || sim_opt.slow_gpu_us > 0) {
       uint64_t net = atomic_load(&o->inst->net_done_gpu);
       if (net > end) end = net;
@@ -390,13 +437,75 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
     stop = end;
   }
   if (stop <= o->gpu_start) stop = o->gpu_start + 100;
-  kernel_phases(p, o, o->gpu_start + o->kshift, stop + o->kshift);
-  ncs_args_v7_t a;
-  memset(&a, 0, sizeof a);
-  a.kernelCh.pTimer = stop + o->kshift;
-  sim_ev_state(SIM_T_KERNEL_CH, o->kch_h, NCS_ST_KERNEL_CH_STOP, &a);
-  sim_ev_stop(SIM_T_KERNEL_CH, &o->kch_h);
-  return 2;
+  *stop_out = stop;
+  return 1;
+}
+
+/* A KernelCh op has two sides (docs/nccl-sim.md "KernelCh work counters"):
+ *  - the GPU's: its channel's block runs once the comm's stream lets the kernel begin, and ends
+ *    (true_end); the GPU stamps both times into the ring slot of its counter value (kdev);
+ *  - NCCL's proxy: starts the KernelCh once the slot of the host's value (kbase) holds a counter
+ *    >= kbase, with the times of whichever item stamped it (R§3.5), and stops it likewise. With
+ *    the host's counter behind the GPU's (--kch-self) that is earlier work, reported at once.
+ * The op is done when both are. */
+static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
+  int moved = 0;
+  if (!o->started) {
+    if (stream_begin(o)) {
+      if (o->swait) atomic_fetch_sub(&o->inst->kch_wait, 1), o->swait = 0;
+      o->gpu_start = atomic_load(&o->inst->gpu_begin) + 40 * (uint64_t)o->channel;
+      if (o->comm) sim_kts_put(o->comm, o->channel, o->kdev, o->gpu_start + o->kshift, 0);
+      o->started = 1, moved = 1;
+      if (o->hang) {
+        o->frozen = 1;
+        atomic_fetch_add(&o->inst->frozen, 1);
+      }
+    }
+  } else if (!o->tdone && !o->hang) { /* a hanging kernel never ends: KernelCh stays open */
+    uint64_t stop;
+    if (true_end(p, o, &stop)) {
+      if (o->comm) sim_kts_put(o->comm, o->channel, o->kdev, 0, stop + o->kshift);
+      stream_end(o, stop);
+      o->tdone = 1, o->tstop = stop, moved = 1;
+    }
+  }
+  if (!o->rstart) {
+    uint64_t v, t0 = 0, t1 = 0;
+    int r = kernel_ready(o, &v);
+    if (r < 0) { /* never started, never stopped: dropped (NCCL hangs here) */
+      if (!o->tdone) stream_end(o, 0);
+      return 2;
+    }
+    if (r > 0 && o->comm) sim_kts_get(o->comm, o->channel, v, &t0, &t1);
+    if (r > 0 && !o->comm && o->started) t0 = o->gpu_start + o->kshift;
+    if (r > 0 && !v && o->kdev) { /* a slot nothing wrote yet (a captured item's host value is 0):
+                                     NCCL reports its zero timestamps at once */
+      kch_start_event(o, 0);
+      kch_stop_event(o, 0);
+      o->rstart = o->rstop = 1, o->fv = 0, moved = 1;
+      atomic_fetch_add(&sim_cnt->kch_foreign, 1);
+    } else if (r > 0 && t0) { /* the slot's item has begun: its start */
+      if (v != o->kdev) atomic_fetch_add(&sim_cnt->kch_foreign, 1);
+      kch_start_event(o, t0);
+      o->rstart = 1, o->fv = v, moved = 1;
+    }
+  }
+  if (o->rstart && !o->rstop) {
+    uint64_t t0 = 0, t1 = 0;
+    if (o->fv == o->kdev || !o->comm) {
+      if (o->tdone) {
+        kernel_phases(p, o, o->gpu_start + o->kshift, o->tstop + o->kshift);
+        t1 = o->tstop + o->kshift;
+      }
+    } else {
+      sim_kts_get(o->comm, o->channel, o->fv, &t0, &t1);
+    }
+    if (t1) kch_stop_event(o, t1), o->rstop = 1, moved = 1;
+  }
+  if (o->rstop && o->tdone) return 2;
+  /* at the comm's end NCCL's proxy would wait forever for a slot that never fills: dropped */
+  if (o->tdone && o->comm && atomic_load_explicit(&o->comm->kch_final, memory_order_acquire)) return 2;
+  return moved;
 }
 
 /* ------------------------------------------------------------------ the thread */

@@ -34,6 +34,9 @@
 #define SIM_STEP_RING 8    /* NCCL_STEPS: ProxyStep handles live in a ring of 8 (R§3.4) */
 #define SIM_PIPELINE 4     /* network steps a proxy op keeps in flight */
 #define SIM_KCH_SLOTS 64   /* MAX_PROFILER_EVENTS_PER_CHANNEL: the GPU's KernelCh ring per channel */
+#define SIM_DEV0_N (SIM_MAX_CHANNELS + 1) /* a plan execution's GPU counters, then its stream index */
+#define SIM_DEV0_ST SIM_MAX_CHANNELS
+#define SIM_SELF_MAX 64    /* self-copy work items of one plan execution whose slots it stamps */
 
 /* Event type indexes: the bit number of NCCL's ncclProfile* bit. */
 enum {
@@ -80,6 +83,10 @@ typedef struct {
   /* fake GPU clock */
   int64_t gpu_offset_ns;
   double gpu_drift_ppm;
+  int gpu_clock_mono; /* --gpu-clock monotonic: the fake GPU clock is not near CLOCK_REALTIME */
+  int kch_self;       /* --kch-self on: a self send/recv advances the GPU's KernelCh work counter
+                         but not the host's (NCCL 2.28-2.30): later KernelCh read earlier work's
+                         ring slots, with their timestamps */
   /* delay injection (report validation): -1 = none. Ranks are global ranks. */
   int slow_rank, slow_link_rank, slow_gpu_rank;
   unsigned slow_us, slow_link_us, slow_gpu_us;
@@ -126,7 +133,8 @@ typedef struct {
   _Atomic uint64_t graph_colls; /* Coll/P2p starts issued by graph replays */
   _Atomic uint64_t kch_stuck;   /* KernelCh work items whose ring slot never reached their
                                    work counter: NCCL's proxy waits for them forever */
-  _Atomic uint64_t kch_foreign; /* KernelCh started from a ring slot another work item wrote */
+  _Atomic uint64_t kch_foreign; /* KernelCh started from a ring slot another work item wrote,
+                                   with that item's timestamps (--kch-self) */
   _Atomic uint64_t ops, loads, inits, init_failures, finalizes;
   /* --cupti: kernel records the fake CUPTI got (NCCL eager, NCCL replays, compute), NCCL kernels
    * launched that never completed, kernels it did not record (not tracing) */
@@ -231,6 +239,16 @@ struct sim_inst {
   uint64_t knode, kstart, kcomm;
   int krank, kfunc;
   char kops[256]; /* the plan's operations, for --gpu-truth */
+  /* the comm's stream (proxy.c): the GPU runs a comm's kernels one after another, so this one
+   * begins once the kernels issued before it ended (CPU ahead of the GPU: it queues) */
+  sim_comm_t *st_comm;       /* NULL: no KernelCh of it to order */
+  uint64_t st_idx;           /* 1-based place in the comm's stream */
+  _Atomic uint64_t gpu_begin; /* fake GPU time its kernel began (0: not yet) */
+  _Atomic int st_left;       /* its KernelCh channels that have not ended on the GPU */
+  _Atomic uint64_t st_end;   /* the latest of their ends */
+  int nself;                 /* self copies (no proxy op, still GPU work items): their slots */
+  uint8_t self_ch[SIM_SELF_MAX];
+  uint64_t self_d[SIM_SELF_MAX];
 };
 void sim_inst_put(sim_inst_t *in);
 
@@ -272,6 +290,10 @@ typedef struct sim_pop {
      this work item; the op starts once ring slot kbase % 64 holds a value >= kbase */
   uint64_t kbase, kdev;
   int kwait;             /* counted in inst->kch_wait */
+  int swait;             /* waiting for the stream, counted in inst->kch_wait as well */
+  int tdone;             /* the GPU side: its block ended (at tstop) */
+  int rstart, rstop;     /* NCCL's side: KernelCh started, stopped (with the times of item fv) */
+  uint64_t fv, tstop;
   int sym;               /* a symmetric kernel's channel (NCCL 2.31): its own work counters */
 } sim_pop_t;
 
@@ -368,10 +390,18 @@ struct sim_comm {
    * kch_final      set by sim_comm_drain: no more GPU work, a KernelCh still waiting is stuck. */
   _Atomic uint64_t kch_host[SIM_MAX_CHANNELS], kch_dev[SIM_MAX_CHANNELS];
   _Atomic(_Atomic uint64_t *) kch_ring[SIM_MAX_CHANNELS];
+  /* what the item that last wrote each ring slot stamped: [3 * slot] its counter value,
+   * [3 * slot + 1] start, [3 * slot + 2] stop pTimer (0: not yet); allocated on first use */
+  _Atomic(_Atomic uint64_t *) kch_ts[SIM_MAX_CHANNELS];
+  /* its stream: executions with KernelCh in GPU order (proxy.c) */
+  _Atomic uint64_t st_issued, st_done, st_tail;
   _Atomic int kch_capturing, kch_final;
 };
 /* The ring slot of counter value v on channel ch: what the GPU last wrote there (0: nothing). */
 uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v);
+/* the timestamps the item of counter value v stamped into its slot (0 0: not there) */
+void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop);
+void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop);
 
 /* One user-level call: ncclAllReduce(comm, ...), ncclSend(...), ... */
 typedef struct {
@@ -418,6 +448,10 @@ void sim_cpl_leave(sim_cpl_t *c); /* this rank no longer touches the instance */
 int sim_cpl_entered_all(sim_cpl_t *c);
 uint64_t sim_cpl_all_in_ns(sim_cpl_t *c); /* CLOCK_MONOTONIC when the last rank entered; 0 not yet */
 int sim_cpl_ready(sim_cpl_t *c); /* every rank entered and its data is out */
+/* this rank's kernel of the instance began on its GPU at host_ns (its stream let it) */
+void sim_cpl_begun(sim_cpl_t *c, uint64_t host_ns);
+/* CLOCK_MONOTONIC when the last rank's kernel began; 0 not yet */
+uint64_t sim_cpl_all_begun_ns(sim_cpl_t *c);
 uint64_t sim_cpl_ticks(sim_cpl_t *c); /* changes whenever any rank makes progress in it */
 void sim_cpl_mark(sim_cpl_t *c, int which, int rank, int lane, int value); /* atomic max */
 int sim_cpl_get(sim_cpl_t *c, int which, int rank, int lane);

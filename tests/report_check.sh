@@ -44,28 +44,33 @@ for x in b: assert abs(x['busbw_p50_gbs']-0.1)<=0.002, x; assert x['timing']['ke
      "busbw not within 2% of 0.1 GB/s"
   ;;
 ktime)
-  # NCCL hands rank 2's KernelCh of AllReduce #10 another operation's timestamps (100 ms late: far
-  # above the coupled kernels' durations, which stretch when the machine is loaded):
-  # that instance alone is flagged and rank 2 named; it stays in the aggregates
+  # NCCL hands rank 2's KernelCh of AllReduce #10 timestamps 100 ms in the future of when the host
+  # read them (another operation's): the model's channel check leaves them out (the host cannot
+  # read a time that has not happened yet, beyond the GPU clock's bound), so that operation has no
+  # GPU time, its instance is left out of latency and bandwidth, and nothing else is touched: the
+  # GPU clock map is not pulled along, the next operations keep theirs (docs/report.md, "GPU times
+  # that cannot be right")
   run --ranks 4 --iters 20 --gpu-gbps 0.1 --fault ktime:2:10
   json
-  py "c=r['collectives']; assert c['gpu_suspect']==1, c; e=c['gpu_suspect_examples'][0]
-assert e['rank']==2 and e['seq']==10 and e['func']=='AllReduce', e
-assert 95e6 < e['launch_ns'] < 160e6 and e['gap_ns'] > 1e6, e
-b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==20, b" "suspect GPU times"
+  py "c=r['collectives']; assert c['gpu_suspect']==0, c
+g=[p['gpu_check'] for p in r['processes']]; assert sum(x['unknown'] for x in g)==1, g
+assert sum(x['channels_future'] for x in g)>=1 and sum(x['channels_before_previous'] for x in g)==0, g
+assert sum(x['claims_rejected'] for x in g)==1 and sum(x['repaired'] for x in g)==0, g
+assert all(abs(p['gpu_clock']['offset_vs_realtime_ns'])<5e6 for p in r['processes']), r['processes']
+b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==19, b
+assert sum(x['no_gpu_time'] for x in b)==1, b
+assert any(w['key']=='gpu_check' for w in r['warnings']), r['warnings']" "stale GPU times checked"
   "$NCS" report --html "$W/r.html" "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
-  grep -q "^  ! 1 instances have GPU times that cannot be right" "$W/r.txt" || fail "no suspect line"
-  # the page says it too, and draws the doubtful bucket as such
-  grep -q '<li class="warn" data-key="gpu_suspect">1 instances have GPU times that cannot be right' "$W/r.html" ||
-    fail "no suspect warning on the --html page"
-  grep -q '<g class="pt doubtful"><title>comm 0 AllReduce' "$W/r.html" || fail "the doubtful bucket is not marked"
-  grep -q 'id="doubtful-note"' "$W/r.html" || fail "no note on doubtful points"
+  grep -q "^  ! NCCL's KernelCh timestamps cannot be right on" "$W/r.txt" || fail "no gpu_check line"
+  grep -q "+1 no GPU time" "$W/r.txt" || fail "the row does not say an instance has no GPU time"
+  grep -q '<li class="warn" data-key="gpu_check">' "$W/r.html" || fail "no gpu_check warning on the --html page"
   # the same job without the fault has none
   rm -rf "$W/t"
   run --ranks 4 --iters 20 --gpu-gbps 0.1 --couple on
   json
   py "assert r['collectives']['gpu_suspect']==0, r['collectives']
-assert not [w for w in r['warnings'] if w['key']=='gpu_suspect'], r['warnings']" "false suspect"
+assert not [w for w in r['warnings'] if w['key'] in ('gpu_suspect', 'gpu_check')], r['warnings']
+assert all(p['gpu_check']['unknown']==0 and p['gpu_check']['repaired']==0 for p in r['processes'])" "false gpu_check"
   "$NCS" report --force --html "$W/r.html" "$W/t" >/dev/null 2>&1 || fail "report --html"
   ! grep -q 'doubtful' "$W/r.html" || fail "doubtful points on a page without suspect instances"
   ;;

@@ -121,14 +121,18 @@ static int p2p_before(const ncs_op_t *o, const bx_t *x) {
 /* one Send or Recv: its bucket sample (duration and bandwidth of this rank alone) */
 static void p2p_one(ncs_analysis_t *a, const ncs_op_t *o) {
   a->cov.timing[o->timing]++;
-  a->cov.gsrc[o->gsrc]++, a->cov.captured += o->captured;
+  a->cov.gsrc[o->gsrc]++, a->cov.captured += o->captured, a->cov.gk[o->gk]++;
+  a->cov.gk_enqueue += o->gk == NCS_GK_UNKNOWN && o->timing == NCS_SRC_ENQUEUE_HOST;
   if (o->is_send)
     a->sends++;
   else
     a->recvs++;
   double abw = o->duration > 0 ? (double)o->bytes / (double)o->duration : 0;
   ncs_an_bucket_t *b = an_bucket(a, o->comm, o->func, log2b(o->bytes), 1);
-  an_bucket_add(a, b, o->bytes, (double)o->duration, abw, abw, 0, o->timing);
+  if (o->gk == NCS_GK_UNKNOWN && o->timing != NCS_SRC_KERNEL_GPU) /* its GPU time is unknown */
+    a->no_gpu++, b->no_gpu++;
+  else
+    an_bucket_add(a, b, o->bytes, (double)o->duration, abw, abw, 0, o->timing);
   bx_t *x = &an_priv(a)->bx[b - a->buckets];
   if (!x->p2p_first || p2p_before(o, x))
     x->p2p_first = 1, x->pcomm = o->comm, x->psrc = o->is_send ? o->rank : o->peer,

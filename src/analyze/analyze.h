@@ -51,6 +51,8 @@ typedef struct {
   double lat_min, lat_p25, lat_p75, lat_max;
   int sketch; /* 0: every quantile exact; 1: over NCS_AN_EXACT_MAX samples, from the sketch */
   uint64_t suspect; /* of its instances, those whose GPU times cannot be right (doubtful) */
+  uint64_t no_gpu;  /* of its instances, those left out of latency and bandwidth: a rank's GPU
+                     * time is unknown (its KernelCh timestamps cannot be right, model.h NCS_GK_*) */
   /* where its time went (docs/report.md, "Breakdown"), summed over its instances (the model's
    * ncs_bd_t); collectives only (p2p buckets: bd_label -1) */
   int64_t bd_launch, bd_span, bd_ph[NCS_PH_N];
@@ -181,6 +183,8 @@ struct ncs_analysis {
   uint64_t instances, incomplete, coll_ops, unmatched_seq;
   uint64_t mismatched;
   uint64_t unsampled; /* instances left out of latency/bandwidth: KernelCh not sampled (docs) */
+  uint64_t no_gpu;    /* instances (and sends/receives) left out of latency/bandwidth: a rank's
+                       * KernelCh times cannot be right and nothing repaired them */
   /* instances whose GPU times cannot be right (NCS_AN_GPU_TOL_NS): counted, the first few
    * as examples; they stay in the aggregates */
   uint64_t gpu_suspect;
@@ -227,6 +231,8 @@ struct ncs_analysis {
     uint64_t groups, groups_unsampled;
     uint64_t timing[NCS_SRC_N]; /* Coll and P2p operations by the source of their duration */
     uint64_t gsrc[NCS_GS_N];    /* Coll and P2p operations by the source of their GPU times */
+    uint64_t gk[NCS_GK_N];      /* Coll and P2p operations by what their KernelCh times rest on */
+    uint64_t gk_enqueue;        /* of the unknown ones, those whose duration is only the enqueue */
     uint64_t captured;          /* of them captured into CUDA graphs (their GPU work: replays) */
   } cov;
   /* CUPTI (docs/report.md, "GPU truth"): per GPU, overlap of communication and computation;
@@ -268,6 +274,7 @@ typedef struct {
   int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
   int64_t slowest_excess; /* its duration - the median duration */
   int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */
+  int no_gpu;            /* left out of them: a rank's GPU time is unknown (a->no_gpu) */
   int gpu_suspect;       /* its GPU times cannot be right (a->gpu_suspect, docs/report.md) */
   ncs_bd_t bd;           /* the model's breakdown and bottleneck label */
 } ncs_an_instance_t;

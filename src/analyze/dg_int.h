@@ -49,6 +49,8 @@ typedef struct {
   uint32_t kch_started, kch_stopped; /* its KernelCh events seen */
   uint64_t start, stop, end, progress; /* mono ns; progress: newest event of it or its children */
   uint8_t inferred;  /* DONE because a later operation of its rank and communicator completed */
+  uint8_t rejected;  /* its completion claim cannot be true: a member of its communicator never
+                      * entered it (dg_impossible) */
   uint8_t later;     /* --to: open at the cut, and the whole recording shows it completed after
                       * the cut: in progress then, never stuck */
   const ncs_job_loss_t *loss; /* OP_LOST: the file's loss window after it started */

@@ -646,7 +646,7 @@ typedef struct {
 
 static void latest_done(dg_op_t *op, void *arg) {
   settle_t *t = arg;
-  if (op->status == OP_DONE && op->start > t->done_start) t->done_start = op->start;
+  if (op->status == OP_DONE && !op->inferred && op->start > t->done_start) t->done_start = op->start;
 }
 
 typedef struct {
@@ -717,7 +717,71 @@ static void settle_op(dg_op_t *op, void *arg) {
     op->status = OP_UNKNOWN;
 }
 
+/* A collective cannot complete on one rank before every member entered it: a rank's completion of
+ * seqNumber s of a function, while a recorded member's recording shows it never entered s (its
+ * last entered is below s and nothing of it was lost), is a claim on timestamps that cannot be
+ * right (NCCL 2.28's stale KernelCh). Such completions are taken back, and counted. */
+typedef struct {
+  const char *func;
+  int64_t min_entered;
+  uint64_t rejected;
+} imposs_t;
+
+static void imposs_fn(dg_op_t *op, void *arg) {
+  imposs_t *t = arg;
+  if (op->func != t->func || op->seq < 0 || op->status != OP_DONE || op->seq <= t->min_entered) return;
+  op->status = OP_PENDING, op->rejected = 1, op->inferred = 0, op->end = 0;
+  t->rejected++;
+}
+
+static void dg_impossible(dg_t *D) {
+  for (uint32_t c = 0; c < D->ncomms; c++) {
+    dg_comm_t *C = &D->comms[c];
+    if (C->nranks <= 0) continue;
+    for (int r = 0; r < C->nranks; r++) {
+      if (!C->cranks[r]) continue;
+      dg_crank_t *cr = D->cranks[C->cranks[r] - 1];
+      for (uint32_t i = 0; i < cr->nf; i++) {
+        ncs_dg_fseq_t *f = &cr->fs[i];
+        if (f->p2p) continue;
+        /* the least entered over the members whose recordings can say they never entered */
+        int64_t mn = INT64_MAX;
+        for (int q = 0; q < C->nranks; q++) {
+          if (!C->cranks[q]) { mn = INT64_MAX; break; } /* not recorded: cannot tell */
+          dg_crank_t *qr = D->cranks[C->cranks[q] - 1];
+          const dg_proc_t *P = &D->procs[qr->proc];
+          if (ncs_job_lost(D->job, (uint32_t)qr->proc, 0, UINT64_MAX, NCS_JL_RECORDED, 1u << NCS_T_COLL)) {
+            mn = INT64_MAX; /* lost records: its entered count is a lower bound */
+            break;
+          }
+          int64_t got = -1;
+          for (uint32_t j = 0; j < qr->nf; j++)
+            if (qr->fs[j].func == f->func && !qr->fs[j].p2p) got = qr->fs[j].entered;
+          /* a flight window holds a rank's newest operations: what it entered of a function is its
+           * latest there, but none there says nothing (they may all be older than the window) */
+          if (got < 0 && P->is_flight) {
+            mn = INT64_MAX;
+            break;
+          }
+          if (got < mn) mn = got;
+        }
+        if (mn == INT64_MAX || f->completed <= mn) continue;
+        imposs_t t = {f->func, mn, 0};
+        dg_for_each_op(cr, imposs_fn, &t);
+        f->completed = mn;
+        D->pub.impossible += t.rejected ? t.rejected : 1;
+      }
+    }
+  }
+}
+
 void dg_settle(dg_t *D) {
+  dg_impossible(D);
+  if (D->pub.impossible)
+    dg_note(D, "%" PRIu64 " completion%s taken back: claimed on ranks where a member of the communicator had "
+               "not entered the collective yet, which cannot happen (NCCL 2.28 hands KernelCh timestamps "
+               "of earlier work: docs/diagnose.md, \"Completions that cannot be true\")",
+            D->pub.impossible, D->pub.impossible == 1 ? " was" : "s were");
   for (uint32_t g = 0; g < D->ncranks; g++) {
     settle_t s = {0};
     dg_for_each_op(D->cranks[g], latest_done, &s);

@@ -184,6 +184,7 @@ typedef struct {
   uint32_t mismatches;     /* mismatched (commId, func, seqNumber) found in total */
   char notes[8][NCS_DG_LINE]; /* remarks: live files used, damaged files, ... */
   uint32_t nnotes;
+  uint64_t impossible; /* completions taken back: claimed before every member entered (dg_read.c) */
   /* the filters (docs/diagnose.md, "Filters"); all zero without */
   ncs_job_filter_t filter;   /* as given; ranks point into filter_ranks */
   int32_t *filter_ranks;

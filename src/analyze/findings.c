@@ -144,11 +144,12 @@ static void warn_records(ncs_findings_t *f, const ncs_analysis_t *a) {
          "%" PRIu64 " of %" PRIu64 " groups were recorded without GPU times (NCCLSCOPE_SAMPLE)",
          a->cov.groups_unsampled, a->cov.groups);
   uint64_t ops = a->cov.timing[0] + a->cov.timing[1] + a->cov.timing[2];
-  if (a->cov.timing[NCS_SRC_ENQUEUE_HOST])
+  uint64_t none = a->cov.timing[NCS_SRC_ENQUEUE_HOST] - a->cov.gk_enqueue; /* gpu_check says the rest */
+  if (none)
     warn(f, "no_completion",
          "%" PRIu64 " of %" PRIu64 " operations have no completion in the trace (no KernelCh or "
          "ProxyOp recorded for them): their durations are enqueue times, lower bounds",
-         a->cov.timing[NCS_SRC_ENQUEUE_HOST], ops);
+         none, ops);
   if (a->unsampled)
     warn(f, "unsampled",
          "%" PRIu64 " instances have no GPU times (unsampled, NCCLSCOPE_UNSAMPLED_EVENTS): counted "
@@ -186,7 +187,40 @@ static void warn_cupti(ncs_findings_t *f, const ncs_analysis_t *a) {
          lost, lost == 1 ? "" : "s", j->procs[lfirst].path, j->gpu[lfirst].lost);
 }
 
+/* KernelCh times that cannot be right (model kch.c; docs/report.md, "GPU times that cannot be
+ * right"): what was left out, repaired, unknown, and the completions that rested on them */
+static void warn_gpu_check(ncs_findings_t *f, const ncs_analysis_t *a) {
+  ncs_job_gchk_t t = {0};
+  uint32_t worst = UINT32_MAX;
+  uint64_t wbad = 0;
+  for (uint32_t i = 0; i < a->job->nprocs; i++) {
+    const ncs_job_gchk_t *g = &a->job->procs[i].gchk;
+    uint64_t bad = g->ch_bad + g->ch_before_prev + g->ch_before_launch + g->ch_future;
+    t.ch_future += g->ch_future;
+    t.ops += g->ops, t.repaired += g->repaired, t.unknown += g->unknown, t.channels += g->channels;
+    t.ch_bad += g->ch_bad, t.ch_before_prev += g->ch_before_prev, t.ch_before_launch += g->ch_before_launch;
+    t.claims_rejected += g->claims_rejected, t.inferred += g->inferred, t.impossible += g->impossible;
+    if (bad > wbad || (worst == UINT32_MAX && g->unknown)) wbad = bad, worst = i;
+  }
+  uint64_t bad = t.ch_bad + t.ch_before_prev + t.ch_before_launch + t.ch_future;
+  if (!bad && !t.unknown && !t.impossible) return;
+  warn(f, "gpu_check",
+       "NCCL's KernelCh timestamps cannot be right on %" PRIu64 " of %" PRIu64 " channel records "
+       "(%" PRIu64 " start before the previous kernel of their communicator ended, %" PRIu64
+       " before their own launch: earlier work's times; %" PRIu64 " after the host read them; %"
+       PRIu64 " end before they start or have no start): %" PRIu64
+       " of %" PRIu64 " operations repaired from the channels that agree, %" PRIu64
+       " with no GPU time (left out of latency and bandwidth: %" PRIu64 " instances and sends/"
+       "receives); %" PRIu64 " completions claimed on them rejected, %" PRIu64 " inferred from a "
+       "later operation of the same rank and communicator, %" PRIu64 " rejected as impossible "
+       "(before every member entered). Most: %s",
+       bad, t.channels, t.ch_before_prev, t.ch_before_launch, t.ch_future, t.ch_bad, t.repaired, t.ops, t.unknown,
+       a->no_gpu, t.claims_rejected, t.inferred, t.impossible,
+       worst != UINT32_MAX ? a->job->procs[worst].path : "-");
+}
+
 static void warn_gpu(ncs_findings_t *f, const ncs_analysis_t *a) {
+  warn_gpu_check(f, a);
   if (!a->gpu_suspect) return;
   char g[32], l[32];
   ncs_fmt_ns(g, sizeof g, (double)a->gsus[0].gap);

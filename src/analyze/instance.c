@@ -253,7 +253,9 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   int32_t nr = a->job->comms[I->comm].nranks;
   a->instances++, a->coll_ops += n;
   for (size_t k = 0; k < n; k++)
-    a->cov.timing[ops[k].timing]++, a->cov.gsrc[ops[k].gsrc]++, a->cov.captured += ops[k].captured;
+    a->cov.timing[ops[k].timing]++, a->cov.gsrc[ops[k].gsrc]++, a->cov.captured += ops[k].captured,
+    a->cov.gk[ops[k].gk]++,
+    a->cov.gk_enqueue += ops[k].gk == NCS_GK_UNKNOWN && ops[k].timing == NCS_SRC_ENQUEUE_HOST;
   if ((int32_t)n < nr) a->incomplete++;
   a->unmatched_seq += (uint64_t)in->again;
   check_mismatch(a, ops, n);
@@ -296,9 +298,14 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
    * duration is only the enqueue, so the instance counts for arrivals and skew but not for
    * latency and bandwidth */
   for (size_t k = 0; k < n; k++) x.unsampled |= ops[k].unsampled && ops[k].timing != NCS_SRC_KERNEL_GPU;
+  /* a rank whose KernelCh times cannot be right (and no CUPTI) has no duration: the instance's
+   * latency would be the others' alone */
+  for (size_t k = 0; k < n; k++) x.no_gpu |= ops[k].gk == NCS_GK_UNKNOWN && ops[k].timing != NCS_SRC_KERNEL_GPU;
   b->suspect += (uint64_t)x.gpu_suspect;
   if (x.unsampled)
     a->unsampled++;
+  else if (x.no_gpu)
+    a->no_gpu++, b->no_gpu++;
   else
     an_bucket_add(a, b, I->bytes, lat, x.busbw, x.algbw, (double)x.skew, d.src);
   an_throughput(a, ops, n, I->bytes);

@@ -542,10 +542,22 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"pid\":%" PRIu64 ",\"clock_offset_ns\":%" PRId64 ",\"clock_spread_ns\":%" PRId64
             ",\"clock_pairs\":%u,\"gpu_clock\":{\"domain\":\"%s\",\"offset_ns\":%" PRId64
             ",\"gap_p50_ns\":%" PRId64 ",\"gap_p99_ns\":%" PRId64 ",\"gap_min_ns\":%" PRId64
-            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"error_ns\":%" PRId64 "}}",
+            ",\"gap_max_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"error_ns\":%" PRId64
+            ",\"error_known_ns\":%" PRId64 ",\"offset_vs_realtime_ns\":%" PRId64
+            ",\"drift_ppb\":%.1f,\"windows\":%u,\"stale_launch_bounds\":%" PRIu64 "}",
             p->pid, p->clk_off, p->clk_spread, p->clk_pairs,
             p->gpu_domain == NCS_GPU_REALTIME ? "realtime" : p->gpu_domain == NCS_GPU_OWN ? "own" : "none",
-            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err);
+            p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err,
+            p->gpu_err_known, p->ngwin ? p->gpu_off - p->clk_off : 0, p->gpu_drift_ppb, p->ngwin,
+            p->gpu_stale_bounds);
+    const ncs_job_gchk_t *g = &p->gchk;
+    fprintf(o,
+            ",\"gpu_check\":{\"ops\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"repaired\":%" PRIu64
+            ",\"unknown\":%" PRIu64 ",\"channels\":%" PRIu64 ",\"channels_bad\":%" PRIu64
+            ",\"channels_before_previous\":%" PRIu64 ",\"channels_before_launch\":%" PRIu64
+            ",\"channels_future\":%" PRIu64 ",\"claims_rejected\":%" PRIu64 ",\"inferred\":%" PRIu64 ",\"impossible\":%" PRIu64 "}}",
+            g->ops, g->ok, g->repaired, g->unknown, g->channels, g->ch_bad, g->ch_before_prev,
+            g->ch_before_launch, g->ch_future, g->claims_rejected, g->inferred, g->impossible);
   }
   fprintf(o, "],\n\"hosts\":[");
   for (uint32_t h = 0; h < a->job->nhosts; h++) {
@@ -598,12 +610,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
             "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
             "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\","
-            "\"gpu_suspect\":%" PRIu64,
+            "\"gpu_suspect\":%" PRIu64 ",\"no_gpu_time\":%" PRIu64,
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
             b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
-            b->sketch ? "sketch" : "exact", b->suspect);
+            b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu);
     json_bucket_bd(o, b);
     fputc('}', o);
   }
@@ -819,13 +831,18 @@ static void bucket_cols(char *out, size_t len, const ncs_an_bucket_t *b, int tim
   ncs_fmt_ns(sm, sizeof sm, b->skew_max);
   if (b->tput_n) snprintf(tp, sizeof tp, "%.2f", b->tput_busbw_p50);
   const char *src = ncs_bucket_timing(b);
+  if (!b->count) /* every instance of it lacks a GPU time (its KernelCh cannot be right) */
+    snprintf(l1, sizeof l1, "-"), snprintf(l2, sizeof l2, "-"), snprintf(l3, sizeof l3, "-");
+  char ng[48] = "";
+  if (b->no_gpu) snprintf(ng, sizeof ng, " +%" PRIu64 " no GPU time", b->no_gpu);
   if (T.wide)
-    snprintf(out, len, "%-9s %7" PRIu64 " %10s %10s %10s %10.2f %10.2f %10.2f %10.2f %10s %10s %10s %s", sz,
+    snprintf(out, len, "%-9s %7" PRIu64 " %10s %10s %10s %10.2f %10.2f %10.2f %10.2f %10s %10s %10s %s%s", sz,
              b->count, l1, l2, l3, b->algbw_p50, b->busbw_p50, b->busbw_p95, b->busbw_p99, tp,
-             b->p2p ? "-" : sk, b->p2p ? "-" : sm, src);
+             b->p2p ? "-" : sk, b->p2p ? "-" : sm, b->count ? src : "-", ng);
   else
-    snprintf(out, len, "%-7s %6" PRIu64 " %9s %9s %9.2f %9s %9s%s%s", sz, b->count, l1, l2,
-             b->busbw_p50, tp, b->p2p ? "-" : sk, timing ? " " : "", timing ? short_timing(src) : "");
+    snprintf(out, len, "%-7s %6" PRIu64 " %9s %9s %9.2f %9s %9s%s%s%s", sz, b->count, l1, l2,
+             b->busbw_p50, tp, b->p2p ? "-" : sk, timing ? " " : "",
+             timing ? (b->count ? short_timing(src) : "-") : "", ng);
 }
 
 /* The size table. Default: 80 columns (a heading per communicator, the timing column only when
@@ -839,8 +856,9 @@ static void print_buckets(FILE *o, const ncs_analysis_t *a) {
   const char *src0 = NULL;
   for (uint32_t k = 0; k < a->nbuckets; k++) {
     const ncs_an_bucket_t *b = &a->buckets[k];
-    if (!b->count) continue; /* every instance of this size was unsampled (said above) */
+    if (!b->count && !b->no_gpu) continue; /* every instance of this size was unsampled (said above) */
     v[n++] = b, any_tput |= b->tput_n > 0;
+    if (!b->count) continue; /* no timing of its own */
     if (!src0) src0 = ncs_bucket_timing(b);
     timing |= strcmp(src0, ncs_bucket_timing(b)) != 0;
   }
@@ -960,17 +978,37 @@ static void print_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
       fprintf(o, "  %s: %s +-%s (%" PRIu64 " instances)\n", a->job->hosts[h].host, t1, t2, a->job->hosts[h].samples);
     }
   }
-  int64_t g50 = 0, g99 = 0;
+  int64_t g50 = 0;
   uint64_t gn = 0;
   for (uint32_t i = 0; i < a->job->nprocs; i++) {
     if (a->job->procs[i].gap_n) gn += a->job->procs[i].gap_n;
     if (llabs(a->job->procs[i].gap_p50) > llabs(g50)) g50 = a->job->procs[i].gap_p50;
-    if (llabs(a->job->procs[i].gap_p99) > llabs(g99)) g99 = a->job->procs[i].gap_p99;
   }
   if (gn) {
-    ncs_fmt_ns(t1, sizeof t1, (double)g50), ncs_fmt_ns(t2, sizeof t2, (double)g99);
-    snprintf(line, sizeof line, "GPU pTimer vs host time at KernelCh start (%" PRIu64
-             " samples): worst process p50 %s, p99 %s", gn, t1, t2);
+    ncs_fmt_ns(t1, sizeof t1, (double)-g50);
+    snprintf(line, sizeof line, "the host saw a KernelCh start after it happened, by (median of the "
+             "worst process, %" PRIu64 " samples) %s: NCCL's proxy thread polls", gn, t1);
+    put_wrapped(o, "  ", "    ", line);
+  }
+  /* each GPU clock's map to host time, with its bound (docs/report.md, "Clocks") */
+  for (uint32_t i = 0, shown = 0; i < a->job->nprocs; i++) {
+    const ncs_job_proc_t *p = &a->job->procs[i];
+    if (p->excluded || !p->ngwin) continue;
+    if (shown++ == 8) {
+      fprintf(o, "  ... GPU clocks of more processes: --json files[].gpu_clock\n");
+      break;
+    }
+    char d[32], e[32], b[96];
+    ncs_fmt_ns(d, sizeof d, (double)(p->gpu_off - p->clk_off));
+    if (p->gpu_err >= 0)
+      ncs_fmt_ns(e, sizeof e, (double)p->gpu_err), snprintf(b, sizeof b, "within +%s", e);
+    else if (p->gpu_err_known >= 0)
+      ncs_fmt_ns(e, sizeof e, (double)p->gpu_err_known), snprintf(b, sizeof b, "within +%s where a launch bounds it, unbounded elsewhere", e);
+    else
+      snprintf(b, sizeof b, "bound unknown (no kernel launch recorded)");
+    snprintf(line, sizeof line, "GPU clock of pid %" PRIu64 ": pTimer = CLOCK_REALTIME %s%s, %s "
+             "(%u window%s, drift %.0f ns/s)", p->pid, p->gpu_off >= p->clk_off ? "+" : "", d, b,
+             p->ngwin, p->ngwin == 1 ? "" : "s", p->gpu_drift_ppb);
     put_wrapped(o, "  ", "    ", line);
   }
   print_v7_text(o, v);

@@ -27,7 +27,7 @@
 #define COUNTER_WINDOW_NS 1000000000ull /* counter changes are reordered within 1 s */
 #define MAX_ARGS 64
 #define MAX_WORKERS 16
-#define ST_KERNEL_CH_STOP 22 /* ncs_state_names[22] */
+#define ST_KERNEL_CH_STOP NCS_STATE_KERNEL_CH_STOP
 #define ST_KERNEL_PHASE_STOP 31
 #define GROW(arr, cap, need) NCS_GROW(arr, cap, need)
 

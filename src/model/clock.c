@@ -1,14 +1,15 @@
 /* clock.c - the job's clocks, aligned once (model.h; docs/report.md, "Clocks").
  *
  * Per file (pass 1): realtime - monotonic is the median over its first NCS_JOB_CLOCK_SAMPLES
- * CLOCK pairs, its spread max - min over all of them. The GPU pTimer of its KernelCh records is
- * mapped to host monotonic time: when the median (pTimer - host time) at KernelCh START lies
- * within 1 s of realtime - monotonic, pTimer is CLOCK_REALTIME (NCCL 2.28) and maps with the
- * clock offset; otherwise (its own domain) the offset is the largest (pTimer - host time), since
- * the host sees a channel start after it happened, leaving out values more than
- * NCS_JOB_GPU_TOL_NS above the median (timestamps of another operation). A kernel cannot start
- * before the KernelLaunch that carried its operation, which bounds the offset from the other
- * side: gpu_err says how far the true offset can be from the estimate.
+ * CLOCK pairs, its spread max - min over all of them. The GPU pTimer of its KernelCh records
+ * (%globaltimer: about CLOCK_REALTIME on NCCL 2.28, but 0.05 to 2.5 ms off it, differently per
+ * GPU, measured on H200s) is mapped to host monotonic time from evidence alone, per window of
+ * host time (ncs_job_gwin_t): the host reads every GPU timestamp after it was written, so the
+ * offset pTimer - host is at least the largest pTimer - (host time the plugin saw it), stale
+ * timestamps included; a kernel starts after its launch, so it is at most the smallest
+ * (latest channel start of an operation - its KernelLaunch) that is not below the first bound
+ * (an operation whose every channel carried earlier work's time gives one below it: left out,
+ * counted). The mapping uses the lower bound; err says how far above it the truth may lie.
  *
  * Per host (with several): host h's offset against host 0 is the median over instances of the
  * difference between the earliest completion end seen on h and on host 0 (a rank sees the end of
@@ -22,6 +23,21 @@
 #include "util/mem.h"
 #include "util/num.h"
 
+/* GPU clock windows (docs/report.md, "Clocks"): one per NCS_GW_NS of host time, merged in pairs
+ * (the window doubling) when a file has more than NCS_GW_MAX of them. */
+#define NCS_GW_NS 1000000000ll
+#define NCS_GW_MAX 1024
+#define NCS_GW_TOP 64  /* the largest pTimer - seen kept */
+#define NCS_GW_CAND 64 /* the smallest launch bounds kept */
+typedef struct {
+  int64_t top[NCS_GW_TOP];   /* the largest (pTimer - host time seen), descending */
+  uint32_t ntop;
+  uint64_t n;
+  int64_t cand[NCS_GW_CAND]; /* the smallest (latest channel start - launch), ascending */
+  uint32_t ncand;
+  uint64_t nlaunch;
+} gw_acc_t;
+
 typedef struct {
   int64_t *clk, *gaps;
   size_t nclk, capclk, ngaps, capgaps;
@@ -29,32 +45,109 @@ typedef struct {
   uint64_t npairs;
   hmap_t launch;   /* (seg, thread, ctx) -> the last KernelLaunch start */
   hmap_t launched; /* (seg, Coll/P2p id) -> the KernelLaunch start before it */
-  int64_t upper;   /* min (pTimer - launch): the offset is at most this; INT64_MAX none */
+  hmap_t latest;   /* (seg, Coll/P2p id) -> its latest KernelCh start pTimer so far */
+  int64_t *gts;    /* host times of the gap samples (gaps[k] was seen at gts[k]) */
+  gw_acc_t *w;     /* windows from w0 */
+  size_t nw;
+  int64_t w0, wns; /* the first window's start (host monotonic; 0 none yet), window length */
 } clkscan_t;
 
 void clock_scan_begin(void **state) {
   clkscan_t *c = ncs_xcalloc(1, sizeof *c);
-  c->upper = INT64_MAX;
+  c->wns = NCS_GW_NS;
   *state = c;
 }
 
 static uint64_t seg_id(uint32_t seg, uint64_t id) { return hm_mix2(seg, id); }
 
-/* KernelLaunch -> the Coll/P2p it carries (same thread, same communicator: the eager path) ->
- * its KernelCh: launch time - pTimer start is a lower bound of host - pTimer. Only while GPU
- * samples are collected, so the maps stay small. */
+static void top_add(gw_acc_t *a, int64_t g) {
+  a->n++;
+  uint32_t k = a->ntop < NCS_GW_TOP ? a->ntop++ : NCS_GW_TOP - 1;
+  if (k == NCS_GW_TOP - 1 && a->ntop == NCS_GW_TOP && g <= a->top[k]) return;
+  a->top[k] = g;
+  for (; k > 0 && a->top[k] > a->top[k - 1]; k--) {
+    int64_t t = a->top[k];
+    a->top[k] = a->top[k - 1], a->top[k - 1] = t;
+  }
+}
+
+static void cand_add(gw_acc_t *a, int64_t u) {
+  a->nlaunch++;
+  uint32_t k = a->ncand < NCS_GW_CAND ? a->ncand++ : NCS_GW_CAND - 1;
+  if (k == NCS_GW_CAND - 1 && a->ncand == NCS_GW_CAND && u >= a->cand[k]) return;
+  a->cand[k] = u;
+  for (; k > 0 && a->cand[k] < a->cand[k - 1]; k--) {
+    int64_t t = a->cand[k];
+    a->cand[k] = a->cand[k - 1], a->cand[k - 1] = t;
+  }
+}
+
+/* the window of host time t, made when needed (NULL: before the first, which cannot happen but
+ * for records out of order by more than a window: they are left out) */
+static gw_acc_t *gw_at(clkscan_t *c, int64_t t) {
+  if (!c->nw) c->w0 = t;
+  if (t < c->w0) return NULL;
+  size_t i = (size_t)((t - c->w0) / c->wns);
+  while (i >= NCS_GW_MAX) { /* too many: every two windows become one */
+    size_t m = (c->nw + 1) / 2;
+    for (size_t k = 0; k < m; k++) {
+      gw_acc_t x = c->w[2 * k];
+      if (2 * k + 1 < c->nw) {
+        const gw_acc_t *y = &c->w[2 * k + 1];
+        for (uint32_t q = 0; q < y->ntop; q++) top_add(&x, y->top[q]);
+        x.n += y->n - y->ntop;
+        for (uint32_t q = 0; q < y->ncand; q++) cand_add(&x, y->cand[q]);
+        x.nlaunch += y->nlaunch - y->ncand;
+      }
+      c->w[k] = x;
+    }
+    c->nw = m, c->wns *= 2;
+    i = (size_t)((t - c->w0) / c->wns);
+  }
+  if (i >= c->nw) {
+    c->w = ncs_xrealloc(c->w, (i + 1) * sizeof *c->w);
+    memset(c->w + c->nw, 0, (i + 1 - c->nw) * sizeof *c->w);
+    c->nw = i + 1;
+  }
+  return &c->w[i];
+}
+
+/* A GPU timestamp p that the host read at time ts happened before ts: host = p - off <= ts, so
+ * the offset is at least p - ts (stale timestamps of earlier work too: they happened even
+ * earlier). */
+static void seen_bound(clkscan_t *c, uint64_t p, uint64_t ts) {
+  if (!p || !ts || p > (1ull << 62) || ts > (1ull << 62)) return;
+  gw_acc_t *a = gw_at(c, (int64_t)ts);
+  if (a) top_add(a, (int64_t)(p - ts));
+}
+
+/* KernelLaunch -> the Coll/P2p it carries (same thread, same communicator: the eager path) -> its
+ * KernelCh starts. A kernel starts after its launch: the latest channel start of the operation
+ * minus the launch time bounds the offset from above, unless every channel's timestamp belongs
+ * to earlier work (then the bound is below the seen bound and is left out at the end). */
 static void launch_bound(clkscan_t *c, const ncs_event_t *e, uint32_t seg) {
   uint64_t v;
-  if (c->ngaps >= NCS_JOB_CLOCK_SAMPLES) return;
   uint64_t key = hm_mix2(((uint64_t)seg << 32) ^ e->thread, e->ctx);
-  if (e->type == NCS_T_KERNEL_LAUNCH) {
+  if (e->kind == NCS_REC_START && e->type == NCS_T_KERNEL_LAUNCH) {
     if (hm_put(&c->launch, key, e->ts) != 0) ncs_oom();
-  } else if ((e->type == NCS_T_COLL || e->type == NCS_T_P2P) && e->ctx_kind == NCS_CTX_LOCAL) {
+  } else if (e->kind == NCS_REC_START && (e->type == NCS_T_COLL || e->type == NCS_T_P2P) &&
+             e->ctx_kind == NCS_CTX_LOCAL) {
     if (hm_get(&c->launch, key, &v) && hm_put(&c->launched, seg_id(seg, e->id), v) != 0) ncs_oom();
-  } else if (e->type == NCS_T_KERNEL_CH && e->parent_kind == NCS_REF_LOCAL &&
-             hm_get(&c->launched, seg_id(seg, e->parent), &v)) {
-    int64_t up = (int64_t)(e->f[NCS_F(KernelCh, pTimer)] - v);
-    if (e->f[NCS_F(KernelCh, pTimer)] && up < c->upper) c->upper = up;
+  } else if (e->kind == NCS_REC_START && e->type == NCS_T_KERNEL_CH && e->parent_kind == NCS_REF_LOCAL &&
+             e->f[NCS_F(KernelCh, pTimer)] && hm_get(&c->launched, seg_id(seg, e->parent), &v)) {
+    int created;
+    uint64_t *m = hm_ref(&c->latest, seg_id(seg, e->parent), 0, &created);
+    if (!m) ncs_oom();
+    if (e->f[NCS_F(KernelCh, pTimer)] > *m) *m = e->f[NCS_F(KernelCh, pTimer)];
+  } else if ((e->kind == NCS_REC_COMPLETE || e->kind == NCS_REC_EXPIRED) &&
+             (e->type == NCS_T_COLL || e->type == NCS_T_P2P)) {
+    uint64_t k = seg_id(seg, e->id), p;
+    if (hm_get(&c->launched, k, &v) && hm_get(&c->latest, k, &p) && p <= (1ull << 62) && v) {
+      gw_acc_t *a = gw_at(c, (int64_t)v);
+      if (a) cand_add(a, (int64_t)(p - v));
+    }
+    if (e->kind == NCS_REC_COMPLETE && !(e->cflags & NCS_CF_REVISED)) return; /* revisions may come */
+    hm_del(&c->launched, k), hm_del(&c->latest, k);
   }
 }
 
@@ -71,52 +164,129 @@ void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg) {
     }
     return;
   }
-  if (it->what != NCS_ITEM_EVENT || it->ev.kind != NCS_REC_START) return;
+  if (it->what != NCS_ITEM_EVENT) return;
   const ncs_event_t *e = &it->ev;
   launch_bound(c, e, seg);
-  if (e->type == NCS_T_KERNEL_CH && c->ngaps < NCS_JOB_CLOCK_SAMPLES &&
-      e->f[NCS_F(KernelCh, pTimer)]) {
-    NCS_XGROW(c->gaps, c->capgaps, c->ngaps + 1);
-    c->gaps[c->ngaps++] = (int64_t)(e->f[NCS_F(KernelCh, pTimer)] - e->ts);
+  if (e->type != NCS_T_KERNEL_CH) return;
+  if (e->kind == NCS_REC_START && e->f[NCS_F(KernelCh, pTimer)]) {
+    seen_bound(c, e->f[NCS_F(KernelCh, pTimer)], e->ts);
+    if (c->ngaps < NCS_JOB_CLOCK_SAMPLES) {
+      NCS_XGROW(c->gaps, c->capgaps, c->ngaps + 1);
+      c->gts = ncs_xrealloc(c->gts, c->capgaps * sizeof *c->gts);
+      c->gts[c->ngaps] = (int64_t)e->ts;
+      c->gaps[c->ngaps++] = (int64_t)(e->f[NCS_F(KernelCh, pTimer)] - e->ts);
+    }
+  } else if (e->kind == NCS_REC_STATE && e->state == NCS_STATE_KERNEL_CH_STOP) {
+    seen_bound(c, e->arg0, e->ts);
   }
 }
 
-/* how the file's pTimer maps to its monotonic time */
-static void gpu_map(clkscan_t *c, ncs_job_proc_t *p) {
+/* A window's offset: the bounds from both sides must hold, but either side can carry timestamps
+ * that are not of the work they claim (a KernelCh with times in the future of when the host read
+ * it: --fault ktime in nccl-sim; launch bounds below the offset: every channel stale). The offset
+ * is the largest pTimer - seen value O that the fewest samples contradict (seen bounds above O plus
+ * launch bounds below it). Without launch bounds: the largest value the next one backs (within
+ * NCS_JOB_GPU_TOL_NS: a value far above all others is not a timestamp of this GPU's clock). */
+static int64_t win_lower(const gw_acc_t *a) {
+  if (!a->ncand) {
+    for (uint32_t k = 0; k + 1 < a->ntop; k++)
+      if (a->top[k] - a->top[k + 1] <= NCS_JOB_GPU_TOL_NS) return a->top[k];
+    return a->top[a->ntop - 1];
+  }
+  uint32_t best = 0, bestv = UINT32_MAX, above = 0;
+  for (uint32_t i = 0; i < a->ntop; i++) {
+    if (i && a->top[i] < a->top[i - 1]) above = i; /* the values strictly above top[i] */
+    uint32_t below = 0;
+    while (below < a->ncand && a->cand[below] < a->top[i]) below++;
+    if (above + below < bestv) bestv = above + below, best = i;
+  }
+  return a->top[best];
+}
+
+/* how the file's pTimer maps to its monotonic time: per window, off is the seen bound (the least
+ * offset the evidence allows: the host reads a GPU timestamp some time after it was written, and
+ * NCCL's proxy thread polls, so the least-delayed reading is within a few us of the truth), err
+ * the distance to the launch bound (the smallest one that is not below the seen bound). */
+static void gpu_map(clkscan_t *c, ncs_job_proc_t *p, jpriv_t *P, uint32_t proc) {
+  size_t n = 0;
+  for (size_t i = 0; i < c->nw; i++) n += c->w[i].ntop > 0;
+  if (!n) return;
+  ncs_job_gwin_t *g = ncs_xcalloc(n, sizeof *g);
+  size_t k = 0;
+  int64_t err = -1;
+  int unknown = 0;
+  for (size_t i = 0; i < c->nw; i++) {
+    const gw_acc_t *a = &c->w[i];
+    if (!a->ntop) continue;
+    ncs_job_gwin_t *x = &g[k++];
+    x->from = c->w0 + (int64_t)i * c->wns, x->len = c->wns, x->off = win_lower(a), x->n = a->n;
+    x->err = -1, x->launches = a->nlaunch;
+    for (uint32_t q = 0; q < a->ncand; q++) {
+      if (a->cand[q] < x->off) {
+        x->stale_bounds++; /* every channel of that operation carried earlier work's time */
+        continue;
+      }
+      x->err = a->cand[q] - x->off;
+      break;
+    }
+    if (x->err < 0) unknown = 1;
+    else if (x->err > err) err = x->err;
+    p->gpu_stale_bounds += x->stale_bounds;
+  }
+  P->gwin[proc] = g, p->ngwin = (uint32_t)n, p->gwin = g;
+  p->gpu_off = g[0].off;
+  p->gpu_err = unknown ? -1 : err;
+  p->gpu_err_known = err; /* the largest bound of the windows that have one */
+  if (n > 1 && g[n - 1].from > g[0].from)
+    p->gpu_drift_ppb = (double)(g[n - 1].off - g[0].off) / (double)(g[n - 1].from - g[0].from) * 1e9;
+  /* pTimer of 2.28 is %globaltimer, which reads about CLOCK_REALTIME; own: another time base */
+  int64_t d = p->gpu_off - p->clk_off;
+  p->gpu_domain = c->nclk && d < 1000000000 && d > -1000000000 ? NCS_GPU_REALTIME : NCS_GPU_OWN;
+  /* the host's delay in seeing a channel start, as mapped */
+  for (size_t i = 0; i < c->ngaps; i++) c->gaps[i] -= ncs_gwin_off(g, n, c->gts[i]) - p->gpu_off;
   ncs_sort(c->gaps, c->ngaps, sizeof *c->gaps, ncs_cmp_i64);
-  int64_t med = ncs_qi64(c->gaps, c->ngaps, 0.5), d = med - p->clk_off;
-  if (c->nclk && d < 1000000000 && d > -1000000000) { /* within 1 s of realtime */
-    p->gpu_domain = NCS_GPU_REALTIME, p->gpu_off = p->clk_off;
-  } else { /* the least-delayed start, not one more than the tolerance above the median */
-    size_t top = c->ngaps;
-    while (top > 1 && c->gaps[top - 1] > med + NCS_JOB_GPU_TOL_NS) top--;
-    p->gpu_domain = NCS_GPU_OWN, p->gpu_off = c->gaps[top - 1];
-  }
-  p->gap_p50 = med - p->gpu_off, p->gap_p99 = ncs_qi64(c->gaps, c->ngaps, 0.99) - p->gpu_off;
-  p->gap_min = c->gaps[0] - p->gpu_off, p->gap_max = c->gaps[c->ngaps - 1] - p->gpu_off;
-  p->gap_n = c->ngaps;
-  if (c->upper != INT64_MAX) { /* the true offset lies in [max(pTimer - host), upper] */
-    p->gpu_err = c->upper >= p->gpu_off ? c->upper - p->gpu_off : -1;
-    p->gpu_conflict = c->upper < p->gpu_off;
+  if (c->ngaps) {
+    p->gap_p50 = ncs_qi64(c->gaps, c->ngaps, 0.5) - p->gpu_off;
+    p->gap_p99 = ncs_qi64(c->gaps, c->ngaps, 0.99) - p->gpu_off;
+    p->gap_min = c->gaps[0] - p->gpu_off, p->gap_max = c->gaps[c->ngaps - 1] - p->gpu_off;
+    p->gap_n = c->ngaps;
   }
 }
 
-void clock_scan_end(void *state, ncs_job_proc_t *p) {
+void clock_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
   clkscan_t *c = state;
+  ncs_job_proc_t *p = &j->procs[proc];
   if (c->nclk) {
     ncs_sort(c->clk, c->nclk, sizeof *c->clk, ncs_cmp_i64);
     p->clk_off = ncs_qi64(c->clk, c->nclk, 0.5), p->clk_spread = c->cmax - c->cmin;
     p->clk_pairs = c->npairs > UINT32_MAX ? UINT32_MAX : (uint32_t)c->npairs;
   }
-  if (c->ngaps) gpu_map(c, p);
-  hm_free(&c->launch), hm_free(&c->launched);
-  free(c->clk), free(c->gaps), free(c);
+  gpu_map(c, p, jp(j), proc);
+  hm_free(&c->launch), hm_free(&c->launched), hm_free(&c->latest);
+  free(c->clk), free(c->gaps), free(c->gts), free(c->w), free(c);
+}
+
+/* the offset at host time t: the windows' offsets joined by straight lines between their middles */
+int64_t ncs_gwin_off(const ncs_job_gwin_t *g, size_t n, int64_t t) {
+  if (!n) return 0;
+  size_t lo = 0, hi = n; /* the last window whose middle is at or before t */
+  while (hi - lo > 1) {
+    size_t m = (lo + hi) / 2;
+    if (g[m].from + g[m].len / 2 <= t) lo = m;
+    else hi = m;
+  }
+  int64_t m0 = g[lo].from + g[lo].len / 2;
+  if (t <= m0 || lo + 1 >= n) return g[lo].off;
+  int64_t m1 = g[lo + 1].from + g[lo + 1].len / 2;
+  return g[lo].off + (int64_t)((double)(g[lo + 1].off - g[lo].off) * (double)(t - m0) / (double)(m1 - m0));
 }
 
 int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer) {
   const ncs_job_proc_t *p = &j->procs[proc];
-  if (!ptimer || p->gpu_domain == NCS_GPU_NONE) return 0;
-  return ncs_job_time(j, proc, ptimer - (uint64_t)p->gpu_off);
+  if (!ptimer || p->gpu_domain == NCS_GPU_NONE || !p->ngwin) return 0;
+  /* where in host time it lies, near enough to pick the windows (offsets differ by us) */
+  int64_t t = (int64_t)(ptimer - (uint64_t)p->gpu_off);
+  return ncs_job_time(j, proc, ptimer - (uint64_t)ncs_gwin_off(p->gwin, p->ngwin, t));
 }
 
 /* ------------------------------------------------------------------ hosts */

@@ -19,6 +19,12 @@ typedef struct {
   uint64_t last_ts;
 } lk_t;
 
+/* what checking one operation's KernelCh found (kch.c); summed per file into ncs_job_gchk_t */
+typedef struct {
+  uint32_t channels, ch_bad, ch_before_prev, ch_before_launch, ch_future;
+  uint8_t claim_rejected, inferred;
+} op_gchk_t;
+
 /* an operation while its file holds it: what the records said, in the file's monotonic time;
  * the public ncs_op_t is made from it when it leaves the file (merge.c op_finish). Kept small:
  * a file holds every operation between its START and its settled completion. */
@@ -35,7 +41,49 @@ typedef struct {
   uint64_t tag;
   uint64_t api_ts, start_ts, stop_ts, end_ns, first_child, gpu_start, gpu_stop;
   uint64_t api_id; /* its CollApi/P2pApi's event id, 0 none */
+  /* its KernelCh, checked (kch.c) */
+  uint32_t nch;       /* nChannels of its START */
+  uint64_t group;     /* its parentGroup (the kernel plan), 0 unknown */
+  uint64_t launch_ts; /* the KernelLaunch before it on its thread and communicator, 0 none */
+  uint8_t ready;      /* settled: its records are all read */
+  uint64_t ready_ts;  /* file time it settled at */
+  uint8_t gk;         /* NCS_GK_*: what its GPU times rest on */
+  uint8_t gk_open, gk_claim_rejected, inferred;
+  uint64_t gk_seen_end; /* host time the last good channel stop was seen */
+  uint64_t infer_gpu, infer_end; /* inferred: the later operation's GPU start, its end */
+  op_gchk_t gchk;
 } held_t;
+
+/* one KernelCh record of an operation not yet checked (kch.c) */
+typedef struct {
+  uint64_t id, parent;
+  uint64_t ps, hs, pe, he; /* start pTimer and the host time it was seen; stop likewise (0 none) */
+  uint32_t next;           /* the next record of the same parent + 1 (0: none) */
+  uint16_t ch;
+  uint8_t used;
+} kc_t;
+
+/* one rank of a communicator in one file: its operations in START order (kch.c) */
+typedef struct {
+  uint32_t *q;        /* held indices, a ring */
+  size_t head, n, cap;
+  size_t checked;     /* q[0..checked) are checked */
+  int have_end;
+  uint64_t end;       /* the latest good GPU stop so far (pTimer) */
+  uint64_t end_group; /* ... and its operation's group */
+} chain_t;
+
+typedef struct {
+  kc_t *kc;
+  size_t n, cap;
+  uint32_t *free_;
+  size_t nfree, capfree;
+  hmap_t ids, par;    /* KernelCh id -> index + 1; parent id -> first index + 1 */
+  uint64_t swept;
+  chain_t *chains;
+  size_t nchains, capchains;
+  hmap_t chain_map;   /* (comm, rank) -> chain index + 1 */
+} kc_src_t;
 
 /* one ProxyOp being read (merge.c): its link and NetPlugin QPs, until the operation it belongs
  * to (parent) leaves its file. A thread's records may reach the file before the Coll/P2p START
@@ -108,6 +156,7 @@ typedef struct {
   int64_t *hd, *hsp; /* [host * NCS_JOB_HOST_SAMPLES + k] */
   uint64_t *hn, rng;
   int64_t *lo, *hi;
+  ncs_job_gwin_t **gwin; /* clock.c: per file, its GPU clock windows */
   /* CUPTI (gpu.c): per file, (segment, Coll/P2p id) -> index into gops + 1 */
   hmap_t *gop_map;
   gop_t *gops;
@@ -145,7 +194,7 @@ void job_plan_free(job_plan_t *pl);
 /* clock.c */
 void clock_scan_begin(void **state);
 void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg);
-void clock_scan_end(void *state, ncs_job_proc_t *p);
+void clock_scan_end(void *state, ncs_job_t *j, uint32_t proc);
 void clock_hosts(ncs_job_t *j);
 void clock_host_instance(ncs_job_t *j, const ncs_op_t *ops, size_t n);
 /* coverage.c */
@@ -167,6 +216,14 @@ void merge_pass(ncs_job_t *j);
 /* the earliest call time (monotonic ns of file proc) an operation still to leave the file may
  * have: of the operations it holds, and of those whose records may still come (a horizon back) */
 uint64_t merge_oldest(const ncs_job_t *j, uint32_t proc);
+/* kch.c */
+void kc_event(kc_src_t *K, const ncs_event_t *e, uint64_t now);
+void kc_free(kc_src_t *K);
+chain_t *chain_of(kc_src_t *K, uint32_t comm, int32_t rank);
+void chain_push(chain_t *c, uint32_t hi);
+void chain_drain(ncs_job_t *j, kc_src_t *K, chain_t *c, held_t *held, uint64_t now, int final,
+                 void (*release)(ncs_job_t *, void *, uint32_t), void *arg);
+void chains_free(kc_src_t *K);
 /* match.c */
 void match_coll(ncs_job_t *j, const ncs_op_t *o);
 void match_p2p(ncs_job_t *j, const ncs_op_t *o);

@@ -152,7 +152,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
   }
   if (jp(j)->sel) sel_scan_end(j, pi, ncs_reader_flight(r));
   ncs_reader_close(r);
-  clock_scan_end(clk, p);
+  clock_scan_end(clk, j, pi);
   cov_scan_end(cov, j, pi);
   gpu_scan_end(gpu, j, pi); /* after the coverage: it asks for the file's losses */
 }
@@ -195,13 +195,14 @@ static ncs_job_t *scan_files(char *const *paths, size_t n, const ncs_job_opts_t 
   j->nprocs = (uint32_t)n;
   j->gpu = ncs_xcalloc(n, sizeof *j->gpu);
   P->gop_map = ncs_xcalloc(n, sizeof *P->gop_map);
+  P->gwin = ncs_xcalloc(n, sizeof *P->gwin);
   for (uint32_t i = 0; i < j->nprocs; i++) j->gpu[i].reason = j->gpu[i].holder = j->gpu[i].library = j->gpu[i].lost = "";
   const ncs_job_filter_t *f = opts ? opts->filter : NULL;
   if (f && ((f->rsel && f->nrsel) || (f->tsel && f->ntsel))) sel_setup(j, f); /* --range, --tag */
   for (uint32_t i = 0; i < j->nprocs; i++) {
     ncs_job_proc_t *p = &j->procs[i];
     p->path = ncs_pool_str(&j->strs, paths[i]);
-    p->host = "?", p->gpu_err = -1;
+    p->host = "?", p->gpu_err = p->gpu_err_known = -1;
     if (pl) p->job_no = pl->job_no[i];
     if (pl && pl->excl[i]) {
       p->excluded = pl->excl[i], p->same_as = pl->same_as[i];
@@ -311,7 +312,8 @@ void ncs_job_free(ncs_job_t *j) {
   ranges_free(j);
   sel_free(j);
   hm_free(&P->comm_map), hm_free(&P->member_map), hm_free(&P->rank_seen);
-  for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs);
+  for (uint32_t i = 0; i < j->nprocs; i++) free(j->procs[i].segs), free(P->gwin ? P->gwin[i] : NULL);
+  free(P->gwin);
   free(j->procs), free(j->hosts), free(j->comms), free(j->members), free(j->losses);
   free(j->parts);
   free((void *)j->filter.ranks);

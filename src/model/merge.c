@@ -51,11 +51,15 @@ typedef struct { /* one file in a merged pass */
   uint32_t comm_map[NCS_JOB_COMM_INDEX_MAX]; /* comm index -> job comm + 1 */
   int32_t comm_rank[NCS_JOB_COMM_INDEX_MAX];
   uint8_t comm_v7[NCS_JOB_COMM_INDEX_MAX]; /* NCCL called it through ABI v7 or later: userTag */
+  kc_src_t kc;  /* KernelCh records of operations not yet checked, and the chains (kch.c) */
+  hmap_t launch; /* (thread, ctx) -> its last KernelLaunch start */
+  ncs_job_t *job;
 } src_t;
 
 /* ------------------------------------------------------------------ finishing an operation */
 
 static int has_gpu(const held_t *h) {
+  if (h->gk == NCS_GK_UNKNOWN) return 0; /* its channels cannot be right (kch.c) */
   return (h->cflags & NCS_CF_KERNEL) && h->gpu_stop > h->gpu_start && h->gpu_start;
 }
 
@@ -64,7 +68,10 @@ static void duration(const held_t *h, ncs_op_t *o) {
   if (has_gpu(h)) {
     o->timing = NCS_SRC_KERNEL_GPU, o->duration = (int64_t)(h->gpu_stop - h->gpu_start);
   } else if (h->complete && h->end_ns > h->first_child && h->first_child &&
-             !(h->cflags & NCS_CF_NO_CHILDREN)) {
+             !(h->cflags & NCS_CF_NO_CHILDREN) && !h->inferred &&
+             (h->gk != NCS_GK_UNKNOWN || (h->cflags & NCS_CF_PROXY))) {
+    /* not when its only children are KernelCh that cannot be right: their host times are those
+     * of stale slots read at enqueue (kch.c) */
     o->timing = NCS_SRC_PROXY_HOST, o->duration = (int64_t)(h->end_ns - h->first_child);
   } else {
     uint64_t from = h->api_ts ? h->api_ts : h->start_ts;
@@ -86,7 +93,14 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
                   .inst = SIZE_MAX, .pair = SIZE_MAX};
   o->start = ncs_job_time(j, p, h->start_ts), o->stop = ncs_job_time(j, p, h->stop_ts);
   o->arrival = ncs_job_time(j, p, h->api_ts ? h->api_ts : h->start_ts);
+  o->gk = h->gk, o->inferred = h->inferred;
   o->end = h->complete ? ncs_job_time(j, p, h->end_ns) : 0;
+  if (h->complete && h->gk == NCS_GK_REPAIRED && h->gk_seen_end) /* not a stale channel's stop */
+    o->end = ncs_job_time(j, p, h->gk_seen_end);
+  if (h->inferred) { /* it ended before the later operation's kernel started (or it ended) */
+    int64_t b = h->infer_gpu ? ncs_job_gpu_time(j, p, h->infer_gpu) : 0;
+    o->end = b ? b : ncs_job_time(j, p, h->infer_end);
+  }
   if (has_gpu(h)) o->kstart = ncs_job_gpu_time(j, p, h->gpu_start);
   if (o->kstart) o->kstop = ncs_job_gpu_time(j, p, h->gpu_stop);
   if (o->kstart) o->gsrc = NCS_GS_KERNELCH;
@@ -239,8 +253,18 @@ static void proxy_take(const ncs_job_t *j, src_t *S, const held_t *h, ncs_op_t *
 static void release(ncs_job_t *j, src_t *S, uint32_t hi) {
   jpriv_t *P = jp(j);
   ncs_op_t o;
-  op_finish(j, &S->held[hi], &o);
-  proxy_take(j, S, &S->held[hi], &o);
+  const held_t *h = &S->held[hi];
+  op_finish(j, h, &o);
+  proxy_take(j, S, h, &o);
+  if (!P->hostpass) { /* what checking its KernelCh found, per file (kch.c) */
+    ncs_job_gchk_t *g = &j->procs[h->proc].gchk;
+    g->ops += h->gk != NCS_GK_NONE, g->ok += h->gk == NCS_GK_OK;
+    g->repaired += h->gk == NCS_GK_REPAIRED, g->unknown += h->gk == NCS_GK_UNKNOWN;
+    g->channels += h->gchk.channels, g->ch_bad += h->gchk.ch_bad;
+    g->ch_before_prev += h->gchk.ch_before_prev, g->ch_before_launch += h->gchk.ch_before_launch;
+    g->ch_future += h->gchk.ch_future;
+    g->claims_rejected += h->gchk.claim_rejected, g->inferred += h->gchk.inferred;
+  }
   hm_del(&S->ops, o.id);
   S->settle[hi] = 0;
   NCS_XGROW(S->free_, S->capfree, S->nfree + 1);
@@ -254,16 +278,21 @@ static void release(ncs_job_t *j, src_t *S, uint32_t hi) {
     match_coll(j, &o);
 }
 
-/* every held op of the file (the end of a segment or of the file), in START (id) order, so that
- * instances finish about in seq order (the throughput pairs them with their neighbours) */
+static void release_cb(ncs_job_t *j, void *arg, uint32_t hi) { release(j, arg, hi); }
+
+/* op hi settled: its chain checks and hands on what it can (kch.c) */
+static void settled(ncs_job_t *j, src_t *S, uint32_t hi, int final) {
+  held_t *h = &S->held[hi];
+  if (!h->ready) h->ready = 1, h->ready_ts = S->tmax;
+  chain_drain(j, &S->kc, chain_of(&S->kc, h->comm, h->rank), S->held, S->tmax, final, release_cb, S);
+}
+
+/* every held op of the file (the end of a segment or of the file): each chain in START order, so
+ * that instances finish about in seq order (the throughput pairs them with their neighbours) */
 static void release_all(ncs_job_t *j, src_t *S) {
-  size_t n = 0;
-  uint64_t *idx = ncs_xrealloc(NULL, (S->ops.n + 1) * 2 * sizeof *idx); /* (id, held index) */
-  for (size_t i = 0; i < S->ops.cap; i++)
-    if (S->ops.used[i]) idx[2 * n] = S->ops.keys[i], idx[2 * n + 1] = S->ops.vals[i] - 1, n++;
-  ncs_sort(idx, n, 2 * sizeof *idx, ncs_cmp_u64);
-  for (size_t i = 0; i < n; i++) release(j, S, (uint32_t)idx[2 * i + 1]);
-  free(idx);
+  for (size_t c = 0; c < S->kc.nchains; c++)
+    chain_drain(j, &S->kc, &S->kc.chains[c], S->held, S->tmax, 1, release_cb, S);
+  chains_free(&S->kc);
   S->fhead = S->ftail = 0;
 }
 
@@ -355,9 +384,15 @@ static void start_op(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
     h->api_id = x->id;
     if (!h->p2p) h->root = x->root;
   }
+  int gi = e->type == NCS_T_COLL ? NCS_F(Coll, parentGroup) : NCS_F(P2p, parentGroup);
+  h->group = e->fref_kind[gi] == NCS_REF_LOCAL ? e->f[gi] : 0;
+  h->nch = (uint32_t)e->f[e->type == NCS_T_COLL ? NCS_F(Coll, nChannels) : NCS_F(P2p, nChannels)];
   uint64_t old;
-  if (hm_get(&S->ops, e->id, &old)) release(j, S, (uint32_t)(old - 1)); /* id reused */
+  if (hm_get(&S->launch, hm_mix2(e->thread, e->ctx), &old)) h->launch_ts = old;
+  if (hm_get(&S->ops, e->id, &old)) settled(j, S, (uint32_t)(old - 1), 1); /* id reused */
+  h = &S->held[hi];
   if (hm_put(&S->ops, e->id, hi + 1) != 0) ncs_oom();
+  chain_push(chain_of(&S->kc, h->comm, h->rank), hi);
   P->held++, P->pending++;
   match_peak(j);
 }
@@ -376,7 +411,7 @@ static void completion(src_t *S, const ncs_event_t *e) {
   uint64_t oi;
   if (!hm_get(&S->ops, e->id, &oi)) return;
   uint32_t hi = (uint32_t)(oi - 1);
-  if (e->kind == NCS_REC_COMPLETE) { /* the last one wins: revisions */
+  if (e->kind == NCS_REC_COMPLETE && !S->held[hi].gk_claim_rejected) { /* the last one wins */
     held_t *h = &S->held[hi];
     h->complete = 1, h->cflags = e->cflags, h->end_ns = e->end_ns;
     h->first_child = e->first_child_ns, h->gpu_start = e->gpu_start, h->gpu_stop = e->gpu_stop;
@@ -392,6 +427,10 @@ static void handle_event(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   uint64_t oi;
   if (e->type == NCS_T_PROXY_OP || e->type == NCS_T_PROXY_STEP || e->type == NCS_T_NET_PLUGIN) {
     if (!jp(j)->hostpass) proxy_event(S, e);
+  } else if (e->type == NCS_T_KERNEL_CH) {
+    kc_event(&S->kc, e, S->tmax);
+  } else if (e->type == NCS_T_KERNEL_LAUNCH && e->kind == NCS_REC_START) {
+    if (hm_put(&S->launch, hm_mix2(e->thread, e->ctx), e->ts) != 0) ncs_oom();
   } else if (e->kind == NCS_REC_START) {
     /* a record that names a function, datatype or communicator lost with damage is no operation
      * to match or compare: left out, counted by the coverage (ncs_job_cov_t.damaged_ops) */
@@ -414,6 +453,7 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
     release_all(j, S);
     hm_clear(&S->api), S->head = S->tail = 0;
     acc_clear(S);
+    kc_free(&S->kc), hm_clear(&S->launch);
     S->seg = ncs_reader_segment(S->r) ? ncs_reader_segment(S->r)->index : 0;
     memset(S->comm_map, 0, sizeof S->comm_map);
     memset(S->comm_v7, 0, sizeof S->comm_v7);
@@ -436,7 +476,7 @@ static void handle_item(ncs_job_t *j, src_t *S, const ncs_item_t *it) {
       uint32_t hi = S->fifo[S->fhead % S->capfifo];
       if (S->settle[hi] > S->tmax) break;
       S->fhead++;
-      if (S->settle[hi]) release(j, S, hi); /* 0: released already (its id was reused) */
+      if (S->settle[hi]) S->settle[hi] = 0, settled(j, S, hi, 0); /* 0: released already */
     }
     break;
   case NCS_ITEM_RANGE:
@@ -457,6 +497,7 @@ static void src_free(src_t *S) {
   if (S->r) ncs_reader_close(S->r);
   hm_free(&S->api), hm_free(&S->ops), hm_free(&S->order);
   acc_clear(S);
+  chains_free(&S->kc), kc_free(&S->kc), hm_free(&S->launch);
   hm_free(&S->par), hm_free(&S->px), hm_free(&S->sp), hm_free(&S->np), hm_free(&S->npt);
   free(S->apis), free(S->held), free(S->settle), free(S->free_), free(S->fifo);
 }

@@ -68,6 +68,27 @@ extern const char *const ncs_src_names[NCS_SRC_N]; /* "kernel_gpu", "proxy_host"
 enum { NCS_GS_NONE = 0, NCS_GS_CUPTI = 1, NCS_GS_KERNELCH = 2, NCS_GS_N = 3 };
 extern const char *const ncs_gs_names[NCS_GS_N]; /* "none", "cupti", "kernelch" */
 
+/* what an operation's KernelCh GPU times rest on, once checked (docs/report.md, "GPU times that
+ * cannot be right"): none recorded; every channel good; some channels left out (stale, out of
+ * order), the times from the others; none usable, or channels missing or never stopped: unknown */
+enum { NCS_GK_NONE = 0, NCS_GK_OK = 1, NCS_GK_REPAIRED = 2, NCS_GK_UNKNOWN = 3, NCS_GK_N = 4 };
+extern const char *const ncs_gk_names[NCS_GK_N]; /* "none", "ok", "repaired", "unknown" */
+
+/* what checking a file's KernelCh times found (docs/report.md, "GPU times that cannot be right") */
+typedef struct {
+  uint64_t ops;            /* operations with KernelCh records */
+  uint64_t ok, repaired, unknown; /* of which: NCS_GK_OK, _REPAIRED, _UNKNOWN */
+  uint64_t channels;       /* KernelCh records checked */
+  uint64_t ch_bad;         /* left out: no start, or a stop before the start */
+  uint64_t ch_before_prev; /* left out: starts before the previous kernel of its chain ended */
+  uint64_t ch_before_launch; /* left out: starts before its KernelLaunch */
+  uint64_t ch_future;      /* left out: a start or stop after the host read it (beyond the clock's
+                            * bound): a time that had not happened yet */
+  uint64_t claims_rejected; /* completions the writer claimed on channels that cannot be right */
+  uint64_t inferred;       /* completions inferred: a later operation of its chain completed */
+  uint64_t impossible;     /* completions rejected across ranks: before a member entered */
+} ncs_job_gchk_t;
+
 /* how a file's GPU pTimer maps to host time */
 enum { NCS_GPU_NONE = 0, NCS_GPU_REALTIME = 1, NCS_GPU_OWN = 2 };
 extern const char *const ncs_gpu_domain_names[3]; /* "none", "realtime", "own" */
@@ -137,6 +158,22 @@ typedef struct {
   uint32_t max_comms, track_max;
 } ncs_job_cov_t;
 
+/* A window of a file's GPU clock map (docs/report.md, "Clocks"): host monotonic = pTimer - off
+ * near this window (ncs_job_gpu_time joins the windows' offsets by straight lines) */
+typedef struct {
+  int64_t from, len;     /* host monotonic ns it covers */
+  int64_t off;           /* the least offset pTimer - host the timestamps allow (host read them
+                          * after they were written) */
+  int64_t err;           /* the true offset lies in [off, off + err] (a kernel starts after its
+                          * launch); -1: no launch bounded it */
+  uint64_t n;            /* GPU timestamps that bounded it from below */
+  uint64_t launches;     /* operations whose launch bounded it from above */
+  uint64_t stale_bounds; /* of those: left out, below the lower bound (every channel of the
+                          * operation carried earlier work's timestamps) */
+} ncs_job_gwin_t;
+/* the offset of windows g[0..n) at host monotonic time t */
+int64_t ncs_gwin_off(const ncs_job_gwin_t *g, size_t n, int64_t t);
+
 /* one recording: a trace (or flight) file, one process */
 typedef struct {
   const char *path;   /* as listed (pooled) */
@@ -157,13 +194,19 @@ typedef struct {
   uint32_t clk_pairs;
   int64_t job_off;    /* job time = monotonic + job_off: 0 on one host, else clk_off - host offset */
   int gpu_domain;     /* NCS_GPU_* */
-  int64_t gpu_off;    /* host monotonic = pTimer - gpu_off */
-  int64_t gpu_err;    /* the true gpu_off lies in [gpu_off, gpu_off + gpu_err]; -1 unknown (no
-                       * kernel launch recorded before a kernel) */
-  int gpu_conflict;   /* a kernel would start before its launch with any offset the starts allow */
+  int64_t gpu_off;    /* host monotonic = pTimer - gpu_off (its first window's; gwin has all) */
+  int64_t gpu_err;    /* in every window the true offset lies within gpu_err above the one used;
+                       * -1 unknown (a window no kernel launch bounded) */
+  int64_t gpu_err_known; /* the largest bound of the windows that have one; -1 none */
+  double gpu_drift_ppb;  /* (last window's offset - first's) / time between them, 1e-9 */
+  const ncs_job_gwin_t *gwin; /* the clock map, by time */
+  uint32_t ngwin;
+  uint64_t gpu_stale_bounds; /* launch bounds left out: below the lower bound (stale channels) */
+  int gpu_conflict;   /* a window has launch bounds, all of them below its lower bound */
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
   ncs_job_cov_t cov;  /* what it lost (loss windows: ncs_job_t.losses) */
+  ncs_job_gchk_t gchk; /* its KernelCh times, checked (after ncs_job_stream) */
   uint32_t abi_max;   /* the newest profiler ABI version NCCL called its communicators through
                        * (its COMM chunks; 0 none) */
   int excluded;       /* NCS_JX_*: not read (host and pid are still known) */
@@ -266,6 +309,11 @@ typedef struct {
   int64_t kstart, kstop; /* GPU kernel start and stop in job time, from `gsrc`: CUPTI's kernels
                           * (mapped with its clock pairs), else KernelCh's pTimer (mapped) */
   int gsrc;              /* NCS_GS_*: where kstart/kstop (and a kernel_gpu duration) come from */
+  uint8_t gk;            /* NCS_GK_*: its KernelCh times, checked (kstart/kstop from KernelCh only
+                          * when ok or repaired) */
+  uint8_t inferred;      /* complete because a later operation of its rank and communicator
+                          * completed (NCCL runs them in order); end is then a bound */
+  uint8_t impossible;    /* a completion was claimed before every member had entered: rejected */
   uint8_t captured;      /* captured into a CUDA graph (graphCaptured): its GPU work is its
                           * replays (ncs_job_replay_t), not this record */
   uint32_t kernels;      /* CUPTI kernels joined to it (eager; > 1: NCCL split its group) */

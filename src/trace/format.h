@@ -242,6 +242,7 @@ typedef struct {
 extern const ncs_schema_t ncs_schema[NCS_T_COUNT];
 /* STATE names by value 0..31; NULL for unknown */
 #define NCS_STATE_COUNT 32
+#define NCS_STATE_KERNEL_CH_STOP 22 /* ncs_state_names[22]: the state that carries a KernelCh's GPU stop */
 extern const char *const ncs_state_names[NCS_STATE_COUNT];
 
 /* COMPLETE fields (after id) in order */
