@@ -247,7 +247,7 @@ if has damage; then
       }' | while read -r line; do spec "$line"; done
   done
   awk '{ print NR, $0 }' "$specs" >"$specs.n" && mv "$specs.n" "$specs"
-  echo "hostile: damage: $(wc -l <"$specs") inputs x $((6 + $(echo $formats | wc -w))) verbs"
+  echo "hostile: damage: $(wc -l <"$specs") inputs x $((5 + $(echo $formats | wc -w))) verbs"
 fi
 
 # The class of a damaged file (docs/cli.md, "Exit status"): clean (0), truncated (a file cut short,

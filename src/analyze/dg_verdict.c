@@ -285,12 +285,6 @@ static int comm_lost(dg_t *D, dg_comm_t *C) {
   return 0;
 }
 
-/* A rank whose recording never shows it entering a collective that another rank completed: NCCL
- * completes none before every rank entered it, so that rank's records of it are missing, and
- * with them whatever it did next. Said when its trace did not end cleanly, lost records after its
- * newest operation, or is damaged (a cut file, a process killed before its writer flushed, records
- * that name lost strings). Full traces only, whole (a flight window or a --to cut is a snapshot of
- * its own time). 1 when a line was added (the verdict made if needed). */
 /* a rank's entry for a collective function, or NULL (dg_fseq would make one) */
 static const ncs_dg_fseq_t *fseq_find(const dg_crank_t *cr, const char *func, int p2p) {
   for (uint32_t i = 0; i < cr->nf; i++)
@@ -298,6 +292,12 @@ static const ncs_dg_fseq_t *fseq_find(const dg_crank_t *cr, const char *func, in
   return NULL;
 }
 
+/* A rank whose recording never shows it entering a collective that another rank completed: NCCL
+ * completes none before every rank entered it, so that rank's records of it are missing, and
+ * with them whatever it did next. Said when its trace did not end cleanly, lost records after its
+ * newest operation, or is damaged (a cut file, a process killed before its writer flushed, records
+ * that name lost strings). Full traces only, whole (a flight window or a --to cut is a snapshot of
+ * its own time). 1 when a line was added (the verdict made if needed). */
 static int missing_entries(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t **vp, int c) {
   if (D->cut) return 0;
   int any = 0;
