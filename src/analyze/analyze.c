@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/findings.h"
 #include "analyze/internal.h"
 #include "util/mem.h"
 #include "util/num.h"
@@ -68,6 +69,26 @@ static uint32_t *reorder(void *base, void *pbase, size_t n, size_t sz, size_t ps
   return inv;
 }
 
+/* Times slowest that a significant straggler's lateness explains are taken back (instance.c's
+ * slow_late): a straggler's successors run late waiting for its data, and it sends last; neither
+ * is slowness. Before the findings are built, so every output tests the same counts. */
+static void slow_late(ncs_analysis_t *a) {
+  uint32_t tests = 0;
+  for (uint32_t k = 0; k < a->nranks; k++) tests += a->ranks[k].last_trials > 0;
+  for (uint32_t k = 0; k < a->nranks; k++) {
+    ncs_an_rank_t *r = &a->ranks[k];
+    for (int e = 0; e < 4 && r->slow_late[e].n; e++) {
+      const ncs_an_rank_t *l = NULL;
+      for (uint32_t z = 0; z < a->nranks && !l; z++)
+        if (a->ranks[z].comm == r->comm && a->ranks[z].rank == r->slow_late[e].rank) l = &a->ranks[z];
+      if (!l || !ncs_find_test(a, l, 0, tests).significant) continue;
+      uint32_t n = r->slow_late[e].n <= r->slowest ? r->slow_late[e].n : (uint32_t)r->slowest;
+      r->slowest -= n, r->late_explained += n, r->excess -= r->slow_late[e].excess;
+      for (int q = 0; q < 4; q++) r->q_slow[q] -= r->slow_late[e].q[q] <= r->q_slow[q] ? r->slow_late[e].q[q] : r->q_slow[q];
+    }
+  }
+}
+
 static void finish(ncs_analysis_t *a) {
   priv_t *P = an_priv(a);
   g_sort_a = a, g_sort_p = P;
@@ -94,6 +115,7 @@ static void finish(ncs_analysis_t *a) {
     b->tput_busbw_p50 = qs_q(&x->tbw, .5);
     b->sketch = qs_sketched(&x->lat) || qs_sketched(&x->tbw);
   }
+  slow_late(a);
 }
 
 /* the job model's coverage, summed over the files */

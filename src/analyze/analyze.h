@@ -111,6 +111,17 @@ typedef struct {
                           * [own arrival, last arrival] intervals (at most the job's wall time) */
   int64_t wait_mark;     /* the end of that union so far */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
+  /* Of the times it was slowest, those a late arrival could explain: the instance's last rank
+   * arrived later than the median arrival by more than this rank's excess (instance.c), by the
+   * rank that arrived late (up to 4 of them). When that rank is a significant straggler the
+   * analysis takes them back (late_explained): a straggler's ring successor, whose data waits
+   * for it, and the straggler itself, which sends last, are not slow. */
+  struct {
+    int32_t rank;
+    uint32_t n, q[4];
+    int64_t excess;
+  } slow_late[4];
+  uint64_t late_explained; /* times slowest taken back as a straggler's doing */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;
   uint64_t launch_n;

@@ -721,6 +721,8 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     dg_read_file(D, (int)i);
     if (p->damage == NCS_DAMAGE_CORRUPT)
       dg_note(D, "%s is damaged: %s (its readable chunks were read)", p->name, p->damage_msg);
+    else if (p->damage == NCS_DAMAGE_TRUNCATED)
+      dg_note(D, "%s is truncated: %s (everything before it was read)", p->name, p->damage_msg);
     if (p->damaged_ops)
       dg_note(D, "%s: %" PRIu64 " operations name strings or communicators lost with damage: not judged",
               p->name, p->damaged_ops);

@@ -626,11 +626,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             "%s\n{\"comm\":%u,\"rank\":%d,\"pid\":%" PRIu64 ",\"instances\":%" PRIu64
             ",\"last_arrivals\":%" PRIu64 ",\"last_trials\":%" PRIu64 ",\"slow_trials\":%" PRIu64
             ",\"wait_caused_ns\":%" PRId64
-            ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
-            ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
+            ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"slowest_late_explained\":%" PRIu64
+            ",\"excess_ns\":%" PRId64 ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
             ",\"gpu_sources\":{\"none\":%" PRIu64 ",\"cupti\":%" PRIu64 ",\"kernelch\":%" PRIu64 "}}",
             k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
-            r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
+            r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->late_explained,
+            r->excess, r->kwait, r->transfer,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0, r->gsrc[NCS_GS_NONE],
             r->gsrc[NCS_GS_CUPTI], r->gsrc[NCS_GS_KERNELCH]);
   }
