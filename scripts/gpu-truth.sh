@@ -14,11 +14,14 @@
 #              through LD_PRELOAD, so PyTorch's process group runs on it
 #   BUDGET_S   seconds for everything, build included (default 540); a run that would start
 #              after BUDGET_S - its own estimate is SKIPPED (said in summary.txt)
-#   ITERS      iterations of the PyTorch job (default 60); PERF_ITERS ncs_perf --iters (10)
+#   ITERS      iterations of the PyTorch job (default 60); PERF_ITERS ncs_perf --iters (10);
+#              TPUT_ITERS the iterations of the throughput sweep, 1 MiB to 256 MiB (40)
 #   TAG        a name for this capture (default: <NGPU>gpu-nccl<version>), used in the packs
-# Output ($OUT): summary.txt (one line per run, printed at the end), build.log, and packs of
-# at most 16 MiB each: <TAG>-torch.tar.xz, <TAG>-perf.tar.xz (traces/<run>/ with the trace
-# files, the job's log and `ncclscope report --json`), <TAG>-logs.tar.xz.
+#   BUILD_DIR  the build directory (default build-gpu; another per NCCL_HOME)
+# Output ($OUT): packs of at most 16 MiB each (the device tool brings back at most 8 files):
+# <TAG>-torch.tar.xz, <TAG>-perf.tar.xz, <TAG>-perf2.tar.xz (traces/<run>/ with the trace files
+# and the job's log), <TAG>-logs.tar.xz (logs/: every run's output, build.log, summary.txt,
+# gpu.txt). The summary is printed at the end as well.
 set -uo pipefail
 START=$SECONDS
 OUT=${OUT:-./gpu-truth-out}
@@ -30,12 +33,12 @@ ITERS=${ITERS:-60}
 PERF_ITERS=${PERF_ITERS:-10}
 W=$OUT/work
 rm -rf "$W" && mkdir -p "$W/traces" "$W/logs"
-summary=$OUT/summary.txt
+summary=$W/logs/summary.txt
 : >"$summary"
 GPU_TAG=gpu-truth
 . scripts/gpu-common.sh
-gpu_prepare build-gpu "$OUT/build.log" || exit 1
-B=build-gpu
+B=${BUILD_DIR:-build-gpu}
+gpu_prepare "$B" "$W/logs/build.log" || { tail -20 "$W/logs/build.log"; exit 1; }
 NGPU=${NGPU:-$(nvidia-smi -L 2>/dev/null | wc -l)}
 [ "$NGPU" -ge 2 ] || { gpu_say "needs 2 GPUs or more (NGPU=$NGPU): a one-rank communicator emits no collective events"; exit 1; }
 NCCL_VER=$(python3 -c 'import torch; print(".".join(map(str, torch.cuda.nccl.version())))' 2>/dev/null || echo unknown)
@@ -66,17 +69,17 @@ run() {
   timeout -s INT "$tmo" "$B/ncclscope" record -o "$d" --grace 5 "${ropts[@]}" -- "$@" >"$W/logs/$name.log" 2>&1
   rc=$?
   cp "$W/logs/$name.log" "$d/job.log" 2>/dev/null
-  "$B/ncclscope" report --json "$d" >"$d/report.json" 2>"$d/report.err"
-  "$B/ncclscope" report "$d" >"$d/report.txt" 2>&1
-  "$B/ncclscope" diagnose "$d" >"$d/diagnose.txt" 2>&1
+  "$B/ncclscope" report "$d" >"$W/logs/$name.report.txt" 2>&1
+  "$B/ncclscope" diagnose "$d" >"$W/logs/$name.diagnose.txt" 2>&1
   local n sz
   n=$(ls "$d" 2>/dev/null | grep -c '\.ns\(trace\|flight\)$')
   sz=$(du -sk "$d" 2>/dev/null | cut -f1)
-  echo "$name: rc=$rc in $((SECONDS - t0)) s, $n files, ${sz} KiB; diagnose: $(head -1 "$d/diagnose.txt")" | tee -a "$summary"
+  echo "$name: rc=$rc in $((SECONDS - t0)) s, $n files, ${sz} KiB; diagnose: $(grep -m1 -E '^(OK|HANG|DEAD|DESYNC|CANNOT)' "$W/logs/$name.diagnose.txt")" | tee -a "$summary"
 }
 
 TORCH=("${PRE[@]}" torchrun --standalone --nproc-per-node "$NGPU" scripts/gpu-torch-job.py --iters "$ITERS")
 PERF=("$B/ncs_perf" --procs --op all --min 8 --max 256M --factor 2 --iters "$PERF_ITERS" --warmup 2)
+TPUT=("$B/ncs_perf" --procs --op allreduce,allgather,reducescatter --min 1M --max 256M --factor 2 --iters "${TPUT_ITERS:-40}" --warmup 5)
 SOCK=(env NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_IB_DISABLE=1)
 want() { [ $# -eq 0 ] && return 0; local x; for x in "${SEL[@]}"; do [ "$x" = "$1" ] && return 0; done; return 1; }
 SEL=("$@")
@@ -87,6 +90,7 @@ sel torch-healthy && run torch-healthy 40 120 -- "${TORCH[@]}" --scenario health
 sel torch-healthy-cupti && run torch-healthy-cupti 40 120 --cupti on -- "${TORCH[@]}" --scenario healthy
 sel perf-eager && run perf-eager 60 200 -- "${PERF[@]}"
 sel perf-eager-cupti && run perf-eager-cupti 60 200 --cupti on -- "${PERF[@]}"
+sel perf-tput && run perf-tput 40 200 -- "${TPUT[@]}"
 sel torch-hang && run torch-hang 40 30 -- "${TORCH[@]}" --scenario hang --rank 1 --at 5
 sel torch-stall && run torch-stall 40 120 -- "${TORCH[@]}" --scenario stall --rank 0 --at 20
 sel torch-straggler && run torch-straggler 40 120 -- "${TORCH[@]}" --scenario straggler --rank 1 --sleep-ms 3
@@ -112,7 +116,7 @@ packg() { # NAME GLOB...
   [ -n "$l" ] && pack "$name" $l
 }
 packg torch 'traces/torch-*'
-packg perf 'traces/perf-eager*'
+packg perf 'traces/perf-eager*' traces/perf-tput
 packg perf2 'traces/perf-graph*' traces/perf-socket
 pack logs logs
 echo "total $((SECONDS - START)) s" | tee -a "$summary"

@@ -195,27 +195,36 @@ static void warn_gpu_check(ncs_findings_t *f, const ncs_analysis_t *a) {
   uint64_t wbad = 0;
   for (uint32_t i = 0; i < a->job->nprocs; i++) {
     const ncs_job_gchk_t *g = &a->job->procs[i].gchk;
-    uint64_t bad = g->ch_bad + g->ch_before_prev + g->ch_before_launch + g->ch_future;
-    t.ch_future += g->ch_future;
+    uint64_t bad = g->ch_bad + g->ch_before_prev + g->ch_before_launch + g->ch_future + g->ch_after_next +
+                   g->ch_disagree + g->ch_settling;
+    t.ch_future += g->ch_future, t.ch_after_next += g->ch_after_next, t.ch_disagree += g->ch_disagree;
+    t.ch_settling += g->ch_settling;
     t.ops += g->ops, t.repaired += g->repaired, t.unknown += g->unknown, t.channels += g->channels;
     t.ch_bad += g->ch_bad, t.ch_before_prev += g->ch_before_prev, t.ch_before_launch += g->ch_before_launch;
     t.claims_rejected += g->claims_rejected, t.inferred += g->inferred, t.impossible += g->impossible;
+    t.disjoint += g->disjoint;
     if (bad > wbad || (worst == UINT32_MAX && g->unknown)) wbad = bad, worst = i;
   }
-  uint64_t bad = t.ch_bad + t.ch_before_prev + t.ch_before_launch + t.ch_future;
-  if (!bad && !t.unknown && !t.impossible) return;
+  uint64_t bad = t.ch_bad + t.ch_before_prev + t.ch_before_launch + t.ch_future + t.ch_after_next + t.ch_disagree +
+                 t.ch_settling;
+  if (!bad && !t.unknown && !t.impossible && !t.disjoint) return;
   warn(f, "gpu_check",
        "NCCL's KernelCh timestamps cannot be right on %" PRIu64 " of %" PRIu64 " channel records "
        "(%" PRIu64 " start before the previous kernel of their communicator ended, %" PRIu64
-       " before their own launch: earlier work's times; %" PRIu64 " after the host read them; %"
-       PRIu64 " end before they start or have no start): %" PRIu64
+       " before their own launch: earlier work's times; %" PRIu64 " end after the next kernel "
+       "began: later work's; %" PRIu64 " disagree with the other channels of their operation; %"
+       PRIu64 " after the host read them; %" PRIu64 " end before they start or have no start; %" PRIu64
+       " read while the GPU clock settled after the first kernel): %" PRIu64
        " of %" PRIu64 " operations repaired from the channels that agree, %" PRIu64
        " with no GPU time (left out of latency and bandwidth: %" PRIu64 " instances and sends/"
        "receives); %" PRIu64 " completions claimed on them rejected, %" PRIu64 " inferred from a "
        "later operation of the same rank and communicator, %" PRIu64 " rejected as impossible "
-       "(before every member entered). Most: %s",
-       bad, t.channels, t.ch_before_prev, t.ch_before_launch, t.ch_future, t.ch_bad, t.repaired, t.ops, t.unknown,
-       a->no_gpu, t.claims_rejected, t.inferred, t.impossible,
+       "(before every member entered); %" PRIu64 " more without GPU times because their ranks' "
+       "kernels shared no moment. Most: %s",
+       bad, t.channels, t.ch_before_prev, t.ch_before_launch, t.ch_after_next, t.ch_disagree, t.ch_future, t.ch_bad,
+       t.ch_settling,
+       t.repaired, t.ops, t.unknown,
+       a->no_gpu, t.claims_rejected, t.inferred, t.impossible, t.disjoint,
        worst != UINT32_MAX ? a->job->procs[worst].path : "-");
 }
 

@@ -550,14 +550,24 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             p->gpu_off, p->gap_p50, p->gap_p99, p->gap_min, p->gap_max, p->gap_n, p->gpu_err,
             p->gpu_err_known, p->ngwin ? p->gpu_off - p->clk_off : 0, p->gpu_drift_ppb, p->ngwin,
             p->gpu_stale_bounds);
+    fprintf(o, ",\"gpu_clock_windows\":[");
+    for (uint32_t w = 0; w < p->ngwin && w < 64; w++) /* the first 64 (docs/report.md, "Clocks") */
+      fprintf(o, "%s{\"from_ns\":%" PRId64 ",\"len_ns\":%" PRId64 ",\"offset_vs_realtime_ns\":%" PRId64
+                 ",\"error_ns\":%" PRId64 ",\"samples\":%" PRIu64 ",\"launches\":%" PRIu64 ",\"step\":%s}",
+              w ? "," : "", ncs_job_time(a->job, i, (uint64_t)p->gwin[w].from) - a->job->t_first,
+              p->gwin[w].len, p->gwin[w].off - p->clk_off, p->gwin[w].err, p->gwin[w].n,
+              p->gwin[w].launches, p->gwin[w].step ? "true" : "false");
+    fprintf(o, "]");
     const ncs_job_gchk_t *g = &p->gchk;
     fprintf(o,
             ",\"gpu_check\":{\"ops\":%" PRIu64 ",\"ok\":%" PRIu64 ",\"repaired\":%" PRIu64
             ",\"unknown\":%" PRIu64 ",\"channels\":%" PRIu64 ",\"channels_bad\":%" PRIu64
             ",\"channels_before_previous\":%" PRIu64 ",\"channels_before_launch\":%" PRIu64
-            ",\"channels_future\":%" PRIu64 ",\"claims_rejected\":%" PRIu64 ",\"inferred\":%" PRIu64 ",\"impossible\":%" PRIu64 "}}",
+            ",\"channels_future\":%" PRIu64 ",\"channels_after_next\":%" PRIu64 ",\"channels_disagree\":%" PRIu64 ",\"channels_settling\":%" PRIu64
+            ",\"claims_rejected\":%" PRIu64 ",\"inferred\":%" PRIu64 ",\"impossible\":%" PRIu64 ",\"disjoint\":%" PRIu64 "}}",
             g->ops, g->ok, g->repaired, g->unknown, g->channels, g->ch_bad, g->ch_before_prev,
-            g->ch_before_launch, g->ch_future, g->claims_rejected, g->inferred, g->impossible);
+            g->ch_before_launch, g->ch_future, g->ch_after_next, g->ch_disagree, g->ch_settling, g->claims_rejected, g->inferred,
+            g->impossible, g->disjoint);
   }
   fprintf(o, "],\n\"hosts\":[");
   for (uint32_t h = 0; h < a->job->nhosts; h++) {

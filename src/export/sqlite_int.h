@@ -34,7 +34,10 @@
   X(P, clock_spread_ns, I) X(P, clock_pairs, I) X(P, job_offset_ns, I) X(P, gpu_clock, T)          \
   X(P, gpu_offset_ns, I) X(P, gpu_gap_p50_ns, I) X(P, gpu_gap_p99_ns, I) X(P, gpu_gap_min_ns, I)  \
   X(P, gpu_gap_max_ns, I) X(P, gpu_gap_samples, I) X(P, file_bytes, I) X(P, records, I)            \
-  X(P, damage, T) X(P, damage_message, T)
+  X(P, damage, T) X(P, damage_message, T) X(P, gpu_offset_error_ns, I) X(P, gpu_clock_windows, I)  \
+  X(P, gpu_clock_steps, I) X(P, gpu_check_ops, I) X(P, gpu_check_repaired, I)                     \
+  X(P, gpu_check_unknown, I) X(P, gpu_check_channels_left_out, I) X(P, gpu_check_claims_rejected, I) \
+  X(P, gpu_check_inferred, I) X(P, gpu_check_impossible, I)
 
 #define COLS_HOSTS(X, P)                                                                           \
   X(P, id, I " PRIMARY KEY") X(P, host, T) X(P, offset_ns, I) X(P, error_ns, I) X(P, samples, I)
@@ -85,7 +88,8 @@
   X(P, collective_id, I) X(P, p2p_order, I) X(P, user_tag, I) X(P, kernel_variant, T)            \
   X(P, is_sym_coll, I) \
   X(P, gpu_source, T) X(P, kernel_stop_job_ns, I) \
-  X(P, cupti_kernels, I) X(P, graph_captured, I) X(P, graph_replays, I)
+  X(P, cupti_kernels, I) X(P, graph_captured, I) X(P, graph_replays, I) X(P, gpu_check, T)           \
+  X(P, completion_inferred, I) X(P, completion_impossible, I)
 
 #define COLS_P2P(X, P)                                                                             \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, sender, I) X(P, receiver, I)           \

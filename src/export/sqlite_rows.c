@@ -109,6 +109,8 @@ static void coll_start(sq_t *q, const ncs_event_t *e) {
     b_txt(s, IN_timing, ncs_src_names[op->timing]);
     if (op->kstart) b_i64(s, IN_kernel_start_job_ns, op->kstart), b_i64(s, IN_kernel_stop_job_ns, op->kstop);
     b_txt(s, IN_gpu_source, ncs_gs_names[op->gsrc]), b_u64(s, IN_cupti_kernels, op->kernels);
+    b_txt(s, IN_gpu_check, ncs_gk_names[op->gk < NCS_GK_N ? op->gk : 0]);
+    b_u64(s, IN_completion_inferred, op->inferred), b_u64(s, IN_completion_impossible, op->impossible);
     b_u64(s, IN_graph_captured, op->captured), b_u64(s, IN_graph_replays, op->replays);
     if (op->inst != SIZE_MAX) b_u64(s, IN_collective_id, op->inst + 1);
     if (op->p2p) b_u64(s, IN_p2p_order, op->order);
@@ -545,6 +547,15 @@ void sq_export_file(sq_t *q, uint32_t pi) {
   b_u64(s, PR_gpu_gap_samples, p->gap_n), b_u64(s, PR_file_bytes, size);
   b_u64(s, PR_records, records), b_txt(s, PR_damage, damage);
   if (damage) b_txt(s, PR_damage_message, err);
+  if (p->ngwin && p->gpu_err >= 0) b_i64(s, PR_gpu_offset_error_ns, p->gpu_err);
+  b_u64(s, PR_gpu_clock_windows, p->ngwin), b_u64(s, PR_gpu_clock_steps, p->gpu_steps);
+  const ncs_job_gchk_t *g = &p->gchk;
+  b_u64(s, PR_gpu_check_ops, g->ops), b_u64(s, PR_gpu_check_repaired, g->repaired);
+  b_u64(s, PR_gpu_check_unknown, g->unknown);
+  b_u64(s, PR_gpu_check_channels_left_out, g->ch_bad + g->ch_before_prev + g->ch_before_launch +
+                                               g->ch_future + g->ch_after_next + g->ch_disagree + g->ch_settling);
+  b_u64(s, PR_gpu_check_claims_rejected, g->claims_rejected), b_u64(s, PR_gpu_check_inferred, g->inferred);
+  b_u64(s, PR_gpu_check_impossible, g->impossible);
   sq_insert(q, NCS_SQ_PROCESSES);
 }
 

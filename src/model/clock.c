@@ -25,14 +25,18 @@
 
 /* GPU clock windows (docs/report.md, "Clocks"): one per NCS_GW_NS of host time, merged in pairs
  * (the window doubling) when a file has more than NCS_GW_MAX of them. */
-#define NCS_GW_NS 1000000000ll
+#define NCS_GW_NS 250000000ll /* GPU clocks drifted up to ~30 ppm on H200s: 7 us in a window */
 #define NCS_GW_MAX 1024
 #define NCS_GW_TOP 64  /* the largest pTimer - seen kept */
 #define NCS_GW_CAND 64 /* the smallest launch bounds kept */
 typedef struct {
+  int64_t from;              /* host monotonic time it begins at (it ends where the next begins) */
+  int step;                  /* it begins at a step of the GPU clock (a KernelCh ended before it
+                              * started: %globaltimer was set back) */
   int64_t top[NCS_GW_TOP];   /* the largest (pTimer - host time seen), descending */
   uint32_t ntop;
   uint64_t n;
+  double tsum;               /* the readings' host times, summed: where its offset holds best */
   int64_t cand[NCS_GW_CAND]; /* the smallest (latest channel start - launch), ascending */
   uint32_t ncand;
   uint64_t nlaunch;
@@ -47,9 +51,12 @@ typedef struct {
   hmap_t launched; /* (seg, Coll/P2p id) -> the KernelLaunch start before it */
   hmap_t latest;   /* (seg, Coll/P2p id) -> its latest KernelCh start pTimer so far */
   int64_t *gts;    /* host times of the gap samples (gaps[k] was seen at gts[k]) */
-  gw_acc_t *w;     /* windows from w0 */
-  size_t nw;
-  int64_t w0, wns; /* the first window's start (host monotonic; 0 none yet), window length */
+  gw_acc_t *w;     /* windows by time */
+  size_t nw, capw;
+  int64_t wns;     /* the longest a window runs before the next begins */
+  hmap_t kch;      /* KernelCh id (per segment) -> its start pTimer, until its stop state */
+  uint64_t steps;
+  uint64_t first;  /* host time of the first KernelCh record (the clock settles after it) */
 } clkscan_t;
 
 void clock_scan_begin(void **state) {
@@ -82,43 +89,75 @@ static void cand_add(gw_acc_t *a, int64_t u) {
   }
 }
 
-/* the window of host time t, made when needed (NULL: before the first, which cannot happen but
- * for records out of order by more than a window: they are left out) */
+static gw_acc_t *gw_push(clkscan_t *c, int64_t from, int step) {
+  NCS_XGROW(c->w, c->capw, c->nw + 1);
+  gw_acc_t *a = &c->w[c->nw++];
+  memset(a, 0, sizeof *a);
+  a->from = from, a->step = step;
+  return a;
+}
+
+static void gw_merge(gw_acc_t *x, const gw_acc_t *y) {
+  x->tsum += y->tsum;
+  for (uint32_t q = 0; q < y->ntop; q++) top_add(x, y->top[q]);
+  x->n += y->n - y->ntop;
+  for (uint32_t q = 0; q < y->ncand; q++) cand_add(x, y->cand[q]);
+  x->nlaunch += y->nlaunch - y->ncand;
+}
+
+/* too many windows: the window length doubles and neighbours join, never across a step */
+static void gw_thin(clkscan_t *c) {
+  c->wns *= 2;
+  size_t o = 0;
+  for (size_t i = 0; i < c->nw; i++) {
+    if (o && !c->w[i].step && c->w[i].from - c->w[o - 1].from < c->wns)
+      gw_merge(&c->w[o - 1], &c->w[i]);
+    else
+      c->w[o++] = c->w[i];
+  }
+  c->nw = o;
+}
+
+/* the window of host time t, made when needed: a new one after wns, or at a step */
 static gw_acc_t *gw_at(clkscan_t *c, int64_t t) {
-  if (!c->nw) c->w0 = t;
-  if (t < c->w0) return NULL;
-  size_t i = (size_t)((t - c->w0) / c->wns);
-  while (i >= NCS_GW_MAX) { /* too many: every two windows become one */
-    size_t m = (c->nw + 1) / 2;
-    for (size_t k = 0; k < m; k++) {
-      gw_acc_t x = c->w[2 * k];
-      if (2 * k + 1 < c->nw) {
-        const gw_acc_t *y = &c->w[2 * k + 1];
-        for (uint32_t q = 0; q < y->ntop; q++) top_add(&x, y->top[q]);
-        x.n += y->n - y->ntop;
-        for (uint32_t q = 0; q < y->ncand; q++) cand_add(&x, y->cand[q]);
-        x.nlaunch += y->nlaunch - y->ncand;
-      }
-      c->w[k] = x;
+  if (!c->nw) return gw_push(c, t, 0);
+  gw_acc_t *last = &c->w[c->nw - 1];
+  if (t >= last->from) {
+    if (t - last->from < c->wns) return last;
+    if (c->nw >= NCS_GW_MAX) {
+      gw_thin(c);
+      return gw_at(c, t);
     }
-    c->nw = m, c->wns *= 2;
-    i = (size_t)((t - c->w0) / c->wns);
+    return gw_push(c, t, 0);
   }
-  if (i >= c->nw) {
-    c->w = ncs_xrealloc(c->w, (i + 1) * sizeof *c->w);
-    memset(c->w + c->nw, 0, (i + 1 - c->nw) * sizeof *c->w);
-    c->nw = i + 1;
+  size_t lo = 0, hi = c->nw; /* records a little out of order: the window they fall in */
+  while (hi - lo > 1) {
+    size_t m = (lo + hi) / 2;
+    if (c->w[m].from <= t) lo = m;
+    else hi = m;
   }
-  return &c->w[i];
+  return &c->w[lo];
+}
+
+/* a step of the GPU clock seen at host time t: later readings go to a window of their own */
+static void gw_step(clkscan_t *c, int64_t t) {
+  c->steps++;
+  if (c->nw && t <= c->w[c->nw - 1].from) return;
+  if (c->nw >= NCS_GW_MAX) gw_thin(c);
+  gw_push(c, t, 1);
 }
 
 /* A GPU timestamp p that the host read at time ts happened before ts: host = p - off <= ts, so
  * the offset is at least p - ts (stale timestamps of earlier work too: they happened even
  * earlier). */
+static int settling(const clkscan_t *c, uint64_t ts) {
+  return c->first && ts >= c->first && ts - c->first < (uint64_t)NCS_JOB_GPU_SETTLE_NS;
+}
+
 static void seen_bound(clkscan_t *c, uint64_t p, uint64_t ts) {
-  if (!p || !ts || p > (1ull << 62) || ts > (1ull << 62)) return;
+  if (!p || !ts || p > (1ull << 62) || ts > (1ull << 62) || settling(c, ts)) return;
   gw_acc_t *a = gw_at(c, (int64_t)ts);
-  if (a) top_add(a, (int64_t)(p - ts));
+  if (a) top_add(a, (int64_t)(p - ts)), a->tsum += (double)ts;
 }
 
 /* KernelLaunch -> the Coll/P2p it carries (same thread, same communicator: the eager path) -> its
@@ -142,7 +181,8 @@ static void launch_bound(clkscan_t *c, const ncs_event_t *e, uint32_t seg) {
   } else if ((e->kind == NCS_REC_COMPLETE || e->kind == NCS_REC_EXPIRED) &&
              (e->type == NCS_T_COLL || e->type == NCS_T_P2P)) {
     uint64_t k = seg_id(seg, e->id), p;
-    if (hm_get(&c->launched, k, &v) && hm_get(&c->latest, k, &p) && p <= (1ull << 62) && v) {
+    if (hm_get(&c->launched, k, &v) && hm_get(&c->latest, k, &p) && p <= (1ull << 62) && v &&
+        !settling(c, v)) {
       gw_acc_t *a = gw_at(c, (int64_t)v);
       if (a) cand_add(a, (int64_t)(p - v));
     }
@@ -168,7 +208,9 @@ void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg) {
   const ncs_event_t *e = &it->ev;
   launch_bound(c, e, seg);
   if (e->type != NCS_T_KERNEL_CH) return;
+  if (!c->first && e->ts && (e->kind == NCS_REC_START || e->kind == NCS_REC_STATE)) c->first = e->ts;
   if (e->kind == NCS_REC_START && e->f[NCS_F(KernelCh, pTimer)]) {
+    if (hm_put(&c->kch, hm_mix2(seg, e->id), e->f[NCS_F(KernelCh, pTimer)]) != 0) ncs_oom();
     seen_bound(c, e->f[NCS_F(KernelCh, pTimer)], e->ts);
     if (c->ngaps < NCS_JOB_CLOCK_SAMPLES) {
       NCS_XGROW(c->gaps, c->capgaps, c->ngaps + 1);
@@ -177,7 +219,14 @@ void clock_scan_item(void *state, const ncs_item_t *it, uint32_t seg) {
       c->gaps[c->ngaps++] = (int64_t)(e->f[NCS_F(KernelCh, pTimer)] - e->ts);
     }
   } else if (e->kind == NCS_REC_STATE && e->state == NCS_STATE_KERNEL_CH_STOP) {
+    uint64_t ps;
+    /* a channel that ended long before it started: %globaltimer was set back in between (seen on
+     * an H200 5 ms into a process: 1.4 and 1.8 ms back). What follows is another clock. */
+    if (e->arg0 && hm_get(&c->kch, hm_mix2(seg, e->id), &ps) && e->arg0 + NCS_JOB_GPU_STEP_NS < ps)
+      gw_step(c, (int64_t)e->ts);
     seen_bound(c, e->arg0, e->ts);
+  } else if (e->kind == NCS_REC_STOP || e->kind == NCS_REC_EXPIRED) {
+    hm_del(&c->kch, hm_mix2(seg, e->id));
   }
 }
 
@@ -219,7 +268,8 @@ static void gpu_map(clkscan_t *c, ncs_job_proc_t *p, jpriv_t *P, uint32_t proc) 
     const gw_acc_t *a = &c->w[i];
     if (!a->ntop) continue;
     ncs_job_gwin_t *x = &g[k++];
-    x->from = c->w0 + (int64_t)i * c->wns, x->len = c->wns, x->off = win_lower(a), x->n = a->n;
+    x->from = a->from, x->off = win_lower(a), x->n = a->n, x->step = a->step;
+    x->mid = a->n ? (int64_t)(a->tsum / (double)a->n) : a->from;
     x->err = -1, x->launches = a->nlaunch;
     for (uint32_t q = 0; q < a->ncand; q++) {
       if (a->cand[q] < x->off) {
@@ -233,7 +283,10 @@ static void gpu_map(clkscan_t *c, ncs_job_proc_t *p, jpriv_t *P, uint32_t proc) 
     else if (x->err > err) err = x->err;
     p->gpu_stale_bounds += x->stale_bounds;
   }
+  for (size_t i = 0; i < n; i++) /* a window runs to the next one's beginning */
+    g[i].len = i + 1 < n ? g[i + 1].from - g[i].from : c->wns;
   P->gwin[proc] = g, p->ngwin = (uint32_t)n, p->gwin = g;
+  p->gpu_steps = c->steps;
   p->gpu_off = g[0].off;
   p->gpu_err = unknown ? -1 : err;
   p->gpu_err_known = err; /* the largest bound of the windows that have one */
@@ -261,24 +314,37 @@ void clock_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
     p->clk_off = ncs_qi64(c->clk, c->nclk, 0.5), p->clk_spread = c->cmax - c->cmin;
     p->clk_pairs = c->npairs > UINT32_MAX ? UINT32_MAX : (uint32_t)c->npairs;
   }
+  p->gpu_first_ns = c->first;
   gpu_map(c, p, jp(j), proc);
-  hm_free(&c->launch), hm_free(&c->launched), hm_free(&c->latest);
+  hm_free(&c->launch), hm_free(&c->launched), hm_free(&c->latest), hm_free(&c->kch);
   free(c->clk), free(c->gaps), free(c->gts), free(c->w), free(c);
 }
 
-/* the offset at host time t: the windows' offsets joined by straight lines between their middles */
+/* the offset at host time t: that of the window holding t, joined by a straight line to the
+ * neighbour on t's side of its readings' mean time, never across a step of the GPU clock */
 int64_t ncs_gwin_off(const ncs_job_gwin_t *g, size_t n, int64_t t) {
   if (!n) return 0;
-  size_t lo = 0, hi = n; /* the last window whose middle is at or before t */
+  size_t lo = 0, hi = n; /* the last window that begins at or before t */
   while (hi - lo > 1) {
     size_t m = (lo + hi) / 2;
-    if (g[m].from + g[m].len / 2 <= t) lo = m;
+    if (g[m].from <= t) lo = m;
     else hi = m;
   }
-  int64_t m0 = g[lo].from + g[lo].len / 2;
-  if (t <= m0 || lo + 1 >= n) return g[lo].off;
-  int64_t m1 = g[lo + 1].from + g[lo + 1].len / 2;
-  return g[lo].off + (int64_t)((double)(g[lo + 1].off - g[lo].off) * (double)(t - m0) / (double)(m1 - m0));
+  int64_t m0 = g[lo].mid;
+  size_t k = t >= m0 ? lo + 1 : lo - 1; /* the neighbour (lo - 1 wraps when lo is 0: none) */
+  if (t >= m0 ? (k >= n || g[k].step) : (lo == 0 || g[lo].step)) return g[lo].off;
+  int64_t m1 = g[k].mid;
+  if (m1 == m0) return g[lo].off;
+  return g[lo].off + (int64_t)((double)(g[k].off - g[lo].off) * (double)(t - m0) / (double)(m1 - m0));
+}
+
+/* t: the host monotonic time the timestamp was read at (0 unknown: estimated from the first
+ * window's offset, which a clock step can put in the wrong window) */
+int64_t ncs_job_gpu_time_seen(const ncs_job_t *j, uint32_t proc, uint64_t ptimer, uint64_t seen) {
+  const ncs_job_proc_t *p = &j->procs[proc];
+  if (!ptimer || p->gpu_domain == NCS_GPU_NONE || !p->ngwin) return 0;
+  int64_t t = seen ? (int64_t)seen : (int64_t)(ptimer - (uint64_t)p->gpu_off);
+  return ncs_job_time(j, proc, ptimer - (uint64_t)ncs_gwin_off(p->gwin, p->ngwin, t));
 }
 
 int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer) {

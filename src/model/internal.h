@@ -19,9 +19,16 @@ typedef struct {
   uint64_t last_ts;
 } lk_t;
 
+/* one KernelCh of an operation being checked (kch.c): raw times, host times mapped (s, e) */
+typedef struct {
+  uint64_t ps, pe, hs, he;
+  int64_t s, e;
+  uint8_t bad;
+} kcv_t;
+
 /* what checking one operation's KernelCh found (kch.c); summed per file into ncs_job_gchk_t */
 typedef struct {
-  uint32_t channels, ch_bad, ch_before_prev, ch_before_launch, ch_future;
+  uint32_t channels, ch_bad, ch_before_prev, ch_before_launch, ch_future, ch_after_next, ch_disagree, ch_settling;
   uint8_t claim_rejected, inferred;
 } op_gchk_t;
 
@@ -50,8 +57,14 @@ typedef struct {
   uint8_t gk;         /* NCS_GK_*: what its GPU times rest on */
   uint8_t gk_open, gk_claim_rejected, inferred;
   uint64_t gk_seen_end; /* host time the last good channel stop was seen */
-  uint64_t infer_gpu, infer_end; /* inferred: the later operation's GPU start, its end */
+  uint64_t gk_s_seen, gk_e_seen; /* host times its GPU start and stop were read (their windows) */
+  uint64_t infer_gpu, infer_seen, infer_end; /* inferred: the later operation's GPU start (read
+                                               * at infer_seen), its end */
   op_gchk_t gchk;
+  kcv_t *chv;        /* its KernelCh records, from its check until it leaves */
+  uint32_t nchv;
+  size_t capchv;
+  uint8_t judged;    /* checked both ways and its completion judged */
 } held_t;
 
 /* one KernelCh record of an operation not yet checked (kch.c) */
@@ -69,7 +82,8 @@ typedef struct {
   size_t head, n, cap;
   size_t checked;     /* q[0..checked) are checked */
   int have_end;
-  uint64_t end;       /* the latest good GPU stop so far (pTimer) */
+  int64_t end;        /* the earliest good channel end of the latest operation with good ones:
+                       * host monotonic (clock mapped), else pTimer */
   uint64_t end_group; /* ... and its operation's group */
 } chain_t;
 
@@ -157,6 +171,8 @@ typedef struct {
   uint64_t *hn, rng;
   int64_t *lo, *hi;
   ncs_job_gwin_t **gwin; /* clock.c: per file, its GPU clock windows */
+  int kernelch_only; /* NCCLSCOPE_GPU_TIMES=kernelch: CUPTI's kernels not used for operations'
+                      * times (to compare KernelCh's with them on the same run: docs/report.md) */
   /* CUPTI (gpu.c): per file, (segment, Coll/P2p id) -> index into gops + 1 */
   hmap_t *gop_map;
   gop_t *gops;

@@ -191,6 +191,8 @@ static ncs_job_t *scan_files(char *const *paths, size_t n, const ncs_job_opts_t 
   jpriv_t *P = ncs_xcalloc(1, sizeof *P);
   j->priv = P;
   P->retain = opts && opts->retain;
+  const char *gt = getenv("NCCLSCOPE_GPU_TIMES");
+  P->kernelch_only = gt && !strcmp(gt, "kernelch");
   j->procs = ncs_xcalloc(n, sizeof *j->procs);
   j->nprocs = (uint32_t)n;
   j->gpu = ncs_xcalloc(n, sizeof *j->gpu);

@@ -24,6 +24,7 @@
  * The chain: every Coll/P2p of one (communicator, rank) of a file, in START order. Checks need the
  * previous operation's checked end, so the chain checks its operations in that order as they settle
  * (merge.c) and hands them on in that order once nothing later can change them. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,10 +96,10 @@ void kc_free(kc_src_t *K) {
 }
 
 /* ------------------------------------------------------------------ checking one operation */
-/* host monotonic time of GPU time p in file proc, at its least offset (the latest it can be) */
-static int64_t gpu_mono(const ncs_job_proc_t *p, uint64_t ptimer) {
-  int64_t t = (int64_t)(ptimer - (uint64_t)p->gpu_off);
-  return (int64_t)(ptimer - (uint64_t)ncs_gwin_off(p->gwin, p->ngwin, t));
+/* host monotonic time of GPU time p in file proc, read by the host at seen, at its least offset
+ * (the latest it can be; the window of the reading, right also across a step of the GPU clock) */
+static int64_t gpu_mono(const ncs_job_proc_t *p, uint64_t ptimer, uint64_t seen) {
+  return (int64_t)(ptimer - (uint64_t)ncs_gwin_off(p->gwin, p->ngwin, (int64_t)seen));
 }
 
 /* Was GPU time p, read by the host at seen, surely later than seen (a timestamp of work that had
@@ -106,7 +107,7 @@ static int64_t gpu_mono(const ncs_job_proc_t *p, uint64_t ptimer) {
  * window's error; unknown error: no. */
 static int after_seen(const ncs_job_proc_t *pr, uint64_t p, uint64_t seen) {
   if (!pr->ngwin || !seen) return 0;
-  int64_t t = (int64_t)(p - (uint64_t)pr->gpu_off);
+  int64_t t = (int64_t)seen;
   size_t lo = 0, hi = pr->ngwin;
   while (hi - lo > 1) { /* the window of t */
     size_t m = (lo + hi) / 2;
@@ -115,55 +116,114 @@ static int after_seen(const ncs_job_proc_t *pr, uint64_t p, uint64_t seen) {
   }
   int64_t err = pr->gwin[lo].err;
   if (err < 0) return 0;
-  return gpu_mono(pr, p) - err - KC_TOL_NS > (int64_t)seen;
+  return gpu_mono(pr, p, seen) - err - KC_TOL_NS > (int64_t)seen;
 }
 
-/* Check h's channels (the chain's previous end known), set its GPU times and verdict. */
-static void kc_check(const ncs_job_t *j, kc_src_t *K, chain_t *c, held_t *h) {
-  const ncs_job_proc_t *pr = &j->procs[h->proc];
+/* h's KernelCh records move to its own array (freed when it leaves) */
+static void kc_take(kc_src_t *K, held_t *h) {
   uint64_t v;
-  uint32_t nch = 0, nvalid = 0, nopen = 0;
-  uint64_t s = 0, e = 0, he = 0;
-  h->gk = NCS_GK_NONE;
-  if (hm_get(&K->par, h->id, &v)) {
-    for (uint32_t i = (uint32_t)v - 1;;) {
-      const kc_t *k = &K->kc[i];
-      nch++;
-      int bad = 0;
-      if (!k->ps) {
-        bad = 1, h->gchk.ch_bad++;
-      } else if (k->pe && k->pe < k->ps) {
-        bad = 1, h->gchk.ch_bad++;
-      } else if (c->have_end && (!h->group || h->group != c->end_group) &&
-                 k->ps + KC_TOL_NS < c->end) {
-        bad = 1, h->gchk.ch_before_prev++;
-      } else if (h->launch_ts && pr->ngwin && gpu_mono(pr, k->ps) + KC_TOL_NS < (int64_t)h->launch_ts) {
-        bad = 1, h->gchk.ch_before_launch++;
-      } else if (after_seen(pr, k->ps, k->hs) || (k->pe && after_seen(pr, k->pe, k->he))) {
-        bad = 1, h->gchk.ch_future++;
-      }
-      if (!bad && !k->pe) {
-        nopen++; /* started, never stopped in the trace */
-      } else if (!bad) {
-        nvalid++;
-        if (!s || k->ps < s) s = k->ps;
-        if (k->pe > e) e = k->pe;
-        if (k->he > he) he = k->he;
-      }
-      if (!k->next) break;
-      i = k->next - 1;
-    }
-    kc_drop_parent(K, h->id);
+  if (!hm_get(&K->par, h->id, &v)) return;
+  for (uint32_t i = (uint32_t)v - 1;;) {
+    const kc_t *k = &K->kc[i];
+    NCS_XGROW(h->chv, h->capchv, h->nchv + 1);
+    h->chv[h->nchv++] = (kcv_t){.ps = k->ps, .pe = k->pe, .hs = k->hs, .he = k->he};
+    if (!k->next) break;
+    i = k->next - 1;
   }
-  h->gchk.channels = nch;
-  if (!nch) return;
+  kc_drop_parent(K, h->id);
+}
+
+static int other_kernel(const held_t *a, uint64_t group) { return !a->group || a->group != group; }
+
+/* Forward: each channel against its own start and stop, the previous operation of the chain (the
+ * earliest end of its good channels: every channel of the kernel before had ended by then, and a
+ * channel of earlier work started before it), its launch and when the host read it. */
+static void kc_forward(const ncs_job_t *j, kc_src_t *K, const chain_t *c, held_t *h) {
+  const ncs_job_proc_t *pr = &j->procs[h->proc];
+  int mapped = pr->ngwin > 0;
+  kc_take(K, h);
+  h->gchk.channels = h->nchv;
+  for (uint32_t i = 0; i < h->nchv; i++) {
+    kcv_t *k = &h->chv[i];
+    k->s = mapped ? gpu_mono(pr, k->ps, k->hs) : (int64_t)k->ps;
+    k->e = k->pe ? (mapped ? gpu_mono(pr, k->pe, k->he) : (int64_t)k->pe) : 0;
+    if (!k->ps || (k->pe && k->pe < k->ps)) {
+      k->bad = 1, h->gchk.ch_bad++;
+    } else if (pr->gpu_first_ns && k->hs >= pr->gpu_first_ns &&
+               k->hs - pr->gpu_first_ns < (uint64_t)NCS_JOB_GPU_SETTLE_NS) {
+      k->bad = 1, h->gchk.ch_settling++;
+    } else if (c->have_end && other_kernel(h, c->end_group) && k->s + KC_TOL_NS < c->end) {
+      k->bad = 1, h->gchk.ch_before_prev++;
+    } else if (h->launch_ts && mapped && k->s + KC_TOL_NS < (int64_t)h->launch_ts) {
+      k->bad = 1, h->gchk.ch_before_launch++;
+    } else if (after_seen(pr, k->ps, k->hs) || (k->pe && after_seen(pr, k->pe, k->he))) {
+      k->bad = 1, h->gchk.ch_future++;
+    }
+  }
+}
+
+/* the earliest start of h's good channels (INT64_MAX: none) */
+static int64_t good_start(const held_t *h) {
+  int64_t m = INT64_MAX;
+  for (uint32_t i = 0; i < h->nchv; i++)
+    if (!h->chv[i].bad && h->chv[i].s < m) m = h->chv[i].s;
+  return m;
+}
+
+/* Backward, once the next operation of the chain is checked: a channel of h that ends after the
+ * next kernel began carries later work's times (NCCL 2.30.7 with PyTorch: up to 13 ms later). */
+static void kc_backward(held_t *h, const held_t *next) {
+  if (!other_kernel(next, h->group)) return;
+  int64_t ns = good_start(next);
+  if (ns == INT64_MAX) return;
+  for (uint32_t i = 0; i < h->nchv; i++) {
+    kcv_t *k = &h->chv[i];
+    if (!k->bad && k->pe && k->e > ns + KC_TOL_NS) k->bad = 1, h->gchk.ch_after_next++;
+  }
+}
+
+/* h's GPU times and verdict from its good channels; the chain's end moves to the earliest end of
+ * them (what the next operation's channels are checked against) */
+static void kc_settle(chain_t *c, held_t *h) {
+  /* the blocks of one kernel run together: the good channels' spans share a moment. Spans that do
+   * not (clusters apart: earlier or later work that no neighbour could tell from this one's, when
+   * the chain has no good operation near it) leave which one is this work's open: all go */
+  int64_t smax = INT64_MIN, emin_all = INT64_MAX;
+  for (uint32_t i = 0; i < h->nchv; i++) {
+    const kcv_t *k = &h->chv[i];
+    if (k->bad || !k->pe) continue;
+    if (k->s > smax) smax = k->s;
+    if (k->e < emin_all) emin_all = k->e;
+  }
+  if (smax != INT64_MIN && smax > emin_all + KC_TOL_NS)
+    for (uint32_t i = 0; i < h->nchv; i++)
+      if (!h->chv[i].bad && h->chv[i].pe) h->chv[i].bad = 1, h->gchk.ch_disagree++;
+  uint32_t nvalid = 0, nopen = 0;
+  uint64_t s = 0, e = 0, he = 0, s_seen = 0, e_seen = 0;
+  int64_t emin = INT64_MAX;
+  h->gk = NCS_GK_NONE;
+  if (!h->nchv) return;
+  for (uint32_t i = 0; i < h->nchv; i++) {
+    const kcv_t *k = &h->chv[i];
+    if (k->bad) continue;
+    if (!k->pe) {
+      nopen++; /* started, never stopped in the trace */
+      continue;
+    }
+    nvalid++;
+    if (!s || k->ps < s) s = k->ps, s_seen = k->hs;
+    if (k->pe > e) e = k->pe, e_seen = k->he;
+    if (k->he > he) he = k->he;
+    if (k->e < emin) emin = k->e;
+  }
   /* fewer channels than nChannels is no evidence: NCCL 2.30.7 reported 8 KernelCh for some
    * AllReduces of nChannels 24 that CUPTI saw complete (fixture diagnose/idle-nccl-2.30.7) */
   h->gk_open = nopen > 0;
   if (nvalid && !nopen) {
-    h->gk = nvalid < nch ? NCS_GK_REPAIRED : NCS_GK_OK;
+    h->gk = nvalid < h->nchv ? NCS_GK_REPAIRED : NCS_GK_OK;
     h->gpu_start = s, h->gpu_stop = e, h->gk_seen_end = he;
-    if (!c->have_end || e > c->end) c->end = e;
+    h->gk_s_seen = s_seen, h->gk_e_seen = e_seen;
+    if (!c->have_end || emin > c->end) c->end = emin;
     c->have_end = 1, c->end_group = h->group;
   } else {
     h->gk = NCS_GK_UNKNOWN;
@@ -212,34 +272,55 @@ static int completed_well(const held_t *h) {
 
 /* Check the chain's settled operations in order; hand on (release) those that nothing later can
  * change. final: the file or segment ends (or an id is reused): everything goes. */
+/* h's completion, judged: its claim taken back when it rests on channels that cannot be right;
+ * else a good one completes the n operations before it in the chain */
+static void judge(held_t *held, const chain_t *c, size_t n, held_t *h) {
+  h->judged = 1;
+  if (h->complete && !claim_holds(h)) {
+    h->gk_claim_rejected = 1, h->complete = 0, h->gchk.claim_rejected = 1;
+  } else if (completed_well(h)) {
+    for (size_t i = 0; i < n; i++) {
+      held_t *x = at(held, c, i);
+      if (x->complete) continue;
+      x->complete = 1, x->inferred = 1, x->gchk.inferred = 1;
+      /* it ended before this one's kernel started (GPU), else before this one ended */
+      x->infer_gpu = h->gpu_start, x->infer_seen = h->gk_s_seen, x->infer_end = h->end_ns;
+    }
+  }
+}
+
+/* Check the chain's settled operations in order (forward when it settles, backward once the next
+ * one is checked, then judged), and hand on (release) those that nothing later can change.
+ * final: the file or segment ends (or an id is reused): everything goes. */
 void chain_drain(ncs_job_t *j, kc_src_t *K, chain_t *c, held_t *held, uint64_t now, int final,
                  void (*release)(ncs_job_t *, void *, uint32_t), void *arg) {
   while (c->checked < c->n) {
     held_t *h = at(held, c, c->checked);
     if (!h->ready && !final) break;
-    kc_check(j, K, c, h);
-    if (h->complete && !claim_holds(h)) { /* the claim rests on channels that cannot be right */
-      h->gk_claim_rejected = 1, h->complete = 0, h->gchk.claim_rejected = 1;
-    } else if (completed_well(h)) { /* every earlier one of the chain completed too */
-      for (size_t i = 0; i < c->checked; i++) {
-        held_t *x = at(held, c, i);
-        if (x->complete) continue;
-        x->complete = 1, x->inferred = 1, x->gchk.inferred = 1;
-        /* it ended before this one's kernel started (GPU), else before this one ended */
-        x->infer_gpu = h->gpu_start, x->infer_end = h->end_ns;
-      }
+    kc_forward(j, K, c, h);
+    if (c->checked > 0) { /* the one before is final now */
+      held_t *p = at(held, c, c->checked - 1);
+      kc_backward(p, h);
+      kc_settle(c, p);
+      judge(held, c, c->checked - 1, p);
     }
     c->checked++;
   }
-  /* hand on from the head: what is checked and no longer waits for a later completion (one
-   * waiting is held until a later one of its chain settles well, the end, or the horizon) */
-  while (c->n && c->checked) {
+  if (final && c->checked && !at(held, c, c->checked - 1)->judged) { /* the last has no next */
+    held_t *p = at(held, c, c->checked - 1);
+    kc_settle(c, p);
+    judge(held, c, c->checked - 1, p);
+  }
+  /* hand on from the head: what is judged and no longer waits for a later completion (one
+   * waiting is held until a later one of its chain completes well, the end, or the horizon) */
+  while (c->n && at(held, c, 0)->judged) {
     held_t *h = at(held, c, 0);
     int waits = h->gk_claim_rejected && !h->inferred;
     if (waits && !final && now < h->ready_ts + (uint64_t)NCS_JOB_HORIZON_NS && c->n < NCS_JOB_OPEN_MAX)
       break;
     uint32_t hi = c->q[c->head];
     c->head = (c->head + 1) % c->cap, c->n--, c->checked--;
+    free(h->chv), h->chv = NULL, h->nchv = h->capchv = 0;
     release(j, arg, hi);
   }
 }

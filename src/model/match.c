@@ -168,6 +168,86 @@ static int pass_p2p(const ncs_job_t *j, const ncs_op_t *op, const ncs_op_t *part
   return !per_op(f) || op_kept(f, op) || (partner && op_kept(f, partner));
 }
 
+/* Could member `rank` of communicator `comm` have entered an instance we have no record of? Not
+ * when its rank is recorded by a file that is read, traced (not a flight window) and lost none of
+ * its Coll records: then it never entered it. */
+static int never_entered(const ncs_job_t *j, uint32_t comm, int32_t rank) {
+  for (uint32_t m = 0; m < j->nmembers; m++) {
+    const ncs_job_member_t *mb = &j->members[m];
+    if (mb->comm != comm || mb->rank != rank) continue;
+    const ncs_job_proc_t *p = &j->procs[mb->proc];
+    if (!p->readable || p->excluded || p->damage || mb->seg >= p->nsegs) return 0;
+    if (p->segs[mb->seg].mode == NCS_MODE_FLIGHT) return 0;
+    if (ncs_job_lost(j, mb->proc, 0, UINT64_MAX, ~0u, 1u << NCS_T_COLL)) return 0;
+    return 1;
+  }
+  return 0; /* not recorded: cannot tell */
+}
+
+/* No operation of a communicator completes on one rank before every member entered it (the
+ * kernels wait for each other): a completion claimed earlier than the last arrival (beyond the
+ * clock error), or while a recorded member never entered, rests on timestamps that cannot be
+ * right (NCCL 2.28's stale KernelCh) and is taken back, with its KernelCh GPU times. CUPTI's
+ * kernel times are the GPU's own and stay. */
+static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
+  if (x->again) return; /* a reload cycle or a duplicate: seqNumbers do not line up */
+  int32_t nr = j->comms[x->comm].nranks;
+  int missing = 0;
+  if ((int32_t)x->distinct < nr && nr > 0 && nr <= 65536) {
+    for (int32_t r = 0; r < nr && !missing; r++) {
+      int in = 0;
+      for (size_t k = 0; k < x->n && !in; k++) in = x->ops[k].rank == r;
+      if (!in && never_entered(j, x->comm, r)) missing = 1;
+    }
+  }
+  for (size_t k = 0; k < x->n; k++) {
+    ncs_op_t *o = &x->ops[k];
+    if (!o->complete || o->gsrc == NCS_GS_CUPTI) continue;
+    int early = o->end && (int32_t)x->distinct == nr && o->end + j->error + 2000 < last_arrival;
+    if (!missing && !early) continue;
+    o->complete = 0, o->end = 0, o->inferred = 0, o->impossible = 1;
+    if (o->gsrc == NCS_GS_KERNELCH) {
+      if (!jp(j)->hostpass) { /* its KernelCh times go with the claim: counted as unknown */
+        ncs_job_gchk_t *g = &j->procs[o->proc].gchk;
+        g->ok -= o->gk == NCS_GK_OK && g->ok, g->repaired -= o->gk == NCS_GK_REPAIRED && g->repaired;
+        g->unknown += o->gk != NCS_GK_UNKNOWN;
+      }
+      o->kstart = o->kstop = 0, o->gsrc = NCS_GS_NONE, o->gk = NCS_GK_UNKNOWN;
+      o->timing = NCS_SRC_ENQUEUE_HOST, o->duration = o->stop > o->arrival ? o->stop - o->arrival : 0;
+    }
+    if (!jp(j)->hostpass) j->procs[o->proc].gchk.impossible++;
+  }
+}
+
+/* The kernels of one collective on its ranks wait for each other: they share a moment. When the
+ * KernelCh times of a complete instance do not (a rank's kernel ended before another's began, by
+ * more than the clock error), some rank's times are of other work that its own checks could not
+ * tell (no good neighbour in its chain); which one cannot be told: every rank's KernelCh times of
+ * the instance go, counted (the completions stay: they rest on the chain, not on these times). */
+static void disjoint(ncs_job_t *j, inst_t *x) {
+  int32_t nr = j->comms[x->comm].nranks;
+  if ((int32_t)x->distinct != nr || x->n < 2) return;
+  int64_t smax = INT64_MIN, emin = INT64_MAX;
+  for (size_t k = 0; k < x->n; k++) {
+    const ncs_op_t *o = &x->ops[k];
+    if (o->gsrc != NCS_GS_KERNELCH || !o->kstart) continue;
+    if (o->kstart > smax) smax = o->kstart;
+    if (o->kstop < emin) emin = o->kstop;
+  }
+  if (smax == INT64_MIN || smax <= emin + j->error + 2000) return;
+  for (size_t k = 0; k < x->n; k++) {
+    ncs_op_t *o = &x->ops[k];
+    if (o->gsrc != NCS_GS_KERNELCH) continue;
+    if (!jp(j)->hostpass) {
+      ncs_job_gchk_t *g = &j->procs[o->proc].gchk;
+      g->ok -= o->gk == NCS_GK_OK && g->ok, g->repaired -= o->gk == NCS_GK_REPAIRED && g->repaired;
+      g->unknown++, g->disjoint++;
+    }
+    o->kstart = o->kstop = 0, o->gsrc = NCS_GS_NONE, o->gk = NCS_GK_UNKNOWN;
+    o->timing = NCS_SRC_ENQUEUE_HOST, o->duration = o->stop > o->arrival ? o->stop - o->arrival : 0;
+  }
+}
+
 static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   jpriv_t *P = jp(j);
   ncs_sort(x->ops, x->n, sizeof *x->ops, cmp_rank);
@@ -180,6 +260,8 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
     if (o->arrival < in.first_arrival) in.first_arrival = o->arrival, in.first_rank = o->rank;
     if (o->arrival > in.last_arrival) in.last_arrival = o->arrival, in.last_rank = o->rank;
   }
+  impossible(j, x, in.last_arrival);
+  disjoint(j, x);
   if (P->hostpass) {
     clock_host_instance(j, x->ops, x->n);
     for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]); /* nobody takes its links */

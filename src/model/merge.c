@@ -98,17 +98,17 @@ static void op_finish(const ncs_job_t *j, const held_t *h, ncs_op_t *o) {
   if (h->complete && h->gk == NCS_GK_REPAIRED && h->gk_seen_end) /* not a stale channel's stop */
     o->end = ncs_job_time(j, p, h->gk_seen_end);
   if (h->inferred) { /* it ended before the later operation's kernel started (or it ended) */
-    int64_t b = h->infer_gpu ? ncs_job_gpu_time(j, p, h->infer_gpu) : 0;
+    int64_t b = h->infer_gpu ? ncs_job_gpu_time_seen(j, p, h->infer_gpu, h->infer_seen) : 0;
     o->end = b ? b : ncs_job_time(j, p, h->infer_end);
   }
-  if (has_gpu(h)) o->kstart = ncs_job_gpu_time(j, p, h->gpu_start);
-  if (o->kstart) o->kstop = ncs_job_gpu_time(j, p, h->gpu_stop);
+  if (has_gpu(h)) o->kstart = ncs_job_gpu_time_seen(j, p, h->gpu_start, h->gk_s_seen);
+  if (o->kstart) o->kstop = ncs_job_gpu_time_seen(j, p, h->gpu_stop, h->gk_e_seen);
   if (o->kstart) o->gsrc = NCS_GS_KERNELCH;
   duration(h, o);
   const gop_t *g = gpu_op(j, p, h->seg, h->id);
   if (g) { /* CUPTI's kernels are preferred (docs/gpu-truth.md, "Analysis") */
     o->captured = g->captured, o->kernels = g->kernels, o->replays = g->replays;
-    if (g->start && g->end > g->start) {
+    if (g->start && g->end > g->start && !jp(j)->kernelch_only) {
       o->gsrc = NCS_GS_CUPTI, o->kstart = ncs_job_time(j, p, g->start);
       o->kstop = ncs_job_time(j, p, g->end);
       o->timing = NCS_SRC_KERNEL_GPU, o->duration = (int64_t)(g->end - g->start);
@@ -262,7 +262,8 @@ static void release(ncs_job_t *j, src_t *S, uint32_t hi) {
     g->repaired += h->gk == NCS_GK_REPAIRED, g->unknown += h->gk == NCS_GK_UNKNOWN;
     g->channels += h->gchk.channels, g->ch_bad += h->gchk.ch_bad;
     g->ch_before_prev += h->gchk.ch_before_prev, g->ch_before_launch += h->gchk.ch_before_launch;
-    g->ch_future += h->gchk.ch_future;
+    g->ch_future += h->gchk.ch_future, g->ch_after_next += h->gchk.ch_after_next;
+    g->ch_disagree += h->gchk.ch_disagree, g->ch_settling += h->gchk.ch_settling;
     g->claims_rejected += h->gchk.claim_rejected, g->inferred += h->gchk.inferred;
   }
   hm_del(&S->ops, o.id);

@@ -58,6 +58,14 @@
  * operation and is not used to map the GPU clock (docs/report.md, "GPU times that cannot be
  * right") */
 #define NCS_JOB_GPU_TOL_NS 1000000ll
+/* a KernelCh stop this much before its own start is a step of the GPU clock, not noise */
+#define NCS_JOB_GPU_STEP_NS 100000ll
+/* the GPU clock settles after a process's first KernelCh: measured on H200s (NCCL 2.28.9 and
+ * 2.30.7), %globaltimer ran 1.2 to 6.7 ms off CUPTI's time and at a changing rate for the first
+ * 6 to 8 ms of GPU time in 5 of 10 processes of the ncs_perf fixtures, read by a proxy thread that
+ * lagged by up to 5 ms then; KernelCh times read within this long of the first one are not used
+ * (with 2 ms, 5 such readings up to 105 us off CUPTI's remained; with 10 ms none) */
+#define NCS_JOB_GPU_SETTLE_NS 10000000ll
 
 /* where an operation's duration comes from, best first */
 enum { NCS_SRC_KERNEL_GPU = 0, NCS_SRC_PROXY_HOST = 1, NCS_SRC_ENQUEUE_HOST = 2, NCS_SRC_N = 3 };
@@ -84,9 +92,15 @@ typedef struct {
   uint64_t ch_before_launch; /* left out: starts before its KernelLaunch */
   uint64_t ch_future;      /* left out: a start or stop after the host read it (beyond the clock's
                             * bound): a time that had not happened yet */
+  uint64_t ch_after_next;  /* left out: ends after the next kernel of its chain began (later work) */
+  uint64_t ch_disagree;    /* left out: the operation's channels ran at times that share no moment
+                            * (work of several kernels: which is its own cannot be told) */
+  uint64_t ch_settling;    /* left out: read while the GPU clock settled (NCS_JOB_GPU_SETTLE_NS) */
   uint64_t claims_rejected; /* completions the writer claimed on channels that cannot be right */
   uint64_t inferred;       /* completions inferred: a later operation of its chain completed */
   uint64_t impossible;     /* completions rejected across ranks: before a member entered */
+  uint64_t disjoint;       /* operations whose KernelCh times went with their instance's: the
+                            * ranks' kernels shared no moment (counted in unknown too) */
 } ncs_job_gchk_t;
 
 /* how a file's GPU pTimer maps to host time */
@@ -162,6 +176,9 @@ typedef struct {
  * near this window (ncs_job_gpu_time joins the windows' offsets by straight lines) */
 typedef struct {
   int64_t from, len;     /* host monotonic ns it covers */
+  int64_t mid;           /* the mean host time of its readings: where off holds best */
+  int step;              /* it begins at a step of the GPU clock (set back: a KernelCh ended more
+                          * than NCS_JOB_GPU_STEP_NS before it started); never joined across */
   int64_t off;           /* the least offset pTimer - host the timestamps allow (host read them
                           * after they were written) */
   int64_t err;           /* the true offset lies in [off, off + err] (a kernel starts after its
@@ -202,6 +219,9 @@ typedef struct {
   const ncs_job_gwin_t *gwin; /* the clock map, by time */
   uint32_t ngwin;
   uint64_t gpu_stale_bounds; /* launch bounds left out: below the lower bound (stale channels) */
+  uint64_t gpu_steps;  /* steps of the GPU clock seen (it was set back): windows split there */
+  uint64_t gpu_first_ns; /* monotonic time of its first KernelCh record (the GPU clock settles
+                          * for NCS_JOB_GPU_SETTLE_NS from there); 0 none */
   int gpu_conflict;   /* a window has launch bounds, all of them below its lower bound */
   int64_t gap_p50, gap_p99, gap_min, gap_max; /* pTimer - (host ts + gpu_off) at KernelCh START */
   uint64_t gap_n;
@@ -739,6 +759,9 @@ static inline int64_t ncs_job_realtime(const ncs_job_t *j, uint32_t proc, uint64
 }
 /* a pTimer value of file proc in job time; 0 when its GPU clock is not mapped */
 int64_t ncs_job_gpu_time(const ncs_job_t *j, uint32_t proc, uint64_t ptimer);
+/* the same for a pTimer the host read at monotonic time seen (its record's time): the right window
+ * also across a step of the GPU clock */
+int64_t ncs_job_gpu_time_seen(const ncs_job_t *j, uint32_t proc, uint64_t ptimer, uint64_t seen);
 
 /* The first loss window of file proc, of a kind in `kinds` (bit per NCS_JL_*), that overlaps
  * [from, to] (monotonic ns) and lost records of a type in `types`; NULL when the file says it lost
