@@ -321,8 +321,9 @@ allowed_diag() { # truth class
     case $1 in OK) echo "OK:0" ;; HANG) echo "HANG:1" ;; DEAD) echo "DEAD:1 CANNOT:1 CANNOT:4" ;; esac ;;
   maybe)
     case $1 in OK) echo "OK:0 OK:4 CANNOT:4" ;; HANG) echo "HANG:1 CANNOT:1" ;; DEAD) echo "DEAD:1 CANNOT:1 CANNOT:4" ;; esac ;;
-  truncated) # the file's process died where it ends
-    case $1 in OK) echo "DEAD:1 CANNOT:1 CANNOT:4" ;; *) echo "HANG:1 DEAD:1 CANNOT:1 CANNOT:4" ;; esac ;;
+  truncated) # the file's process died where it ends; the others of a healthy job completed
+    # everything, so no rank waits (CANNOT TELL is 4, not 1)
+    case $1 in OK) echo "DEAD:1 CANNOT:4" ;; *) echo "HANG:1 DEAD:1 CANNOT:1 CANNOT:4" ;; esac ;;
   damaged)
     case $1 in OK) echo "OK:4 CANNOT:4 CANNOT:1" ;; *) echo "HANG:1 DEAD:1 CANNOT:1 CANNOT:4" ;; esac ;;
   esac
@@ -413,7 +414,15 @@ run_input() {
       if [ "$class" = clean ] && [ "$op" = none ] && [ "$truth" != DEAD ] && printf '%s' "$s" | grep -Eiq 'damag|corrupt|truncat|skipped|lost with|never defined|out of the writer'; then
         false=1 why="$why a false alarm"
       fi
-      if [ "$v" = report ] && [ "$class" != clean ] && [ "$class" != sparse ] && grep -Eq 'nothing stands out($|[^ ]| [^i])' "$out/$v.stdout"; then
+      # a healthy job's completions stand when a file is cut (its ranks' records are missing,
+      # which proves nothing) or nothing is damaged: none is taken back as impossible
+      if [ "$v" = diagnose ] && [ "$truth" = OK ] && { [ "$class" = clean ] || [ "$class" = truncated ]; } &&
+        grep -q 'completions\{0,1\} w[a-z]* taken back' "$out/$v.stdout"; then
+        false=1 why="$why completions taken back on a healthy job"
+      fi
+      # (a "maybe" alteration read as nothing, status 0, lost nothing)
+      if [ "$v" = report ] && [ "$class" != clean ] && [ "$class" != sparse ] &&
+        { [ "$class" != maybe ] || [ "$rc" != 0 ]; } && grep -Eq 'nothing stands out($|[^ ]| [^i])' "$out/$v.stdout"; then
         false=1 why="$why nothing stands out on lost data"
       fi
       if [ "$v" = json ] && [ -s "$out/$v.stdout" ] &&

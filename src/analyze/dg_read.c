@@ -720,7 +720,10 @@ static void settle_op(dg_op_t *op, void *arg) {
 /* A collective cannot complete on one rank before every member entered it: a rank's completion of
  * seqNumber s of a function, while a recorded member's recording shows it never entered s (its
  * last entered is below s and nothing of it was lost), is a claim on timestamps that cannot be
- * right (NCCL 2.28's stale KernelCh). Such completions are taken back, and counted. */
+ * right (NCCL 2.28's stale KernelCh). Such completions are taken back, and counted. Each member
+ * whose recording is whole testifies on its own; one whose recording lost records, or has no
+ * footer (a killed process, a cut file: what it entered after its last chunk is not recorded),
+ * says nothing, and does not silence the others. */
 typedef struct {
   const char *func;
   int64_t min_entered;
@@ -747,22 +750,20 @@ static void dg_impossible(dg_t *D) {
         /* the least entered over the members whose recordings can say they never entered */
         int64_t mn = INT64_MAX;
         for (int q = 0; q < C->nranks; q++) {
-          if (!C->cranks[q]) { mn = INT64_MAX; break; } /* not recorded: cannot tell */
+          if (!C->cranks[q]) continue; /* not recorded: it cannot tell */
           dg_crank_t *qr = D->cranks[C->cranks[q] - 1];
           const dg_proc_t *P = &D->procs[qr->proc];
-          if (ncs_job_lost(D->job, (uint32_t)qr->proc, 0, UINT64_MAX, NCS_JL_RECORDED, 1u << NCS_T_COLL)) {
-            mn = INT64_MAX; /* lost records: its entered count is a lower bound */
-            break;
-          }
+          /* lost records, or a trace without footer: its entered count is a lower bound (a flight
+           * file holds its process's newest records, written as they happen) */
+          if (ncs_job_lost(D->job, (uint32_t)qr->proc, 0, UINT64_MAX, NCS_JL_RECORDED, 1u << NCS_T_COLL) ||
+              (!P->is_flight && !dg_proc_clean(D, qr->proc)))
+            continue;
           int64_t got = -1;
           for (uint32_t j = 0; j < qr->nf; j++)
             if (qr->fs[j].func == f->func && !qr->fs[j].p2p) got = qr->fs[j].entered;
           /* a flight window holds a rank's newest operations: what it entered of a function is its
            * latest there, but none there says nothing (they may all be older than the window) */
-          if (got < 0 && P->is_flight) {
-            mn = INT64_MAX;
-            break;
-          }
+          if (got < 0 && P->is_flight) continue;
           if (got < mn) mn = got;
         }
         if (mn == INT64_MAX || f->completed <= mn) continue;

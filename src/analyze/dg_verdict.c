@@ -245,7 +245,10 @@ static int absent_lost(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
   return 1;
 }
 
-/* what the entries alone show: ranks that never entered a collective others entered (1 if any) */
+/* what the entries alone show: ranks that never entered a collective others entered; 1 when a rank
+ * that entered it has not completed it (it waits for those behind), 0 when every rank that
+ * entered it completed it (the ranks behind lack records, a cut file or a killed process's: no
+ * one waits for them) */
 static int behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
   const dg_crank_t *first = NULL;
   int any = 0;
@@ -265,7 +268,10 @@ static int behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
       if (f && f->entered < top && nb < 16) behind[nb++] = r;
     }
     if (!nb) continue;
-    any = 1;
+    for (int r = 0; r < C->nranks; r++) {
+      const ncs_dg_fseq_t *f = C->cranks[r] ? dg_fseq(D->cranks[C->cranks[r] - 1], func, 0) : NULL;
+      if (f && f->entered == top && f->completed < top) any = 1;
+    }
     char rl[96];
     dg_rank_list(rl, sizeof rl, behind, nb);
     dg_ev_line(v, "rank%s %s did not enter %s #%" PRId64 ", which other ranks entered", nb > 1 ? "s" : "",
