@@ -85,3 +85,14 @@ ncs_chain_test(unsupported_pair $<TARGET_FILE:nccl-profiler-chainlog-v3> "nochai
 ncs_chain_test(init_fails ${LOG} initfail CHAINLOG_FAIL_INIT=1 -- --scenario mixed --ranks 4 --iters 10)
 ncs_chain_test(start_errors ${LOG} errors CHAINLOG_START_ERR=1 -- --scenario allreduce --ranks 2 --iters 10)
 ncs_chain_test(null_entry_points $<TARGET_FILE:nccl-profiler-chainlog-noend> noend -- --scenario allreduce --ranks 2 --iters 10)
+# ncclscope chained to itself (issue 32): the same library, and a copy under another name (a
+# second instance that would chain itself again without end); the identity symbol refuses both
+ncs_chain_test(self $<TARGET_FILE:nccl-profiler-ncclscope> "nochain:is ncclscope \\(this very library.*refused"
+               -- --scenario mixed --ranks 4 --iters 10)
+add_test(NAME chain_self_copy
+         COMMAND sh -c "mkdir -p '${NCS_CH_W}' && cp '$<TARGET_FILE:nccl-profiler-ncclscope>' \
+'${NCS_CH_W}/libnccl-profiler-other-name.so' && exec python3 '${CMAKE_CURRENT_LIST_DIR}/chain_check.py' \
+'$<TARGET_FILE:nccl-sim>' '$<TARGET_FILE:nccl-profiler-ncclscope>' '$<TARGET_FILE:ncclscope>' \
+'${NCS_CH_W}/libnccl-profiler-other-name.so' '${NCS_CH_W}/self_copy' \
+'nochain:is ncclscope \\(another copy or build.*refused' --scenario mixed --ranks 4 --iters 10")
+set_tests_properties(chain_self_copy PROPERTIES TIMEOUT 240 PASS_REGULAR_EXPRESSION "chain check: ok")

@@ -13,6 +13,14 @@
  *   ncs-damage IN OUT len K VALUE         chunk K's length field set to VALUE
  *   ncs-damage IN OUT version V           the file header's format version set to V
  *   ncs-damage IN OUT random SEED LEN     LEN bytes of xorshift noise after IN's first 16 bytes
+ *   ncs-damage IN OUT splice K OTHER      the chunks of trace file OTHER (all after its file
+ *                                         header) inserted after chunk K: another recording's
+ *                                         segment spliced in
+ *   ncs-damage IN where OFF               where offset OFF (or @N) lies, one line: the offset and,
+ *                                         for a trace file, "chunk K of N" (K -1: the file
+ *                                         header); for a flight file "header", "meta", "slot S
+ *                                         hdr", "slot S kf" (its keyframe) or "slot S" (S by
+ *                                         age, 0 the oldest, of N used)
  *
  * Chunk indexes count the whole, well-framed chunks from the start (as `list` prints them); an
  * index past them is an error (exit 2). Offsets past the end are clamped. An offset written @N
@@ -117,6 +125,46 @@ static uint64_t offset(const bytes_t *b, const char *s) {
   return 0;
 }
 
+/* Where offset `at` lies (see the top). */
+static int where(const bytes_t *b, const size_t *off, size_t n, uint64_t at) {
+  if (!ncs_flight_is(b->p, b->len) || b->len < NCS_FLIGHT_HDR_LEN) {
+    long k = -1;
+    for (size_t i = 0; i < n; i++)
+      if (at >= off[i]) k = (long)i;
+    if (n && at >= off[n]) k = (long)n; /* past the framing: bytes after the last whole chunk */
+    printf("%llu chunk %ld of %zu\n", (unsigned long long)at, k, n);
+    return 0;
+  }
+  ncs_flight_hdr_t h;
+  memcpy(&h, b->p, sizeof h);
+  if (at < NCS_FLIGHT_HDR_LEN) return printf("%llu header\n", (unsigned long long)at), 0;
+  if (at >= h.meta_off && at < h.meta_off + h.meta_cap) return printf("%llu meta\n", (unsigned long long)at), 0;
+  uint64_t used = 0, older = 0, mine = 0, kf = 0;
+  int found = 0;
+  for (uint64_t i = 0; i < h.nslots; i++) {
+    uint64_t s = h.ring_off + i * h.slot_bytes;
+    ncs_flight_slot_t sl;
+    if (s + sizeof sl > b->len) break;
+    memcpy(&sl, b->p + s, sizeof sl);
+    if (sl.seq) used++;
+    if (at >= s && at < s + h.slot_bytes)
+      found = 1, mine = sl.seq, older = at < s + NCS_FLIGHT_SLOT_HDR,
+      kf = at >= s + NCS_FLIGHT_SLOT_HDR && at < s + NCS_FLIGHT_SLOT_HDR + sl.kf_len;
+  }
+  if (!found) return printf("%llu other\n", (unsigned long long)at), 0;
+  uint64_t age = 0; /* slots with a smaller seq */
+  for (uint64_t i = 0; i < h.nslots; i++) {
+    uint64_t s = h.ring_off + i * h.slot_bytes;
+    ncs_flight_slot_t sl;
+    if (s + sizeof sl > b->len) break;
+    memcpy(&sl, b->p + s, sizeof sl);
+    if (sl.seq && sl.seq < mine) age++;
+  }
+  printf("%llu slot %llu%s of %llu\n", (unsigned long long)at, (unsigned long long)age,
+         older ? " hdr" : kf ? " kf" : "", (unsigned long long)used);
+  return 0;
+}
+
 /* The operation argv[3] on `in` (chunks at off[0..n]), written to argv[2]. */
 static int damage(const bytes_t *inp, const size_t *off, size_t n, int argc, char **argv) {
   const bytes_t in = *inp;
@@ -127,12 +175,34 @@ static int damage(const bytes_t *inp, const size_t *off, size_t n, int argc, cha
   memcpy(o, in.p, len);
   int chunk_op = !strcmp(op, "tear") || !strcmp(op, "dup") || !strcmp(op, "swap") ||
                  !strcmp(op, "len");
+  if (!strcmp(op, "splice")) a = num(argv[4]);
   if (chunk_op && (a >= n || (!strcmp(op, "swap") && a + 1 >= n))) {
     free(o);
     return die("no such chunk");
   }
   size_t k = (size_t)a, at = chunk_op ? off[k] : 0, clen = chunk_op ? off[k + 1] - off[k] : 0;
-  if (!strcmp(op, "cut")) {
+  if (!strcmp(op, "splice")) {
+    bytes_t other;
+    if (argc < 6 || a >= n) {
+      free(o);
+      return die(argc < 6 ? "splice needs K and OTHER" : "no such chunk");
+    }
+    if (load(argv[5], &other) != 0 || other.len < NCS_FILE_HEADER_LEN) {
+      free(o);
+      return die("cannot read OTHER");
+    }
+    size_t add = other.len - NCS_FILE_HEADER_LEN, after = off[k + 1];
+    uint8_t *x = realloc(o, len + add);
+    if (!x) {
+      free(o), free(other.p);
+      return die("out of memory");
+    }
+    o = x;
+    memcpy(o + after + add, in.p + after, in.len - after);
+    memcpy(o + after, other.p + NCS_FILE_HEADER_LEN, add);
+    len = in.len + add;
+    free(other.p);
+  } else if (!strcmp(op, "cut")) {
     len = a < len ? (size_t)a : len;
   } else if (!strcmp(op, "flip")) {
     if (a < len) o[a] ^= (uint8_t)(1u << (c & 7));
@@ -176,6 +246,11 @@ int main(int argc, char **argv) {
   if (load(argv[1], &in) != 0) return die("cannot read the input");
   enum { MAXC = 1 << 20 };
   size_t *off = malloc((MAXC + 1) * sizeof *off), n = chunks(&in, off, MAXC);
+  if (!strcmp(argv[2], "where")) {
+    int rc = argc < 4 ? die("where needs an offset") : where(&in, off, n, offset(&in, argv[3]));
+    free(off), free(in.p);
+    return rc;
+  }
   if (!strcmp(argv[2], "list")) {
     for (size_t k = 0; k < n; k++)
       printf("%zu %zu %u %u\n", k, off[k], (unsigned)(in.p[off[k] + 4] | in.p[off[k] + 5] << 8),

@@ -12,7 +12,7 @@
 #   usage           exit statuses for bad command lines (2) and unreadable input (3)
 #   incidents       two incidents of dumps: the first by default, --latest, --incident N
 #   heartbeat       a flight header with a heartbeat at 2^63 ns
-#   repro-NAME      the reproducers of issues 14, 15, 24 with nccl-sim (see each case)
+#   repro-NAME      the reproducers of issues 14, 15, 24, 32 with nccl-sim (see each case)
 #   filter-comm     --comm: a hang in one of two communicators; the other judged alone is OK
 #   filter-rank     --rank: the cause of a hang outside the list is named as such
 #   filter-to       --to: before a hang began no HANG, well after it HANG; flight refused
@@ -340,6 +340,28 @@ repro-kill-mixed)
   py "k=[x['kind'] for x in r['verdicts']]; assert k and all(x=='dead' for x in k), r['verdicts']
 assert all(x['comm_id'] for x in r['verdicts']), r['verdicts']
 assert all(x['rank']==5 for x in r['verdicts']), r['verdicts']" "kill: dead only, with communicators"
+  ;;
+repro-cut-first)
+  # issue 32: a healthy job in 2 processes, the second's file cut before its first EVENTS chunk
+  # (the process died before it wrote any): the other ranks completed everything, so the verdict
+  # is CANNOT TELL about the missing records, with no rank waiting (4); none of their completions
+  # is taken back as impossible (the cut file proves nothing). The whole recording: OK (0).
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 30 \
+    >"$W/sim.out" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.out")"
+  diag "$W/rec"
+  expect_rc $rc 0
+  py "assert r['status']=='ok' and [x['kind'] for x in r['verdicts']]==['nothing_stuck'], r['verdicts']" "whole: OK"
+  DMG=$(dirname "$GEN")/ncs-damage
+  f=$(ls "$W/rec"/*.nstrace | sed -n 2p)
+  k=$("$DMG" "$f" list | awk '$3 == 7 { print $2; exit }')
+  [ -n "$k" ] || fail "no EVENTS chunk in $f"
+  "$DMG" "$f" "$W/cut" cut "$k" && mv "$W/cut" "$f" || fail "ncs-damage"
+  diag "$W/rec"
+  expect_rc $rc 4
+  py "k=[x['kind'] for x in r['verdicts']]; assert k and all(x=='cannot_tell' for x in k), r['verdicts']
+assert not r['problem'], r['verdicts']" "cut: cannot tell, no one waits"
+  grep -q "records are missing" "$W/out.txt" || fail "cut: the missing records not said"
+  ! grep -q "taken back" "$W/out.txt" || fail "cut: completions taken back"
   ;;
 filter-comm)
   # two communicators; rank 2 skips AllReduce #10 of the first one: the second stays healthy

@@ -1,7 +1,7 @@
 #!/bin/sh
 # report_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - `ncclscope report` on nccl-sim jobs with
 # injected delays (docs/report.md). CASE: straggler | slowlink | busbw | ktime | json | bounded | v7
-# | usage.
+# | usage | slowed_successor.
 # The jobs run in model time (nccl-sim --clock model, docs/nccl-sim.md "Model time"): every time in
 # their traces comes from nccl-sim's model, so the verdicts are exact and do not depend on the
 # machine's load (docs/testing.md, "Known timing").
@@ -13,6 +13,19 @@ fail() { echo "FAIL: $*"; cat "$W/report.json" 2>/dev/null | head -c 3000; exit 
 json() { "$NCS" report --json "$W/t" >"$W/report.json" || fail "report exited $?"; }
 py() { python3 -c "import json,sys; r=json.load(open('$W/report.json')); $1" || fail "$2"; }
 case $CASE in
+slowed_successor)
+  # issue 32: rank 5 sleeps 20 ms before each collective (a straggler: report_findings_slowed
+  # tests that it is named); its ring successor (rank 6), whose data waits for it, is no slow
+  # rank, nor is anyone else; 3 seeds
+  for seed in 63 64 65; do
+    rm -rf "$W/t"
+    NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --scenario allreduce --ranks 8 --procs 4 --iters 40 \
+      --couple on --slow-rank 5 --slow-us 20000 --seed "$seed" >"$W/sim.out" || fail "nccl-sim (seed $seed)"
+    json
+    py "bad=[x for x in r['slow_ranks'] if x['rank'] != 5]; assert not bad, bad" \
+       "slow_ranks names a rank that was not slowed (seed $seed)"
+  done
+  ;;
 straggler)
   run --ranks 4 --iters 20 --slow-rank 2 --slow-us 10000
   json

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/findings.h"
 #include "analyze/internal.h"
 #include "util/mem.h"
 #include "util/num.h"
@@ -69,6 +70,26 @@ static uint32_t *reorder(void *base, void *pbase, size_t n, size_t sz, size_t ps
   return inv;
 }
 
+/* Times slowest that a significant straggler's lateness explains are taken back (instance.c's
+ * slow_late): a straggler's successors run late waiting for its data, and it sends last; neither
+ * is slowness. Before the findings are built, so every output tests the same counts. */
+static void slow_late(ncs_analysis_t *a) {
+  uint32_t tests = 0;
+  for (uint32_t k = 0; k < a->nranks; k++) tests += a->ranks[k].last_trials > 0;
+  for (uint32_t k = 0; k < a->nranks; k++) {
+    ncs_an_rank_t *r = &a->ranks[k];
+    for (int e = 0; e < 4 && r->slow_late[e].n; e++) {
+      const ncs_an_rank_t *l = NULL;
+      for (uint32_t z = 0; z < a->nranks && !l; z++)
+        if (a->ranks[z].comm == r->comm && a->ranks[z].rank == r->slow_late[e].rank) l = &a->ranks[z];
+      if (!l || !ncs_find_test(a, l, 0, tests).significant) continue;
+      uint32_t n = r->slow_late[e].n <= r->slowest ? r->slow_late[e].n : (uint32_t)r->slowest;
+      r->slowest -= n, r->late_explained += n, r->excess -= r->slow_late[e].excess;
+      for (int q = 0; q < 4; q++) r->q_slow[q] -= r->slow_late[e].q[q] <= r->q_slow[q] ? r->slow_late[e].q[q] : r->q_slow[q];
+    }
+  }
+}
+
 static void finish(ncs_analysis_t *a) {
   priv_t *P = an_priv(a);
   g_sort_a = a, g_sort_p = P;
@@ -95,6 +116,7 @@ static void finish(ncs_analysis_t *a) {
     b->tput_busbw_p50 = qs_q(&x->tbw, .5);
     b->sketch = qs_sketched(&x->lat) || qs_sketched(&x->tbw);
   }
+  slow_late(a);
 }
 
 /* the job model's coverage, summed over the files */
@@ -107,8 +129,19 @@ static void coverage(ncs_analysis_t *a) {
   for (uint32_t i = 0; i < j->nprocs; i++) {
     const ncs_job_cov_t *c = &j->procs[i].cov;
     for (unsigned k = 0; k <= NCS_JL_UNKNOWN; k++) a->cov.lost[k] += c->lost[k];
-    for (size_t t = 0; t < sizeof op_types / sizeof op_types[0]; t++)
-      a->cov.op_starts += c->starts[op_types[t]], a->cov.op_lost += c->lost_by_type[op_types[t]];
+    /* each lost record once; the share is of the records that happened (the writer's, which
+     * include those it could not write, plus those dropped before it) */
+    for (size_t t = 0; t < sizeof op_types / sizeof op_types[0]; t++) {
+      unsigned y = op_types[t];
+      a->cov.op_calls += c->recorded[y] + c->lost_by_type[y];
+      a->cov.op_lost += c->lost_by_type[y] + c->write_lost_by_type[y];
+      a->cov.op_starts += c->starts[y];
+    }
+    a->cov.damaged_ops += c->damaged_ops;
+    a->cov.comms_untracked += c->comms_untracked, a->cov.no_comm_ops += c->no_comm_ops;
+    a->cov.evicted += c->evicted, a->cov.evicted_ops += c->evicted_ops;
+    if (c->max_comms > a->cov.max_comms) a->cov.max_comms = c->max_comms;
+    if (c->track_max && (!a->cov.track_max || c->track_max < a->cov.track_max)) a->cov.track_max = c->track_max;
     a->cov.write_errors += c->write_errors, a->cov.gaps += c->gaps, a->cov.gap_bytes += c->gap_bytes;
     a->cov.p2p_lost += c->lost_by_type[NCS_T_P2P];
     a->cov.groups += c->groups, a->cov.groups_unsampled += c->groups_unsampled;

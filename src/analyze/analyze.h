@@ -113,6 +113,17 @@ typedef struct {
   uint32_t done_proc, done_seg; /* the operation it counted last (its file, segment and id): the */
   uint64_t done_id;             /* next one in its call order has it as prev_id (0: none yet) */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
+  /* Of the times it was slowest, those a late arrival could explain: the instance's last rank
+   * arrived later than the median arrival by more than this rank's excess (instance.c), by the
+   * rank that arrived late (up to 4 of them). When that rank is a significant straggler the
+   * analysis takes them back (late_explained): a straggler's ring successor, whose data waits
+   * for it, and the straggler itself, which sends last, are not slow. */
+  struct {
+    int32_t rank;
+    uint32_t n, q[4];
+    int64_t excess;
+  } slow_late[4];
+  uint64_t late_explained; /* times slowest taken back as a straggler's doing */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
   int64_t launch_sum;
   uint64_t launch_n;
@@ -219,7 +230,15 @@ struct ncs_analysis {
     uint32_t duplicates, other_job; /* listed files left out: copies, another job's (model.h) */
     uint64_t lost[NCS_JL_UNKNOWN + 1];  /* records lost, by kind (ncs_jl_names; 0 not counted) */
     uint64_t windows[NCS_JL_UNKNOWN + 1]; /* loss windows, by kind */
-    uint64_t op_starts, op_lost; /* Coll/P2p/CollApi/P2pApi calls the plugin counted; lost */
+    /* records (START, STOP) of Coll/P2p/CollApi/P2pApi calls that happened (recorded + lost),
+     * and those lost, each once: op_lost <= op_calls; op_starts: the STARTs recorded */
+    uint64_t op_calls, op_lost, op_starts;
+    uint64_t damaged_ops; /* operation records that name what damage lost: left out */
+    /* what the plugin's limits left out (ncs_job_cov_t): communicators not tracked and their
+     * operations, events without room in the writer's table and the operations among them;
+     * the largest NCCLSCOPE_MAX_COMMS and smallest NCCLSCOPE_TRACK_MAX in force (0 unknown) */
+    uint64_t comms_untracked, no_comm_ops, evicted, evicted_ops;
+    uint32_t max_comms, track_max;
     uint64_t p2p_lost;  /* P2p records lost: the k-th send is no longer the k-th receive's */
     uint64_t write_errors, gaps, gap_bytes;
     uint64_t groups, groups_unsampled;

@@ -303,6 +303,12 @@ static void kernels_check(dg_crank_t *cr, dg_op_t *op, uint64_t ts) {
 
 static void ev_start(rd_t *R, const ncs_event_t *e) {
   unsigned t = e->type;
+  if ((t == NCS_T_COLL || t == NCS_T_P2P) && e->lost) {
+    /* it names a function, datatype or communicator lost with damage: not an operation to
+     * judge or compare (its file is damaged, and the model's coverage has its time) */
+    R->P->pub->damaged_ops++;
+    return;
+  }
   if (t == NCS_T_COLL || t == NCS_T_P2P) {
     dg_crank_t *cr = ctx_crank(R, e);
     if (!cr) return;
@@ -756,7 +762,10 @@ static void imposs_take(dg_op_t *op, void *arg) {
  *     2.28's stale KernelCh). Not Broadcast or Reduce: a root or a sender may finish into its peers'
  *     buffers before they enter.
  *   - NCCL runs one communicator's kernels of a rank one after another: an operation started after
- *     one that cannot have completed cannot have completed either, whatever its function. */
+ *     one that cannot have completed cannot have completed either, whatever its function.
+ * Each member whose recording is whole testifies on its own; one whose recording lost records, or
+ * has no footer (a killed process, a cut file: what it entered after its last chunk is not
+ * recorded), says nothing, and does not silence the others. */
 static void dg_impossible(dg_t *D) {
   for (uint32_t c = 0; c < D->ncomms; c++) {
     dg_comm_t *C = &D->comms[c];
@@ -775,22 +784,20 @@ static void dg_impossible(dg_t *D) {
         /* the least entered over the members whose recordings can say they never entered */
         int64_t m = INT64_MAX;
         for (int q = 0; q < C->nranks; q++) {
-          if (!C->cranks[q]) { m = INT64_MAX; break; } /* not recorded: cannot tell */
+          if (!C->cranks[q]) continue; /* not recorded: it cannot tell */
           dg_crank_t *qr = D->cranks[C->cranks[q] - 1];
           const dg_proc_t *P = &D->procs[qr->proc];
-          if (ncs_job_lost(D->job, (uint32_t)qr->proc, 0, UINT64_MAX, NCS_JL_RECORDED, 1u << NCS_T_COLL)) {
-            m = INT64_MAX; /* lost records: its entered count is a lower bound */
-            break;
-          }
+          /* lost records, or a trace without footer: its entered count is a lower bound (a flight
+           * file holds its process's newest records, written as they happen) */
+          if (ncs_job_lost(D->job, (uint32_t)qr->proc, 0, UINT64_MAX, NCS_JL_RECORDED, 1u << NCS_T_COLL) ||
+              (!P->is_flight && !dg_proc_clean(D, qr->proc)))
+            continue;
           int64_t got = -1;
           for (uint32_t j = 0; j < qr->nf; j++)
             if (qr->fs[j].func == f->func && !qr->fs[j].p2p) got = qr->fs[j].entered;
           /* a flight window holds a rank's newest operations: what it entered of a function is its
            * latest there, but none there says nothing (they may all be older than the window) */
-          if (got < 0 && P->is_flight) {
-            m = INT64_MAX;
-            break;
-          }
+          if (got < 0 && P->is_flight) continue;
           if (got < m) m = got;
         }
         mn[i] = m;

@@ -245,7 +245,10 @@ static int absent_lost(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
   return 1;
 }
 
-/* what the entries alone show: ranks that never entered a collective others entered (1 if any) */
+/* what the entries alone show: ranks that never entered a collective others entered; 1 when a rank
+ * that entered it has not completed it (it waits for those behind), 0 when every rank that
+ * entered it completed it (the ranks behind lack records, a cut file or a killed process's: no
+ * one waits for them) */
 static int behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
   const dg_crank_t *first = NULL;
   int any = 0;
@@ -265,7 +268,10 @@ static int behind_lines(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t *v) {
       if (f && f->entered < top && nb < 16) behind[nb++] = r;
     }
     if (!nb) continue;
-    any = 1;
+    for (int r = 0; r < C->nranks; r++) {
+      const ncs_dg_fseq_t *f = C->cranks[r] ? dg_fseq(D->cranks[C->cranks[r] - 1], func, 0) : NULL;
+      if (f && f->entered == top && f->completed < top) any = 1;
+    }
     char rl[96];
     dg_rank_list(rl, sizeof rl, behind, nb);
     dg_ev_line(v, "rank%s %s did not enter %s #%" PRId64 ", which other ranks entered", nb > 1 ? "s" : "",
@@ -283,6 +289,83 @@ static int comm_lost(dg_t *D, dg_comm_t *C) {
     if (u.lost) return 1;
   }
   return 0;
+}
+
+/* a rank's entry for a collective function, or NULL (dg_fseq would make one) */
+static const ncs_dg_fseq_t *fseq_find(const dg_crank_t *cr, const char *func, int p2p) {
+  for (uint32_t i = 0; i < cr->nf; i++)
+    if (cr->fs[i].func == func && cr->fs[i].p2p == p2p) return &cr->fs[i];
+  return NULL;
+}
+
+/* A rank whose recording never shows it entering a collective that another rank completed: NCCL
+ * completes none before every rank entered it, so that rank's records of it are missing, and
+ * with them whatever it did next. Said when its trace did not end cleanly, lost records after its
+ * newest operation, or is damaged (a cut file, a process killed before its writer flushed, records
+ * that name lost strings). Full traces only, whole (a flight window or a --to cut is a snapshot of
+ * its own time). 1 when a line was added (the verdict made if needed). */
+static int missing_entries(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t **vp, int c) {
+  if (D->cut) return 0;
+  int any = 0;
+  for (int q = 0; q < C->nranks; q++)
+  for (uint32_t i = 0; C->cranks[q] && i < D->cranks[C->cranks[q] - 1]->nf; i++) {
+    const ncs_dg_fseq_t *fq = &D->cranks[C->cranks[q] - 1]->fs[i];
+    if (fq->p2p) continue;
+    const char *func = fq->func;
+    int seen = 0; /* a function of an earlier rank: done */
+    for (int z = 0; z < q && !seen; z++) seen = C->cranks[z] && fseq_find(D->cranks[C->cranks[z] - 1], func, 0);
+    if (seen) continue;
+    int64_t top = -1;
+    int by = -1;
+    for (int r = 0; r < C->nranks; r++) {
+      const ncs_dg_fseq_t *f = C->cranks[r] ? fseq_find(D->cranks[C->cranks[r] - 1], func, 0) : NULL;
+      if (f && f->completed > top) top = f->completed, by = r;
+    }
+    if (top < 0) continue;
+    int lag[16], nl = 0;
+    int64_t lag_seq = INT64_MAX;
+    const char *why = NULL;
+    for (int r = 0; r < C->nranks; r++) {
+      if (!C->cranks[r]) continue;
+      dg_crank_t *cr = D->cranks[C->cranks[r] - 1];
+      const dg_proc_t *P = &D->procs[cr->proc];
+      const ncs_dg_fseq_t *f = fseq_find(cr, func, 0);
+      int64_t entered = f ? f->entered : -1;
+      if (entered >= top || P->is_flight || P->pub->source != NCS_DG_SRC_TRACE) continue;
+      last_t l = dg_rank_last(D, cr);
+      const ncs_job_loss_t *x = ncs_job_lost(D->job, (uint32_t)cr->proc, l.entered ? l.entered->start : 0,
+                                             UINT64_MAX, ~0u, NCS_JL_ALL_TYPES);
+      const char *w = P->pub->damage == NCS_DAMAGE_TRUNCATED ? "its file is cut short"
+                      : P->pub->damage                       ? "its file is damaged"
+                      : !dg_proc_clean(D, cr->proc) ? "its trace has no footer: the process was killed or crashed, or still runs"
+                      : x ? (x->kind == NCS_JL_DROPS ? "its recording lost records: the buffer was full"
+                             : x->kind == NCS_JL_NO_SLOT ? "its recording lost records: no thread slot"
+                             : x->kind == NCS_JL_WRITE ? "its recording lost records: writes failed"
+                                                       : "its file is damaged")
+                          : NULL;
+      if (!w) continue;
+      if (!why) why = w;
+      if (entered < lag_seq) lag_seq = entered;
+      if (nl < 16) lag[nl++] = r;
+    }
+    if (!nl) continue;
+    if (!*vp) {
+      *vp = dg_verdict(D, NCS_DG_V_CANNOT_TELL, c);
+      (*vp)->rank = lag[0], (*vp)->proc = D->cranks[C->cranks[lag[0]] - 1]->proc;
+    }
+    char rl[96];
+    dg_rank_list(rl, sizeof rl, lag, nl);
+    if (lag_seq < 0)
+      dg_ev_line(*vp, "rank%s %s recorded no %s, yet rank %d completed %s #%" PRId64 ", which needs every "
+                      "rank: %s records are missing (%s)", nl > 1 ? "s" : "", rl, func, by, func, top,
+                 nl > 1 ? "their" : "its", why);
+    else
+      dg_ev_line(*vp, "rank%s %s recorded %s only up to #%" PRId64 ", yet rank %d completed #%" PRId64
+                      ", which needs every rank: %s later records are missing (%s)", nl > 1 ? "s" : "", rl,
+                 func, lag_seq, by, top, nl > 1 ? "their" : "its", why);
+    any = 1;
+  }
+  return any;
 }
 
 /* No operation of the communicator is stuck, but the recording cannot show that every one
@@ -325,6 +408,7 @@ static void cannot_tell_comm(dg_t *D, uint32_t c, int waiting) {
                     "show its completion (no KernelCh or ProxyOp events for it)", r, nm);
     }
   }
+  int nmiss = missing_entries(D, C, &v, (int)c);
   if (!v) return;
   if (behind_lines(D, C, v)) v->waiting = 1; /* the others wait for those behind */
   char lost[64] = "", nocomp[80] = "";
@@ -334,7 +418,9 @@ static void cannot_tell_comm(dg_t *D, uint32_t c, int waiting) {
                         nnocomp, nnocomp == 1 ? "'s" : "s'");
   snprintf(v->summary, sizeof v->summary,
            "cannot tell which rank communicator c%u " NCS_COMM_ID_FMT " waits for, or whether it is "
-           "stuck: %s%s%s", c, C->comm_id, lost, nlost && nnocomp ? ", " : "", nocomp);
+           "stuck: %s%s%s%s%s", c, C->comm_id, lost, nlost && nnocomp ? ", " : "", nocomp,
+           nmiss && (nlost || nnocomp) ? ", " : "",
+           nmiss ? "records of collectives that other ranks completed are missing" : "");
 }
 
 /* ------------------------------------------------------------------ per communicator */

@@ -102,7 +102,9 @@ static void procs_prepare(dg_t *D) {
                  "its trace has no footer%s: the process was killed or crashed; it stopped %s before "
                  "the other processes",
                  p->damage == NCS_DAMAGE_TRUNCATED ? " (cut short)" : "", d);
-      } else if (!P->after_cut) { /* --to: one cut there simply goes on */
+      } else if (!P->after_cut && !clean_after) { /* --to: one cut there simply goes on; one
+                                                     * that stops while another ended cleanly
+                                                     * is judged by unended_procs */
         nofooter++;
       }
     } else if (p->source == NCS_DG_SRC_LIVE && P->is_flight && P->fi.state == NCS_FS_RUNNING) {
@@ -225,6 +227,118 @@ static void idle_unended(dg_t *D) {
                p->snap_real >= G->ref_real ? "the end" : "earlier");
     dg_ev_line(v, "it may be stuck outside NCCL, in work NCCL reports no event for (NCCL 2.30's "
                   "Broadcast has no Coll), or it was stopped while it computed");
+  }
+}
+
+/* A recording that did not end cleanly is never part of an all-clear (docs/diagnose.md, "Cannot
+ * tell"), when nothing else was found and the death rules above did not name it:
+ *   - a trace without footer (or a live flight file that says running) while another process
+ *     ended cleanly: it was killed or crashed (or still runs), and what it did after its last
+ *     record is unknown: a crash moments before the others ended leaves no gap to judge by;
+ *   - a trace without footer, when no process ended cleanly, that stops with operations in
+ *     flight: the job was killed or crashed while they ran (or still runs); whether they would
+ *     have completed is unknown.
+ * A job stopped as a whole with nothing in flight keeps its note (and idle_unended's rule). */
+static int found_problem(const ncs_dg_t *G) {
+  for (uint32_t k = 0; k < G->nverdicts; k++) {
+    const ncs_dg_verdict_t *v = &G->verdicts[k];
+    if (v->kind != NCS_DG_V_NOTHING_STUCK && (v->kind != NCS_DG_V_CANNOT_TELL || v->waiting)) return 1;
+  }
+  return 0;
+}
+
+static void unended_procs(dg_t *D) {
+  ncs_dg_t *G = &D->pub;
+  if (found_problem(G)) return;
+  int clean_any = -1;
+  for (uint32_t j = 0; j < G->nprocs; j++)
+    if (!G->procs[j].unreadable && !G->procs[j].excluded && dg_proc_clean(D, (int)j) &&
+        (clean_any < 0 || G->procs[j].snap_real > G->procs[clean_any].snap_real))
+      clean_any = (int)j;
+  for (uint32_t i = 0; i < G->nprocs; i++) {
+    const ncs_dg_proc_t *p = &G->procs[i];
+    const dg_proc_t *P = &D->procs[i];
+    if (p->unreadable || p->excluded || p->dead || dg_proc_clean(D, (int)i) || P->after_cut) continue;
+    int named = 0;
+    for (uint32_t k = 0; k < G->nverdicts; k++) named |= G->verdicts[k].proc == (int)i;
+    if (named) continue; /* idle_unended's verdict says it already */
+    int trace = p->source == NCS_DG_SRC_TRACE;
+    int live = p->source == NCS_DG_SRC_LIVE && P->is_flight && P->fi.state == NCS_FS_RUNNING;
+    if (!trace && !live) continue;
+    if (clean_any < 0 && (!trace || !p->open_ops)) continue;
+    int comm = -1, rank = -1;
+    for (uint32_t g = 0; g < D->ncranks && comm < 0; g++)
+      if (D->cranks[g]->proc == (int)i && G->comms[D->cranks[g]->comm].judged)
+        comm = (int)D->cranks[g]->comm, rank = D->cranks[g]->rank;
+    int holds = 0;
+    for (uint32_t g = 0; g < D->ncranks; g++) holds |= D->cranks[g]->proc == (int)i;
+    if (holds && comm < 0) continue; /* --comm: it holds no rank of a judged communicator */
+    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, comm);
+    v->proc = (int)i, v->rank = rank;
+    char a[80], d[32];
+    const char *how = trace ? (p->damage == NCS_DAMAGE_TRUNCATED ? "its trace has no footer and is cut short"
+                                                                 : "its trace has no footer")
+                            : "its live flight file says running";
+    if (clean_any >= 0) {
+      const ncs_dg_proc_t *q = &G->procs[clean_any];
+      ncs_fmt_ns(d, sizeof d, (double)(q->snap_real - p->snap_real));
+      snprintf(v->summary, sizeof v->summary,
+               "cannot tell what process %s-%" PRIu64 " did at its end: %s while %s ended cleanly: it was "
+               "killed or crashed, or still runs", p->host, p->pid, how, q->name);
+      dg_ev_line(v, "%s, while %s-%" PRIu64 " ended cleanly %s %s", how, q->host, q->pid, d,
+                 q->snap_real >= p->snap_real ? "later" : "earlier");
+    } else {
+      snprintf(v->summary, sizeof v->summary,
+               "cannot tell whether process %s-%" PRIu64 " was stuck: no recording ended cleanly, and its "
+               "trace stops with %u operation%s in flight", p->host, p->pid, p->open_ops,
+               p->open_ops == 1 ? "" : "s");
+      dg_ev_line(v, "%s, and no process of the job ended cleanly: the job was killed or crashed while "
+                    "they ran, or it still runs", how);
+    }
+    dg_ago_str(D, a, sizeof a, p->snap_real);
+    dg_ev_line(v, "its recording ends %s: what it did after that is unknown", a);
+    if (p->ranks)
+      dg_ev_line(v, "it holds %u rank%s; %u operation%s open at its end", p->ranks, p->ranks == 1 ? "" : "s",
+                 p->open_ops, p->open_ops == 1 ? "" : "s");
+    else
+      dg_ev_line(v, "it recorded no rank of any communicator");
+  }
+}
+
+/* What the plugin's limits left out of a recording (docs/config.md): operations of communicators
+ * beyond NCCLSCOPE_MAX_COMMS (recorded without their communicator, so not judged), operations
+ * whose completion the writer could not follow (NCCLSCOPE_TRACK_MAX). "Nothing stuck" would be a
+ * guess about them: a CANNOT TELL per file, when nothing else was found. */
+static void limits_verdicts(dg_t *D) {
+  ncs_dg_t *G = &D->pub;
+  if (found_problem(G)) return;
+  for (uint32_t i = 0; i < G->nprocs; i++) {
+    const ncs_dg_proc_t *p = &G->procs[i];
+    if (p->unreadable || p->excluded) continue;
+    const ncs_job_cov_t *c = &D->job->procs[i].cov;
+    if (!c->comms_untracked && !c->no_comm_ops && !c->evicted_ops) continue;
+    ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, -1);
+    v->proc = (int)i;
+    if (c->comms_untracked || c->no_comm_ops) {
+      snprintf(v->summary, sizeof v->summary,
+               "cannot tell whether the operations of process %s-%" PRIu64 " completed: %" PRIu64
+               " communicator%s not tracked (NCCLSCOPE_MAX_COMMS=%u)", p->host, p->pid, c->comms_untracked,
+               c->comms_untracked == 1 ? " was" : "s were", c->max_comms);
+      dg_ev_line(v, "%" PRIu64 " operations were recorded without their communicator: their ranks are "
+                    "not in the tables, and whether they completed is not judged", c->no_comm_ops);
+      for (uint32_t k = 0; k < G->ncomms; k++)
+        if (G->comms[k].judged && G->comms[k].ranks_present < G->comms[k].nranks)
+          dg_ev_line(v, "communicator " NCS_COMM_ID_FMT ": %d of %d ranks recorded", G->comms[k].comm_id,
+                     G->comms[k].ranks_present, G->comms[k].nranks);
+    } else {
+      snprintf(v->summary, sizeof v->summary,
+               "cannot tell whether %" PRIu64 " operations of process %s-%" PRIu64 " completed: the plugin's "
+               "table of open events was full (NCCLSCOPE_TRACK_MAX=%u)", c->evicted_ops, p->host, p->pid,
+               c->track_max);
+    }
+    if (c->evicted_ops && (c->comms_untracked || c->no_comm_ops))
+      dg_ev_line(v, "and the plugin's table of open events was full (NCCLSCOPE_TRACK_MAX=%u): %" PRIu64
+                    " operations have no completion", c->track_max, c->evicted_ops);
   }
 }
 
@@ -583,6 +697,14 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     ncs_dg_free(G);
     return -1;
   }
+  if (ncs_job_input(D->job) == NCS_JOB_IN_NONE) { /* exit status 3, as for every verb */
+    const ncs_job_proc_t *p = &D->job->procs[0];
+    snprintf(err, errlen, "no recording could be read (%s: %s)", p->path,
+             p->empty ? "empty" : p->damage_msg[0] ? p->damage_msg : "no segment");
+    if (opts->why) *opts->why = NCS_JOB_ERR_NO_INPUT;
+    ncs_dg_free(G);
+    return -1;
+  }
   D->procs = ncs_xcalloc(G->nprocs, sizeof *D->procs);
   D->job_choice = opts->job;
   if (filter_setup(D, opts->filter, err, errlen) != 0) return usage_fail(G, opts);
@@ -603,6 +725,11 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
     dg_read_file(D, (int)i);
     if (p->damage == NCS_DAMAGE_CORRUPT)
       dg_note(D, "%s is damaged: %s (its readable chunks were read)", p->name, p->damage_msg);
+    else if (p->damage == NCS_DAMAGE_TRUNCATED)
+      dg_note(D, "%s is truncated: %s (everything before it was read)", p->name, p->damage_msg);
+    if (p->damaged_ops)
+      dg_note(D, "%s: %" PRIu64 " operations name strings or communicators lost with damage: not judged",
+              p->name, p->damaged_ops);
     if (p->events_unkept)
       dg_note(D, "%s: %" PRIu64 " open events not kept (more than %u open)", p->name, p->events_unkept, DG_EV_MAX);
   }
@@ -652,6 +779,8 @@ int ncs_diagnose(const char *path, const ncs_dg_opts_t *opts, ncs_dg_t **out, ch
   dg_cupti(D);
   dead_procs(D);
   idle_unended(D);
+  unended_procs(D);
+  limits_verdicts(D);
   for (uint32_t k = 0; k < G->nverdicts; k++) {
     const ncs_dg_verdict_t *v = &G->verdicts[k];
     if (v->kind == NCS_DG_V_CANNOT_TELL) G->cannot_tell = 1;

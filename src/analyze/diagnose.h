@@ -96,6 +96,8 @@ typedef struct {
   uint32_t ranks;          /* (communicator, rank) pairs it holds */
   uint32_t open_ops, open_children, open_api;
   uint64_t events_unkept;  /* open events not kept (tables full) */
+  uint64_t damaged_ops;    /* Coll/P2p records that name strings or communicators lost with
+                              damage: not judged */
 } ncs_dg_proc_t;
 
 typedef struct {

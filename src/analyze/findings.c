@@ -95,6 +95,27 @@ static void warn_files(ncs_findings_t *f, const ncs_analysis_t *a) {
     warn(f, "damaged",
          "%u trace file%s end%s early (damaged or cut short): what followed the damage is lost",
          a->cov.damaged, a->cov.damaged == 1 ? "" : "s", a->cov.damaged == 1 ? "s" : "");
+  if (a->cov.damaged_ops)
+    warn(f, "damaged_records",
+         "%" PRIu64 " records of operation calls name strings or communicators lost with damage "
+         "(chunks lost, or out of the writer's order): they are left out of this report", a->cov.damaged_ops);
+  if (a->cov.comms_untracked || a->cov.no_comm_ops) {
+    char lim[48] = "";
+    if (a->cov.max_comms) snprintf(lim, sizeof lim, "=%u", a->cov.max_comms);
+    warn(f, "untracked_comms",
+         "%" PRIu64 " communicator%s not tracked (NCCLSCOPE_MAX_COMMS%s): %" PRIu64 " operation%s "
+         "recorded without a communicator are left out of this report",
+         a->cov.comms_untracked, a->cov.comms_untracked == 1 ? " was" : "s were", lim,
+         a->cov.no_comm_ops, a->cov.no_comm_ops == 1 ? "" : "s");
+  }
+  if (a->cov.evicted) {
+    char lim[48] = "";
+    if (a->cov.track_max) snprintf(lim, sizeof lim, "=%u", a->cov.track_max);
+    warn(f, "evicted",
+         "the plugin's table of open events was full (NCCLSCOPE_TRACK_MAX%s): %" PRIu64 " events got "
+         "no completion, %" PRIu64 " of them operations (their durations are enqueue times)", lim,
+         a->cov.evicted, a->cov.evicted_ops);
+  }
   if (a->cov.no_footer)
     warn(f, "no_footer",
          "%u segment%s ha%s no footer (a process killed, crashed or still running): what happened "
@@ -114,10 +135,10 @@ static void warn_records(ncs_findings_t *f, const ncs_analysis_t *a) {
   uint64_t lost = a->cov.lost[NCS_JL_DROPS] + a->cov.lost[NCS_JL_NO_SLOT];
   if (lost)
     warn(f, "lost",
-         "the plugin lost %" PRIu64 " records (buffer full or no thread slot), %" PRIu64
-         " of them of %" PRIu64 " operation calls (%.1f%%): numbers and findings cover only what "
-         "was recorded",
-         lost, a->cov.op_lost, a->cov.op_starts, ncs_pct(a->cov.op_lost, a->cov.op_starts));
+         "the plugin lost %" PRIu64 " records (buffer full or no thread slot); of the %" PRIu64
+         " records of operation calls that happened (recorded and lost), %" PRIu64 " (%.1f%%) were "
+         "lost: numbers and findings cover only what was recorded",
+         lost, a->cov.op_calls, a->cov.op_lost, ncs_pct(a->cov.op_lost, a->cov.op_calls));
   if (a->cov.groups_unsampled)
     warn(f, "sampled",
          "%" PRIu64 " of %" PRIu64 " groups were recorded without GPU times (NCCLSCOPE_SAMPLE)",
@@ -229,15 +250,19 @@ static int p2p_reliable(const ncs_analysis_t *a) {
 
 /* the sentence when no finding stands out: true for what was recorded, and only that */
 static void none_text(ncs_findings_t *f, const ncs_analysis_t *a) {
-  double lost = ncs_pct(a->cov.op_lost, a->cov.op_starts);
+  double lost = ncs_pct(a->cov.op_lost, a->cov.op_calls);
   if (lost > 50)
     snprintf(f->none, sizeof f->none,
              "cannot tell: %.0f%% of the operation calls were not recorded (lost records), too few "
              "to say whether any rank stands out", lost);
-  else if (a->cov.op_lost || a->cov.unreadable)
+  else if (a->cov.op_lost || a->cov.unreadable || a->cov.no_comm_ops || a->cov.damaged_ops || a->cov.evicted ||
+           a->cov.damaged || a->cov.no_footer || a->cov.gaps)
     snprintf(f->none, sizeof f->none,
-             "nothing stands out in what was recorded (%.1f%% of the operation calls lost%s)", lost,
-             a->cov.unreadable ? ", files unreadable" : "");
+             "nothing stands out in what was recorded (%.1f%% of the operation calls lost%s%s%s%s)", lost,
+             a->cov.unreadable ? ", files unreadable" : "",
+             a->cov.damaged || a->cov.gaps ? ", files damaged" : a->cov.no_footer ? ", segments without footer" : "",
+             a->cov.no_comm_ops || a->cov.damaged_ops ? ", operations left out" : "",
+             a->cov.evicted ? ", completions not derived" : "");
   else
     snprintf(f->none, sizeof f->none, "nothing stands out");
 }

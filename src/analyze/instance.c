@@ -146,6 +146,8 @@ static int gpu_suspect(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
 typedef struct {
   int64_t dmax, dmin, dmed, kmax, tmax, tmed;
   uint32_t ntmax; /* ranks whose transfer time is tmax: the slowest is one rank, or none (a tie) */
+  int64_t late_by; /* how much later the last rank arrived than the median arrival */
+  size_t late;      /* that rank's index */
   int src;
   int slow_counted; /* complete with 3+ ranks: the slowest is counted */
 } durs_t;
@@ -175,6 +177,13 @@ static durs_t durations(priv_t *P, const ncs_inst_t *in, const ncs_op_t *ops, si
   }
   ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
   d.tmed = ncs_qi64(P->arr, n, 0.5);
+  d.late = 0;
+  for (size_t k = 0; k < n; k++) {
+    P->arr[k] = ops[k].arrival;
+    if (ops[k].arrival > ops[d.late].arrival) d.late = k;
+  }
+  ncs_sort(P->arr, n, sizeof *P->arr, ncs_cmp_i64);
+  d.late_by = n > 1 ? ops[d.late].arrival - ncs_qi64(P->arr, n, 0.5) : 0;
   return d;
 }
 
@@ -205,8 +214,21 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
     r->wait_caused += x->wait_caused;
     add_evidence(r, o, x->skew);
   }
+  /* A rank that arrived last, by more than the clock error after the median arrival: the
+   * others' data waits for it, and for its data, so from then on they run late in the order of
+   * the data's path (its ring successor first: its kernels start late and end late), and it
+   * sends last. A slowest rank whose excess that lateness could explain is noted by the late
+   * rank; an_slow_late takes it back when that rank turns out a straggler (docs/report.md,
+   * "Findings"). */
+  int confounded = d->late_by > a->job->error && xfer - d->tmed <= d->late_by;
   if (d->slow_counted && xfer == d->tmax && d->ntmax == 1 && xfer > d->tmed + d->tmed / 20) {
     r->slowest++, r->q_slow[q]++, r->excess += xfer - d->tmed;
+    for (int e = 0; confounded && e < 4; e++) /* by whose lateness (a 5th late rank: not noted) */
+      if (!r->slow_late[e].n || r->slow_late[e].rank == ops[d->late].rank) {
+        r->slow_late[e].rank = ops[d->late].rank, r->slow_late[e].n++, r->slow_late[e].q[q]++;
+        r->slow_late[e].excess += xfer - d->tmed;
+        break;
+      }
     if (x->slowest_rank < 0) x->slowest_rank = o->rank, x->slowest_excess = xfer - d->tmed;
   }
   an_cell(a, bi, (uint32_t)(r - a->ranks), o, t - in->first_arrival, last - t, is_last);

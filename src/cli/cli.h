@@ -147,6 +147,9 @@ int ncs_parse_run(const char *verb, const char *s, uint32_t *job);
  * and none chosen, no such job, or a filter the job cannot answer is a usage error; anything else
  * is no input */
 int ncs_job_exit(int why);
+/* 1 (after saying why) when no file of the job could be read at all: exit status 3, the verb
+ * stops (ncs_job_input) */
+int ncs_no_input(const char *verb, const ncs_job_t *j);
 /* "unknown event type 'x' in 'coll,x'" style message for ncs_parse_event_list; -1 or 0. A list
  * that selects no event type ("-1", "none") is an error too. */
 int ncs_check_events(const char *verb, const char *opt, const char *list, uint32_t *mask);

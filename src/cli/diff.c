@@ -174,6 +174,20 @@ static ncs_analysis_t *open_run(const char *path, uint32_t run, int *rc) {
   if (!a) {
     ncs_error("%s", err);
     *rc = ncs_job_exit(why);
+    return NULL;
+  }
+  /* no file that could be read, or no operation in those that could: nothing to compare, never
+   * "0 regressions" (docs/cli.md, "Exit status") */
+  if (ncs_no_input("diff", a->job)) {
+    ncs_analysis_free(a);
+    *rc = NCS_EXIT_NO_INPUT;
+    return NULL;
+  }
+  if (!ncs_job_op_count(a->job)) {
+    ncs_error("%s holds no collective or send/receive: nothing to compare", path);
+    ncs_analysis_free(a);
+    *rc = NCS_EXIT_NO_INPUT;
+    return NULL;
   }
   return a;
 }
@@ -215,6 +229,8 @@ int ncs_cmd_diff(int argc, char **argv) {
     ncs_analysis_free(A);
     return rc;
   }
+  /* a damaged input: what was compared is what could be read (status 4 without a regression) */
+  int damaged = ncs_job_input(A->job) == NCS_JOB_IN_DAMAGED || ncs_job_input(B->job) == NCS_JOB_IN_DAMAGED;
   samples_t *sa = collect(A), *sb = collect(B);
   ncs_findings_t fa, fb;
   ncs_findings_build(&fa, A, 16), ncs_findings_build(&fb, B, 16);
@@ -387,5 +403,5 @@ int ncs_cmd_diff(int argc, char **argv) {
   ncs_findings_free(&fa), ncs_findings_free(&fb);
   ncs_analysis_free(A), ncs_analysis_free(B);
   if (fflush(o) != 0 || ferror(o)) return NCS_EXIT_OUTPUT;
-  return regressions ? NCS_EXIT_FOUND : NCS_EXIT_OK;
+  return regressions ? NCS_EXIT_FOUND : damaged ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
 }

@@ -53,6 +53,7 @@ typedef struct {
   int filtered;   /* --type given: only event lines */
   int abs;
   uint64_t limit, lines;
+  uint64_t segs;  /* SEGMENT items read, over all files */
   char name[128];
   uint32_t seg;
   uint64_t seg_start;
@@ -506,6 +507,7 @@ static int dump_file(dump_t *d, const char *path) {
   /* a failed output (a full disk) stops the dump: the rest would be lost as well */
   while (d->lines < d->limit && !ferror(d->o) && (rc = ncs_reader_next(r, &it)) > 0) {
     if (it.what == NCS_ITEM_SEGMENT || it.what == NCS_ITEM_FOOTER) footer = it.what == NCS_ITEM_FOOTER;
+    if (it.what == NCS_ITEM_SEGMENT) d->segs++;
     d->lines += line_item(d, r, &it);
   }
   int damage = ncs_reader_damage(r);
@@ -528,13 +530,16 @@ static int dump_paths(dump_t *d, char **paths, int npaths) {
   int worst = NCS_DAMAGE_NONE;
   size_t tried = 0, opened = 0;
   for (size_t k = 0; k < n && d->lines < d->limit && !ferror(d->o); k++, tried++) {
+    uint64_t segs = d->segs;
     int dmg = dump_file(d, list[k]);
     if (dmg < 0) dmg = NCS_DAMAGE_CORRUPT; /* unreadable: what it holds is lost */
-    else opened++;
+    else if (d->segs > segs) opened++;   /* read: it holds a segment (an empty file does not) */
     if (dmg > worst) worst = dmg;
   }
   ncs_free_paths(list, n);
-  if (tried && !opened) return NCS_EXIT_NO_INPUT; /* no file could be read at all */
+  /* no file could be read at all (docs/cli.md, "Exit status"); a --limit that stopped the dump
+   * early is no such case */
+  if (tried && !opened && d->lines < d->limit) return NCS_EXIT_NO_INPUT;
   return worst == NCS_DAMAGE_CORRUPT ? NCS_EXIT_DAMAGED : NCS_EXIT_OK; /* stdout: main.c */
 }
 

@@ -148,9 +148,44 @@ static void size_warning(char *const *paths, int n, int chrome, uint64_t limit) 
                  : "");
 }
 
-/* once the job is read: a --comm that names no communicator of it is a usage error (status 2,
- * nothing written) */
+/* once the job is read: no file that could be read at all is no input (status 3), a --comm that
+ * names no communicator of it is a usage error (status 2); nothing is written */
+/* What each file lost or lacks, once for every format, -q or not (docs/cli.md, "Exit status": a
+ * file cut short, an empty one or a segment without footer only warns; damage is status 4) */
+static void file_warnings(const ncs_job_t *j) {
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_proc_t *p = &j->procs[i];
+    const ncs_job_cov_t *c = &p->cov;
+    if (p->excluded == NCS_JX_DUPLICATE)
+      ncs_warn("%s is the same recording as %s: read once", p->path, j->procs[p->same_as].path);
+    if (p->excluded) continue;
+    if (p->empty)
+      ncs_warn("%s: empty: only the file header (a process that died before its first chunk)", p->path);
+    else if (!p->readable || p->damage)
+      ncs_warn("%s: %s", p->path, p->damage_msg[0] ? p->damage_msg : "no segment could be read");
+    else if (!p->nsegs)
+      ncs_warn("%s: no segment could be read", p->path);
+    if (p->nsegs && !p->segs[p->nsegs - 1].clean && p->segs[p->nsegs - 1].mode != NCS_MODE_FLIGHT)
+      ncs_warn("%s: the last segment has no footer: the process was killed or is still running, and what it "
+               "did after its last chunk is not in the output", p->path);
+    if (c->comms_untracked || c->no_comm_ops)
+      ncs_warn("%s: %" PRIu64 " communicators not tracked (NCCLSCOPE_MAX_COMMS=%u): %" PRIu64
+               " operations recorded without a communicator are left out", p->path, c->comms_untracked,
+               c->max_comms, c->no_comm_ops);
+    if (c->evicted)
+      ncs_warn("%s: the plugin's table of open events was full (NCCLSCOPE_TRACK_MAX=%u): %" PRIu64
+               " events got no completion, %" PRIu64 " of them operations", p->path, c->track_max, c->evicted,
+               c->evicted_ops);
+    if (c->damaged_ops)
+      ncs_warn("%s: %" PRIu64 " records of operation calls name strings or communicators lost with damage: "
+               "left out", p->path, c->damaged_ops);
+  }
+}
+
+static int g_no_input; /* check_comm refused a job none of whose files could be read */
 static int check_comm(const ncs_job_t *j, void *arg) {
+  if (ncs_no_input("export", j)) return g_no_input = 1;
+  file_warnings(j);
   return ncs_check_filter_comm("export", (const ncs_job_filter_t *)arg, j);
 }
 
@@ -174,7 +209,7 @@ static void filter_summary(const ncs_xf_stats_t *f, const char *events, int quie
 /* a result of ncs_export, ncs_export_sqlite or ncs_export_otf2 that ends the verb: 4, check_comm's
  * refusal (it said why: a usage error), or a failure (err says why); 1 with *status set, else 0 */
 static int export_ended(int rc, const char *err, int *status) {
-  if (rc == 4) return *status = NCS_EXIT_USAGE, 1;
+  if (rc == 4) return *status = g_no_input ? NCS_EXIT_NO_INPUT : NCS_EXIT_USAGE, 1;
   if (rc == 2 || rc == 3 || rc < 0) {
     ncs_error("%s", err);
     return *status = export_status(rc), 1;

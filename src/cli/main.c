@@ -92,4 +92,7 @@ static int run(int argc, char **argv) {
   return ncs_usage_error(NULL, "unknown verb '%s' (verbs: %s)", v, names);
 }
 
-int main(int argc, char **argv) { return finish(run(argc, argv)); }
+int main(int argc, char **argv) {
+  ncs_out_init_signals(); /* a file size limit is a write error (status 5), not SIGXFSZ */
+  return finish(run(argc, argv));
+}

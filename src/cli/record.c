@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "trace/reader.h"
+#include "util/outfile.h"
 
 static const char record_help[] =
     "usage: ncclscope record [OPTIONS] [--] CMD [ARGS...]\n"
@@ -151,7 +152,8 @@ static int set_env(const char *plugin, const char *dir, const char *events, cons
   return rc ? -1 : 0;
 }
 
-static int env_off(const char *v) { return v && (!strcasecmp(v, "off") || !strcmp(v, "0")); }
+/* an on/off setting said off (the plugin's spellings, ncs_parse_bool) */
+static int env_off(const char *v) { return v && ncs_parse_bool(v) == 0; }
 
 /* NVTX ranges (docs/ranges.md): every copy of NVTX in the job loads the library that
  * NVTX_INJECTION64_PATH names at its first call, so naming the plugin there records them. A
@@ -426,6 +428,7 @@ static pid_t start(char *const *cmd, int tty, const sigset_t *old,
     setpgid(0, 0);
     if (tty >= 0) tcsetpgrp(tty, getpid()); /* SIGTTOU is still blocked here */
     sigaction(SIGCHLD, old_chld, NULL);
+    ncs_out_child_signals(); /* SIGXFSZ as ncclscope was started with it */
     sigprocmask(SIG_SETMASK, old, NULL);
     execvp(cmd[0], cmd);
     int e = errno;

@@ -149,9 +149,13 @@ static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t
   fprintf(o,
           "},\"operation_calls\":%" PRIu64 ",\"operation_calls_lost\":%" PRIu64
           ",\"write_errors\":%" PRIu64 ",\"gaps\":%" PRIu64 ",\"gap_bytes\":%" PRIu64
-          ",\"groups\":%" PRIu64 ",\"groups_unsampled\":%" PRIu64 ",\"timing\":{",
-          a->cov.op_starts, a->cov.op_lost, a->cov.write_errors, a->cov.gaps, a->cov.gap_bytes,
-          a->cov.groups, a->cov.groups_unsampled);
+          ",\"groups\":%" PRIu64 ",\"groups_unsampled\":%" PRIu64 ",\"damaged_operations\":%" PRIu64
+          ",\"untracked_communicators\":%" PRIu64 ",\"operations_without_communicator\":%" PRIu64
+          ",\"evicted_events\":%" PRIu64 ",\"evicted_operations\":%" PRIu64 ",\"max_comms\":%u"
+          ",\"track_max\":%u,\"timing\":{",
+          a->cov.op_calls, a->cov.op_lost, a->cov.write_errors, a->cov.gaps, a->cov.gap_bytes,
+          a->cov.groups, a->cov.groups_unsampled, a->cov.damaged_ops, a->cov.comms_untracked,
+          a->cov.no_comm_ops, a->cov.evicted, a->cov.evicted_ops, a->cov.max_comms, a->cov.track_max);
   for (unsigned k = 0; k < NCS_SRC_N; k++)
     fprintf(o, "%s\"%s\":%" PRIu64, k ? "," : "", ncs_src_names[k], a->cov.timing[k]);
   fprintf(o, "}},\n\"warnings\":[");
@@ -430,11 +434,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             "%s\n{\"comm\":%u,\"rank\":%d,\"pid\":%" PRIu64 ",\"instances\":%" PRIu64
             ",\"last_arrivals\":%" PRIu64 ",\"last_trials\":%" PRIu64 ",\"slow_trials\":%" PRIu64
             ",\"wait_caused_ns\":%" PRId64
-            ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"excess_ns\":%" PRId64
-            ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
+            ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"slowest_late_explained\":%" PRIu64
+            ",\"excess_ns\":%" PRId64 ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
             ",\"gpu_sources\":{\"none\":%" PRIu64 ",\"cupti\":%" PRIu64 ",\"kernelch\":%" PRIu64 "}}",
             k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
-            r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->excess, r->kwait, r->transfer,
+            r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->late_explained,
+            r->excess, r->kwait, r->transfer,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0, r->gsrc[NCS_GS_NONE],
             r->gsrc[NCS_GS_CUPTI], r->gsrc[NCS_GS_KERNELCH]);
   }
@@ -566,9 +571,13 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
     ncs_error("%s", err);
     return ncs_job_exit(why);
   }
+  if (ncs_no_input("report", a->job)) {
+    ncs_analysis_free(a);
+    return NCS_EXIT_NO_INPUT;
+  }
   ncs_findings_t f;
   ncs_findings_build(&f, a, 5);
-  int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  int rc = ncs_job_input(a->job) == NCS_JOB_IN_DAMAGED ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_ranges_t rg;
   ncs_ranges_build(a->job, &rg);
   if (html && write_html(html, force, (char *)dir, a, &f, &rg, 0) != 0) rc = NCS_EXIT_OUTPUT;
@@ -584,7 +593,7 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
   snprintf(line, sizeof line, "%u of %u files read%s; completion from GPU kernels for %.0f%% of %" PRIu64
            " rank operations; %.1f%% of operation calls lost; clock error +-%s",
            a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "",
-           ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_starts), e);
+           ncs_pct(a->cov.timing[0], ops), ops, ncs_pct(a->cov.op_lost, a->cov.op_calls), e);
   ncs_wrap(o, "coverage  ", "          ", line, width);
   for (uint32_t k = 0; k < f.nwarn && k < 2; k++) {
     if (!strcmp(f.warn[k].key, "gpu_check"))
@@ -788,6 +797,10 @@ int ncs_cmd_report(int argc, char **argv) {
     ncs_error("%s", err);
     return ncs_job_exit(why);
   }
+  if (ncs_no_input("report", a->job)) {
+    ncs_analysis_free(a);
+    return NCS_EXIT_NO_INPUT;
+  }
   if (timing) {
     fprintf(stderr, "ncclscope report: %u passes:", a->job->run.passes);
     for (uint32_t k = 0; k < a->job->run.passes; k++) fprintf(stderr, "%s %.3f s", k ? " +" : "", a->job->run.pass_s[k]);
@@ -795,7 +808,7 @@ int ncs_cmd_report(int argc, char **argv) {
   }
   ncs_findings_t f;
   ncs_findings_build(&f, a, (uint32_t)top);
-  int rc = a->damaged_files ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
+  int rc = ncs_job_input(a->job) == NCS_JOB_IN_DAMAGED ? NCS_EXIT_DAMAGED : NCS_EXIT_OK;
   ncs_v7_t v; /* one more pass: GPU phases, user tags, symmetric kernels (src/analyze/phases.h) */
   if (!html_stdout && ncs_v7_scan(a, &v, err, sizeof err) != 0) {
     ncs_error("%s", err);

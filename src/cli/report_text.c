@@ -520,7 +520,7 @@ static void print_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_
              "%.0f%%, proxy ops %.0f%%, none (enqueue only) %.0f%%; %.1f%% of the operation calls lost",
           a->cov.files - a->cov.unreadable, a->cov.files, a->cov.damaged ? " (some damaged)" : "", ops,
           ncs_pct(a->cov.timing[0], ops), ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops),
-          ncs_pct(a->cov.op_lost, a->cov.op_starts));
+          ncs_pct(a->cov.op_lost, a->cov.op_calls));
   snprintf(first, sizeof first, "%sCoverage:%s ", BOLD, RESET);
   wrap(o, first, "  ", line);
   snprintf(first, sizeof first, "  %s!%s ", YELLOW, RESET);

@@ -652,8 +652,9 @@ int ncs_stats_paths(char *const *paths, int npaths, FILE *o) {
   size_t opened = 0;
   for (size_t i = 0; i < n; i++) {
     int dmg = stats_file(list[i], f, o);
-    opened += f->opened;
+    opened += f->opened && f->nseg; /* read: it holds a segment */
     j.unreadable += dmg == FILE_UNREADABLE, j.empty += dmg == FILE_EMPTY;
+    if (dmg == NCS_DAMAGE_NONE && f->opened && !f->nseg) dmg = NCS_DAMAGE_CORRUPT; /* no segment */
     if (dmg == FILE_UNREADABLE || dmg == FILE_EMPTY) continue;
     j.files++, j.segs += f->nseg;
     for (uint32_t s = 0; s < f->nseg && s < MAX_SEGS; s++) j.crashed += !f->segs[s].footer;

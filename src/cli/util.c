@@ -179,6 +179,17 @@ int ncs_parse_run(const char *verb, const char *s, uint32_t *job) {
   return 0;
 }
 
+int ncs_no_input(const char *verb, const ncs_job_t *j) {
+  if (ncs_job_input(j) != NCS_JOB_IN_NONE) return 0;
+  for (uint32_t i = 0; i < j->nprocs; i++)
+    if (!j->procs[i].excluded)
+      ncs_warn("%s: %s", j->procs[i].path,
+               j->procs[i].empty ? "empty (a process that died before its first chunk)"
+               : j->procs[i].damage_msg[0] ? j->procs[i].damage_msg : "no segment could be read");
+  ncs_error("%s: no trace file could be read", verb);
+  return 1;
+}
+
 int ncs_job_exit(int why) {
   return why == NCS_JOB_ERR_SEVERAL || why == NCS_JOB_ERR_NO_JOB || why == NCS_JOB_ERR_FILTER
              ? NCS_EXIT_USAGE
@@ -274,7 +285,8 @@ void ncs_counter_name(uint32_t key, char *out, size_t len) {
       "null_ctx",  "no_thread_slot", "completions",   "revisions",     "bytes",
       "chunks",    "threads",        "unknown_type",  "unknown_state", "pool_bytes",
       "pool_peak", "end_ns",         "tracked_peak",  "write_errors",  "disabled_type",
-      "groups",    "groups_unsampled", "write_lost"};
+      "groups",    "groups_unsampled", "write_lost", "comms_untracked", "evicted",
+      "max_comms", "track_max"};
   unsigned g = key >> 8, t = key & 0xFF;
   if (g >= 1 && g <= 5 && t < NCS_T_COUNT)
     snprintf(out, len, "%s.%s", groups[g], ncs_schema[t].name);

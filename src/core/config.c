@@ -15,9 +15,11 @@ static void add_error(ncs_config_t *c, const char *var, const char *val, const c
   snprintf(c->errors + n, sizeof c->errors - n, "%s%s=\"%.40s\": %s", n ? "; " : "", var, val, why);
 }
 
-/* "64M", "1g", "4096" -> bytes; -1 when malformed */
+/* "64M", "1g", "4096" -> bytes; -1 when malformed (a sign, spaces or anything after the
+ * suffix included) */
 static long long parse_size(const char *s) {
   char *e;
+  if (!isdigit((unsigned char)*s)) return -1;
   unsigned long long v = strtoull(s, &e, 10);
   if (e == s) return -1;
   unsigned long long mul = 1;
@@ -43,10 +45,24 @@ static uint64_t env_size(ncs_config_t *c, const char *var, uint64_t def, uint64_
     return def;
   }
   if ((uint64_t)v < lo || (uint64_t)v > hi) {
-    add_error(c, var, s, "out of range; clamped");
-    return (uint64_t)v < lo ? lo : hi;
+    add_error(c, var, s, "out of range; using the default");
+    return def;
   }
   return (uint64_t)v;
+}
+
+/* An on/off setting (ncs_parse_bool's spellings); def when unset, empty or anything else (with
+ * an error that names the spellings). */
+static int env_bool(ncs_config_t *c, const char *var, int def) {
+  const char *s = getenv(var);
+  if (!s || !*s) return def;
+  int v = ncs_parse_bool(s);
+  if (v < 0) {
+    add_error(c, var, s, def ? "expected on or off (1/0, true/false, yes/no); using the default, on"
+                             : "expected on or off (1/0, true/false, yes/no); using the default, off");
+    return def;
+  }
+  return v;
 }
 
 /* An event list variable (NCCLSCOPE_EVENTS' syntax): its mask, or def (with an error) when it
@@ -75,15 +91,8 @@ static uint32_t env_events(ncs_config_t *c, const char *var, uint32_t def, const
  * Asking for it also records KernelLaunch, whose events the kernels are joined to. */
 static void cupti_config(ncs_config_t *c) {
   const char *v = getenv("NCCLSCOPE_CUPTI");
-  int off = 0;
-  if (v && *v) {
-    if (!strcasecmp(v, "on") || !strcmp(v, "1"))
-      c->cupti = 1;
-    else if (!strcasecmp(v, "off") || !strcmp(v, "0"))
-      off = 1;
-    else
-      add_error(c, "NCCLSCOPE_CUPTI", v, "expected on or off; CUPTI stays off");
-  }
+  c->cupti = env_bool(c, "NCCLSCOPE_CUPTI", 0);
+  int off = v && ncs_parse_bool(v) == 0;
   if (c->range_metrics[0] && off) { /* said twice: the explicit off wins */
     add_error(c, "NCCLSCOPE_RANGE_METRICS", c->range_metrics, "metrics need CUPTI, and NCCLSCOPE_CUPTI=off; no range metrics");
     c->range_metrics[0] = 0;
@@ -115,7 +124,7 @@ static const char *env2(const char *a, const char *b, const char **which) {
 /* Live metrics (docs/metrics.md): which outputs, where, and OTel's exporter variables. */
 static void metrics_config(ncs_config_t *c) {
   const char *m = getenv("NCCLSCOPE_METRICS");
-  if (m && *m && strcmp(m, "0") && strcasecmp(m, "none")) {
+  if (m && *m && ncs_parse_bool(m) != 0 && strcasecmp(m, "none")) {
     char list[256], *save = NULL;
     snprintf(list, sizeof list, "%s", m);
     for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -161,16 +170,9 @@ static void metrics_config(ncs_config_t *c) {
 /* User ranges and their hardware metrics (docs/ranges.md). Metrics need CUPTI, so asking for
  * them asks for CUPTI: with the same policy (off unless asked for), the same subscription. */
 static void range_config(ncs_config_t *c) {
-  const char *v = getenv("NCCLSCOPE_RANGES");
-  c->ranges = 1;
-  if (v && *v) {
-    if (!strcasecmp(v, "off") || !strcmp(v, "0"))
-      c->ranges = 0;
-    else if (strcasecmp(v, "on") && strcmp(v, "1"))
-      add_error(c, "NCCLSCOPE_RANGES", v, "expected on or off; recording ranges");
-  }
+  c->ranges = env_bool(c, "NCCLSCOPE_RANGES", 1);
   const char *m = getenv("NCCLSCOPE_RANGE_METRICS");
-  if (m && *m && strcmp(m, "off") && strcmp(m, "none")) {
+  if (m && *m && ncs_parse_bool(m) != 0 && strcmp(m, "none")) {
     if (strlen(m) >= sizeof c->range_metrics)
       add_error(c, "NCCLSCOPE_RANGE_METRICS", m, "longer than 1023 bytes; no metrics");
     else if (!c->ranges)
@@ -234,7 +236,7 @@ void ncs_config_load(ncs_config_t *c) {
       add_error(c, "NCCLSCOPE_MODE", mode, "expected trace or flight; recording a full trace");
   }
   const char *cap = getenv("NCCLSCOPE_CAPTURE");
-  c->capture = cap && *cap && strcmp(cap, "0") != 0;
+  c->capture = env_bool(c, "NCCLSCOPE_CAPTURE", 0);
   if (c->capture && c->flight) {
     add_error(c, "NCCLSCOPE_CAPTURE", cap, "capture needs a full trace; flight mode is off");
     c->flight = 0;
@@ -290,6 +292,5 @@ void ncs_config_load(ncs_config_t *c) {
   uint32_t cp = 1024;
   while (cp < cs) cp <<= 1;
   c->chain_slots = cp;
-  const char *dis = getenv("NCCLSCOPE_DISABLE");
-  c->disabled = dis && *dis && strcmp(dis, "0") != 0;
+  c->disabled = env_bool(c, "NCCLSCOPE_DISABLE", 0);
 }

@@ -244,6 +244,7 @@ typedef struct {
 
   /* counters not owned by a slot (rare paths) */
   _Atomic uint64_t no_slot_drops, no_slot_by_type[NCS_T_COUNT];
+  _Atomic uint64_t comms_untracked; /* inits beyond NCCLSCOPE_MAX_COMMS (NCS_CK_COMMS_UNTRACKED) */
 
   /* NCCLSCOPE_CHAIN (plugin/chain.c): set once per load, before the first event, under the lock.
    * While it is on the fast paths stay off, so every call reaches the cold paths that forward. */

@@ -1056,7 +1056,7 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, c
           "operation calls lost</dd>\n",
           a->cov.files - a->cov.unreadable, a->cov.files, ncs_pct(a->cov.timing[0], ops),
           ncs_pct(a->cov.timing[1], ops), ncs_pct(a->cov.timing[2], ops), ops,
-          ncs_pct(a->cov.op_lost, a->cov.op_starts));
+          ncs_pct(a->cov.op_lost, a->cov.op_calls));
   fprintf(o,
           "<dt>GPU times</dt><dd id=\"gpu-sources\">CUPTI %" PRIu64 ", KernelCh %" PRIu64
           ", none %" PRIu64 " of %" PRIu64 " operations (%" PRIu64 " captured into CUDA graphs)</dd>\n",

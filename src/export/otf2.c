@@ -497,9 +497,14 @@ static void ow_properties(ow_t *w) {
          a->cov.windows[k] && !a->cov.lost[k] ? " (count unknown)" : "");
   }
   prop(w, "WRITE_ERRORS", "%" PRIu64, a->cov.write_errors);
+  prop(w, "OPERATIONS_DAMAGED", "%" PRIu64 " left out (they name what damage lost)", a->cov.damaged_ops);
+  prop(w, "COMMUNICATORS_UNTRACKED", "%" PRIu64 " (NCCLSCOPE_MAX_COMMS=%u): %" PRIu64 " operations left out",
+       a->cov.comms_untracked, a->cov.max_comms, a->cov.no_comm_ops);
+  prop(w, "EVENTS_EVICTED", "%" PRIu64 " without completion (NCCLSCOPE_TRACK_MAX=%u), %" PRIu64 " operations",
+       a->cov.evicted, a->cov.track_max, a->cov.evicted_ops);
   prop(w, "GAPS", "%" PRIu64 " (%" PRIu64 " bytes)", a->cov.gaps, a->cov.gap_bytes);
   prop(w, "OPERATIONS_LOST", "%" PRIu64 " of %" PRIu64 " API and operation calls", a->cov.op_lost,
-       a->cov.op_starts);
+       a->cov.op_calls);
   prop(w, "TIMING", "%" PRIu64 " kernel_gpu, %" PRIu64 " proxy_host, %" PRIu64 " enqueue_host",
        a->cov.timing[NCS_SRC_KERNEL_GPU], a->cov.timing[NCS_SRC_PROXY_HOST],
        a->cov.timing[NCS_SRC_ENQUEUE_HOST]);
@@ -641,6 +646,9 @@ static void ow_archive(ow_t *w, const char *dir) {
   OTF2_ErrorCode c = OTF2_Archive_Close(w->ar);
   w->ar = NULL;
   if (c != OTF2_SUCCESS) ow_fail(w, c, "close archive");
+  /* libotf2 reports some failed writes (a full disk, a file size limit) only to its error
+   * callback, and the call that flushed still returns success: any error it reported fails */
+  if (!w->failed && ox_errmsg[0]) ow_fail(w, OTF2_ERROR_FILE_INTERACTION, "write");
   w->x.st->locations = nloc;
   w->x.st->regions = w->x.nregions;
 }
@@ -702,7 +710,7 @@ int ncs_export_otf2(const char *path, const ncs_otf2_opts_t *o, ncs_otf2_stats_t
     if (w->failed) snprintf(err, errlen, "cannot write %s: %s", o->out, w->err), rc = -2;
   }
   if (!rc && out_commit(d, o->out, err, errlen) != 0) rc = -2;
-  if (!rc && (st->damaged || w->x.a->cov.unreadable)) rc = 1;
+  if (!rc && (st->damaged || ncs_job_input(w->x.job) == NCS_JOB_IN_DAMAGED)) rc = 1;
   if (d->tmp[0]) rm_tree(d->tmp);
   ncs_out_forget(&d->slot);
   ow_free(w);

@@ -241,7 +241,7 @@ int ncs_export_sqlite(const char *path, const ncs_sqlite_opts_t *o, ncs_sqlite_s
     goto out;
   }
   sq_progress(q, NULL, 1);
-  rc = st->damaged ? 1 : 0;
+  rc = st->damaged || ncs_job_input(q->a->job) == NCS_JOB_IN_DAMAGED ? 1 : 0;
   goto out;
 fail:
   snprintf(err, errlen, "%s", q->msg[0] ? q->msg : "failed");

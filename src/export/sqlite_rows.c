@@ -522,7 +522,6 @@ void sq_export_file(sq_t *q, uint32_t pi) {
         q->st->truncated++;
       else
         q->st->damaged++;
-      fprintf(stderr, "%s: warning: %s: %s\n", q->o.prog, p->path, err);
     }
     segment_end(q);
     ncs_reader_close(r);

@@ -313,9 +313,14 @@ static void meta_coverage(sq_t *q) {
   meta_i64(q, "other_run_files", a->cov.other_job);
   meta_i64(q, "run", a->job->job), meta_i64(q, "runs", a->job->njobs);
   meta_i64(q, "segments_without_footer", a->cov.no_footer);
-  meta_i64(q, "operation_calls", (int64_t)a->cov.op_starts);
+  meta_i64(q, "operation_calls", (int64_t)a->cov.op_calls);
   meta_i64(q, "operation_calls_lost", (int64_t)a->cov.op_lost);
   meta_i64(q, "write_errors", (int64_t)a->cov.write_errors);
+  meta_i64(q, "damaged_operations", (int64_t)a->cov.damaged_ops);
+  meta_i64(q, "untracked_communicators", (int64_t)a->cov.comms_untracked);
+  meta_i64(q, "operations_without_communicator", (int64_t)a->cov.no_comm_ops);
+  meta_i64(q, "evicted_events", (int64_t)a->cov.evicted);
+  meta_i64(q, "evicted_operations", (int64_t)a->cov.evicted_ops);
   meta_i64(q, "gaps", (int64_t)a->cov.gaps);
   for (unsigned t = 1; t <= NCS_JL_UNKNOWN; t++) {
     snprintf(k, sizeof k, "lost_records_%s", ncs_jl_names[t]);
@@ -328,7 +333,13 @@ static void meta_coverage(sq_t *q) {
   ncs_findings_t f;
   ncs_findings_build(&f, a, 1);
   for (uint32_t i = 0; i < f.nwarn; i++) {
-    snprintf(k, sizeof k, "warning_%s", f.warn[i].key);
+    /* a key said again (one warning per unreadable file): warning_KEY, warning_KEY_2, ... */
+    uint32_t same = 1;
+    for (uint32_t z = 0; z < i; z++) same += !strcmp(f.warn[z].key, f.warn[i].key);
+    if (same == 1)
+      snprintf(k, sizeof k, "warning_%s", f.warn[i].key);
+    else
+      snprintf(k, sizeof k, "warning_%s_%u", f.warn[i].key, same);
     meta_txt(q, k, f.warn[i].text);
   }
   ncs_findings_free(&f);

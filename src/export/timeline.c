@@ -463,16 +463,15 @@ int ncs_export(char *const *paths, size_t npaths, const ncs_export_opts_t *o,
   }
   st->bytes_out += ms->bytes_out; /* with workers, the fragments were counted by them */
   st->json_rows += ms->rows;
+  /* each file's damage, emptiness, missing footer and what limits left out: the caller says
+   * them (cli/export.c, once for every format) */
   for (uint32_t i = 0; i < x->nfiles; i++) {
     const ncs_job_proc_t *p = &x->job->procs[i];
-    if (p->excluded == NCS_JX_DUPLICATE)
-      fprintf(stderr, "%s: warning: %s is the same recording as %s: read once\n", x->o.prog, p->path,
-              x->job->procs[p->same_as].path);
     if (p->excluded) continue;
     if (!p->readable || p->damage == NCS_DAMAGE_CORRUPT) st->damaged++, rc = rc ? rc : 1;
     if (p->damage == NCS_DAMAGE_TRUNCATED) st->truncated++;
-    if (!p->readable || p->damage) fprintf(stderr, "%s: warning: %s: %s\n", x->o.prog, p->path, p->damage_msg);
   }
+  if (!rc && ncs_job_input(x->job) == NCS_JOB_IN_DAMAGED) rc = 1; /* a file without a segment */
   progress_print(x, 1);
   goto out;
 oom:

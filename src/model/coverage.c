@@ -29,9 +29,14 @@ typedef struct {
   uint64_t last_ts;  /* the latest time the segment shows */
   uint64_t prev_end; /* the time of the previous counters snapshot (or the segment start) */
   uint64_t prev_drops[NCS_T_COUNT], prev_noslot, prev_werr;
+  uint64_t pend_by_type[NCS_T_COUNT]; /* drops by type from the counters (used without LOSS) */
   uint64_t starts[NCS_T_COUNT], groups, groups_unsampled; /* the segment's latest snapshot */
+  uint64_t stops[NCS_T_COUNT], states[NCS_T_COUNT];
+  uint64_t untracked, evicted; /* the segment's latest snapshot of the limits' counters */
   int gap_open;      /* the window w[gap_at] (a GAP) waits for the next time to end it */
   size_t gap_at;
+  int dmg_open;      /* the window w[dmg_at] holds the damaged records just read (damaged_record) */
+  size_t dmg_at;
   int tail;          /* the file is damaged from the end of this segment on */
 } covscan_t;
 
@@ -65,11 +70,15 @@ static void seg_end(covscan_t *c, ncs_job_proc_t *p, uint32_t proc, uint64_t nex
     push(&c->w, &c->n, &c->cap, &c->pend[k]);
     p->cov.lost[c->pend[k].kind] += c->pend[k].records;
   }
+  if (!c->loss_items) /* LOSS records say the same by type: counted once, from them */
+    for (unsigned t = 0; t < NCS_T_COUNT; t++) p->cov.lost_by_type[t] += c->pend_by_type[t];
   if (!c->footer) p->cov.nolog_segs++;
   if (!c->footer && !c->tail) /* a TAIL window says it already */
     add(c, p, proc, NCS_JL_UNKNOWN, c->last_ts, next_start ? next_start : UINT64_MAX, 0, 0);
-  for (unsigned t = 0; t < NCS_T_COUNT; t++) p->cov.starts[t] += c->starts[t];
+  for (unsigned t = 0; t < NCS_T_COUNT; t++)
+    p->cov.starts[t] += c->starts[t], p->cov.recorded[t] += c->starts[t] + c->stops[t] + c->states[t];
   p->cov.groups += c->groups, p->cov.groups_unsampled += c->groups_unsampled;
+  p->cov.comms_untracked += c->untracked, p->cov.evicted += c->evicted;
   c->in_seg = c->gap_open = 0;
 }
 
@@ -89,11 +98,17 @@ static void counters(covscan_t *c, ncs_job_proc_t *p, uint32_t proc, const ncs_c
     uint64_t v = k->values[i];
     if ((key & ~0xFFu) == NCS_CK_DROPS && t < NCS_T_COUNT) drops[t] = v;
     if ((key & ~0xFFu) == NCS_CK_STARTS && t < NCS_T_COUNT) c->starts[t] = v;
+    if ((key & ~0xFFu) == NCS_CK_STOPS && t < NCS_T_COUNT) c->stops[t] = v;
+    if ((key & ~0xFFu) == NCS_CK_STATES && t < NCS_T_COUNT) c->states[t] = v;
     if (key == NCS_CK_NO_THREAD_SLOT) noslot = v;
     if (key == NCS_CK_WRITE_ERRORS) werr = v;
     if (key == NCS_CK_END_NS) end = v;
     if (key == NCS_CK_GROUPS) c->groups = v;
     if (key == NCS_CK_GROUPS_UNSAMPLED) c->groups_unsampled = v;
+    if (key == NCS_CK_COMMS_UNTRACKED) c->untracked = v;
+    if (key == NCS_CK_EVICTED) c->evicted = v;
+    if (key == NCS_CK_MAX_COMMS && v <= UINT32_MAX) p->cov.max_comms = (uint32_t)v;
+    if (key == NCS_CK_TRACK_MAX && v <= UINT32_MAX) p->cov.track_max = (uint32_t)v;
   }
   if (!end) end = c->last_ts;
   uint64_t n = 0;
@@ -101,7 +116,7 @@ static void counters(covscan_t *c, ncs_job_proc_t *p, uint32_t proc, const ncs_c
   for (unsigned t = 0; t < NCS_T_COUNT; t++)
     if (drops[t] > c->prev_drops[t]) {
       n += drops[t] - c->prev_drops[t], types |= 1u << t;
-      p->cov.lost_by_type[t] += drops[t] - c->prev_drops[t];
+      c->pend_by_type[t] += drops[t] - c->prev_drops[t];
       c->prev_drops[t] = drops[t];
     }
   ncs_job_loss_t x = {proc, c->seg, NCS_JL_DROPS, c->prev_end, end, n, types};
@@ -125,10 +140,31 @@ static void loss_item(covscan_t *c, ncs_job_proc_t *p, uint32_t proc, const ncs_
                   : l->reason == NCS_LOSS_WRITE ? NCS_JL_WRITE
                                                 : NCS_JL_DROPS;
   uint32_t types = 0;
+  uint64_t *by = kind == NCS_JL_WRITE ? p->cov.write_lost_by_type : p->cov.lost_by_type;
   for (unsigned t = 0; t < NCS_T_COUNT; t++)
-    if (l->by_type[t]) types |= 1u << t, p->cov.lost_by_type[t] += l->by_type[t];
+    if (l->by_type[t]) types |= 1u << t, by[t] += l->by_type[t];
   c->loss_items = 1;
   add(c, p, proc, kind, l->from_ns, l->to_ns, l->records, types);
+}
+
+/* A START that names strings or communicators lost with damage: an operation's is left out of
+ * the job (merge.c), so its time is a damaged range (a GAP window, grown while such records
+ * follow each other) where records are missing */
+static void damaged_record(covscan_t *c, ncs_job_proc_t *p, uint32_t proc, const ncs_event_t *e) {
+  unsigned t = e->type;
+  if (t != NCS_T_COLL && t != NCS_T_P2P && t != NCS_T_COLL_API && t != NCS_T_P2P_API) return;
+  p->cov.damaged_ops++;
+  if (c->dmg_open && c->dmg_at < c->n && c->w[c->dmg_at].kind == NCS_JL_GAP) {
+    ncs_job_loss_t *w = &c->w[c->dmg_at];
+    if (e->ts < w->from_ns) w->from_ns = e->ts;
+    if (e->ts > w->to_ns) w->to_ns = e->ts;
+    w->records++;
+    return;
+  }
+  ncs_job_loss_t x = {proc, c->seg, NCS_JL_GAP, e->ts, e->ts, 1,
+                      (1u << NCS_T_COLL) | (1u << NCS_T_P2P) | (1u << NCS_T_COLL_API) | (1u << NCS_T_P2P_API)};
+  push(&c->w, &c->n, &c->cap, &x);
+  c->dmg_open = 1, c->dmg_at = c->n - 1;
 }
 
 /* the latest time an item shows; a pending GAP window ends there */
@@ -147,6 +183,13 @@ void cov_scan_item(void *state, ncs_job_t *j, uint32_t proc, const ncs_item_t *i
   case NCS_ITEM_CLOCK: seen(c, it->clock_mono_ns); break;
   case NCS_ITEM_EVENT:
     if (it->ev.kind <= NCS_REC_STATE) seen(c, it->ev.ts);
+    if (it->ev.lost && it->ev.kind == NCS_REC_START) damaged_record(c, p, proc, &it->ev);
+    else if (it->ev.kind <= NCS_REC_STATE) c->dmg_open = 0;
+    if (it->ev.type == NCS_T_COLL || it->ev.type == NCS_T_P2P) {
+      /* an operation of a communicator the plugin did not track (NCCLSCOPE_MAX_COMMS) */
+      if (it->ev.kind == NCS_REC_START && it->ev.ctx_kind == NCS_CTX_NONE) p->cov.no_comm_ops++;
+      if (it->ev.kind == NCS_REC_EXPIRED && it->ev.reason == NCS_XR_EVICTED) p->cov.evicted_ops++;
+    }
     break;
   case NCS_ITEM_COUNTERS: counters(c, p, proc, it->counters); break;
   case NCS_ITEM_FOOTER:
@@ -167,7 +210,9 @@ void cov_scan_item(void *state, ncs_job_t *j, uint32_t proc, const ncs_item_t *i
 void cov_scan_end(void *state, ncs_job_t *j, uint32_t proc) {
   covscan_t *c = state;
   ncs_job_proc_t *p = &j->procs[proc];
-  if (p->damage) { /* the rest is lost */
+  /* the rest is lost; but zeros or holes after a segment's FOOTER (a sparse file, blocks that
+   * never reached the disk) end a file whose recording had ended */
+  if (p->damage && !(p->damage == NCS_DAMAGE_TRUNCATED && c->in_seg && c->footer)) {
     add(c, p, proc, NCS_JL_TAIL, c->last_ts, UINT64_MAX, 0, 0);
     c->tail = 1;
   }

@@ -120,6 +120,7 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
     return;
   }
   p->readable = 1;
+  p->empty = ncs_reader_empty(r);
   void *clk, *cov, *gpu;
   clock_scan_begin(&clk), cov_scan_begin(&cov), gpu_scan_begin(&gpu);
   ncs_job_seg_t *s = NULL;
@@ -154,6 +155,17 @@ static void scan_file(ncs_job_t *j, uint32_t pi, uint64_t *first) {
   clock_scan_end(clk, j, pi);
   cov_scan_end(cov, j, pi);
   gpu_scan_end(gpu, j, pi); /* after the coverage: it asks for the file's losses */
+}
+
+int ncs_job_input(const ncs_job_t *j) {
+  uint32_t read = 0, bad = 0;
+  for (uint32_t i = 0; i < j->nprocs; i++) {
+    const ncs_job_proc_t *p = &j->procs[i];
+    if (p->excluded) continue;
+    if (p->readable && p->nsegs) read++;
+    if (!p->readable || (!p->nsegs && !p->empty) || p->damage == NCS_DAMAGE_CORRUPT) bad++;
+  }
+  return !read ? NCS_JOB_IN_NONE : bad ? NCS_JOB_IN_DAMAGED : NCS_JOB_IN_OK;
 }
 
 /* ------------------------------------------------------------------ open, free */

@@ -510,6 +510,9 @@ static void handle_event(ncs_job_t *j, src_t *S, const ncs_event_t *e) {
   } else if (e->type == NCS_T_KERNEL_LAUNCH && e->kind == NCS_REC_START) {
     if (hm_put(&S->launch, hm_mix2(e->thread, e->ctx), e->ts) != 0) ncs_oom();
   } else if (e->kind == NCS_REC_START) {
+    /* a record that names a function, datatype or communicator lost with damage is no operation
+     * to match or compare: left out, counted by the coverage (ncs_job_cov_t.damaged_ops) */
+    if (e->lost && (op || e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API)) return;
     if ((e->type == NCS_T_COLL_API || e->type == NCS_T_P2P_API) && !jp(j)->hostpass)
       api_start(j, S, e);
     else if (op && e->ctx_kind == NCS_CTX_LOCAL && e->ctx < NCS_JOB_COMM_INDEX_MAX &&

@@ -149,12 +149,27 @@ enum {
 /* what one file covers */
 typedef struct {
   uint64_t lost[NCS_JL_UNKNOWN + 1]; /* records lost by kind (0 when not counted) */
-  uint64_t lost_by_type[NCS_T_COUNT]; /* drops and no-slot losses by event type */
+  /* records lost by event type, each once: from LOSS records, or (files without them) from the
+   * growth of the drop counters; drops and no-slot losses never reached the writer, write
+   * losses did (they are in recorded[] too) */
+  uint64_t lost_by_type[NCS_T_COUNT];       /* drops and no-slot losses */
+  uint64_t write_lost_by_type[NCS_T_COUNT]; /* records of chunks that could not be written */
+  uint64_t recorded[NCS_T_COUNT]; /* START, STOP and STATE records the writer received (the
+                                     counters: footers, else the last snapshot) */
   uint64_t write_errors;   /* chunks that could not be written */
   uint64_t gaps, gap_bytes;
   uint64_t starts[NCS_T_COUNT]; /* calls the plugin counted (footers, else the last snapshot) */
   uint64_t groups, groups_unsampled; /* group sampling: groups started; of which without GPU times */
   uint32_t nolog_segs;     /* segments without a footer */
+  uint64_t damaged_ops;    /* Coll/P2p/CollApi/P2pApi STARTs that name strings or communicators
+                              lost with damage (ncs_event_t.lost): left out of the operations */
+  /* what the plugin's limits left out (docs/config.md): communicators beyond NCCLSCOPE_MAX_COMMS
+   * (their Coll/P2p recorded with a NULL context, no_comm_ops, and left out of the job), and
+   * events its writer's table (NCCLSCOPE_TRACK_MAX) had no room for (evicted; of them Coll/P2p:
+   * evicted_ops, without a completion). max_comms, track_max: the limits in force (0 unknown:
+   * files written before these counters) */
+  uint64_t comms_untracked, no_comm_ops, evicted, evicted_ops;
+  uint32_t max_comms, track_max;
 } ncs_job_cov_t;
 
 /* A window of a file's GPU clock map (docs/report.md, "Clocks"): host monotonic = pTimer - off
@@ -183,6 +198,8 @@ typedef struct {
   uint64_t pid;
   uint32_t host_index;
   int readable;       /* 0: it could not be opened (why: damage_msg) */
+  int empty;          /* the file holds at most its header: a process that died before its first
+                         chunk (ncs_reader_empty); no segment, and no damage either */
   int damage;         /* NCS_DAMAGE_* of the reader: the file ends early (truncated, corrupt) */
   char damage_msg[256];
   ncs_job_seg_t *segs;
@@ -724,6 +741,17 @@ ncs_job_t *ncs_job_open_files(char *const *paths, size_t n, const ncs_job_opts_t
  * job keeps them anyway). Run it once. */
 void ncs_job_stream(ncs_job_t *j, const ncs_job_sink_t *sink, void *arg);
 void ncs_job_free(ncs_job_t *j);
+
+/* What the input is, for the one exit-status table of every verb (docs/cli.md, "Exit status"):
+ *   NCS_JOB_IN_NONE     no file with a segment that could be read (unreadable, not a trace, a
+ *                       newer format, damaged throughout, or only empty files): exit 3;
+ *   NCS_JOB_IN_DAMAGED  a file is damaged in the middle (the reader's CORRUPT), or one could not be
+ *                       read (or holds no segment) while others could: exit 4;
+ *   NCS_JOB_IN_OK       otherwise: a file cut short (truncated last chunk), an empty file or a
+ *                       segment without footer only warns.
+ * Files left out (a duplicate, another run's) do not count. */
+enum { NCS_JOB_IN_OK = 0, NCS_JOB_IN_DAMAGED = 1, NCS_JOB_IN_NONE = 2 };
+int ncs_job_input(const ncs_job_t *j);
 
 /* the retained operations and instances (opts.retain, after ncs_job_stream). Instances are in
  * (comm, func, seq, then the order they finished) order; the operations of instance i are

@@ -248,6 +248,17 @@ int ncs_chain_load_locked(int abi) {
     ncs_log(NCS_LOG_WARN, "NCCLSCOPE_CHAIN: cannot load '%s' (%s); nothing is chained", path, dlerror());
     return 0;
   }
+  /* ncclscope itself, by this name or another (a copy, a link, another build): it would read the
+   * same NCCLSCOPE_CHAIN and forward to itself until the stack runs out */
+  const char *id = dlsym(lib, NCS_IDENTITY_SYMBOL);
+  if (id) {
+    ncs_log(NCS_LOG_WARN, "NCCLSCOPE_CHAIN: '%s' is ncclscope (%s; it exports %s: \"%.64s\"), refused: "
+            "ncclscope chained to ncclscope would forward to itself without end; nothing is chained",
+            path, id == ncclscopePluginIdentity ? "this very library" : "another copy or build",
+            NCS_IDENTITY_SYMBOL, id);
+    dlclose(lib);
+    return 0;
+  }
   int m = 0;
   void *sym = NULL;
   for (m = abi; m >= 1 && !sym; m--) {

@@ -18,6 +18,12 @@ NCS_HIDDEN ncs_result_t ncs_init_rec(void **context, uint64_t comm_id, int *mask
 NCS_HIDDEN ncs_result_t ncs_finalize_rec(void *context);
 NCS_HIDDEN __attribute__((cold)) void ncs_end_rec(void *eh, int kind, int state, uint64_t a0, uint64_t a1);
 
+/* plugin.c: what every build of the plugin exports, whatever its file is called: a chained
+ * library that has it is ncclscope (itself, or a copy), which the chain refuses (it would forward
+ * to itself without end) */
+#define NCS_IDENTITY_SYMBOL "ncclscopePluginIdentity"
+extern const char ncclscopePluginIdentity[];
+
 /* chain.c */
 /* At an init, under ncs_g.lock: loads the chained plugin once per load (NCCL's ABI version `abi`).
  * Returns 1 when the chain is on. */

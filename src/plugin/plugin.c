@@ -65,7 +65,13 @@ static int setup_locked(void) {
   if (ncs_g.ready) return 0;
   ncs_config_load(&ncs_g.cfg);
   if (ncs_g.cfg.errors[0]) ncs_log(NCS_LOG_WARN, "configuration: %s", ncs_g.cfg.errors);
-  if (ncs_g.cfg.disabled) return -1;
+  if (ncs_g.cfg.disabled) {
+    static int said; /* once per load: init asks again for every communicator */
+    if (!said++)
+      ncs_log(NCS_LOG_INFO, "NCCLSCOPE_DISABLE=%s: the plugin is off; nothing is recorded",
+              getenv("NCCLSCOPE_DISABLE") ? getenv("NCCLSCOPE_DISABLE") : "");
+    return -1;
+  }
   ncs_g.pid = getpid();
   uint64_t t = ncs_mono_ns();
   ncs_set_epoch((uint32_t)((t ^ (t >> 17) ^ (uint64_t)ncs_g.pid) & 0xFF));
@@ -178,8 +184,10 @@ ncs_result_t ncs_init_rec(void **context, uint64_t comm_id, int *mask, const cha
   int init_mask = (int)(atomic_load(&ncs_g.sampling) && atomic_load(&ncs_g.sample_hold_hook) ? hook : m);
   uint32_t idx = atomic_load(&ncs_g.ncomms);
   if (idx >= ncs_g.cfg.max_comms) {
-    ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one",
-            ncs_g.cfg.max_comms);
+    uint64_t n = atomic_fetch_add(&ncs_g.comms_untracked, 1) + 1;
+    ncs_log(NCS_LOG_WARN, "more than NCCLSCOPE_MAX_COMMS=%u communicators; not tracking this one (%llu "
+            "so far): its events are recorded without their communicator, and every ncclscope output "
+            "says how many were left out", ncs_g.cfg.max_comms, (unsigned long long)n);
     if (mask) __atomic_store_n(mask, init_mask, __ATOMIC_RELAXED); /* NCCL reads it atomically */
     pthread_mutex_unlock(&ncs_g.lock);
     return NCS_SUCCESS;
@@ -1096,6 +1104,9 @@ static ncs_result_t init_v2(void **c, int *m) { return do_init(c, 0, m, NULL, -1
 static ncs_result_t init_v1(void **c, int *m) { return do_init(c, 0, m, NULL, -1, -1, -1, NULL, 1); }
 
 /* NCCL 2.31 and later pick v7; 2.29-2.30 v6; 2.28 v5; 2.27 v4; 2.26 v3; 2.24-2.25 v2; 2.23 v1 */
+/* ncclscope's identity (chain.h): NCCLSCOPE_CHAIN refuses a library that exports it */
+EXPORT const char ncclscopePluginIdentity[] = "ncclscope profiler plugin " NCS_VERSION;
+
 EXPORT const ncs_profiler_v7_t ncclProfiler_v7 = {"ncclscope", init_v7, START_V7, STOP_ANY,
                                                   STATE_V4, do_finalize};
 EXPORT const ncs_profiler_v6_t ncclProfiler_v6 = {"ncclscope", init_v6, START_V6, STOP_ANY,

@@ -535,9 +535,10 @@ static int fill(const ncs_nvtx_callbacks_t *cb, int module, const slot_t *s, siz
 /* NVTX's entry point into a tool: called once by each NVTX copy in the process, at its first
  * call. Returning 0 leaves that copy's calls no-ops (NCCLSCOPE_RANGES=off, NCCLSCOPE_DISABLE). */
 EXPORT int InitializeInjectionNvtx2(ncs_nvtx_get_export_table_fn get) {
+  /* the plugin's rule (ncs_parse_bool; an unknown spelling keeps the default, on for ranges and
+   * off for disable): the plugin's init logs the warning */
   const char *off = getenv("NCCLSCOPE_RANGES"), *dis = getenv("NCCLSCOPE_DISABLE");
-  if ((off && (!strcmp(off, "off") || !strcmp(off, "0"))) || (dis && *dis && strcmp(dis, "0")))
-    return 0;
+  if ((off && ncs_parse_bool(off) == 0) || (dis && ncs_parse_bool(dis) == 1)) return 0;
   const ncs_nvtx_callbacks_t *cb = get ? get(NCS_NVTX_ETID_CALLBACKS) : NULL;
   if (!cb || cb->struct_size < sizeof *cb || !cb->GetModuleFunctionTable) return 0;
   atomic_store(&ncs_range_used, 1); /* NVTX holds our functions from now on */

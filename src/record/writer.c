@@ -130,7 +130,8 @@ typedef struct {
   int fl_lost_logged;
   /* producer counters at segment start, subtracted so the footer is per segment */
   uint64_t base_bad, base_stale, base_null, base_disabled,
-      base_unk_type, base_unk_state, base_groups, base_groups_unsampled;
+      base_unk_type, base_unk_state, base_groups, base_groups_unsampled, base_untracked;
+  uint64_t evicted; /* events the tracking table had no room for (NCCLSCOPE_TRACK_MAX) */
 } writer_t;
 
 static writer_t W;
@@ -530,8 +531,20 @@ static trk_t *trk_find(uint64_t id) {
   }
 }
 
+/* The table is full: an event is left untracked (its completion is not derived). Counted
+ * (NCS_CK_EVICTED) and said once per segment in NCCL's log. */
+static void trk_full(void) {
+  if (!W.evicted++)
+    ncs_log(NCS_LOG_WARN, "NCCLSCOPE_TRACK_MAX=%u: the writer's table of open events is full; events "
+            "it has no room for get no completion (counted in the trace, and said by every ncclscope "
+            "output); raise NCCLSCOPE_TRACK_MAX", W.trk_cap);
+}
+
 static trk_t *trk_insert(uint64_t id) {
-  if (W.trk_n + 1 >= W.trk_cap * 3 / 4) return NULL; /* keep probes short; caller counts */
+  if (W.trk_n + 1 >= W.trk_cap * 3 / 4) { /* keep probes short */
+    trk_full();
+    return NULL;
+  }
   uint32_t i = trk_hash(id);
   while (W.trk[i].id && W.trk[i].id != id) i = (i + 1) & (W.trk_cap - 1);
   if (!W.trk[i].id) {
@@ -1132,6 +1145,7 @@ static void counters_base(void) {
   W.base_bad = p.bad, W.base_stale = p.stale, W.base_null = p.null;
   W.base_disabled = p.disabled, W.base_unk_type = p.unk_type, W.base_unk_state = p.unk_state;
   W.base_groups = p.groups, W.base_groups_unsampled = p.groups_unsampled;
+  W.base_untracked = atomic_load(&ncs_g.comms_untracked);
 }
 
 static void put(ncs_counters_t *c, uint32_t k, uint64_t v) {
@@ -1176,6 +1190,10 @@ static void write_counters(uint16_t type) {
   put(&c, NCS_CK_GROUPS, p.groups - W.base_groups);
   put(&c, NCS_CK_GROUPS_UNSAMPLED, p.groups_unsampled - W.base_groups_unsampled);
   put(&c, NCS_CK_WRITE_LOST, W.write_lost);
+  put(&c, NCS_CK_COMMS_UNTRACKED, atomic_load(&ncs_g.comms_untracked) - W.base_untracked);
+  put(&c, NCS_CK_EVICTED, W.evicted);
+  put(&c, NCS_CK_MAX_COMMS, ncs_g.cfg.max_comms);
+  put(&c, NCS_CK_TRACK_MAX, W.trk_cap);
   put(&c, NCS_CK_BYTES, W.bytes); /* last: includes everything before this chunk */
   ncs_enc_counters(&W.tmp, &c);
   small_chunk(type);
@@ -1411,6 +1429,9 @@ static void *writer_main(void *arg) {
   ncs_range_segment_end();
   loss_cycle(1);
   write_counters(NCS_CHUNK_FOOTER);
+  if (W.evicted)
+    ncs_log(NCS_LOG_WARN, "NCCLSCOPE_TRACK_MAX=%u: %llu events of this segment had no room in the writer's "
+            "table and got no completion", W.trk_cap, (unsigned long long)W.evicted);
   io_end();
   if (ncs_mx_active) mx_publish(1); /* everything is settled: the metrics' last word */
   return NULL;

@@ -3,6 +3,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define SCHEMA_FIELD_(T, n, k) {#n, NCS_FK_##k},
 #define SCHEMA_TYPE_(E, T, c) [NCS_T_##E] = {#T, #c, NCS_NF(T), {NCS_FIELDS_##T(SCHEMA_FIELD_){0}}},
@@ -157,6 +158,17 @@ static int name_mask(const char *tok, size_t len, uint32_t *m) {
   if (*e || v > NCS_T_ALL) return -1;
   *m = (uint32_t)v;
   return 0;
+}
+
+int ncs_parse_bool(const char *s) {
+  static const char *const yes[] = {"1", "on", "true", "yes", "enable", "enabled"};
+  static const char *const no[] = {"0", "off", "false", "no", "disable", "disabled"};
+  if (!s) return -1;
+  for (size_t i = 0; i < sizeof yes / sizeof yes[0]; i++) {
+    if (!strcasecmp(s, yes[i])) return 1;
+    if (!strcasecmp(s, no[i])) return 0;
+  }
+  return -1;
 }
 
 int ncs_parse_event_list(const char *s, uint32_t *mask, const char **bad, size_t *badlen) {

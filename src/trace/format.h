@@ -278,6 +278,12 @@ enum {
   NCS_CK_GROUPS = 0x14,          /* group sampling (v5+): groups started */
   NCS_CK_GROUPS_UNSAMPLED = 0x15, /* ... of which unsampled (only NCCLSCOPE_UNSAMPLED_EVENTS) */
   NCS_CK_WRITE_LOST = 0x16,      /* records in chunks that could not be written (LOSS write) */
+  NCS_CK_COMMS_UNTRACKED = 0x17, /* communicators beyond NCCLSCOPE_MAX_COMMS: not tracked, their
+                                    events recorded with a NULL context */
+  NCS_CK_EVICTED = 0x18,         /* events the writer's table (NCCLSCOPE_TRACK_MAX) had no room
+                                    for: their completion is not derived */
+  NCS_CK_MAX_COMMS = 0x19,       /* the NCCLSCOPE_MAX_COMMS in force */
+  NCS_CK_TRACK_MAX = 0x1A,       /* the NCCLSCOPE_TRACK_MAX in force (a power of two) */
 };
 
 /* CRC-32C (Castagnoli), reflected, init ~0, final xor ~0. crc of "123456789" = 0xE3069283 */
@@ -294,6 +300,12 @@ static inline int64_t ncs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(in
  * token. Known names: the per-type cli names plus api, proxy, ce, all, none, default. */
 int ncs_parse_event_list(const char *s, uint32_t *mask, const char **bad, size_t *badlen);
 #define NCS_DEFAULT_EVENTS "api,group,coll,p2p,kernel"
+
+/* The one rule for on/off settings (NCCLSCOPE_DISABLE, NCCLSCOPE_CAPTURE, NCCLSCOPE_RANGES,
+ * NCCLSCOPE_CUPTI, ...; docs/config.md "Values"), in any case: 1, on, true, yes, enable,
+ * enabled give 1; 0, off, false, no, disable, disabled give 0; anything else -1 (the caller
+ * warns and keeps the default). The plugin and the tools read them alike. */
+int ncs_parse_bool(const char *s);
 
 /* Group sampling (NCCLSCOPE_SAMPLE=N, docs/config.md "Sampling"): is a thread's group number g
  * sampled? The first group is, then those whose number hashes to 0 mod N (1 in N on average).

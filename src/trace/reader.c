@@ -43,6 +43,11 @@
 /* CRC bytes that false chunk headers may cost while resynchronizing, on top of the file's size:
  * a hostile file full of plausible headers cannot make the scan quadratic */
 #define VERIFY_SLACK (64ull << 20)
+/* order checks: ids of completions remembered per generation, string ids and communicator
+ * indexes remembered as named before their definition */
+#define DONE_GEN (1u << 15)
+#define MAX_MISSED (1u << 16)
+#define MISSED_COMM (1ull << 63)
 
 /* Strings live in an arena of blocks so pointers handed out stay valid until the segment ends. */
 typedef struct arena_block {
@@ -118,6 +123,14 @@ struct ncs_reader {
   size_t str_bytes;
   map_t strings, comms, seen;
   uint64_t seg_key, seg_key_off; /* the last SEGMENT chunk's fingerprint and offset */
+  /* the writer's order (docs/trace-format.md, "Order"): string ids and communicator indexes that
+   * records named before any chunk defined them (MISSED_COMM marks an index), the ids of the
+   * latest completions and expiries (two generations of at most DONE_GEN each: a START of one
+   * of them comes after its completion), the newest CLOCK pair */
+  map_t missed, done[2];
+  uint64_t last_clock;
+  char order_why[300];
+  uint64_t order_off;
   /* the last segment that decoded: what a recovered segment inherits (one file, one process) */
   ncs_segment_info_t id;
   int have_id;
@@ -175,15 +188,24 @@ static void compose(ncs_reader_t *r) {
   if (d->bad_slots)
     PUT("%s%u damaged ring slot%s of the flight file left out", n ? "; " : "", d->bad_slots,
         d->bad_slots == 1 ? "" : "s");
+  if (d->out_of_order)
+    PUT("%s%u chunk%s or record%s out of the writer's order (moved or swapped); the first: %s",
+        n ? "; " : "", d->out_of_order, d->out_of_order == 1 ? "" : "s", d->out_of_order == 1 ? "" : "s",
+        r->order_why);
+  if (d->foreign_segments)
+    PUT("%s%u segment%s of another recording spliced into the file, skipped", n ? "; " : "",
+        d->foreign_segments, d->foreign_segments == 1 ? "" : "s");
   if (d->tail != NCS_TAIL_CLEAN) PUT("%s%s", n ? "; then " : "", r->tail_msg);
-  if (r->is_flight && (d->gaps || d->lost_refs || d->lost_segments || d->tail != NCS_TAIL_CLEAN))
+  if (r->is_flight && (d->gaps || d->lost_refs || d->lost_segments || d->out_of_order ||
+                       d->tail != NCS_TAIL_CLEAN))
     PUT(" (offsets in the flight file's linearized ring, docs/trace-format.md)");
 #undef PUT
 }
 
 static int damaged(const ncs_reader_t *r) {
   const ncs_damage_t *d = &r->dmg;
-  return d->tail != NCS_TAIL_CLEAN || d->gaps || d->lost_refs || d->lost_segments || d->bad_slots;
+  return d->tail != NCS_TAIL_CLEAN || d->gaps || d->lost_refs || d->lost_segments || d->bad_slots ||
+         d->out_of_order || d->foreign_segments;
 }
 
 static int end_tail(ncs_reader_t *r, int tail, uint64_t off, const char *fmt, ...)
@@ -219,6 +241,22 @@ static int bad_field(ncs_reader_t *r, const char *what, const char *problem) {
            problem, (unsigned long long)pos_off(r), chunk_name(r->ctype),
            (unsigned long long)r->chunk_off, what ? ": " : "", what ? what : "");
   return -1;
+}
+
+/* Chunks or records out of the writer's order (r->order_why says the first). The file is
+ * damaged; what to do with the chunk is the caller's. */
+static void order_damage(ncs_reader_t *r, uint64_t off, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void order_damage(ncs_reader_t *r, uint64_t off, const char *fmt, ...) {
+  if (!r->dmg.out_of_order++) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->order_why, sizeof r->order_why, fmt, ap);
+    va_end(ap);
+    r->order_off = off;
+  }
+  note_off(r, off);
+  compose(r);
 }
 
 /* A record that named something its segment never defined (ncs_event_t.lost) was returned. */
@@ -428,6 +466,8 @@ static void segment_reset(ncs_reader_t *r) {
   map_clear(&r->strings);
   map_clear(&r->comms);
   map_clear(&r->seen);
+  map_clear(&r->missed), map_clear(&r->done[0]), map_clear(&r->done[1]);
+  r->last_clock = 0;
   r->seg_gap = r->seg_footer = 0;
   r->over_why[0] = 0;
 }
@@ -625,6 +665,7 @@ static int dec_segment(ncs_reader_t *r) {
 }
 
 static int dec_strings(ncs_reader_t *r) {
+  int late = 0; /* strings defined after records named them */
   while (r->pos < r->end) {
     uint64_t id = 0;
     const char *s = NULL;
@@ -642,6 +683,15 @@ static int dec_strings(ncs_reader_t *r) {
     if (get_str(r, &s, "string") != 0) return -1;
     if (map_put(r, &r->strings, id, (uint64_t)(uintptr_t)s) != 0)
       return bad_field(r, NULL, "out of memory for the string table");
+    uint64_t named = 0;
+    if (!(id & MISSED_COMM) && map_get(r, &r->missed, id, &named) && named) {
+      /* the writer defines a string before the first record that names it */
+      map_put(r, &r->missed, id, 0);
+      if (!late++) /* once per chunk */
+        order_damage(r, r->chunk_off,
+                   "the STRINGS chunk at offset %llu defines string %llu, which records before it named",
+                   (unsigned long long)r->chunk_off, (unsigned long long)id);
+    }
   }
   return 0; /* no item */
 }
@@ -662,6 +712,13 @@ static int dec_comm(ncs_reader_t *r, ncs_item_t *it) {
     return bad_field(r, NULL, "too many communicators in this segment (limit 1048576)");
   if (map_put(r, &r->comms, (uint64_t)c->index + 1, 1) != 0)
     return bad_field(r, NULL, "out of memory for the communicator table");
+  uint64_t was = 0;
+  if (map_get(r, &r->missed, MISSED_COMM | ((uint64_t)c->index + 1), &was) && was) {
+    map_put(r, &r->missed, MISSED_COMM | ((uint64_t)c->index + 1), 0);
+    order_damage(r, r->chunk_off,
+                 "the COMM chunk at offset %llu defines communicator %u, which records before it named",
+                 (unsigned long long)r->chunk_off, c->index);
+  }
   it->ts = c->init_ns;
   return NCS_ITEM_COMM;
 }
@@ -760,7 +817,10 @@ static int dec_field(ncs_reader_t *r, ncs_event_t *e, unsigned i, const ncs_fiel
     if (get_u64(r, &e->f[i], fd->name) != 0) return -1;
     if (!e->f[i]) return 0;
     /* an id its segment never defined: its STRINGS chunk was lost (or the segment's start) */
-    if (!(e->fstr[i] = ncs_reader_string(r, e->f[i]))) e->lost |= NCS_LOST_STRING;
+    if (!(e->fstr[i] = ncs_reader_string(r, e->f[i]))) {
+      e->lost |= NCS_LOST_STRING;
+      if (r->missed.n < MAX_MISSED && !(e->f[i] & MISSED_COMM)) map_put(r, &r->missed, e->f[i], 1);
+    }
     return 0;
   case NCS_FK_REF: return get_ref(r, &e->fref_kind[i], &e->f[i], fd->name);
   }
@@ -788,7 +848,10 @@ static int dec_start(ncs_reader_t *r, ncs_event_t *e) {
   if (get_u64(r, &e->ctx, "context") || get_ref(r, &e->parent_kind, &e->parent, "parent") ||
       get_i32(r, &e->rank, "rank") || get_u32(r, &e->flags, "flags"))
     return -1;
-  if (e->ctx_kind == NCS_CTX_LOCAL && !comm_known(r, e->ctx)) e->lost |= NCS_LOST_COMM;
+  if (e->ctx_kind == NCS_CTX_LOCAL && !comm_known(r, e->ctx)) {
+    e->lost |= NCS_LOST_COMM;
+    if (r->missed.n < MAX_MISSED && e->ctx < UINT32_MAX) map_put(r, &r->missed, MISSED_COMM | (e->ctx + 1), 1);
+  }
   /* the fields the segment's list has: those this reader knows are decoded, later ones skipped;
      known ones the file does not have (an older file) stay 0 and are not counted in nfields */
   const ncs_schema_t *s = &ncs_schema[e->type];
@@ -873,6 +936,28 @@ static int next_record(ncs_reader_t *r, ncs_item_t *it) {
     snprintf(r->why + n, sizeof r->why - n, "; records %u to %u of the chunk are lost",
              r->ev_done + 1, r->ev_count);
     return -1;
+  }
+  const ncs_event_t *e = &it->ev;
+  if (e->kind == NCS_REC_START && e->id &&
+      (map_get(r, &r->done[0], e->id, NULL) || map_get(r, &r->done[1], e->id, NULL))) {
+    /* the writer completes (or expires) only events whose START it wrote: this record was
+     * written before a chunk that comes earlier in the file */
+    order_damage(r, r->rec_off, "the START of event %llu at offset %llu comes after its completion",
+                 (unsigned long long)e->id, (unsigned long long)r->rec_off);
+    snprintf(r->why, sizeof r->why,
+             "the START of event %llu at offset %llu (in the %s chunk at offset %llu) comes after its "
+             "completion: chunks out of order; records %u to %u of the chunk are skipped",
+             (unsigned long long)e->id, (unsigned long long)r->rec_off, chunk_name(r->ctype),
+             (unsigned long long)r->chunk_off, r->ev_done + 1, r->ev_count);
+    return -1;
+  }
+  if ((e->kind == NCS_REC_COMPLETE || e->kind == NCS_REC_EXPIRED) && e->id) {
+    if (r->done[0].n >= DONE_GEN) { /* a new generation: the oldest ids are forgotten */
+      map_clear(&r->done[1]);
+      r->done[1] = r->done[0];
+      memset(&r->done[0], 0, sizeof r->done[0]);
+    }
+    map_put(r, &r->done[0], e->id, 1); /* no memory: one check less */
   }
   if (it->ev.lost) count_lost(r);
   if (++r->ev_done == r->ev_count) r->in_events = 0; /* bytes after the last record are ignored */
@@ -1330,6 +1415,12 @@ static int dec_chunk(ncs_reader_t *r, ncs_item_t *it) {
         get_u64(r, &it->clock_realtime_ns, "realtime ns"))
       return -1;
     it->ts = it->clock_mono_ns;
+    /* the writer reads its clock pairs in order: an older one after a newer one was moved */
+    if (it->clock_mono_ns < r->last_clock)
+      order_damage(r, r->chunk_off, "the CLOCK chunk at offset %llu is older than the one before it",
+                   (unsigned long long)r->chunk_off);
+    else
+      r->last_clock = it->clock_mono_ns;
     return NCS_ITEM_CLOCK;
   case NCS_CHUNK_STRINGS: return dec_strings(r);
   case NCS_CHUNK_COMM: return dec_comm(r, it);
@@ -1377,6 +1468,8 @@ static int end_damaged(ncs_reader_t *r, uint64_t off, uint64_t size, const char 
                     "%s: the file is damaged from there; the rest (%llu bytes) is not read: too "
                     "many false chunk headers after it (a hostile file?)",
                     why, (unsigned long long)(size - off));
+  if (r->is_flight) /* the flight writer raises a slot's `used` after its bytes: no torn write */
+    return end_tail(r, NCS_TAIL_LOST, off, "%s: the flight file's ring is damaged from there to its end", why);
   if (tail_is_zero(r, off, size)) {
     if (hole_from(r, off, size) < size)
       return end_tail(r, NCS_TAIL_TRUNCATED, off,
@@ -1456,6 +1549,72 @@ static int is_copy(ncs_reader_t *r, uint64_t *first) {
   return 1;
 }
 
+/* The identity a SEGMENT chunk's payload states (host, pid, start realtime), read without
+ * touching the reader's state; 0 when it does not decode that far. */
+static int seg_peek(const uint8_t *p, const uint8_t *end, const uint8_t **host, uint64_t *hlen,
+                    uint64_t *pid, uint64_t *real) {
+  uint64_t v = 0, skip = 0;
+  size_t n;
+  if (!(n = ncs_get_varint(p, end, &v))) return 0; /* format version */
+  p += n;
+  if (!(n = ncs_get_varint(p, end, &skip)) || skip > (uint64_t)(end - p - n)) return 0;
+  p += n + skip; /* plugin version */
+  if (!(n = ncs_get_varint(p, end, hlen)) || *hlen > (uint64_t)(end - p - n)) return 0;
+  *host = p + n;
+  p += n + *hlen;
+  if (!(n = ncs_get_varint(p, end, pid))) return 0;
+  p += n;
+  for (int i = 0; i < 3; i++) { /* load epoch, mode, event mask */
+    if (!(n = ncs_get_varint(p, end, &v))) return 0;
+    p += n;
+  }
+  return ncs_get_varint(p, end, real) != 0;
+}
+
+/* Why the SEGMENT chunk just loaded cannot be this file's next segment, "" if it can: one file is
+ * one process (host and pid), and its segments start one after the other. */
+static const char *foreign_segment(ncs_reader_t *r, char *buf, size_t len) {
+  const uint8_t *h = NULL;
+  uint64_t hl = 0, pid = 0, real = 0;
+  if (r->ctype != NCS_CHUNK_SEGMENT || !r->have_id || !seg_peek(r->pay, r->end, &h, &hl, &pid, &real))
+    return "";
+  if (hl != strlen(r->id_host) || memcmp(h, r->id_host, (size_t)hl) || pid != r->id.pid) {
+    snprintf(buf, len, "belongs to another process (host %.*s, pid %llu; this file's: host %.64s, pid %llu)",
+             (int)(hl > 64 ? 64 : hl), (const char *)h, (unsigned long long)pid, r->id_host,
+             (unsigned long long)r->id.pid);
+    return buf;
+  }
+  if (real && r->id.start_realtime_ns && real < r->id.start_realtime_ns) {
+    snprintf(buf, len, "starts before the segment it follows");
+    return buf;
+  }
+  return "";
+}
+
+/* The SEGMENT chunk at `off` is another recording's (why): skip it and every chunk after it up to
+ * the next SEGMENT chunk that can be this file's, a damaged chunk, or the end. A GAP item (what
+ * lay between is lost to this file). */
+static int skip_foreign(ncs_reader_t *r, ncs_item_t *it, uint64_t off, const char *why) {
+  char w[400];
+  snprintf(w, sizeof w, "the SEGMENT chunk at offset %llu %s: a segment of another recording "
+           "spliced into the file", (unsigned long long)off, why);
+  r->dmg.foreign_segments++;
+  uint64_t size = src_size(r), q = r->next_off;
+  char buf[200];
+  while (q < size) {
+    int ok = check_chunk(r, q, size, 1);
+    if (ok < 0) return -1;
+    if (!ok) break;
+    if (r->ctype == NCS_CHUNK_SEGMENT && !foreign_segment(r, buf, sizeof buf)[0]) break;
+    q = r->pay_off + (uint64_t)(r->end - r->pay);
+  }
+  r->next_off = q;
+  size_t n = strlen(w);
+  snprintf(w + n, sizeof w - n, "; skipped %s (%llu bytes)", q < size ? "up to the next segment" : "to the end",
+           (unsigned long long)(q - off));
+  return gap_item(r, it, off, q - off, 1, w, 1);
+}
+
 /* Load and check the next chunk. 1 loaded, 0 clean end of file, 2 a GAP item in *it, -1 the
  * reader failed. */
 static int load_chunk(ncs_reader_t *r, ncs_item_t *it) {
@@ -1481,6 +1640,18 @@ static int load_chunk(ncs_reader_t *r, ncs_item_t *it) {
     return 2;
   }
   if (r->state == RS_FAILED) return -1; /* a read error while comparing */
+  const char *f = r->evidence[0] ? "" : foreign_segment(r, buf, sizeof buf);
+  if (f[0]) return skip_foreign(r, it, off, f) < 0 ? -1 : 2;
+  if (!r->evidence[0] && r->have_seg && r->seg_footer && !r->seg_gap && r->ctype != NCS_CHUNK_SEGMENT &&
+      r->ctype >= 1 && r->ctype <= NCS_CHUNK_MAX_TYPE) {
+    /* the writer ends a segment with its FOOTER: a chunk after it was moved there */
+    char why[200];
+    snprintf(why, sizeof why, "the %s chunk at offset %llu comes after its segment's FOOTER: chunks out of order",
+             chunk_name(r->ctype), (unsigned long long)off);
+    order_damage(r, off, "%s", why);
+    gap_item(r, it, off, r->next_off - off, 1, why, 1);
+    return 2;
+  }
   return 1;
 }
 
@@ -1754,7 +1925,7 @@ int ncs_reader_damage(const ncs_reader_t *r) {
   if (!r || !damaged(r)) return NCS_DAMAGE_NONE;
   const ncs_damage_t *d = &r->dmg;
   if (d->tail == NCS_TAIL_TRUNCATED && !d->gaps && !d->lost_refs && !d->lost_segments &&
-      !d->bad_slots)
+      !d->bad_slots && !d->out_of_order && !d->foreign_segments)
     return NCS_DAMAGE_TRUNCATED;
   return NCS_DAMAGE_CORRUPT;
 }

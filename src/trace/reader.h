@@ -203,6 +203,12 @@ typedef struct {
   uint64_t lost_refs;              /* records with ncs_event_t.lost set */
   uint32_t lost_segments;          /* segments with ncs_segment_info_t.recovered set */
   uint32_t bad_slots;              /* flight files: damaged ring slots left out */
+  uint32_t out_of_order;           /* chunks or records found out of the writer's order: a string
+                                      or communicator defined after records named it, a START
+                                      after its completion, a CLOCK pair older than the one
+                                      before it, a chunk after its segment's FOOTER */
+  uint32_t foreign_segments;       /* segments of another process (host, pid), or starting before
+                                      the previous one, spliced into the file: skipped */
 } ncs_damage_t;
 void ncs_reader_damage_info(const ncs_reader_t *r, ncs_damage_t *d);
 uint64_t ncs_reader_error_offset(const ncs_reader_t *r); /* where the first damage starts */

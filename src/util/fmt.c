@@ -2,6 +2,7 @@
 #include "util/fmt.h"
 #include "util/text.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +72,12 @@ uint64_t ncs_progress_after_ns(void) {
     const char *e = getenv("NCCLSCOPE_PROGRESS_AFTER_MS");
     char *end = NULL;
     unsigned long long ms = e && *e ? strtoull(e, &end, 10) : 1000;
-    if (e && *e && (*end || ms > 3600000)) ms = 1000; /* not a number of ms: the default */
+    if (e && *e && (!isdigit((unsigned char)*e) || *end || ms > 3600000)) {
+      /* the settings' one rule (docs/config.md, "Values"): said, and the default used */
+      fprintf(stderr, "ncclscope: warning: NCCLSCOPE_PROGRESS_AFTER_MS='%s' is not a number of ms from 0 "
+              "to 3600000; using the default, 1000\n", e);
+      ms = 1000;
+    }
     after = (uint64_t)ms * 1000000ull;
   }
   return after;

@@ -1,6 +1,7 @@
 /* outfile.c - every output of ncclscope fails closed (outfile.h has the rules). */
 #include "util/outfile.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -63,6 +64,23 @@ static void on_fatal(int sig) {
   errno = e;
   signal(sig, SIG_DFL);
   raise(sig); /* delivered when the handler returns: the process ends as it would have */
+}
+
+static struct sigaction g_xfsz_start; /* SIGXFSZ as the process was started with it */
+static int g_xfsz_saved;
+
+void ncs_out_init_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sigemptyset(&sa.sa_mask);
+  sa.sa_handler = SIG_IGN;
+  if (sigaction(SIGXFSZ, NULL, &g_xfsz_start) != 0) return;
+  g_xfsz_saved = 1;
+  if (g_xfsz_start.sa_handler == SIG_DFL) sigaction(SIGXFSZ, &sa, NULL);
+}
+
+void ncs_out_child_signals(void) {
+  if (g_xfsz_saved) sigaction(SIGXFSZ, &g_xfsz_start, NULL);
 }
 
 /* Once: the handler for the fatal signals that still have their default action (an ignored
@@ -223,7 +241,25 @@ static int inside(const char *dir, const char *p) {
   return strncmp(p, dir, n) == 0 && (p[n] == '/' || p[n] == 0);
 }
 
-/* The output may not be an input, nor lie inside an input directory. */
+/* 1 when the file (dev, ino) is one of the regular files of directory `dir` or of its dumps/
+ * (what a verb reads there): an output named through a hard link to one of them */
+static int dir_holds(const char *dir, const struct stat *rst, int depth) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int found = 0;
+  for (struct dirent *e; !found && (e = readdir(d));) {
+    if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+    char p[PATH_MAX];
+    struct stat st;
+    if (snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= (int)sizeof p || lstat(p, &st) != 0) continue;
+    if (S_ISREG(st.st_mode)) found = st.st_dev == rst->st_dev && st.st_ino == rst->st_ino;
+    else if (S_ISDIR(st.st_mode) && depth > 0 && !strcmp(e->d_name, "dumps")) found = dir_holds(p, rst, depth - 1);
+  }
+  closedir(d);
+  return found;
+}
+
+/* The output may not be an input (by any name: a link), nor lie inside an input directory. */
 static int check_inputs(const char *path, const char *real, const struct stat *rst,
                         const ncs_out_opts_t *opt, char *err, size_t errlen) {
   for (size_t i = 0; i < opt->ninputs; i++) {
@@ -233,11 +269,14 @@ static int check_inputs(const char *path, const char *real, const struct stat *r
       free(in);
       continue;
     }
-    int same = S_ISDIR(st.st_mode) ? inside(in, real)
+    int linked = S_ISDIR(st.st_mode) && rst && S_ISREG(rst->st_mode) && dir_holds(in, rst, 1);
+    int same = S_ISDIR(st.st_mode) ? inside(in, real) || linked
                                    : !strcmp(in, real) || (rst && st.st_dev == rst->st_dev &&
                                                            st.st_ino == rst->st_ino);
     if (same)
-      snprintf(err, errlen, S_ISDIR(st.st_mode)
+      snprintf(err, errlen, linked ? "%s is a file of the input directory %s (a hard link to it): refused "
+                                     "(an output never replaces an input)"
+                            : S_ISDIR(st.st_mode)
                                 ? "%s is inside the input directory %s: refused (an output never "
                                   "goes where the inputs are read)"
                                 : "%s is an input (%s): refused (an output never replaces an input)",

@@ -72,5 +72,11 @@ void ncs_out_forget(int *slot);
 int ncs_out_scratch(const char *dir);
 /* Flush and close standard output at exit. 0, or -1 with a message in err. */
 int ncs_out_close_stdout(char *err, size_t errlen);
+/* At start: a file size limit (ulimit -f) makes every write a write error (EFBIG, exit status 5),
+ * standard output's included, instead of SIGXFSZ ending the process (unless it was ignored or
+ * handled already). ncs_out_child_signals gives a child about to exec the disposition the
+ * process was started with (record's command). */
+void ncs_out_init_signals(void);
+void ncs_out_child_signals(void);
 
 #endif

@@ -149,7 +149,9 @@ static void read_all(const uint8_t *data, size_t size) {
   CHECK(d.lost_refs == sn.lost && d.lost_segments == sn.recovered);
   CHECK(d.tail <= NCS_TAIL_LOST && d.tail_offset + d.tail_bytes <= size);
   CHECK((ncs_reader_damage(r) == NCS_DAMAGE_TRUNCATED) ==
-        (d.tail == NCS_TAIL_TRUNCATED && !d.gaps && !d.lost_refs && !d.lost_segments && !d.bad_slots));
+        (d.tail == NCS_TAIL_TRUNCATED && !d.gaps && !d.lost_refs && !d.lost_segments && !d.bad_slots &&
+         !d.out_of_order && !d.foreign_segments));
+  CHECK(d.foreign_segments <= d.gaps); /* each is skipped as a gap */
   CHECK(ncs_reader_next(r, &it) == rc);
   ncs_reader_close(r);
 }
