@@ -21,10 +21,11 @@ fail() { echo "sample check: FAILED: $*"; exit 1; }
 unset NCCLSCOPE_MODE NCCLSCOPE_EVENTS NCCLSCOPE_CAPTURE NCCLSCOPE_KERNEL_SAMPLE NCCLSCOPE_SAMPLE \
   NCCLSCOPE_UNSAMPLED_EVENTS
 # run NAME ITERS [VAR=value ...]: record nccl-sim's allreduce on 2 ranks in 2 processes, in model
-# time (docs/nccl-sim.md): the report's GPU-time checks see the model's times, not a loaded host's
+# time (docs/nccl-sim.md) and coupled as NCCL's ranks are: the report's GPU-time checks see the
+# model's times, not a loaded host's, and no rank completes an AllReduce its peer has not entered
 run() {
   n=$1 it=$2; shift 2
-  env "$@" NCCLSCOPE_DIR="$W/$n" "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce --ranks 2 --procs 2 \
+  env "$@" NCCLSCOPE_DIR="$W/$n" "$SIM" --plugin "$PLUGIN" --clock model --couple on --scenario allreduce --ranks 2 --procs 2 \
     --iters "$it" >"$W/$n.sim" 2>&1 || fail "nccl-sim ($n): $(tail -2 "$W/$n.sim")"
   "$NS" dump --stats "$W/$n" >"$W/$n.stats" 2>&1 || fail "dump --stats ($n)"
   "$NS" report --json "$W/$n" >"$W/$n.json" 2>&1 || fail "report ($n)"
@@ -105,7 +106,7 @@ run noapi 64 NCCLSCOPE_SAMPLE=8 NCCLSCOPE_EVENTS=coll,kernel
 grep -q "completions 128 (kernel $((2 * k8)), proxy 0, revised 0, forced 0, no children $((128 - 2 * k8))" "$W/noapi.stats" ||
   fail "noapi: $(grep completions "$W/noapi.stats" | tail -1)"
 # ncclscope record --sample sets it too
-NCCLSCOPE_PLUGIN="$PLUGIN" "$NS" record --sample 8 -o "$W/rec8" -- "$SIM" --clock model --scenario allreduce --ranks 2 \
+NCCLSCOPE_PLUGIN="$PLUGIN" "$NS" record --sample 8 -o "$W/rec8" -- "$SIM" --clock model --couple on --scenario allreduce --ranks 2 \
   --procs 2 --iters 64 >"$W/rec8.sim" 2>&1 || fail "record --sample 8: $(tail -2 "$W/rec8.sim")"
 "$NS" dump --stats "$W/rec8" >"$W/rec8.stats" 2>&1 || fail "dump --stats (rec8)"
 [ "$(sampling rec8)" = "$(sampling n8)" ] || fail "record --sample 8: $(sampling rec8) vs $(sampling n8)"
