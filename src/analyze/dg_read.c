@@ -825,8 +825,9 @@ void dg_settle(dg_t *D) {
   dg_impossible(D);
   if (D->pub.impossible)
     dg_note(D, "%" PRIu64 " completion%s taken back: claimed on ranks where a member of the communicator had "
-               "not entered the collective yet, which cannot happen (NCCL 2.28 hands KernelCh timestamps "
-               "of earlier work: docs/diagnose.md, \"Completions that cannot be true\")",
+               "not entered the collective yet (or after such a one on the same stream), which cannot "
+               "happen: the times they rest on are not of this work (NCCL 2.28 hands KernelCh times of "
+               "earlier work: docs/diagnose.md, \"Completions that cannot be true\")",
             D->pub.impossible, D->pub.impossible == 1 ? " was" : "s were");
   for (uint32_t g = 0; g < D->ncranks; g++) {
     settle_t s = {0};

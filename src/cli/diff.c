@@ -163,8 +163,9 @@ static const char diff_help[] =
     "  ncclscope diff -j base new | jq '.buckets[] | select(.regression)'\n"
     "\n"
     "exit status: 0 no regression, 1 a regression beyond --fail-above, 2 usage error\n"
-    "(or several runs in A or B without --run-a/--run-b), 3 no traces in A or B,\n"
-    "5 the output cannot be written (docs/cli.md)\n";
+    "(or several runs in A or B without --run-a/--run-b), 3 no traces in A or B\n"
+    "(or nothing to compare), 4 no regression but an input is damaged, 5 the output\n"
+    "cannot be written (docs/cli.md)\n";
 
 static ncs_analysis_t *open_run(const char *path, uint32_t run, int *rc) {
   char err[1024];

@@ -269,8 +269,9 @@ static int check_inputs(const char *path, const char *real, const struct stat *r
       free(in);
       continue;
     }
-    int linked = S_ISDIR(st.st_mode) && rst && S_ISREG(rst->st_mode) && dir_holds(in, rst, 1);
-    int same = S_ISDIR(st.st_mode) ? inside(in, real) || linked
+    int under = S_ISDIR(st.st_mode) && inside(in, real);
+    int linked = S_ISDIR(st.st_mode) && !under && rst && S_ISREG(rst->st_mode) && dir_holds(in, rst, 1);
+    int same = S_ISDIR(st.st_mode) ? under || linked
                                    : !strcmp(in, real) || (rst && st.st_dev == rst->st_dev &&
                                                            st.st_ino == rst->st_ino);
     if (same)
