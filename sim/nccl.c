@@ -258,7 +258,8 @@ void sim_comm_destroy(sim_comm_t *c, int abort) {
   sim_proxy_unref(c->proxy, abort);
   if (c->prof) sim_proxy_unref(c->prof, abort);
   sim_comm_finalize(c->ctx);
-  for (int ch = 0; ch < SIM_MAX_CHANNELS; ch++) free((void *)atomic_load(&c->kch_ring[ch]));
+  for (int ch = 0; ch < SIM_MAX_CHANNELS; ch++)
+    free((void *)atomic_load(&c->kch_ring[ch])), free((void *)atomic_load(&c->kch_ts[ch]));
   free(c);
 }
 

@@ -366,7 +366,7 @@ int ncs_v7_scan(const ncs_analysis_t *a, ncs_v7_t *out, char *err, size_t errlen
   for (uint32_t i = 0; i < s.nops; i++) free(s.ops[i].ph), free(s.ops[i].phid);
   free(s.ops), free(s.free_ops), free(s.fifo);
   /* by communicator and rank, not by the order the files happened to be read in */
-  qsort(out->ranks, out->nranks, sizeof *out->ranks, cmp_rank);
+  if (out->nranks) qsort(out->ranks, out->nranks, sizeof *out->ranks, cmp_rank);
   hm_free(&s.op_map), hm_free(&s.kch_map), hm_free(&s.ph_map), hm_free(&s.rank_map);
   ncs_tags_sort(&out->tags);
   if (s.oom) {
