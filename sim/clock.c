@@ -73,10 +73,12 @@ void sim_vt_floor_add(sim_vt_floor_t *f, uint64_t v) {
 }
 
 void sim_vt_floor_del(sim_vt_floor_t *f) {
-  if (!sim_opt.model || !f->next) return;
-  pthread_mutex_lock(&g_floor_mu);
-  f->prev->next = f->next, f->next->prev = f->prev;
-  f->prev = f->next = NULL;
+  if (!sim_opt.model) return;
+  pthread_mutex_lock(&g_floor_mu); /* f->next is written under it when a floor is added after f */
+  if (f->next) {
+    f->prev->next = f->next, f->next->prev = f->prev;
+    f->prev = f->next = NULL;
+  }
   pthread_mutex_unlock(&g_floor_mu);
 }
 
