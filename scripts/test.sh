@@ -86,7 +86,11 @@ if [ $quick = 0 ]; then
   export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=1
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
   export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+  # the real-GPU benchmark recordings (label realjob_heavy) take minutes each under ASan; the
+  # release stage runs them, and the PyTorch recordings take the same read path here
+  skip_labels=realjob_heavy
   run_suite "asan+ubsan" build-asan -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=address,undefined
+  skip_labels=
   # the real-GPU fixtures (label realjob) exercise the single-threaded read side, which the
   # release and ASan+UBSan stages check; under ThreadSanitizer they would take half an hour
   skip_labels=realjob

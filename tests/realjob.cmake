@@ -2,10 +2,17 @@
 # real jobs on H200s, checked against CUPTI, the benchmark's own numbers and what the job did.
 set(NCS_RJ ${CMAKE_CURRENT_SOURCE_DIR}/realjob_check.py $<TARGET_FILE:ncclscope>
     ${CMAKE_CURRENT_SOURCE_DIR}/fixtures/real ${CMAKE_CURRENT_BINARY_DIR}/realjob)
+# The benchmark recordings (perf-*: thousands of operations per process) are also labelled
+# realjob_heavy: the asan+ubsan stage of scripts/test.sh leaves them out (minutes each there; the
+# release stage runs them, and the PyTorch recordings take the read path under ASan).
 function(ncs_realjob name check cap)
   add_test(NAME realjob_${name} COMMAND python3 ${NCS_RJ} ${check} ${cap} ${ARGN})
+  set(labels realjob)
+  if("${ARGN}" MATCHES "perf-")
+    list(APPEND labels realjob_heavy)
+  endif()
   set_tests_properties(realjob_${name} PROPERTIES PASS_REGULAR_EXPRESSION "realjob ${check} ${cap}: ok"
-                       FAIL_REGULAR_EXPRESSION "FAILED|Traceback" LABELS realjob)
+                       FAIL_REGULAR_EXPRESSION "FAILED|Traceback" LABELS "${labels}")
 endfunction()
 foreach(cap 2gpu-nccl2.28.9 4gpu-nccl2.28.9 4gpu-nccl2.30.7)
   string(REGEX REPLACE "[^0-9a-z]" "" c ${cap})
