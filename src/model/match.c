@@ -221,6 +221,18 @@ static int all_depend(const char *f) {
   return ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter");
 }
 
+/* o's KernelCh times cannot be right: it has no GPU time (counted as unknown, not as ok or
+ * repaired) and its duration falls back to the enqueue interval */
+static void drop_kernelch(ncs_job_t *j, ncs_op_t *o) {
+  if (!jp(j)->hostpass) {
+    ncs_job_gchk_t *g = &j->procs[o->proc].gchk;
+    g->ok -= o->gk == NCS_GK_OK && g->ok, g->repaired -= o->gk == NCS_GK_REPAIRED && g->repaired;
+    g->unknown += o->gk != NCS_GK_UNKNOWN;
+  }
+  o->kstart = o->kstop = 0, o->gsrc = NCS_GS_NONE, o->gk = NCS_GK_UNKNOWN;
+  o->timing = NCS_SRC_ENQUEUE_HOST, o->duration = o->stop > o->arrival ? o->stop - o->arrival : 0;
+}
+
 static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
   if (x->again || !all_depend(x->func)) return; /* again: a reload cycle or a duplicate (seqNumbers
                                                   * do not line up) */
@@ -252,15 +264,7 @@ static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
     int early = o->end && (int32_t)x->distinct == nr && o->end + j->error + 2000 < last;
     if (!missing && !early) continue;
     o->complete = 0, o->end = 0, o->inferred = 0, o->impossible = 1;
-    if (o->gsrc == NCS_GS_KERNELCH) {
-      if (!jp(j)->hostpass) { /* its KernelCh times go with the claim: counted as unknown */
-        ncs_job_gchk_t *g = &j->procs[o->proc].gchk;
-        g->ok -= o->gk == NCS_GK_OK && g->ok, g->repaired -= o->gk == NCS_GK_REPAIRED && g->repaired;
-        g->unknown += o->gk != NCS_GK_UNKNOWN;
-      }
-      o->kstart = o->kstop = 0, o->gsrc = NCS_GS_NONE, o->gk = NCS_GK_UNKNOWN;
-      o->timing = NCS_SRC_ENQUEUE_HOST, o->duration = o->stop > o->arrival ? o->stop - o->arrival : 0;
-    }
+    if (o->gsrc == NCS_GS_KERNELCH) drop_kernelch(j, o); /* its KernelCh times go with the claim */
     if (!jp(j)->hostpass) j->procs[o->proc].gchk.impossible++;
   }
   free(hlast);
@@ -288,13 +292,8 @@ static void disjoint(ncs_job_t *j, inst_t *x) {
   for (size_t k = 0; k < x->n; k++) {
     ncs_op_t *o = &x->ops[k];
     if (o->gsrc != NCS_GS_KERNELCH) continue;
-    if (!jp(j)->hostpass) {
-      ncs_job_gchk_t *g = &j->procs[o->proc].gchk;
-      g->ok -= o->gk == NCS_GK_OK && g->ok, g->repaired -= o->gk == NCS_GK_REPAIRED && g->repaired;
-      g->unknown++, g->disjoint++;
-    }
-    o->kstart = o->kstop = 0, o->gsrc = NCS_GS_NONE, o->gk = NCS_GK_UNKNOWN;
-    o->timing = NCS_SRC_ENQUEUE_HOST, o->duration = o->stop > o->arrival ? o->stop - o->arrival : 0;
+    if (!jp(j)->hostpass) j->procs[o->proc].gchk.disjoint++;
+    drop_kernelch(j, o);
   }
 }
 
