@@ -14,10 +14,12 @@ quick=0
 jobs=$(nproc)
 
 summary=() # one line per stage
+failures=() # "stage: test" for every failed test, with the tail of its output in $faildir
+faildir=$(mktemp -d)
 any_failed=0
 total_passed=0 total_failed=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+trap 'rm -f "$log"; rm -rf "$faildir"' EXIT
 
 # ctest in DIR at -jJOBS with the selection; sets st_passed/st_failed; 1 on a failure or no test
 ctest_run() { # dir, jobs, selection...
@@ -29,6 +31,15 @@ ctest_run() { # dir, jobs, selection...
   f=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\1/p' "$log" | tail -1)
   n=$(sed -n 's/.* \([0-9]*\) tests failed out of \([0-9]*\).*/\2/p' "$log" | tail -1)
   st_passed=$((${n:-0} - ${f:-0})) st_failed=${f:-0}
+  # "The following tests FAILED:" then lines "\t 42 - name (Failed)": keep each name and the
+  # last lines of its output (CI shows only the end of what this script prints)
+  local t
+  for t in $(sed -n '/The following tests FAILED:/,$s/^[[:space:]]*[0-9]* - \([^ ]*\) (.*/\1/p' "$log"); do
+    failures+=("$stage_name: $t")
+    awk -v t="$t" '$0 ~ "^[0-9]+/[0-9]+ Test: " t "$" {on=1; next}
+      on && /^<end of output>/ {exit} on {print}' "$dir/Testing/Temporary/LastTest.log" 2>/dev/null |
+      tail -n 25 >"$faildir/${#failures[@]}"
+  done
   [ "$rc" -eq 0 ] && [ "${n:-0}" -gt 0 ]
 }
 
@@ -57,6 +68,7 @@ skip_labels=
 run_suite() {
   local name=$1 dir=$2 t0
   shift 2
+  stage_name=$name
   echo "=== $name ==="
   t0=$(date +%s)
   if ! build_tree "$dir" "$@"; then
@@ -75,6 +87,7 @@ run_suite() {
     return
   fi
   ok=1
+  stage_name="$name (live tests)"
   ctest_run "$dir" 1 -L live || ok=0
   total_passed=$((total_passed + st_passed)) total_failed=$((total_failed + st_failed))
   stage_done "$name (live tests)" "$t0" $ok "$st_passed passed, $st_failed failed"
@@ -98,16 +111,30 @@ if [ $quick = 0 ]; then
   skip_labels=
   echo "=== fuzz (reader, whole read path) ==="
   t0=$(date +%s)
-  if scripts/fuzz.sh "${NCS_FUZZ_SECONDS:-60}"; then
+  # libFuzzer's progress lines run to hundreds: they go to a file, and only its end is shown
+  fuzzlog=$(mktemp)
+  if scripts/fuzz.sh "${NCS_FUZZ_SECONDS:-60}" >"$fuzzlog" 2>&1; then
+    grep -E '^(fuzz:|Done |stat::(number_of_executed_units|new_units_added))' "$fuzzlog"
     stage_done fuzz "$t0" 1 "no crash"
   else
+    tail -n 80 "$fuzzlog"
     stage_done fuzz "$t0" 0 "a crash or a build failure (see above)"
   fi
+  rm -f "$fuzzlog"
 fi
 
 echo
+if [ ${#failures[@]} -gt 0 ]; then
+  echo "=== failed tests (the last lines of each one's output) ==="
+  for i in "${!failures[@]}"; do
+    echo "--- ${failures[$i]}"
+    cat "$faildir/$((i + 1))" 2>/dev/null
+  done
+  echo
+fi
 echo "=== summary ==="
 for l in "${summary[@]}"; do echo "$l"; done
 echo "tests: $total_passed passed, $total_failed failed"
+for f in "${failures[@]}"; do echo "failed: $f"; done
 [ $any_failed = 0 ] || { echo "test.sh: FAILED"; exit 1; }
 echo "test.sh: ok"
