@@ -346,7 +346,10 @@ repro-cut-first)
   # (the process died before it wrote any): the other ranks completed everything, so the verdict
   # is CANNOT TELL about the missing records, with no rank waiting (4); none of their completions
   # is taken back as impossible (the cut file proves nothing). The whole recording: OK (0).
-  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 30 \
+  # Rank 0 pauses 2 s once (--pause), so the cut file's records always end more than the dead
+  # rule's 1.5 s before the other process's clean end, whatever the machine's load: the peers'
+  # completions after that prove the process lived on, so it is not called dead.
+  NCCLSCOPE_DIR="$W/rec" "$SIM" --plugin "$PLUGIN" --scenario mixed --ranks 4 --procs 2 --iters 30 --pause 0:20:2000 \
     >"$W/sim.out" 2>&1 || fail "nccl-sim: $(tail -2 "$W/sim.out")"
   diag "$W/rec"
   expect_rc $rc 0
@@ -361,6 +364,8 @@ repro-cut-first)
   py "k=[x['kind'] for x in r['verdicts']]; assert k and all(x=='cannot_tell' for x in k), r['verdicts']
 assert not r['problem'], r['verdicts']" "cut: cannot tell, no one waits"
   grep -q "records are missing" "$W/out.txt" || fail "cut: the missing records not said"
+  grep -q "it was alive .* after its recording ends" "$W/out.txt" || fail "cut: its life after its records not said"
+  ! grep -q "^DEAD" "$W/out.txt" || fail "cut: called dead"
   ! grep -q "taken back" "$W/out.txt" || fail "cut: completions taken back"
   ;;
 filter-comm)

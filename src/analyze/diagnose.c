@@ -39,6 +39,35 @@ static void header_times(dg_t *D, dg_proc_t *P) {
   if (bad) dg_note(D, "%s: its header's heartbeat or dump time contradicts its records; the records' times are used", P->pub->name);
 }
 
+/* The newest completion, in realtime, of an operation that needs every rank of its communicator
+ * (AllReduce, AllGather, ReduceScatter: no member can finish it alone; a Broadcast root or a
+ * Reduce sender may) recorded by another process in a communicator where process i holds a rank:
+ * process i was alive then, whatever its own records say. 0 when there is none. */
+typedef struct {
+  int64_t t;
+  const dg_proc_t *P;
+} alive_ctx_t;
+static void alive_op(dg_op_t *op, void *arg) {
+  alive_ctx_t *x = arg;
+  if (op->status != OP_DONE || op->inferred || !op->end || op->seq < 0 || !op->func) return;
+  if (strcmp(op->func, "AllReduce") && strcmp(op->func, "AllGather") && strcmp(op->func, "ReduceScatter")) return;
+  int64_t t = dg_to_real(x->P, op->end);
+  if (t > x->t) x->t = t;
+}
+static int64_t alive_until(dg_t *D, uint32_t i) {
+  alive_ctx_t x = {0, NULL};
+  for (uint32_t g = 0; g < D->ncranks; g++) {
+    if (D->cranks[g]->proc != (int)i) continue;
+    for (uint32_t h = 0; h < D->ncranks; h++) {
+      dg_crank_t *o = D->cranks[h];
+      if (o->proc == (int)i || o->comm != D->cranks[g]->comm) continue;
+      x.P = &D->procs[o->proc];
+      dg_for_each_op(o, alive_op, &x);
+    }
+  }
+  return x.t;
+}
+
 static void procs_prepare(dg_t *D) {
   ncs_dg_t *G = &D->pub;
   for (uint32_t i = 0; i < G->nprocs; i++) {
@@ -95,6 +124,18 @@ static void procs_prepare(dg_t *D) {
        * Traces that all stop together without footers: the job was stopped as a whole (or is
        * still running), which is no one process's death. */
       int64_t gap = newest - p->snap_real;
+      /* ... unless the others' records prove it lived on: a peer completed, later than a CLOCK
+       * pair's second after its last record, an operation it had to take part in. Then its
+       * records are missing (cut short, lost), not its life; what it did at its end is unknown
+       * (unended_procs, and the verdicts about missing records) */
+      int64_t alive = alive_until(D, i);
+      if (alive > p->snap_real + 1000000000ll) {
+        ncs_fmt_ns(d, sizeof d, (double)(alive - p->snap_real));
+        dg_note(D, "%s: it was alive %s after its recording ends (a peer completed an AllReduce, AllGather or "
+                "ReduceScatter it had to take part in): its records of that time are missing, and it is not "
+                "called dead", p->name, d);
+        continue;
+      }
       if (G->nprocs > 1 && (gap > NCS_DG_DEAD_NS || clean_after - p->snap_real > 1500000000ll)) {
         p->dead = 1;
         ncs_fmt_ns(d, sizeof d, (double)gap);
@@ -297,6 +338,7 @@ static void unended_procs(dg_t *D) {
     }
     dg_ago_str(D, a, sizeof a, p->snap_real);
     dg_ev_line(v, "its recording ends %s: what it did after that is unknown", a);
+
     if (p->ranks)
       dg_ev_line(v, "it holds %u rank%s; %u operation%s open at its end", p->ranks, p->ranks == 1 ? "" : "s",
                  p->open_ops, p->open_ops == 1 ? "" : "s");
