@@ -1,7 +1,7 @@
 #!/bin/sh
 # breakdown_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - the breakdown's bottleneck labels and
 # `ncclscope diff` on nccl-sim jobs (docs/report.md "Breakdown", docs/diff.md).
-# CASE: healthy | slowlink | slowgpu | slowrank | diff_same | diff_slow | outputs.
+# CASE: healthy | slowlink | slowgpu | slowrank | queue | diff_same | diff_slow | outputs.
 #   outputs: SQLite (breakdown, links, net_qps, buckets.bd_*), the timeline's job slices and the
 #   HTML page state the report's breakdown and labels, with and without proxy steps.
 set -eu
@@ -55,6 +55,38 @@ slowrank)
   json t
   py "assert L['peer_wait']*10>=n*8, L; assert all(b['label']=='peer_wait' for b in B), B
 assert all(b['wait_rank'] in (-1,2) for b in B) and any(b['wait_rank']==2 for b in B), B" "not peer_wait for rank 2"
+  ;;
+queue)
+  # Kernels of 0.2 GB/s (milliseconds each) enqueued every 50-70 us: each waits behind the
+  # previous one on its communicator's stream. nccl-sim's model starts a queued kernel 300 ns
+  # after the previous one ended, + 40 ns per channel (docs/nccl-sim.md, "Model time"): the
+  # launch is under a microsecond, the rest of kernel start - arrival is the queue
+  run t
+  json t
+  python3 -c "import json; r=json.load(open('$W/out.json'))
+R=r['ranks']; assert len(R)==4, R
+for x in R:
+  assert x['queue_delay_mean_ns']>1e6 and 300<=x['launch_delay_mean_ns']<2000, x
+B=[b for b in r['buckets'] if not b['p2p']]
+assert all(b['breakdown']['label']!='launch' and b['breakdown']['queue_unknown']==0 for b in B), B
+assert sum(b['breakdown']['queue_ns'] for b in B)>0, B" || fail "queued kernels: not told from launch"
+  "$NCS" report "$W/t" | grep -q "queue avg" || fail "no queue avg column"
+  # the outputs carry the same queue: SQLite's per instance sums to the report's per bucket
+  "$NCS" export -q --format sqlite -o "$W/t.sqlite" "$W/t" || fail "export sqlite"
+  python3 -c "import json, sqlite3; r=json.load(open('$W/out.json')); db=sqlite3.connect('$W/t.sqlite')
+got=dict(((f, lo), q) for f, lo, q in db.execute('SELECT c.func, b2.bytes_lo, SUM(b.queue_ns) FROM breakdown b JOIN collectives c ON c.id=b.collective_id JOIN buckets b2 ON b2.comm=c.comm AND b2.func=c.func AND c.bytes>=b2.bytes_lo AND c.bytes<b2.bytes_hi AND NOT b2.p2p GROUP BY 1, 2'))
+want={(b['func'], b['bytes_lo']): b['breakdown']['queue_ns'] for b in r['buckets'] if not b['p2p']}
+assert got==want, (got, want)
+q=dict(db.execute('SELECT rank, queue_delay_mean_ns FROM ranks'))
+assert all(q[x['rank']]==x['queue_delay_mean_ns'] for x in r['ranks']), q" || fail "outputs disagree on the queue"
+  # healthy seeds, kernels of microseconds: nothing queues, the whole delay is the launch
+  rm -rf "$W/t"; NCCLSCOPE_DIR="$W/t" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce \
+    --ranks 4 --iters 30 --seed 3 >"$W/sim.out" || fail "nccl-sim"
+  json t
+  python3 -c "import json; r=json.load(open('$W/out.json'))
+for x in r['ranks']:
+  assert x['queue_delay_mean_ns']==0 and 500<=x['launch_delay_mean_ns']<10000, x
+assert all(b['breakdown']['queue_ns']==0 for b in r['buckets'] if not b['p2p']), r['buckets']" || fail "a queue without queueing"
   ;;
 diff_same)
   run a; run b

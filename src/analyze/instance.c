@@ -204,7 +204,14 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
   int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
   r->instances++, r->gsrc[o->gsrc]++;
   r->kwait += o->duration - xfer, r->transfer += xfer;
-  if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
+  if (o->kstart) { /* until its previous kernel ended it queued, then it launched */
+    int64_t from = t;
+    if (o->prev_end > from && o->kstart > from) {
+      int64_t q = (o->prev_end < o->kstart ? o->prev_end : o->kstart) - from;
+      r->queue_sum += q, from += q;
+    }
+    r->launch_sum += o->kstart - from, r->launch_n++;
+  }
   r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
   int q = quarter(a, in->last_arrival); /* when the instance could run */
   r->q_last_trials[q] += (uint32_t)x->last_counted, r->q_slow_trials[q] += (uint32_t)d->slow_counted;
