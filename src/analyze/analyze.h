@@ -296,5 +296,9 @@ typedef struct {
 } ncs_an_instance_t;
 
 const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i); /* NULL: past end */
+/* A retained collective operation's share of its rank's wait_suffered: the new part of its
+ * [arrival, last arrival] interval (docs/report.md, "Per rank and instance"); op indexes
+ * ncs_job_op. -1: not a collective, or left out by the filter. */
+int64_t ncs_an_op_wait(const ncs_analysis_t *a, size_t op);
 
 #endif
