@@ -257,7 +257,7 @@ static double comm_median(const ncs_analysis_t *a, const samples_t *sa, uint32_t
   double *v = ncs_xrealloc(NULL, n * sizeof *v), m;
   n = 0;
   for (uint32_t k = 0; k < a->nbuckets; k++)
-    if (!a->buckets[k].p2p && a->buckets[k].comm == comm)
+    if (!a->buckets[k].p2p && a->buckets[k].comm == comm && sa[k].n)
       memcpy(v + n, sa[k].lat, sa[k].n * sizeof *v), n += sa[k].n;
   m = median(v, n);
   free(v);
