@@ -1,7 +1,8 @@
 #!/bin/sh
 # breakdown_check.sh SIM PLUGIN NCCLSCOPE WORKDIR CASE - the breakdown's bottleneck labels and
 # `ncclscope diff` on nccl-sim jobs (docs/report.md "Breakdown", docs/diff.md).
-# CASE: healthy | slowlink | slowgpu | slowrank | diff_same | diff_slow | outputs.
+# CASE: healthy | slowlink | slowgpu | slowrank | queue | diff_same | diff_slow | diff_straggler |
+#   diff_seeds | outputs.
 #   outputs: SQLite (breakdown, links, net_qps, buckets.bd_*), the timeline's job slices and the
 #   HTML page state the report's breakdown and labels, with and without proxy steps.
 set -eu
@@ -56,6 +57,38 @@ slowrank)
   py "assert L['peer_wait']*10>=n*8, L; assert all(b['label']=='peer_wait' for b in B), B
 assert all(b['wait_rank'] in (-1,2) for b in B) and any(b['wait_rank']==2 for b in B), B" "not peer_wait for rank 2"
   ;;
+queue)
+  # Kernels of 0.2 GB/s (milliseconds each) enqueued every 50-70 us: each waits behind the
+  # previous one on its communicator's stream. nccl-sim's model starts a queued kernel 300 ns
+  # after the previous one ended, + 40 ns per channel (docs/nccl-sim.md, "Model time"): the
+  # launch is under a microsecond, the rest of kernel start - arrival is the queue
+  run t
+  json t
+  python3 -c "import json; r=json.load(open('$W/out.json'))
+R=r['ranks']; assert len(R)==4, R
+for x in R:
+  assert x['queue_delay_mean_ns']>1e6 and 300<=x['launch_delay_mean_ns']<2000, x
+B=[b for b in r['buckets'] if not b['p2p']]
+assert all(b['breakdown']['label']!='launch' and b['breakdown']['queue_unknown']==0 for b in B), B
+assert sum(b['breakdown']['queue_ns'] for b in B)>0, B" || fail "queued kernels: not told from launch"
+  "$NCS" report "$W/t" | grep -q "queue avg" || fail "no queue avg column"
+  # the outputs carry the same queue: SQLite's per instance sums to the report's per bucket
+  "$NCS" export -q --format sqlite -o "$W/t.sqlite" "$W/t" || fail "export sqlite"
+  python3 -c "import json, sqlite3; r=json.load(open('$W/out.json')); db=sqlite3.connect('$W/t.sqlite')
+got=dict(((f, lo), q) for f, lo, q in db.execute('SELECT c.func, b2.bytes_lo, SUM(b.queue_ns) FROM breakdown b JOIN collectives c ON c.id=b.collective_id JOIN buckets b2 ON b2.comm=c.comm AND b2.func=c.func AND c.bytes>=b2.bytes_lo AND c.bytes<b2.bytes_hi AND NOT b2.p2p GROUP BY 1, 2'))
+want={(b['func'], b['bytes_lo']): b['breakdown']['queue_ns'] for b in r['buckets'] if not b['p2p']}
+assert got==want, (got, want)
+q=dict(db.execute('SELECT rank, queue_delay_mean_ns FROM ranks'))
+assert all(q[x['rank']]==x['queue_delay_mean_ns'] for x in r['ranks']), q" || fail "outputs disagree on the queue"
+  # healthy seeds, kernels of microseconds: nothing queues, the whole delay is the launch
+  rm -rf "$W/t"; NCCLSCOPE_DIR="$W/t" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model --scenario allreduce \
+    --ranks 4 --iters 30 --seed 3 >"$W/sim.out" || fail "nccl-sim"
+  json t
+  python3 -c "import json; r=json.load(open('$W/out.json'))
+for x in r['ranks']:
+  assert x['queue_delay_mean_ns']==0 and 500<=x['launch_delay_mean_ns']<10000, x
+assert all(b['breakdown']['queue_ns']==0 for b in r['buckets'] if not b['p2p']), r['buckets']" || fail "a queue without queueing"
+  ;;
 diff_same)
   run a; run b
   "$NCS" diff --json "$W/a" "$W/b" >"$W/out.json"; rc=$?
@@ -67,7 +100,8 @@ assert all(f['change']=='not_significant' for f in d['findings']), d['findings']
   ;;
 diff_slow)
   # a slow link: slower buckets (a regression), network-bound or mixed (coupled, as NCCL's ranks
-  # are, the peers' waiting for rank 1's data is part of it), and rank 1 a new slow-rank
+  # are, the peers' waiting for rank 1's data is part of it; in some runs it is most of an
+  # instance's proxy time in 2 of 3 instances of a bucket: peer_wait), and rank 1 a new slow-rank
   # finding. Uncoupled, the other ranks completed collectives before rank 1's data could have
   # reached them, which the report rejects, and the finding came and went with those rejections
   run a --couple on; run b --couple on --slow-link 1 --slow-link-us 3000
@@ -76,7 +110,7 @@ diff_slow)
   python3 -c "import json; d=json.load(open('$W/out.json')); assert d['regressions']>=1, d
 s=[b for b in d['buckets'] if b['verdict']=='slower']; assert s, d['buckets']
 assert all(b['latency_ci'][0]>50 for b in s if b['regression']), s
-assert all(b['label_b'] in ('network', 'mixed') for b in s), s
+assert all(b['label_b'] in ('network', 'mixed', 'peer_wait') for b in s), s
 assert any(f['change']=='new' and f['rank']==1 for f in d['findings']), d['findings']" || fail "slowed diff"
   # a slow GPU consumer on one of two ranks (one channel): the bottleneck moves to gpu_wait, and
   # diff says the label changed. --couple on: a rank's kernel ends only once its peer entered and
@@ -94,6 +128,54 @@ assert any(b['verdict']=='slower' and b['label_b']=='gpu_wait' for b in d['bucke
     fail "the label change is not in the diff"
   "$NCS" diff "$W/a" "$W/b" | grep -q "REGRESSION" || fail "text has no REGRESSION"
   "$NCS" diff "$W/a" >/dev/null 2>&1 && fail "one argument accepted"; [ $? -eq 2 ] || fail "usage status"
+  ;;
+diff_straggler)
+  # issue 31's case: rank 3 enqueues 3 ms late; 10 iterations, so every bucket has too few
+  # instances for a latency verdict. The new straggler and the waiting it causes are regressions
+  sim() { d=$1; shift; NCCLSCOPE_DIR="$W/$d" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model \
+    --couple on --gpu-gbps 50 "$@" >"$W/sim.out" || fail "nccl-sim $?"; }
+  sim a; sim b --slow-rank 3 --slow-us 3000
+  set +e; "$NCS" diff --json "$W/a" "$W/b" >"$W/out.json"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "diff against a straggler exited $rc, not 1"
+  "$NCS" report --json "$W/a" >"$W/ra.json" || fail "report a"
+  python3 -c "import json; d=json.load(open('$W/out.json')); ra=json.load(open('$W/ra.json'))
+assert d['schema']=='ncclscope-diff/2', d['schema']
+assert any(f['change']=='new' and f['kind']=='straggler' and f['rank']==3 and f['regression'] for f in d['findings']), d['findings']
+R={x['rank']: x for x in d['ranks']}; assert sorted(R)==[0,1,2,3], R
+r3=R[3]; assert r3['regression'] and r3['last_changed'] and r3['wait_caused_ci'][0]>2.5e6, r3
+assert all(R[k]['wait_suffered_ci'][0]>2.5e6 for k in (0,1,2)), R
+# per rank, the means times the instances are the report's sums (the same analysis)
+for x in ra['ranks']:
+  y=R[x['rank']]; assert abs(y['wait_caused_a_ns']*y['n_a']-x['wait_caused_ns'])<=y['n_a'], (x, y)
+  assert abs(y['wait_suffered_a_ns']*y['n_a']-x['wait_suffered_ns'])<=y['n_a'], (x, y)
+# rows in size order
+k=[(b['comm'], b['p2p'], b['func'], b['bytes_lo']) for b in d['buckets']]; assert k==sorted(k), k
+assert d['regressions']==sum(b['regression'] for b in d['buckets'])+sum(x['regression'] for x in d['ranks'])+sum(f['regression'] for f in d['findings']), d" || fail "the straggler is not a regression"
+  set +e; "$NCS" diff "$W/a" "$W/b" >"$W/out.txt"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "text diff against a straggler exited $rc"
+  grep -q "new straggler: c0 rank 3 (REGRESSION)" "$W/out.txt" || fail "text: no new straggler"
+  # --fail-above high enough: the waits are no regression, the new straggler still is
+  set +e; "$NCS" diff --json --fail-above 100000 "$W/a" "$W/b" >"$W/out.json"; rc=$?; set -e
+  [ $rc -eq 1 ] || fail "a new straggler under --fail-above 100000 exited $rc"
+  ;;
+diff_seeds)
+  # healthy runs of different seeds differ only by chance: no regression, no new finding, no
+  # rank whose waiting or last arrivals changed beyond chance
+  sim() { d=$1; shift; NCCLSCOPE_DIR="$W/$d" NCCLSCOPE_EVENTS=all "$SIM" --plugin "$PLUGIN" --clock model \
+    --couple on --gpu-gbps 50 --iters 30 "$@" >"$W/sim.out" || fail "nccl-sim $?"; }
+  sim s2 --seed 2
+  for s in 3 4 5; do
+    sim s$s --seed $s
+    "$NCS" diff --json "$W/s2" "$W/s$s" >"$W/out.json" || fail "healthy seeds 2 and $s: diff exited $?"
+    python3 -c "import json; d=json.load(open('$W/out.json')); assert d['regressions']==0, d
+assert all(x['verdict'] in ('no_change','more','less') and not x['regression'] and not x['last_changed'] for x in d['ranks']), d['ranks']
+assert len(d['ranks'])==4 and not [f for f in d['findings'] if f['change']!='not_significant'], d" || fail "seeds 2 and $s"
+  done
+  # send/receive buckets are compared too (scenario mixed: same seed, no change)
+  sim m1 --scenario mixed; sim m2 --scenario mixed
+  "$NCS" diff --json "$W/m1" "$W/m2" >"$W/out.json" || fail "mixed: diff exited $?"
+  python3 -c "import json; d=json.load(open('$W/out.json')); P=[b for b in d['buckets'] if b['p2p']]
+assert P and any(b['verdict']=='no_change' for b in P) and d['regressions']==0, P" || fail "send/receive buckets"
   ;;
 outputs)
   run t --couple on --slow-link 1 --slow-link-us 3000

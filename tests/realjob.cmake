@@ -31,5 +31,8 @@ foreach(cap 2gpu-nccl2.28.9 4gpu-nccl2.28.9)
   endforeach()
 endforeach()
 ncs_realjob(clock_perf_graph_2gpunccl2289 clock 2gpu-nccl2.28.9 perf-graph)
+# ncs_perf over sockets enqueues its operations back to back: they queue, and are not launch-bound
+ncs_realjob(queue_socket_2gpunccl2289 queue 2gpu-nccl2.28.9 perf-socket)
+ncs_realjob(queue_socket_4gpunccl2289 queue 4gpu-nccl2.28.9 perf-socket)
 ncs_realjob(tput_4gpunccl2289 tput 4gpu-nccl2.28.9 perf-tput)
 ncs_realjob(tput_4gpunccl2307 tput 4gpu-nccl2.30.7 perf-tput)

@@ -14,6 +14,8 @@ usage: realjob_check.py NCCLSCOPE FIXTURES WORK CHECK CAPTURE [RUN...]
   hang CAP RUN        a rank that never joins: diagnose names it and the first operation it
                       never entered, and no rank completed an operation a member never entered
   tput CAP RUN        an ncs_perf sweep: the report's tput busbw against the benchmark's own
+  queue CAP RUN       operations enqueued back to back (ncs_perf over sockets): the time they waited
+                      behind earlier work is the queue, not launch (docs/report.md, "Breakdown")
 Prints "realjob CHECK CAP: ok" when every assertion holds, else the first failure and exits 1.
 """
 import io
@@ -275,6 +277,51 @@ def check_tput(run):
         len(untimed), ", ".join(untimed) or "none"))
 
 
+def check_queue(run):
+    d = run_dir(run)
+    r = report(d)
+    db = export(d, run + "-queue")
+    # the facts, from the operations' own times: per rank in call order, an operation's kernel
+    # could not start before its predecessor's ended; the time from its arrival until then queued
+    q = ("select rank, seq, arrival_job_ns, kernel_start_job_ns, kernel_stop_job_ns from operations "
+         "where type = 'Coll' order by rank, seq")
+    fact = {}
+    prev = None
+    for rank, seq, arr, ks, ke in db.execute(q):
+        if prev and prev[0] == rank and prev[1] == seq - 1 and ks and prev[2] and arr:
+            qd = max(0, min(prev[2], ks) - arr)
+            fact.setdefault(rank, []).append((qd, ks - max(arr, min(prev[2], ks))))
+        prev = (rank, seq, ke if ks else 0)
+    for x in r["ranks"]:
+        f = fact.get(x["rank"])
+        if not f:
+            fail("rank %d: no operation with its predecessor's kernel stop" % x["rank"])
+        qd, ld = x["queue_delay_mean_ns"], x["launch_delay_mean_ns"]
+        mq = sum(a for a, _ in f) / len(f)
+        print("rank %d: queue avg %.2f ms, launch avg %.1f us; from the operations: queue %.2f ms over %d" % (
+            x["rank"], qd / 1e6, ld / 1e3, mq / 1e6, len(f)))
+        # the report's mean is over every operation with a kernel start (the first has no
+        # predecessor): within 5% of the facts' mean, and far above the launch
+        if mq < 1e6 or abs(qd - mq * len(f) / x["instances"]) > 0.05 * mq:
+            fail("rank %d: queue avg %d ns, the operations say %d ns" % (x["rank"], qd, mq))
+        if ld * 10 > qd:
+            fail("rank %d: launch avg %d ns is not small beside the queue %d ns" % (x["rank"], ld, qd))
+    big = [b for b in r["buckets"] if not b["p2p"] and b["bytes_lo"] >= 16 * MIB]
+    if not big:
+        fail("no bucket of 16 MiB or more")
+    for b in big:
+        bd = b["breakdown"]
+        t = bd["queue_ns"] + bd["launch_ns"] + bd["span_ns"]
+        lshare = bd["launch_ns"] / max(1, bd["launch_ns"] + bd["span_ns"])
+        print("%s %d MiB: label %s, queue %.0f%% of queue + launch + proxy, launch %.0f%% of launch + proxy, "
+              "queue unknown %d" % (b["func"], b["bytes_lo"] >> 20, bd["label"], 100 * bd["queue_ns"] / max(1, t),
+                                   100 * lshare, bd["queue_unknown"]))
+        if bd["label"] == "launch" or bd["labels"]["launch"] or lshare >= 0.5:
+            fail("%d MiB called launch-dominated: %s" % (b["bytes_lo"] >> 20, bd))
+        if bd["queue_ns"] < 0.5 * t or bd["queue_unknown"]:
+            fail("%d MiB: the queue is not reported: %s" % (b["bytes_lo"] >> 20, bd))
+
+
 if CHECK == "gputimes":
     check_gputimes(RUNS[0])
 elif CHECK == "twin":
@@ -285,6 +332,8 @@ elif CHECK == "hang":
     check_hang(RUNS[0])
 elif CHECK == "tput":
     check_tput(RUNS[0])
+elif CHECK == "queue":
+    check_queue(RUNS[0])
 else:
     fail("unknown check " + CHECK)
 print("realjob %s %s: ok" % (CHECK, CAP))

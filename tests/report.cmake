@@ -91,7 +91,7 @@ foreach(c slowed drops hang)
 endforeach()
 
 # the breakdown's bottleneck labels and `ncclscope diff` (docs/report.md "Breakdown", docs/diff.md)
-foreach(c healthy slowlink slowgpu slowrank diff_same diff_slow outputs)
+foreach(c healthy slowlink slowgpu slowrank queue diff_same diff_slow diff_straggler diff_seeds outputs)
   add_test(NAME breakdown_${c}
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/breakdown_check.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>

@@ -187,13 +187,18 @@ void ncs_analysis_free(ncs_analysis_t *a) {
     free(P->bx), free(P->rkey), free(P->ckey);
     hm_free(&P->bm), hm_free(&P->rm), hm_free(&P->cm);
     an_throughput_free(P);
-    free(P->durs), free(P->arr), free(P->tiv), free(P->fresh), free(P->insts);
+    free(P->durs), free(P->arr), free(P->tiv), free(P->fresh), free(P->insts), free(P->opwait);
     free(P);
   }
   free(a->buckets), free(a->ranks), free(a->cells);
   free(a->gpu.devs), free(a->gpu.replays);
   ncs_job_free(a->job);
   free(a);
+}
+
+int64_t ncs_an_op_wait(const ncs_analysis_t *a, size_t op) {
+  const priv_t *P = a->priv;
+  return op < P->nopwait ? P->opwait[op] : -1;
 }
 
 const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i) {

@@ -56,6 +56,8 @@ typedef struct {
   /* where its time went (docs/report.md, "Breakdown"), summed over its instances (the model's
    * ncs_bd_t); collectives only (p2p buckets: bd_label -1) */
   int64_t bd_launch, bd_span, bd_ph[NCS_PH_N];
+  int64_t bd_queue;     /* of the time before the work began, behind earlier work (ncs_bd_t.queue) */
+  uint64_t bd_q_unknown; /* rank operations whose queue could not be told (ncs_bd_t.q_unknown) */
   uint64_t bd_bytes, bd_n;          /* bd_n: instances with proxy links */
   uint64_t bd_labels[NCS_BN_N];     /* its instances by label */
   uint64_t bd_why[NCS_BW_N];        /* its cannot_tell instances by reason */
@@ -125,7 +127,8 @@ typedef struct {
   } slow_late[4];
   uint64_t late_explained; /* times slowest taken back as a straggler's doing */
   int64_t kwait, transfer; /* in-kernel wait for peers and the rest of the duration */
-  int64_t launch_sum;
+  int64_t launch_sum;    /* over its operations with a kernel start: kernel start - arrival, less */
+  int64_t queue_sum;     /* the queue: the time until its previous kernel ended (ncs_op_t.prev_end) */
   uint64_t launch_n;
   uint64_t gsrc[NCS_GS_N]; /* its collective operations by GPU-time source (NCS_GS_*) */
   ncs_an_evidence_t ev[NCS_AN_EVIDENCE];
@@ -293,5 +296,9 @@ typedef struct {
 } ncs_an_instance_t;
 
 const ncs_an_instance_t *ncs_an_instance(const ncs_analysis_t *a, size_t i); /* NULL: past end */
+/* A retained collective operation's share of its rank's wait_suffered: the new part of its
+ * [arrival, last arrival] interval (docs/report.md, "Per rank and instance"); op indexes
+ * ncs_job_op. -1: not a collective, or left out by the filter. */
+int64_t ncs_an_op_wait(const ncs_analysis_t *a, size_t op);
 
 #endif

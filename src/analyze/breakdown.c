@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analyze/findings.h"
 #include "analyze/internal.h"
 #include "util/mem.h"
 #include "util/num.h"
@@ -19,6 +20,7 @@ void an_bd_instance(ncs_analysis_t *a, ncs_an_bucket_t *b, const ncs_inst_t *in)
   if (d->links) {
     b->bd_n++, a->bd_instances++;
     b->bd_launch += d->launch, b->bd_span += d->span, b->bd_bytes += d->bytes;
+    b->bd_queue += d->queue, b->bd_q_unknown += d->q_unknown;
     for (int p = 0; p < NCS_PH_N; p++) b->bd_ph[p] += d->ph[p];
   }
   if (d->wait_rank >= 0) {
@@ -142,6 +144,12 @@ void an_bd_finish(ncs_analysis_t *a) {
   ncs_sort(a->links, a->nlinks, sizeof *a->links, cmp_link);
   ncs_sort(a->netqs, a->nnetqs, sizeof *a->netqs, cmp_netq);
   hm_free(&P->lm), hm_free(&P->qm);
+}
+
+/* the queue's share of the time from the arrivals to the last proxy step (docs/report.md) */
+double ncs_bd_queue_share(const ncs_an_bucket_t *b) {
+  int64_t t = b->bd_queue + b->bd_launch + b->bd_span;
+  return t > 0 ? (double)b->bd_queue / (double)t : 0;
 }
 
 void an_bd_free(ncs_analysis_t *a) {

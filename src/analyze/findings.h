@@ -83,6 +83,9 @@ void ncs_bd_label_text(const ncs_an_bucket_t *b, char *out, size_t len);
 double ncs_bd_share(const ncs_an_bucket_t *b, int p);
 /* the share of enqueue and launch in (launch + proxy span), 0..1 */
 double ncs_bd_launch_share(const ncs_an_bucket_t *b);
+/* the share of the queue (waiting behind earlier work of the communicator) in (queue + launch +
+ * proxy span), 0..1 (src/analyze/breakdown.c) */
+double ncs_bd_queue_share(const ncs_an_bucket_t *b);
 
 /* the name of the timing source most of a bucket's samples used (ncs_src_names) */
 const char *ncs_bucket_timing(const ncs_an_bucket_t *b);

@@ -204,7 +204,14 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
   int64_t t = o->arrival, last = in->last_arrival, xfer = an_priv(a)->durs[k];
   r->instances++, r->gsrc[o->gsrc]++;
   r->kwait += o->duration - xfer, r->transfer += xfer;
-  if (o->kstart) r->launch_sum += o->kstart - t, r->launch_n++;
+  if (o->kstart) { /* until its previous kernel ended it queued, then it launched */
+    int64_t from = t;
+    if (o->prev_end > from && o->kstart > from) {
+      int64_t q = (o->prev_end < o->kstart ? o->prev_end : o->kstart) - from;
+      r->queue_sum += q, from += q;
+    }
+    r->launch_sum += o->kstart - from, r->launch_n++;
+  }
   r->last_trials += x->last_counted, r->slow_trials += d->slow_counted;
   int q = quarter(a, in->last_arrival); /* when the instance could run */
   r->q_last_trials[q] += (uint32_t)x->last_counted, r->q_slow_trials[q] += (uint32_t)d->slow_counted;
@@ -256,6 +263,7 @@ typedef struct park_s {
   uint32_t by;            /* index + 1 of the rank whose waiting caused grows by as much, 0 none */
   uint64_t inst;          /* its instance's id (retained numbers), UINT64_MAX none */
   uint8_t skip;           /* left out by the filter: nothing to count */
+  size_t opi;             /* its retained operation's index (ncs_an_op_wait), SIZE_MAX none */
   uint8_t live;           /* parked (else a free entry) */
 } park_t;
 
@@ -275,6 +283,14 @@ static int64_t wait_count(ncs_analysis_t *a, park_t w) {
       fresh = w.last > from ? w.last - from : 0;
       if (w.last > r->wait_mark) r->wait_mark = w.last;
       r->wait_suffered += fresh;
+    }
+    if (w.opi != SIZE_MAX && !w.skip) { /* retained: each operation's part (ncs_an_op_wait) */
+      if (w.opi >= P->nopwait) {
+        NCS_XGROW(P->opwait, P->capopwait, w.opi + 1);
+        for (size_t i = P->nopwait; i <= w.opi; i++) P->opwait[i] = -1;
+        P->nopwait = w.opi + 1;
+      }
+      P->opwait[w.opi] = fresh;
     }
     if (first < 0) {
       first = fresh; /* the caller adds it to its instance */
@@ -298,12 +314,12 @@ static int64_t wait_count(ncs_analysis_t *a, park_t w) {
 /* op's wait in its instance (last arrival `last`; by, inst, skip: park_t's): counted now when its
  * previous operation was (the fresh waiting returned), else parked until it is (0 now) */
 static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last, uint32_t by,
-                          uint64_t inst, int skip) {
+                          uint64_t inst, int skip, size_t opi) {
   priv_t *P = an_priv(a);
   ncs_an_rank_t *r = an_rank(a, o);
   park_t w = {.ri = (uint32_t)(r - a->ranks), .proc = o->proc, .seg = o->seg, .id = o->id,
               .prev = o->prev_id, .arr = o->arrival, .last = last, .by = by, .inst = inst,
-              .skip = (uint8_t)skip, .live = 1};
+              .skip = (uint8_t)skip, .opi = opi, .live = 1};
   if (!o->prev_id || (r->done_id == o->prev_id && r->done_proc == o->proc && r->done_seg == o->seg))
     return wait_count(a, w);
   uint64_t key = park_key(w.ri, o->prev_id), pi;
@@ -323,7 +339,7 @@ static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last, ui
 /* the filter left an instance out: its operations take their turn, counting nothing */
 void an_left(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
   for (size_t k = 0; k < n; k++)
-    if (!ops[k].p2p) fresh_wait(a, &ops[k], 0, 0, UINT64_MAX, 1);
+    if (!ops[k].p2p) fresh_wait(a, &ops[k], 0, 0, UINT64_MAX, 1, SIZE_MAX);
 }
 
 static int park_cmp(const void *x, const void *y) {
@@ -386,8 +402,11 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   d.slow_counted = complete && n > 2;
   /* who the waiting was for: the last rank, when its arrival counts (as its index + 1) */
   uint32_t by = x.last_counted ? (uint32_t)(an_rank(a, &ops[lastk]) - a->ranks) + 1 : 0;
+  /* retained: the model keeps the instance's operations last in its array (ncs_job_op) */
+  size_t opi = P->retain && ncs_job_op_count(a->job) >= n ? ncs_job_op_count(a->job) - n : SIZE_MAX;
   for (size_t k = 0; k < n; k++)
-    P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival, by, P->retain ? in->id : UINT64_MAX, 0);
+    P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival, by, P->retain ? in->id : UINT64_MAX, 0,
+                             opi == SIZE_MAX ? SIZE_MAX : opi + k);
   for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += P->fresh[k];
   ncs_an_bucket_t *b = an_bucket(a, I->comm, I->func, log2b(I->bytes), 0);
   uint32_t bi = (uint32_t)(b - a->buckets);

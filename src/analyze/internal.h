@@ -61,6 +61,8 @@ typedef struct {
   size_t caplinks, capnetqs;
   ncs_an_instance_t *insts; /* retained, by the model's instance id */
   size_t ninsts, capinsts;
+  int64_t *opwait; /* retained: per retained operation (ncs_job_op index), its new waiting */
+  size_t nopwait, capopwait;
   /* waits of operations handed out before the previous one of their rank (instance.c, park_t),
    * by rank index << 44 | the previous one's id */
   hmap_t pm;

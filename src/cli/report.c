@@ -215,7 +215,8 @@ static void json_bucket_bd(FILE *o, const ncs_an_bucket_t *b) {
   fprintf(o, ",\"wait_rank\":%d,\"instances\":%" PRIu64 ",\"labels\":{", b->bd_wait_rank, b->bd_n);
   for (int l = 0; l < NCS_BN_N; l++)
     fprintf(o, "%s\"%s\":%" PRIu64, l ? "," : "", ncs_bn_names[l], b->bd_labels[l]);
-  fprintf(o, "},\"launch_ns\":%" PRId64 ",\"span_ns\":%" PRId64, b->bd_launch, b->bd_span);
+  fprintf(o, "},\"queue_ns\":%" PRId64 ",\"queue_unknown\":%" PRIu64 ",\"launch_ns\":%" PRId64
+             ",\"span_ns\":%" PRId64, b->bd_queue, b->bd_q_unknown, b->bd_launch, b->bd_span);
   for (int p = 0; p < NCS_PH_N; p++) fprintf(o, ",\"%s_ns\":%" PRId64, ncs_ph_names[p], b->bd_ph[p]);
   fprintf(o, ",\"network_bytes\":%" PRIu64 "}", b->bd_bytes);
 }
@@ -435,11 +436,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"last_arrivals\":%" PRIu64 ",\"last_trials\":%" PRIu64 ",\"slow_trials\":%" PRIu64
             ",\"wait_caused_ns\":%" PRId64
             ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"slowest_late_explained\":%" PRIu64
-            ",\"excess_ns\":%" PRId64 ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
+            ",\"excess_ns\":%" PRId64 ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"queue_delay_mean_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
             ",\"gpu_sources\":{\"none\":%" PRIu64 ",\"cupti\":%" PRIu64 ",\"kernelch\":%" PRIu64 "}}",
             k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
             r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->late_explained,
             r->excess, r->kwait, r->transfer,
+            r->launch_n ? r->queue_sum / (int64_t)r->launch_n : 0,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0, r->gsrc[NCS_GS_NONE],
             r->gsrc[NCS_GS_CUPTI], r->gsrc[NCS_GS_KERNELCH]);
   }

@@ -242,6 +242,7 @@ static ncs_tab_t *tab_breakdown(const ncs_analysis_t *a) {
   ncs_tab_col(t, "func", "func", NCS_COL_KEY | NCS_COL_ASC, 13);
   ncs_tab_col(t, "size>=", "bytes_lo", NCS_COL_KEY | NCS_COL_ASC, 0);
   ncs_tab_col(t, "proxy", "instances", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "queue", "queue_pct", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "launch", "launch_pct", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "gpu", "gpu_wait_pct", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "peer", "peer_wait_pct", NCS_COL_RIGHT, 0);
@@ -263,11 +264,11 @@ static ncs_tab_t *tab_breakdown(const ncs_analysis_t *a) {
     ncs_tab_put(t, sz, lo);
     put_u64(t, b->bd_n);
     if (b->bd_n) {
-      put_pct(t, 100 * ncs_bd_launch_share(b));
+      put_pct(t, 100 * ncs_bd_queue_share(b)), put_pct(t, 100 * ncs_bd_launch_share(b));
       put_pct(t, 100 * ncs_bd_share(b, NCS_PH_GPU)), put_pct(t, 100 * ncs_bd_share(b, NCS_PH_PEER));
       put_pct(t, 100 * ncs_bd_share(b, NCS_PH_NET)), put_pct(t, 100 * ncs_bd_share(b, NCS_PH_FLUSH));
     } else {
-      for (int q = 0; q < 5; q++) ncs_tab_put(t, "-", "");
+      for (int q = 0; q < 6; q++) ncs_tab_put(t, "-", "");
     }
     ncs_bd_label_text(b, full, sizeof full);
     short_label(b, lab, sizeof lab);
@@ -328,6 +329,7 @@ static ncs_tab_t *tab_ranks(const ncs_analysis_t *a, const ncs_findings_t *f) {
   ncs_tab_col(t, "wait caused", "wait_caused_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "waited", "waited_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "slowest%", "slowest_pct", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "queue avg", "queue_avg_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "launch avg", "launch_avg_ns", NCS_COL_RIGHT, 0);
   for (uint32_t k = 0; k < a->nranks; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
@@ -338,9 +340,10 @@ static ncs_tab_t *tab_ranks(const ncs_analysis_t *a, const ncs_findings_t *f) {
     put_ns(t, (double)r->wait_caused), put_ns(t, (double)r->wait_suffered);
     put_pct(t, ncs_pct(r->slowest, r->instances));
     if (r->launch_n)
-      put_ns(t, (double)r->launch_sum / (double)r->launch_n);
+      put_ns(t, (double)r->queue_sum / (double)r->launch_n),
+          put_ns(t, (double)r->launch_sum / (double)r->launch_n);
     else
-      ncs_tab_put(t, "-", "");
+      ncs_tab_put(t, "-", ""), ncs_tab_put(t, "-", "");
   }
   return t;
 }
@@ -619,7 +622,8 @@ static void print_breakdown(FILE *o, const ncs_analysis_t *a) {
              "breakdown: the rows)", ncs_bw_text[one]);
     wrap(o, "", "  ", line);
   } else {
-    wrap(o, "", "  ", "Where the time goes (proxy steps; % of the proxy time, launch: % of launch + proxy)");
+    wrap(o, "", "  ", "Where the time goes (proxy steps; % of the proxy time; launch: % of launch + proxy; "
+                       "queue, behind earlier work of the communicator: % of queue + launch + proxy)");
     print_tab(o, tab_breakdown(a), 0);
   }
   if (!V->wide && one < 0)

@@ -769,7 +769,7 @@ static void table_buckets(FILE *o, const buckets_t *L) {
  * as the terminal report prints them */
 static void table_breakdown(FILE *o, const buckets_t *L, const ncs_analysis_t *a) {
   thead(o, "breakdown-table",
-        "comm|<func|size &#8805;|with proxy|launch|gpu wait|peer wait|network|flush|"
+        "comm|<func|size &#8805;|with proxy|queue|launch|gpu wait|peer wait|network|flush|"
         "network bytes|<bottleneck|<instances by label");
   for (size_t k = 0; k < L->n; k++) {
     const ncs_an_bucket_t *b = L->b[k];
@@ -783,12 +783,12 @@ static void table_breakdown(FILE *o, const buckets_t *L, const ncs_analysis_t *a
     fprintf(o, "</td><td>%s</td><td>%" PRIu64 "</td>", sz, b->bd_n);
     if (b->bd_n)
       fprintf(o, "<td>%.0f%%</td><td>%.0f%%</td><td>%.0f%%</td><td>%.0f%%</td><td>%.0f%%</td>"
-                 "<td>%" PRIu64 "</td>",
-              100 * ncs_bd_launch_share(b), 100 * ncs_bd_share(b, NCS_PH_GPU),
+                 "<td>%.0f%%</td><td>%" PRIu64 "</td>",
+              100 * ncs_bd_queue_share(b), 100 * ncs_bd_launch_share(b), 100 * ncs_bd_share(b, NCS_PH_GPU),
               100 * ncs_bd_share(b, NCS_PH_PEER), 100 * ncs_bd_share(b, NCS_PH_NET),
               100 * ncs_bd_share(b, NCS_PH_FLUSH), b->bd_bytes);
     else
-      fputs("<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>", o);
+      fputs("<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>", o);
     fputs("<td class=\"l\">", o);
     esc(o, lab);
     fputs("</td><td class=\"l\">", o);
@@ -799,7 +799,8 @@ static void table_breakdown(FILE *o, const buckets_t *L, const ncs_analysis_t *a
   }
   fprintf(o, "</tbody></table>\n<p class=\"note\">From the ProxyStep records: gpu wait, peer "
              "wait, network and flush in %% of the proxy time (summed over ranks and links), launch "
-             "in %% of launch + proxy time. %" PRIu64 " of the collective instances have a "
+             "in %% of launch + proxy time, queue (waiting behind the earlier work of the "
+             "communicator) in %% of queue + launch + proxy time. %" PRIu64 " of the collective instances have a "
              "breakdown. A bucket's bottleneck is the label of at least 2/3 of its labelled "
              "instances, else mixed; cannot tell says why.</p>\n",
           a->bd_instances);
@@ -808,7 +809,7 @@ static void table_breakdown(FILE *o, const buckets_t *L, const ncs_analysis_t *a
 static void table_ranks(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   thead(o, "ranks-table",
         "comm|rank|pid|<host|instances|last %|wait caused|waited|slowest %|excess|kernel wait|"
-        "transfer|launch mean");
+        "transfer|queue mean|launch mean");
   uint32_t n = a->nranks < NCS_HTML_RANK_ROWS ? a->nranks : NCS_HTML_RANK_ROWS;
   for (uint32_t k = 0; k < n; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
@@ -822,9 +823,10 @@ static void table_ranks(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
     fprintf(o, "<td>%.0f%%</td>", ncs_pct(r->slowest, r->instances));
     td_ns(o, (double)r->excess), td_ns(o, (double)r->kwait), td_ns(o, (double)r->transfer);
     if (r->launch_n)
-      td_ns(o, (double)r->launch_sum / (double)r->launch_n);
+      td_ns(o, (double)r->queue_sum / (double)r->launch_n),
+          td_ns(o, (double)r->launch_sum / (double)r->launch_n);
     else
-      fputs("<td>-</td>", o);
+      fputs("<td>-</td><td>-</td>", o);
     fputs("</tr>\n", o);
   }
   fputs("</tbody></table>\n", o);

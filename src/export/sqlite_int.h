@@ -58,7 +58,8 @@
   X(P, segment, I) X(P, comm_index, I) X(P, abi_version, I) X(P, device, I) X(P, bus_id, T)        \
   X(P, init_mono_ns, I) X(P, finalize_mono_ns, I) X(P, instances, I) X(P, last_arrivals, I)        \
   X(P, wait_caused_ns, I) X(P, wait_suffered_ns, I) X(P, slowest, I) X(P, excess_ns, I)            \
-  X(P, kernel_wait_ns, I) X(P, transfer_ns, I) X(P, launch_delay_mean_ns, I)
+  X(P, kernel_wait_ns, I) X(P, transfer_ns, I) X(P, launch_delay_mean_ns, I)                    \
+  X(P, queue_delay_mean_ns, I)
 
 #define COLS_COLLECTIVES(X, P)                                                                     \
   X(P, id, I " PRIMARY KEY") X(P, comm, I " NOT NULL") X(P, func, T) X(P, seq, I) X(P, bytes, I)   \
@@ -142,7 +143,8 @@
 #define COLS_BREAKDOWN(X, P)                                                                       \
   X(P, collective_id, I " PRIMARY KEY") X(P, label, T) X(P, reason, T) X(P, wait_rank, I)          \
   X(P, launch_ns, I) X(P, span_ns, I) X(P, gpu_wait_ns, I) X(P, peer_wait_ns, I)                   \
-  X(P, network_ns, I) X(P, flush_ns, I) X(P, network_bytes, I) X(P, links, I) X(P, steps, I)
+  X(P, network_ns, I) X(P, flush_ns, I) X(P, network_bytes, I) X(P, links, I) X(P, steps, I)      \
+  X(P, queue_ns, I) X(P, queue_unknown, I)
 
 #define COLS_LINKS(X, P)                                                                           \
   X(P, id, I " PRIMARY KEY") X(P, operation_id, I) X(P, collective_id, I) X(P, comm, I)             \

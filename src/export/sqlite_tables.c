@@ -40,6 +40,7 @@ static void breakdown_row(sq_t *q, size_t i, const ncs_bd_t *d) {
   if (d->label == NCS_BN_CANNOT) b_txt(s, BD_reason, ncs_bw_text[d->why]);
   if (d->wait_rank >= 0) b_i64(s, BD_wait_rank, d->wait_rank);
   b_i64(s, BD_launch_ns, d->launch), b_i64(s, BD_span_ns, d->span);
+  b_i64(s, BD_queue_ns, d->queue), b_u64(s, BD_queue_unknown, d->q_unknown);
   b_i64(s, BD_gpu_wait_ns, d->ph[NCS_PH_GPU]), b_i64(s, BD_peer_wait_ns, d->ph[NCS_PH_PEER]);
   b_i64(s, BD_network_ns, d->ph[NCS_PH_NET]), b_i64(s, BD_flush_ns, d->ph[NCS_PH_FLUSH]);
   b_u64(s, BD_network_bytes, d->bytes), b_u64(s, BD_links, d->links), b_u64(s, BD_steps, d->steps);
@@ -219,6 +220,7 @@ void sq_analysis_tables(sq_t *q) {
       b_u64(s, RK_slowest, x->slowest), b_i64(s, RK_excess_ns, x->excess);
       b_i64(s, RK_kernel_wait_ns, x->kwait), b_i64(s, RK_transfer_ns, x->transfer);
       if (x->launch_n) b_i64(s, RK_launch_delay_mean_ns, x->launch_sum / (int64_t)x->launch_n);
+      if (x->launch_n) b_i64(s, RK_queue_delay_mean_ns, x->queue_sum / (int64_t)x->launch_n);
     }
     sq_insert(q, NCS_SQ_RANKS);
   }

@@ -163,7 +163,7 @@ static void job_slice(wk_t *w, const lane_t *ln, size_t ii, const ncs_inst_t *in
   if (d->label == NCS_BN_CANNOT) tl_arg_str(w, "bottleneck_reason", ncs_bw_text[d->why]);
   if (d->wait_rank >= 0) tl_arg_i64(w, "bottleneck_rank", d->wait_rank);
   if (d->links) {
-    tl_arg_i64(w, "launch_ns", d->launch);
+    tl_arg_i64(w, "queue_ns", d->queue), tl_arg_i64(w, "launch_ns", d->launch);
     static const char *const keys[NCS_PH_N] = {"gpu_wait_ns", "peer_wait_ns", "network_ns",
                                                 "flush_ns"}; /* ncs_ph_names + "_ns" */
     for (int p = 0; p < NCS_PH_N; p++) tl_arg_i64(w, keys[p], d->ph[p]);

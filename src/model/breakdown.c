@@ -243,8 +243,16 @@ void bd_instance(const ncs_job_t *j, ncs_inst_t *in, const ncs_op_t *ops) {
     }
     if (first != INT64_MAX && last > first) {
       b->span += last - first;
-      int64_t go = o->kstart && o->kstart < first ? o->kstart : first;
-      if (go > o->arrival) b->launch += go - o->arrival;
+      /* from its arrival until its kernel or proxy work began: first behind the previous
+       * operation of its communicator (the queue), then its own launch */
+      int64_t go = o->kstart && o->kstart < first ? o->kstart : first, from = o->arrival;
+      if (o->prev_end > from && go > from) {
+        int64_t q = (o->prev_end < go ? o->prev_end : go) - from;
+        b->queue += q, from += q;
+      } else if (o->prev_id && !o->prev_end && go > from) {
+        b->q_unknown++;
+      }
+      if (go > from) b->launch += go - from;
     }
   }
   int64_t sum = 0;

@@ -168,6 +168,17 @@ typedef struct {
   uint32_t *pw_free;
   size_t npw_free, cappw_free;
   uint64_t next_inst_id, next_open;
+  /* per (file, communicator, rank): the last Coll handed out, its end (ncs_op_t.prev_end;
+   * match.c); the map's key is a hash, verified */
+  hmap_t qtail;
+  struct qtail_s {
+    uint32_t proc, comm;
+    int32_t rank;
+    uint32_t seg;
+    uint64_t id;
+    int64_t end;
+  } *qt;
+  size_t nqt, capqt;
   /* host offsets (clock.c, during the host pass) */
   int64_t *hd, *hsp; /* [host * NCS_JOB_HOST_SAMPLES + k] */
   uint64_t *hn, rng;

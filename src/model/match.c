@@ -297,6 +297,36 @@ static void disjoint(ncs_job_t *j, inst_t *x) {
   }
 }
 
+/* The queue (docs/report.md, "Breakdown"): NCCL runs a communicator's kernels of a rank one after
+ * another, so an operation's kernel cannot start before its previous one ended. Instances are
+ * handed out in each rank's call order (its operations complete in order), so the last one handed
+ * out of its file and communicator is, when its id is the operation's prev_id, the previous one,
+ * with its cross-rank checks done: its end is its GPU kernel's stop, else its completion (a bound:
+ * when the host saw it). Anything else (out of order, lost, no end) leaves prev_end unknown. */
+static void queue_tails(ncs_job_t *j, inst_t *x) {
+  jpriv_t *P = jp(j);
+  for (size_t k = 0; k < x->n; k++) {
+    ncs_op_t *o = &x->ops[k];
+    uint64_t key = hm_mix2(((uint64_t)o->proc << 32) | o->comm, (uint64_t)(uint32_t)o->rank), v;
+    int64_t end = o->kstart && o->kstop > o->kstart ? o->kstop : o->complete ? o->end : 0;
+    for (;; key++) { /* ranks of one file (threads) have tails of their own */
+      if (!hm_get(&P->qtail, key, &v)) {
+        NCS_XGROW(P->qt, P->capqt, P->nqt + 1);
+        v = P->nqt++;
+        if (hm_put(&P->qtail, key, v) != 0) ncs_oom();
+        break;
+      }
+      const struct qtail_s *t = &P->qt[v];
+      if (t->proc == o->proc && t->comm == o->comm && t->rank == o->rank) {
+        if (o->prev_id && t->id == o->prev_id && t->seg == o->seg) o->prev_end = t->end;
+        break;
+      }
+    }
+    P->qt[v] = (struct qtail_s){.proc = o->proc, .comm = o->comm, .rank = o->rank, .seg = o->seg,
+                                .id = o->id, .end = end};
+  }
+}
+
 static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
   jpriv_t *P = jp(j);
   ncs_sort(x->ops, x->n, sizeof *x->ops, cmp_rank);
@@ -316,6 +346,7 @@ static void hand_instance(ncs_job_t *j, inst_t *x, int evicted) {
     for (size_t k = 0; k < x->n; k++) bd_op_free(&x->ops[k]); /* nobody takes its links */
     return;
   }
+  queue_tails(j, x);
   if (ncs_job_filter_active(&j->filter) && !pass_instance(j, &in, x->ops)) {
     j->run.filtered_inst++;
     if (P->retain) retain_left(j, x->ops, x->n); /* exporters leave out its records too */
@@ -565,7 +596,9 @@ void match_free(ncs_job_t *j) {
   jpriv_t *P = jp(j);
   for (size_t i = 0; i < P->ninst; i++) free(P->inst[i].ops), free(P->inst[i].seen);
   free(P->inst), free(P->inst_free), free(P->comm_open), free(P->pw), free(P->pw_free);
-  hm_free(&P->im), hm_free(&P->pm);
+  hm_free(&P->im), hm_free(&P->pm), hm_free(&P->qtail);
+  free(P->qt);
+  P->qt = NULL, P->nqt = P->capqt = 0;
   P->inst = NULL, P->inst_free = NULL, P->comm_open = NULL, P->pw = NULL, P->pw_free = NULL;
   P->ninst = P->capinst = P->nopen = P->ninst_free = P->capinst_free = P->ncomm_open = 0;
   P->npw = P->cappw = P->npw_used = P->npw_free = P->cappw_free = 0;

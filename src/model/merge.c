@@ -610,6 +610,7 @@ void merge_pass(ncs_job_t *j) {
   size_t nh = 0;
   P->now = INT64_MIN, P->last_sweep = INT64_MIN;
   P->srcs = S;
+  hm_clear(&P->qtail), P->nqt = 0; /* the queue's tails (match.c) start again with each pass */
   if (!P->hostpass) sel_stream_begin(j);
   for (uint32_t i = 0; i < j->nprocs; i++) {
     char err[256];

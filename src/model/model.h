@@ -328,6 +328,10 @@ typedef struct {
   int64_t arrival;       /* CollApi/P2pApi start, else the Coll/P2p START */
   uint64_t prev_id;      /* Coll: the event id (same segment) of the rank's previous Coll on the
                           * communicator, in its file's order (its thread's call order); 0 none */
+  int64_t prev_end;      /* Coll: when that previous Coll ended, job time: its GPU kernel's stop,
+                          * else its completion; 0 unknown (none, not handed out before this one,
+                          * or no end known). Its kernel could not start before (NCCL runs a
+                          * communicator's kernels in order): the queue of docs/report.md */
   int64_t start, stop;   /* the Coll/P2p START and STOP (enqueued) */
   int64_t end;           /* completion from its children (COMPLETE end) */
   int64_t kstart, kstop; /* GPU kernel start and stop in job time, from `gsrc`: CUPTI's kernels
@@ -388,7 +392,12 @@ typedef struct {
   int32_t wait_rank;  /* the rank that held at least half of the peer wait (-1 none): for
                        * peer_wait the rank waited for; for gpu_wait, network or flush the rank
                        * whose own time in that phase the others waited for */
-  int64_t launch;     /* summed over ranks: first proxy step (or kernel start) - arrival */
+  int64_t launch;     /* summed over ranks: first proxy step (or kernel start) - arrival, less
+                       * the queue */
+  int64_t queue;      /* summed over ranks: of that time, what it waited behind the previous
+                       * operation of its communicator (until ncs_op_t.prev_end) */
+  uint32_t q_unknown; /* ranks with a previous operation whose end is not known: all their
+                       * delay counts as launch */
   int64_t span;       /* summed over ranks: first proxy step - last step stop */
   int64_t ph[NCS_PH_N]; /* summed over ranks and links; network time before the sending peer
                          * arrived counts as peer wait */
