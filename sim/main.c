@@ -186,7 +186,8 @@ static void usage(FILE *f) {
       "  --user-tags N     ABI v7: the operations of iteration i carry userTag 1 + i/N (default 1;\n"
       "                    0: untagged)\n"
       "  --profiler-lag-us U  ABI v7: the profiler thread sleeps U us whenever it takes up new\n"
-      "                    KernelCh work (a profiler thread left behind)\n"
+      "                    KernelCh work (a profiler thread left behind; in model time only\n"
+      "                    when the calls are made, not their times)\n"
       "  --late-comm       graph: every rank creates one more communicator two iterations after\n"
       "                    the capture (as a lazily created one; three replays have run) and\n"
       "                    runs an AllReduce on it per iteration from then on\n"
@@ -515,7 +516,8 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          "states=%llu open=%lld null_stops=%llu null_states=%llu garbage_stops=%llu "
          "garbage_states=%llu double_stops=%llu double_states=%llu stale_stops=%llu "
          "stale_states=%llu null_args=%llu null_ctx_starts=%llu foreign_starts=%llu "
-         "graph_colls=%llu kch_stuck=%llu kch_foreign=%llu user_tags=%d mask=0x%x seconds=%.3f\n",
+         "graph_colls=%llu kch_stuck=%llu kch_foreign=%llu kch_lapped=%llu user_tags=%d mask=0x%x "
+         "seconds=%.3f\n",
          o->scenario, o->plugin, sim_plugin_abi(), o->procs, o->ranks, o->comms, o->threads,
          o->iters, (unsigned long long)ld(&c->loads), (unsigned long long)ld(&c->inits),
          (unsigned long long)ld(&c->finalizes), (unsigned long long)ld(&c->init_failures),
@@ -527,8 +529,8 @@ static void print_summary(const sim_opts_t *o, double seconds) {
          (unsigned long long)ld(&c->stale_stops), (unsigned long long)ld(&c->stale_states),
          (unsigned long long)ld(&c->null_args), (unsigned long long)ld(&c->null_ctx_starts),
          (unsigned long long)ld(&c->foreign_starts), (unsigned long long)ld(&c->graph_colls),
-         (unsigned long long)ld(&c->kch_stuck), (unsigned long long)ld(&c->kch_foreign), o->user_tags,
-         (unsigned)sim_mask(), seconds);
+         (unsigned long long)ld(&c->kch_stuck), (unsigned long long)ld(&c->kch_foreign),
+         (unsigned long long)ld(&c->kch_lapped), o->user_tags, (unsigned)sim_mask(), seconds);
   if (o->cupti_path)
     printf("nccl-sim-gpu: nccl=%llu replays=%llu compute=%llu hung=%llu untraced=%llu other=%d holder=%s\n",
            (unsigned long long)ld(&c->gpu_nccl), (unsigned long long)ld(&c->gpu_replays),
@@ -618,14 +620,13 @@ static int check_model(const sim_opts_t *o, const sim_scenario_t *s) {
   const char *bad = !found ? s->name
                     : o->cupti_path ? "--cupti"
                     : o->ranges ? "--ranges"
-                    : o->profiler_lag_us ? "--profiler-lag-us"
                     : o->toggle_kch ? "--toggle-kch"
                     : NULL;
   if (!bad) return 0;
   fprintf(stderr,
           "nccl-sim: --clock model does not model %s%s; it covers the scenarios allreduce, "
           "allgather, reducescatter, broadcast, reduce, sendrecv, alltoall, grouped, ce, mixed and "
-          "symmetric, without --cupti, --ranges, --profiler-lag-us and --toggle-kch\n",
+          "symmetric, without --cupti, --ranges and --toggle-kch\n",
           found ? "" : "the scenario ", bad);
   return -1;
 }

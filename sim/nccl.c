@@ -535,6 +535,11 @@ void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *s
   if (atomic_load(&r[0]) != v) *start = *stop = *shift = 0; /* overwritten meanwhile */
 }
 
+/* the work item whose times slot v % 64 holds (0: none yet) */
+uint64_t sim_kts_item(sim_comm_t *c, int ch, uint64_t v) {
+  return atomic_load(&kch_tsa(c, ch)[4 * (v % SIM_KCH_SLOTS)]);
+}
+
 uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v) {
   _Atomic uint64_t *r = kch_ring(c, ch, 0);
   return r ? atomic_load_explicit(&r[v % SIM_KCH_SLOTS], memory_order_acquire) : 0;

@@ -14,7 +14,9 @@
  *              KernelChStop with the GPU stop time once the network part of the plan is done.
  *              It starts only once the GPU's ring slot of its work counter is there
  *              (kernel_ready, nccl.c "KernelCh work counters"); one that never is stays pending
- *              and is dropped, counted as stuck, when its communicator is destroyed. NCCL 2.31
+ *              and is dropped, counted as stuck, when its communicator is destroyed. One whose
+ *              slot an item a lap (64 items) later overwrote first takes that item's times, as
+ *              NCCL's does (kch_lapped; never in model time). NCCL 2.31
  *              (ABI v7) polls them on a profiler thread of its own (the same loop without
  *              ProxyCtrl) and reports each one's phases (KernelPhase) just before its stop.
  * All of it races with the launching thread's Coll/P2p stop, as in NCCL.
@@ -386,17 +388,20 @@ static int progress_net(sim_proxy_t *p, sim_pop_t *o) {
 /* ------------------------------------------------------------------ KernelCh */
 /* profilerProxyProgress: the op starts once ring slot base % 64 holds a counter >= base, with
  * whatever work item wrote it. Returns 1 ready, 0 wait, -1 stuck (its communicator is being
- * destroyed and the GPU has no more work: NCCL's proxy would wait forever). */
+ * destroyed and the GPU has no more work: NCCL's proxy would wait forever). *slot: the item whose
+ * times the KernelCh takes. */
 static int kernel_ready(sim_pop_t *o, uint64_t *slot) {
   *slot = o->kdev;
   if (o->sym) return 1; /* NCCL 2.31 reserves a symmetric kernel's counters before its launch */
   sim_comm_t *c = o->comm;
   int final = c && atomic_load_explicit(&c->kch_final, memory_order_acquire);
   uint64_t v = c ? sim_kch_slot(c, o->channel, o->kbase) : o->kbase;
-  *slot = v;
   int r = o->kbase <= v ? 1 : final ? -1 : 0;
-  if (r != 0 && o->kwait) atomic_fetch_sub(&o->inst->kch_wait, 1), o->kwait = 0;
-  if (r == 0 && !o->kwait) atomic_fetch_add(&o->inst->kch_wait, 1), o->kwait = 1;
+  /* model time: NCCL's proxy reads the slot a poll (SIM_VT_POLL_NS) after the GPU wrote it, long
+     before the channel's item 64 later can run: where host and GPU agree on the item's value it
+     finds its own item there, however far this thread fell behind the host in real time */
+  if (r > 0 && sim_opt.model && o->kbase == o->kdev && v > o->kdev) v = o->kdev;
+  *slot = v;
   if (r < 0) {
     atomic_fetch_add(&sim_cnt->kch_stuck, 1);
     sim_log("comm %s rank %d channel %d: KernelCh waits for work counter %llu, its ring slot "
@@ -405,6 +410,18 @@ static int kernel_ready(sim_pop_t *o, uint64_t *slot) {
             (unsigned long long)o->kdev);
   }
   return r;
+}
+
+/* the op's NCCL side waits for its ring slot, or for times another item stamps there: counted in
+ * inst->kch_wait (a plan's wait for its children does not wait for it) */
+static void kernel_wait(sim_pop_t *o, int w) {
+  if (w && !o->kwait) atomic_fetch_add(&o->inst->kch_wait, 1), o->kwait = 1;
+  if (!w && o->kwait) atomic_fetch_sub(&o->inst->kch_wait, 1), o->kwait = 0;
+}
+
+/* the comm's GPU ran all the work issued to it: every kernel with KernelCh ended on its stream */
+static int gpu_idle(sim_comm_t *c) {
+  return atomic_load(&c->st_done) >= atomic_load(&c->st_issued);
 }
 
 /* NCCL 2.31's KernelPhase events of a KernelCh from start to stop (GPU ns): the kernel stamps
@@ -613,13 +630,16 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
       o->tdone = 1, o->tstop = stop, moved = 1;
     }
   }
+  int waits = 0; /* NCCL's side waits for its slot, or for another item's times in it */
   if (!o->rstart) {
     uint64_t v, t0 = 0, t1 = 0, sh = 0;
     int r = kernel_ready(o, &v);
     if (r < 0) { /* never started, never stopped: dropped (NCCL hangs here) */
+      kernel_wait(o, 0);
       if (!o->tdone) stream_end(o, 0);
       return 2;
     }
+    waits = r == 0;
     if (r > 0 && o->comm) sim_kts_get(o->comm, o->channel, v, &t0, &t1, &sh);
     if (r > 0 && !o->comm && o->started) t0 = o->gpu_start + o->kshift, sh = o->kshift;
     if (r > 0 && !v && o->kdev) { /* a slot nothing wrote yet (a captured item's host value is 0):
@@ -629,10 +649,16 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
       o->rstart = o->rstop = 1, o->fv = 0, moved = 1;
       atomic_fetch_add(&sim_cnt->kch_foreign, 1);
     } else if (r > 0 && t0) { /* the slot's item has begun: its start */
-      if (v != o->kdev) atomic_fetch_add(&sim_cnt->kch_foreign, 1);
+      /* another item's: host and GPU disagree on the value (foreign), or they agree and the
+         channel's item a lap (64 items) later overwrote the slot before this proxy read it:
+         NCCL's proxy fell behind the GPU, and reports that item's times (lapped) */
+      if (v != o->kdev)
+        atomic_fetch_add(o->kbase == o->kdev ? &sim_cnt->kch_lapped : &sim_cnt->kch_foreign, 1);
       kch_seen(o, t0, sh);
       kch_start_event(o, t0);
       o->rstart = 1, o->fv = v, moved = 1;
+    } else if (r > 0 && v != o->kdev) { /* the GPU ran that item; the sim has not stamped it yet */
+      waits = !o->swait;                  /* (waiting for the stream is counted already) */
     }
   }
   if (o->rstart && !o->rstop) {
@@ -644,17 +670,34 @@ static int progress_kernel(sim_proxy_t *p, sim_pop_t *o) {
         t1 = o->tstop + o->kshift;
       }
     } else {
+      /* NCCL's stop reads the completion slot too: when a later item of the channel stamped it
+         meanwhile, that item's stop */
+      uint64_t w = sim_kts_item(o->comm, o->channel, o->fv);
+      if (w > o->fv) o->fv = w;
       sim_kts_get(o->comm, o->channel, o->fv, &t0, &t1, &sh);
       kch_seen(o, t1, sh);
+      waits = !t1 && !o->swait;
     }
     if (t1) kch_stop_event(o, t1), o->rstop = 1, moved = 1;
   }
+  kernel_wait(o, waits && !o->rstop);
+  int final = o->comm && atomic_load_explicit(&o->comm->kch_final, memory_order_acquire);
   /* model time: the op is done when the GPU's side is too (what a stream sync waits for) */
-  if (o->tdone && (o->rstop || (o->comm && atomic_load_explicit(&o->comm->kch_final, memory_order_acquire))))
-    kch_seen(o, o->tstop, 0);
+  if (o->tdone && (o->rstop || final)) kch_seen(o, o->tstop, 0);
   if (o->rstop && o->tdone) return 2;
-  /* at the comm's end NCCL's proxy would wait forever for a slot that never fills: dropped */
-  if (o->tdone && o->comm && atomic_load_explicit(&o->comm->kch_final, memory_order_acquire)) return 2;
+  /* At the comm's end, once its GPU work has all run (the sim stamps a slot's times when its
+     item runs, which may be after this op's own end), nothing more will stamp the slot: NCCL's
+     proxy would wait forever. Counted as stuck and dropped. */
+  if (o->tdone && final && gpu_idle(o->comm)) {
+    kernel_wait(o, 0);
+    atomic_fetch_add(&sim_cnt->kch_stuck, 1);
+    sim_log("comm %s rank %d channel %d: KernelCh (work counter %llu, GPU item %llu) %s "
+            "item %llu's times, which never come: stuck",
+            o->comm->name, o->comm->rank, o->channel, (unsigned long long)o->kbase,
+            (unsigned long long)o->kdev, o->rstart ? "waits to stop with" : "waits to start with",
+            (unsigned long long)(o->rstart ? o->fv : sim_kch_slot(o->comm, o->channel, o->kbase)));
+    return 2;
+  }
   return moved;
 }
 

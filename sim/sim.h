@@ -144,6 +144,9 @@ typedef struct {
                                    work counter: NCCL's proxy waits for them forever */
   _Atomic uint64_t kch_foreign; /* KernelCh started from a ring slot another work item wrote,
                                    with that item's timestamps (--kch-self) */
+  _Atomic uint64_t kch_lapped;  /* KernelCh started from its ring slot after a later work item of
+                                   the channel (64 on) overwrote it, with that item's timestamps:
+                                   NCCL's proxy fell a lap behind the GPU (live time only) */
   _Atomic uint64_t ops, loads, inits, init_failures, finalizes;
   /* --cupti: kernel records the fake CUPTI got (NCCL eager, NCCL replays, compute), NCCL kernels
    * launched that never completed, kernels it did not record (not tracing) */
@@ -464,6 +467,7 @@ struct sim_comm {
 };
 /* The ring slot of counter value v on channel ch: what the GPU last wrote there (0: nothing). */
 uint64_t sim_kch_slot(sim_comm_t *c, int ch, uint64_t v);
+uint64_t sim_kts_item(sim_comm_t *c, int ch, uint64_t v);
 /* the timestamps the item of counter value v stamped into its slot (0 0: not there) */
 void sim_kts_get(sim_comm_t *c, int ch, uint64_t v, uint64_t *start, uint64_t *stop, uint64_t *shift);
 void sim_kts_put(sim_comm_t *c, int ch, uint64_t v, uint64_t start, uint64_t stop, uint64_t shift);

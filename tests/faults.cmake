@@ -12,6 +12,9 @@
 #                 NCCL waits for forever (nccl-sim --toggle-kch), and the ncclscope and empty
 #                 plugins' sampling, which stops at the first capture, leaves none
 #                 (tests/kch_counter_check.sh).
+# kch_lap         the profiler thread a lap (64 work items) behind the GPU's ring on a channel:
+#                 in model time no KernelCh is lost or lapped, in live time the lapped ones are
+#                 counted (kch_lapped) and none is lost (tests/kch_lap_check.sh).
 foreach(s ${NCS_SCENARIOS})
   add_test(NAME couple_${s} COMMAND nccl-sim --plugin none --scenario ${s} --couple on)
   set_tests_properties(couple_${s} PROPERTIES TIMEOUT 120)
@@ -47,3 +50,8 @@ add_test(NAME kch_counters
                  ${CMAKE_CURRENT_BINARY_DIR}/kch-counters)
 set_tests_properties(kch_counters PROPERTIES TIMEOUT 120
                      PASS_REGULAR_EXPRESSION "kch counter check: ok")
+add_test(NAME kch_lap
+         COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/kch_lap_check.sh $<TARGET_FILE:nccl-sim>
+                 $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                 ${CMAKE_CURRENT_BINARY_DIR}/kch-lap)
+set_tests_properties(kch_lap PROPERTIES TIMEOUT 120 PASS_REGULAR_EXPRESSION "kch lap check: ok")
