@@ -14,6 +14,10 @@ usage: realjob_check.py NCCLSCOPE FIXTURES WORK CHECK CAPTURE [RUN...]
   hang CAP RUN        a rank that never joins: diagnose names it and the first operation it
                       never entered, and no rank completed an operation a member never entered
   tput CAP RUN        an ncs_perf sweep: the report's tput busbw against the benchmark's own
+  findings CAP RUN    the report's headline findings against what the job did (docs/report.md,
+                      "Findings"): torch-healthy none; torch-stall rank 0's 1 s sleep a stall, GPU-side,
+                      its size about 1 s; torch-straggler rank 1 a straggler; no headline names
+                      another rank
 Prints "realjob CHECK CAP: ok" when every assertion holds, else the first failure and exits 1.
 """
 import io
@@ -275,6 +279,34 @@ def check_tput(run):
         len(untimed), ", ".join(untimed) or "none"))
 
 
+def check_findings(run):
+    r = report(run_dir(run))
+    heads = [x for x in r["findings"] if x["headline"]]
+    for x in r["findings"]:
+        print("%-8s %-15s rank %2d  %5.1f%% of the job  %-5s  %s" % (
+            "headline" if x["headline"] else "minor", x["kind"], x["rank"], 100 * x["size_share"],
+            x["wait_side"] or "-", x["text"][:100]))
+    if run.startswith("torch-healthy"):
+        if heads:
+            fail("a healthy job has headline findings: %s" % [x["text"] for x in heads])
+        if not r["no_finding"].startswith("nothing stands out"):
+            fail("no_finding: %r" % r["no_finding"])
+        return
+    want = {"torch-stall": (0, ("stall", "repeated_stalls")), "torch-straggler": (1, ("straggler",))}[run]
+    named = [x for x in heads if x["kind"] in want[1]]
+    if not named or any(x["rank"] != want[0] for x in named):
+        fail("%s: the headlines name %s, not rank %d only" % (run, [(x["kind"], x["rank"]) for x in heads], want[0]))
+    other = [x for x in heads if x["rank"] >= 0 and x["rank"] != want[0]]
+    if other:
+        fail("%s: headlines name other ranks: %s" % (run, [x["text"] for x in other]))
+    if run == "torch-stall":
+        s = r["stalls"][0]
+        if s["rank"] != 0 or s["wait_side"] != "gpu" or not 0.9e9 <= s["wait_ns"] <= 1.1e9 or not s["headline"]:
+            fail("the largest stall is not rank 0's 1 s on the GPU: %s" % s)
+        print("stall: rank 0 before %s seq %d, the others waited %.3f s each (GPU-side), %.1f%% of the job" % (
+            s["func"], s["seq"], s["wait_ns"] / 1e9, 100 * s["size_share"]))
+
+
 if CHECK == "gputimes":
     check_gputimes(RUNS[0])
 elif CHECK == "twin":
@@ -285,6 +317,8 @@ elif CHECK == "hang":
     check_hang(RUNS[0])
 elif CHECK == "tput":
     check_tput(RUNS[0])
+elif CHECK == "findings":
+    check_findings(RUNS[0])
 else:
     fail("unknown check " + CHECK)
 print("realjob %s %s: ok" % (CHECK, CAP))

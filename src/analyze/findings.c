@@ -52,10 +52,17 @@ static int side_of(uint64_t gpu_n, uint64_t host_n) {
   return gpu_n && host_n ? NCS_SIDE_MIXED : gpu_n ? NCS_SIDE_GPU : host_n ? NCS_SIDE_HOST : NCS_SIDE_NONE;
 }
 
-/* a straggler's waiting where it happens (GPU-side and host-side parts), per other rank */
-static int64_t caused_per_other(const ncs_analysis_t *a, const ncs_an_rank_t *r) {
+/* A straggler's waiting where it happens, per other rank: one side only, never the two summed
+ * (a host interval of an instance without GPU times overlaps in time the GPU waits of earlier
+ * instances: summed they could exceed the job). GPU-side when at least half of the instances it
+ * caused waiting in have trusted GPU times, else host-side; the instances of the other side are
+ * left out, and the size is then a lower bound (*side NCS_SIDE_MIXED says so). */
+static int gpu_side(const ncs_an_rank_t *r) { return r->caused_gpu_n && r->caused_gpu_n >= r->caused_host_n; }
+static int64_t caused_per_other(const ncs_analysis_t *a, const ncs_an_rank_t *r, int *side) {
   int32_t m = a->job->comms[r->comm].nranks;
-  return m > 1 ? (r->wait_caused_gpu + r->wait_caused_host) / (m - 1) : 0;
+  int g = gpu_side(r);
+  *side = r->caused_gpu_n && r->caused_host_n ? NCS_SIDE_MIXED : g ? NCS_SIDE_GPU : NCS_SIDE_HOST;
+  return m > 1 ? (g ? r->wait_caused_gpu : r->wait_caused_host) / (m - 1) : 0;
 }
 
 ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, int slow,
@@ -342,7 +349,9 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
     const ncs_an_rank_t *r = f->by_wait[k];
     ncs_find_test_t t = ncs_find_test(a, r, 0, lt);
     if (!t.significant || r->wait_caused <= 0) continue;
-    sized(add(f, NCS_FIND_STRAGGLER, r, t), a, caused_per_other(a, r), side_of(r->caused_gpu_n, r->caused_host_n));
+    int side;
+    int64_t size = caused_per_other(a, r, &side);
+    sized(add(f, NCS_FIND_STRAGGLER, r, t), a, size, side);
     ns++;
   }
   for (uint32_t k = 0; k < a->nranks && nl < top; k++) {
@@ -397,13 +406,17 @@ static void real_text(const ncs_analysis_t *a, int64_t t, char *o, size_t n) {
 }
 
 /* how the waiting was measured, in words */
-static void side_text(char *o, size_t n, int side, uint64_t gpu_n, uint64_t host_n) {
+static void side_text(char *o, size_t n, int side, int gpu, uint64_t gpu_n, uint64_t host_n) {
   if (side == NCS_SIDE_GPU)
     snprintf(o, n, "GPU-side: kernel start to the last peer's kernel start");
   else if (side == NCS_SIDE_HOST)
     snprintf(o, n, "host-side: arrival to the last arrival, no trusted GPU times");
+  else if (gpu)
+    snprintf(o, n, "mixed: GPU-side in %" PRIu64 " instances; %" PRIu64 " without trusted GPU times left out, "
+             "so at least this", gpu_n, host_n);
   else
-    snprintf(o, n, "mixed: GPU-side in %" PRIu64 " instances, host-side in %" PRIu64, gpu_n, host_n);
+    snprintf(o, n, "mixed: host-side in %" PRIu64 " instances without trusted GPU times; %" PRIu64
+             " GPU-side left out, so at least this", host_n, gpu_n);
 }
 
 /* one stall: who, before what, when, how long, what it cost */
@@ -447,10 +460,10 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     int32_t m = a->job->comms[r->comm].nranks;
     double wall = wall_ns(a);
     char t3[32], t4[32], how[160];
-    ncs_fmt_ns(t1, sizeof t1, (double)(r->wait_caused_gpu + r->wait_caused_host));
+    ncs_fmt_ns(t1, sizeof t1, (double)(gpu_side(r) ? r->wait_caused_gpu : r->wait_caused_host));
     ncs_fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
     ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall);
-    side_text(how, sizeof how, f->side, r->caused_gpu_n, r->caused_host_n);
+    side_text(how, sizeof how, f->side, gpu_side(r), r->caused_gpu_n, r->caused_host_n);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
              " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
