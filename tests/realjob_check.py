@@ -286,6 +286,11 @@ def check_findings(run):
         print("%-8s %-15s rank %2d  %5.1f%% of the job  %-5s  %s" % (
             "headline" if x["headline"] else "minor", x["kind"], x["rank"], 100 * x["size_share"],
             x["wait_side"] or "-", x["text"][:100]))
+    for x in r["ranks"]:
+        print("rank %d: waiting caused, host-side over every instance %.2f ms; GPU-side %.2f ms in %d instances,"
+              " host-side %.2f ms in the %d without trusted GPU times" % (
+                  x["rank"], x["wait_caused_ns"] / 1e6, x["caused_gpu_ns"] / 1e6, x["caused_gpu_instances"],
+                  x["caused_host_ns"] / 1e6, x["caused_host_instances"]))
     if run.startswith("torch-healthy"):
         if heads:
             fail("a healthy job has headline findings: %s" % [x["text"] for x in heads])
