@@ -395,11 +395,13 @@ void ncs_findings_free(ncs_findings_t *f) {
   f->by_wait = f->by_slow = NULL, f->items = NULL, f->n = 0;
 }
 
-/* ", 2026-11-28 12:00:01.234 UTC": job time t as wall-clock time (the first file's clocks) */
+/* ", 2026-11-28 12:00:01.234 UTC": job time t as wall-clock time (the first readable file's clocks) */
 static void real_text(const ncs_analysis_t *a, int64_t t, char *o, size_t n) {
   *o = 0;
-  if (!a->job->nprocs || !t) return;
-  const ncs_job_proc_t *p = &a->job->procs[0];
+  const ncs_job_proc_t *p = NULL;
+  for (uint32_t i = 0; i < a->job->nprocs && !p; i++)
+    if (a->job->procs[i].readable && !a->job->procs[i].excluded) p = &a->job->procs[i];
+  if (!p || !t) return;
   char u[48];
   ncs_fmt_utc(u, sizeof u, t - p->job_off + p->clk_off);
   if (strcmp(u, "?")) snprintf(o, n, ", %s", u);

@@ -163,8 +163,9 @@ static void json_stalls(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
             wall > 0 ? (double)x->wait / wall : 0,
             wall > 0 && (double)x->wait >= NCS_FIND_MATERIAL * wall ? "true" : "false");
   }
-  fprintf(o, "],\"stalls_capped\":%s,\"material_share\":%g,\n\"incomplete_first\":",
-          a->stalls_capped ? "true" : "false", NCS_FIND_MATERIAL);
+  fprintf(o, "],\"stalls_capped\":%s,\"material_share\":%g,\"wait_sides\":{\"gpu\":%" PRIu64 ",\"host\":%" PRIu64
+             "},\n\"incomplete_first\":",
+          a->stalls_capped ? "true" : "false", NCS_FIND_MATERIAL, a->wait_gpu_n, a->wait_host_n);
   const ncs_an_incomplete_t *x = &a->first_incomplete;
   if (!x->set) {
     fprintf(o, "null");
