@@ -18,6 +18,7 @@
 #   SLOW_US="500 2000" SLOW_SEEDS=4  --slow-us of the straggler jobs, and jobs per U
 #   ITERS=50                     nccl-sim --iters; jobs run --couple on (ranks wait for each other
 #                                in a collective, as on GPUs)
+#   PARTS="healthy stall straggler"  the tables to measure
 #   CLOCK=model                  nccl-sim --clock: model (times from nccl-sim's model: the same
 #                                verdicts on an idle and a loaded machine) or live
 #   REPORTS="new=BUILD_DIR/ncclscope"  the report binaries to compare, LABEL=PATH each: every job
@@ -31,7 +32,7 @@ B=${1:-build}
 SCENARIOS=${SCENARIOS:-"allreduce mixed"} SIZES=${SIZES:-"4x4 8x2 8x8"} SEEDS=${SEEDS:-10}
 STALL_MS=${STALL_MS:-20} STALL_SEEDS=${STALL_SEEDS:-4}
 SLOW_US=${SLOW_US:-"500 2000"} SLOW_SEEDS=${SLOW_SEEDS:-4} ITERS=${ITERS:-50} CLOCK=${CLOCK:-model}
-REPORTS=${REPORTS:-"new=$B/ncclscope"}
+REPORTS=${REPORTS:-"new=$B/ncclscope"} PARTS=${PARTS:-"healthy stall straggler"}
 SIM=$B/nccl-sim PLUGIN=$(realpath "$B/libnccl-profiler-ncclscope.so")
 [ -x "$SIM" ] || { echo "findings_rate: no $SIM (build first)" >&2; exit 2; }
 W=$(mktemp -d)
@@ -72,10 +73,12 @@ PY
 pct() { echo "100 * $1 / $2" | bc -l; }
 
 echo "findings: $(nproc) cores; nccl-sim --iters $ITERS --couple on --clock $CLOCK; $(date -u +%Y-%m-%d)"
-echo "healthy jobs (every headline is false):"
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+part healthy && echo "healthy jobs (every headline is false):" &&
 printf '| %-8s | %-9s | %-6s | %4s | %18s |\n' report scenario size jobs "with a headline"
-printf '|%s|\n' "----------|-----------|--------|------|--------------------"
+part healthy && printf '|%s|\n' "----------|-----------|--------|------|--------------------"
 for sc in $SCENARIOS; do
+  part healthy || break
   for sz in $SIZES; do
     r=${sz%x*} p=${sz#*x}
     declare -A h=()
@@ -124,10 +127,13 @@ table() {
   done
 }
 
+if part stall; then
 echo "stalled jobs (rank R pauses once, halfway: --pause R:$((ITERS / 2)):MS, R = seed - 1 mod ranks):"
 echo "found: a headline stall names R; wrong culprit: a headline names another rank"
 inject() { rank=$((($1 - 1) % $2)); opts=(--pause "$rank:$((ITERS / 2)):$3"); }
 PARAMS=$STALL_MS table stall "pause (ms)" "$STALL_SEEDS"
+fi
+part straggler || exit 0
 echo "straggler jobs (--slow-rank 1 --slow-us U): found: a headline straggler names rank 1;"
 echo "wrong culprit: a headline names another rank"
 inject() { rank=1; opts=(--slow-rank 1 --slow-us "$3"); }

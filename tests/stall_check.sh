@@ -6,6 +6,9 @@
 #   positions: each rank in turn pauses 20 ms once (--pause R:50:20): the report's largest stall is
 #              that rank's, before collective 50 or the one after, measured GPU-side, 15 to 21 ms
 #              each for the others, a headline; no headline names another rank
+#   mixed:     the same in --scenario mixed (2 communicators, --iters 50, --pause R:25:20): the
+#              ranks waiting for R on one communicator start their next kernel on the other late,
+#              a knock-on that must not be named as another rank's stall
 #   host:      the same with no GPU times recorded (NCCLSCOPE_EVENTS=api,group,coll): the stall is
 #              found host-side and says so
 #   minor:     a 2 ms pause in a job of 1000 collectives (about 80 ms): a stall, GPU-side, minor
@@ -45,6 +48,16 @@ positions)
   for r in $(seq 0 $((R - 1))); do
     job allreduce 100 1 --pause "$r:50:20"
     stalled "$r" gpu
+  done
+  ;;
+mixed)
+  for r in $(seq 0 $((R - 1))); do
+    job mixed 50 2 --pause "$r:25:20"
+    py "s=[x for x in r['stalls'] if x['knock_on_of'] < 0]
+assert s and s[0]['rank']==$r and s[0]['headline'] and 15e6 <= s[0]['wait_ns'] <= 21e6, r['stalls']
+assert heads and all(x['rank']==$r for x in heads), [x['text'] for x in heads]
+assert all(x['knock_on_of'] < 0 or r['stalls'][x['knock_on_of']]['rank']==$r for x in r['stalls']), r['stalls']" \
+      "rank $r's 20 ms pause in a mixed job is not the only culprit ($SIZE)"
   done
   ;;
 host)

@@ -220,6 +220,13 @@ typedef struct {
   double med, sigma;      /* its bucket's usual: median and robust sigma of `wait`, ns */
   uint64_t bucket_n;      /* instances of the bucket with a wait measured */
   int by_share;           /* found by the share rule (not an outlier of its bucket) */
+  /* A stall holds ranks up in other instances while it lasts: a waiting rank's next kernel (or
+   * call) on another communicator starts late, and the late rank's next instance waits too.
+   * A stall whose waiting [from, from + longest] overlaps a larger one's is its knock-on
+   * (knock_on: the larger's index in stalls; -1 none), not a stall of its own: it is left out
+   * of the findings and of the per-rank counts, and the larger counts it (knock_ons). */
+  int32_t knock_on;
+  uint32_t knock_ons;
 } ncs_an_stall_t;
 
 /* the first instance (by first arrival) not recorded by every rank of its communicator */

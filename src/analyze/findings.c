@@ -309,8 +309,10 @@ static void none_text(ncs_findings_t *f, const ncs_analysis_t *a) {
  * twice or more, as one finding of its own */
 static void stall_findings(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top) {
   ncs_find_test_t none = {0};
-  for (uint32_t s = 0; s < a->nstalls && s < top; s++) {
+  for (uint32_t s = 0, shown = 0; s < a->nstalls && shown < top; s++) {
     const ncs_an_stall_t *x = &a->stalls[s];
+    if (x->knock_on >= 0) continue;
+    shown++;
     const ncs_an_rank_t *r = NULL;
     for (uint32_t k = 0; k < a->nranks && !r; k++)
       if (a->ranks[k].comm == x->comm && a->ranks[k].rank == x->rank) r = &a->ranks[k];
@@ -323,7 +325,8 @@ static void stall_findings(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t 
     if (r->stalls < 2) continue;
     uint64_t g = 0, h = 0;
     for (uint32_t s = 0; s < a->nstalls; s++)
-      if (a->stalls[s].comm == r->comm && a->stalls[s].rank == r->rank) g += a->stalls[s].gpu, h += !a->stalls[s].gpu;
+      if (a->stalls[s].comm == r->comm && a->stalls[s].rank == r->rank && a->stalls[s].knock_on < 0)
+        g += a->stalls[s].gpu, h += !a->stalls[s].gpu;
     int32_t m = a->job->comms[r->comm].nranks;
     sized(add(f, NCS_FIND_STALLS, r, none), a, m > 1 ? r->stall_caused / (m - 1) : 0, side_of(g, h));
   }
@@ -407,6 +410,15 @@ static void real_text(const ncs_analysis_t *a, int64_t t, char *o, size_t n) {
   if (strcmp(u, "?")) snprintf(o, n, ", %s", u);
 }
 
+/* "rank" or "3 ranks": the others of a finding */
+static const char *others(char *o, size_t n, int32_t k) {
+  if (k == 1)
+    snprintf(o, n, "rank");
+  else
+    snprintf(o, n, "%d ranks", k);
+  return o;
+}
+
 /* how the waiting was measured, in words */
 static void side_text(char *o, size_t n, int side, int gpu, uint64_t gpu_n, uint64_t host_n) {
   if (side == NCS_SIDE_GPU)
@@ -424,7 +436,7 @@ static void side_text(char *o, size_t n, int side, int gpu, uint64_t gpu_n, uint
 /* one stall: who, before what, when, how long, what it cost */
 static void stall_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
   const ncs_an_stall_t *x = f->stall;
-  char each[32], longest[32], total[32], wall[32], at[32], real[64], size[32], med[32], sig[32], why[160];
+  char each[32], longest[32], total[32], wall[32], at[32], real[64], size[32], med[32], sig[32], why[160], ot[24];
   ncs_fmt_ns(each, sizeof each, (double)x->wait), ncs_fmt_ns(longest, sizeof longest, (double)x->longest);
   ncs_fmt_ns(total, sizeof total, (double)x->caused), ncs_fmt_ns(wall, sizeof wall, wall_ns(a));
   ncs_fmt_ns(at, sizeof at, (double)(x->from - a->job->t_first));
@@ -436,6 +448,10 @@ static void stall_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o,
     ncs_fmt_utc(u, sizeof u, x->from_real);
     snprintf(real, sizeof real, ", %s", u);
   }
+  char knock[128] = "";
+  if (x->knock_ons)
+    snprintf(knock, sizeof knock, "; %u more instance%s waited meanwhile, its knock-on (not counted as stalls)",
+             x->knock_ons, x->knock_ons == 1 ? "" : "s");
   if (x->by_share)
     snprintf(why, sizeof why, "at least %.0f%% of the job's time; its bucket's median wait %s over %" PRIu64
              " instances", 100 * NCS_STALL_SHARE, med, x->bucket_n);
@@ -444,11 +460,11 @@ static void stall_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o,
              med, sig, x->bucket_n);
   snprintf(o, n,
            "stall: rank %d (pid %" PRIu64 ") held up %s seq %" PRIu64 " (%s) on c%u " NCS_COMM_ID_FMT
-           ": the other %d ranks waited for it %s each (longest %s; %s in total, %s), %.1f%% of the job's %s,"
-           " from %s into the job%s (%s)",
+           ": the other %s waited for it %s each (longest %s; %s in total, %s), %.1f%% of the job's %s,"
+           " from %s into the job%s (%s)%s",
            x->rank, a->job->procs[x->proc].pid, x->func, x->seq, size, x->comm, a->job->comms[x->comm].comm_id,
-           x->others, each, longest, total, ncs_side_names[x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST],
-           100 * f->share, wall, at, real, why);
+           others(ot, sizeof ot, x->others), each, longest, total, ncs_side_names[x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST],
+           100 * f->share, wall, at, real, why, knock);
 }
 
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
@@ -461,7 +477,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
      * against the wall time (the finding's size) */
     int32_t m = a->job->comms[r->comm].nranks;
     double wall = wall_ns(a);
-    char t3[32], t4[32], how[160];
+    char t3[32], t4[32], how[160], ot[24];
     ncs_fmt_ns(t1, sizeof t1, (double)(gpu_side(r) ? r->wait_caused_gpu : r->wait_caused_host));
     ncs_fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
     ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall);
@@ -469,12 +485,12 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
              " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
-             " its busiest quarter, over %u ranks tested); the other %d ranks waited for it %s in"
+             " its busiest quarter, over %u ranks tested); the other %s waited for it %s in"
              " total (+-%s; %s), %s each, %.1f%%"
              " of the job's %s; worst arrival: %s seq %" PRIu64 " by %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
              r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
-             f->test.tests, m - 1, t1, err, how, t3, 100 * f->share, t4, r->nev ? r->ev[0].func : "-",
+             f->test.tests, others(ot, sizeof ot, m - 1), t1, err, how, t3, 100 * f->share, t4, r->nev ? r->ev[0].func : "-",
              r->nev ? r->ev[0].seq : 0, t2);
     break;
   }
@@ -502,18 +518,19 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
   case NCS_FIND_STALLS: {
     const ncs_an_stall_t *big = NULL;
     for (uint32_t s = 0; s < a->nstalls && !big; s++)
-      if (a->stalls[s].comm == r->comm && a->stalls[s].rank == r->rank) big = &a->stalls[s];
-    char t3[32], t4[32], t5[32];
+      if (a->stalls[s].comm == r->comm && a->stalls[s].rank == r->rank && a->stalls[s].knock_on < 0)
+        big = &a->stalls[s];
+    char t3[32], t4[32], t5[32], ot[24];
     int32_t m = a->job->comms[r->comm].nranks;
     ncs_fmt_ns(t1, sizeof t1, (double)r->stall_caused);
     ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall_ns(a));
     ncs_fmt_ns(t5, sizeof t5, big ? (double)big->wait : 0);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") stalled %s%u times on c%u " NCS_COMM_ID_FMT
-             ": the other %d ranks waited for it %s in total in those stalls (%s), %s each, %.1f%% of"
+             ": the other %s waited for it %s in total in those stalls (%s), %s each, %.1f%% of"
              " the job's %s; largest: %s seq %" PRIu64 ", %s each",
              r->rank, a->job->procs[r->proc].pid, a->stalls_capped ? "at least " : "", r->stalls, r->comm,
-             a->job->comms[r->comm].comm_id, m - 1, t1, ncs_side_names[f->side], t3, 100 * f->share, t4,
+             a->job->comms[r->comm].comm_id, others(ot, sizeof ot, m - 1), t1, ncs_side_names[f->side], t3, 100 * f->share, t4,
              big ? big->func : "-", big ? big->seq : 0, t5);
     break;
   }

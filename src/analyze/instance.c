@@ -488,8 +488,17 @@ void an_stalls_finish(ncs_analysis_t *a) {
     if (found == NCS_STALL_KEEP) a->stalls_capped = 1;
   }
   if (a->nstalls > 1) ncs_sort(a->stalls, a->nstalls, sizeof *a->stalls, cmp_stall);
+  for (uint32_t s = 0; s < a->nstalls; s++) { /* largest first: a knock-on's root comes before it */
+    ncs_an_stall_t *x = &a->stalls[s];
+    x->knock_on = -1;
+    for (uint32_t k = 0; k < s && x->knock_on < 0; k++) {
+      ncs_an_stall_t *y = &a->stalls[k];
+      if (y->knock_on < 0 && x->from < y->from + y->longest && y->from < x->from + x->longest)
+        x->knock_on = (int32_t)k, y->knock_ons++;
+    }
+  }
   for (uint32_t s = 0; s < a->nstalls; s++)
-    for (uint32_t k = 0; k < a->nranks; k++)
+    for (uint32_t k = 0; k < a->nranks && a->stalls[s].knock_on < 0; k++)
       if (a->ranks[k].comm == a->stalls[s].comm && a->ranks[k].rank == a->stalls[s].rank) {
         a->ranks[k].stalls++, a->ranks[k].stall_caused += a->stalls[s].caused;
         break;

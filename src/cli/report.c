@@ -157,11 +157,12 @@ static void json_stalls(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
             ",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"wait_side\":\"%s\",\"others\":%d,\"from_ns\":%" PRId64
             ",\"from_realtime_ns\":%" PRId64 ",\"wait_ns\":%" PRId64 ",\"longest_ns\":%" PRId64
             ",\"caused_ns\":%" PRId64 ",\"bucket_median_ns\":%.0f,\"bucket_sigma_ns\":%.0f,\"bucket_n\":%" PRIu64
-            ",\"rule\":\"%s\",\"size_share\":%.6f,\"headline\":%s}",
+            ",\"rule\":\"%s\",\"size_share\":%.6f,\"headline\":%s,\"knock_on_of\":%d,\"knock_ons\":%u}",
             x->seq, x->bytes, x->gpu ? "gpu" : "host", x->others, x->from - a->job->t_first, x->from_real,
             x->wait, x->longest, x->caused, x->med, x->sigma, x->bucket_n, x->by_share ? "share" : "outlier",
             wall > 0 ? (double)x->wait / wall : 0,
-            wall > 0 && (double)x->wait >= NCS_FIND_MATERIAL * wall ? "true" : "false");
+            wall > 0 && (double)x->wait >= NCS_FIND_MATERIAL * wall && x->knock_on < 0 ? "true" : "false",
+            x->knock_on, x->knock_ons);
   }
   fprintf(o, "],\"stalls_capped\":%s,\"material_share\":%g,\"wait_sides\":{\"gpu\":%" PRIu64 ",\"host\":%" PRIu64
              "},\n\"incomplete_first\":",
