@@ -116,7 +116,8 @@ PY
   # the hook for the report's stall finding: once the report has one ("stalls" in its JSON), the
   # demo's findings must name the stall too
   if "$N" report -j "$W/stall" 2>/dev/null | grep -q '"stalls"'; then
-    grep -Eq "^ +- .*stall" "$W/out" || fail "the report has stall findings, the demo shows none"
+    grep -Eq "^(findings)? +- stall: rank 3 [(]pid [0-9]+[)] held up AllReduce seq 18 " "$W/out" ||
+      fail "the report has stall findings, the demo does not name rank 3's before collective 18"
   fi
   demo slowlink --iters 40 --scenario slow-link
   has "^injected +each network transfer of rank 3 takes 5 ms longer: a slow link"

@@ -16,6 +16,10 @@ usage: realjob_check.py NCCLSCOPE FIXTURES WORK CHECK CAPTURE [RUN...]
   tput CAP RUN        an ncs_perf sweep: the report's tput busbw against the benchmark's own
   queue CAP RUN       operations enqueued back to back (ncs_perf over sockets): the time they waited
                       behind earlier work is the queue, not launch (docs/report.md, "Breakdown")
+  findings CAP RUN    the report's headline findings against what the job did (docs/report.md,
+                      "Findings"): torch-healthy none; torch-stall rank 0's 1 s sleep a stall, GPU-side,
+                      its size about 1 s; torch-straggler rank 1 a straggler; no headline names
+                      another rank
 Prints "realjob CHECK CAP: ok" when every assertion holds, else the first failure and exits 1.
 """
 import io
@@ -320,6 +324,37 @@ def check_queue(run):
             fail("%d MiB called launch-dominated: %s" % (b["bytes_lo"] >> 20, bd))
         if bd["queue_ns"] < 0.5 * t or bd["queue_unknown"]:
             fail("%d MiB: the queue is not reported: %s" % (b["bytes_lo"] >> 20, bd))
+def check_findings(run):
+    r = report(run_dir(run))
+    heads = [x for x in r["findings"] if x["headline"]]
+    for x in r["findings"]:
+        print("%-8s %-15s rank %2d  %5.1f%% of the job  %-5s  %s" % (
+            "headline" if x["headline"] else "minor", x["kind"], x["rank"], 100 * x["size_share"],
+            x["wait_side"] or "-", x["text"][:100]))
+    for x in r["ranks"]:
+        print("rank %d: waiting caused, host-side over every instance %.2f ms; GPU-side %.2f ms in %d instances,"
+              " host-side %.2f ms in the %d without trusted GPU times" % (
+                  x["rank"], x["wait_caused_ns"] / 1e6, x["caused_gpu_ns"] / 1e6, x["caused_gpu_instances"],
+                  x["caused_host_ns"] / 1e6, x["caused_host_instances"]))
+    if run.startswith("torch-healthy"):
+        if heads:
+            fail("a healthy job has headline findings: %s" % [x["text"] for x in heads])
+        if not r["no_finding"].startswith("nothing stands out"):
+            fail("no_finding: %r" % r["no_finding"])
+        return
+    want = {"torch-stall": (0, ("stall", "repeated_stalls")), "torch-straggler": (1, ("straggler",))}[run]
+    named = [x for x in heads if x["kind"] in want[1]]
+    if not named or any(x["rank"] != want[0] for x in named):
+        fail("%s: the headlines name %s, not rank %d only" % (run, [(x["kind"], x["rank"]) for x in heads], want[0]))
+    other = [x for x in heads if x["rank"] >= 0 and x["rank"] != want[0]]
+    if other:
+        fail("%s: headlines name other ranks: %s" % (run, [x["text"] for x in other]))
+    if run == "torch-stall":
+        s = r["stalls"][0]
+        if s["rank"] != 0 or s["wait_side"] != "gpu" or not 0.9e9 <= s["wait_ns"] <= 1.1e9 or not s["headline"]:
+            fail("the largest stall is not rank 0's 1 s on the GPU: %s" % s)
+        print("stall: rank 0 before %s seq %d, the others waited %.3f s each (GPU-side), %.1f%% of the job" % (
+            s["func"], s["seq"], s["wait_ns"] / 1e9, 100 * s["size_share"]))
 
 
 if CHECK == "gputimes":
@@ -334,6 +369,8 @@ elif CHECK == "tput":
     check_tput(RUNS[0])
 elif CHECK == "queue":
     check_queue(RUNS[0])
+elif CHECK == "findings":
+    check_findings(RUNS[0])
 else:
     fail("unknown check " + CHECK)
 print("realjob %s %s: ok" % (CHECK, CAP))

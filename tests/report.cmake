@@ -97,3 +97,21 @@ foreach(c healthy slowlink slowgpu slowrank queue diff_same diff_slow diff_strag
                    $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
                    ${CMAKE_CURRENT_BINARY_DIR}/breakdown_${c} ${c})
 endforeach()
+# Stalls (docs/report.md, "Findings"; tests/stall_check.sh): a one-off pause of each rank in turn
+# is a headline stall with its size, GPU-side, and host-side without GPU times; a small pause in a
+# long job is minor; healthy seeds have no stall and no headline. Model time: load-independent.
+function(ncs_stall_test name case size)
+  add_test(NAME ${name}
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/stall_check.sh $<TARGET_FILE:nccl-sim>
+                   $<TARGET_FILE:nccl-profiler-ncclscope> $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_BINARY_DIR}/${name} ${case} ${size})
+  set_tests_properties(${name} PROPERTIES TIMEOUT 600 PASS_REGULAR_EXPRESSION "stall check ${case} ${size}: ok")
+endfunction()
+ncs_stall_test(report_stall_positions_4x4 positions 4x4)
+ncs_stall_test(report_stall_host_4x4 host 4x4)
+ncs_stall_test(report_stall_mixed_4x4 mixed 4x4)
+ncs_stall_test(report_stall_minor_4x4 minor 4x4)
+if(NOT NCS_SANITIZE) # 8 and 13 jobs: the plain build only, for their time (as the healthy findings)
+  ncs_stall_test(report_stall_positions_8x2 positions 8x2)
+  ncs_stall_test(report_stall_healthy_4x4 healthy 4x4)
+endif()

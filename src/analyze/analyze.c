@@ -106,6 +106,7 @@ static void finish(ncs_analysis_t *a) {
     ncs_an_bucket_t *b = &a->buckets[k];
     bx_t *x = &P->bx[k];
     qs_sort(&x->lat), qs_sort(&x->bw), qs_sort(&x->abw), qs_sort(&x->skew), qs_sort(&x->tbw);
+    qs_sort(&x->wq);
     b->lat_p50 = qs_q(&x->lat, .5), b->lat_p95 = qs_q(&x->lat, .95), b->lat_p99 = qs_q(&x->lat, .99);
     b->lat_min = x->lat.total ? x->lat.min : 0, b->lat_max = x->lat.total ? x->lat.max : 0;
     b->lat_p25 = qs_q(&x->lat, .25), b->lat_p75 = qs_q(&x->lat, .75);
@@ -117,6 +118,7 @@ static void finish(ncs_analysis_t *a) {
     b->sketch = qs_sketched(&x->lat) || qs_sketched(&x->tbw);
   }
   slow_late(a);
+  an_stalls_finish(a);
 }
 
 /* the job model's coverage, summed over the files */
@@ -183,6 +185,7 @@ void ncs_analysis_free(ncs_analysis_t *a) {
     for (uint32_t k = 0; k < a->nbuckets; k++) {
       bx_t *x = &P->bx[k];
       qs_free(&x->lat), qs_free(&x->bw), qs_free(&x->abw), qs_free(&x->skew), qs_free(&x->tbw);
+      qs_free(&x->wq);
     }
     free(P->bx), free(P->rkey), free(P->ckey);
     hm_free(&P->bm), hm_free(&P->rm), hm_free(&P->cm);
@@ -190,7 +193,7 @@ void ncs_analysis_free(ncs_analysis_t *a) {
     free(P->durs), free(P->arr), free(P->tiv), free(P->fresh), free(P->insts), free(P->opwait);
     free(P);
   }
-  free(a->buckets), free(a->ranks), free(a->cells);
+  free(a->buckets), free(a->ranks), free(a->cells), free(a->stalls);
   free(a->gpu.devs), free(a->gpu.replays);
   ncs_job_free(a->job);
   free(a);

@@ -114,6 +114,16 @@ typedef struct {
   int64_t wait_mark;     /* the end of that union so far (its instances taken in call order) */
   uint32_t done_proc, done_seg; /* the operation it counted last (its file, segment and id): the */
   uint64_t done_id;             /* next one in its call order has it as prev_id (0: none yet) */
+  /* The waiting it caused, measured where it happens (docs/report.md, "Where waiting is
+   * measured"), what findings weigh: GPU-side in the instances whose every member has
+   * trustworthy GPU times (each member's kernel start to the last kernel start, counted for the
+   * rank whose kernel started last), host-side in the others (wait_caused's part from them, as
+   * above); and the instances of each. wait_caused itself stays all host-side (arrivals). */
+  int64_t wait_caused_gpu, wait_caused_host;
+  uint64_t caused_gpu_n, caused_host_n;
+  int64_t wait_suffered_gpu; /* its GPU-side waits (kernel start to the last kernel start) */
+  uint32_t stalls;           /* stalls it caused (ncs_analysis_t.stalls, found at the end) */
+  int64_t stall_caused;      /* the others' waiting in them, summed */
   int64_t excess;        /* sum over instances where it was slowest of (duration - median) */
   /* Of the times it was slowest, those a late arrival could explain: the instance's last rank
    * arrived later than the median arrival by more than this rank's excess (instance.c), by the
@@ -184,6 +194,56 @@ typedef struct {
   uint32_t files_asked;  /* files where CUPTI was asked for (a state other than off) */
 } ncs_an_gpu_t;
 
+/* A stall (docs/report.md, "Stalls"): a complete collective instance whose ranks waited for one
+ * late rank far longer than is usual for its bucket. `wait` is the others' mean wait (caused /
+ * others); it is a stall when it is at least NCS_STALL_FLOOR_NS and either an outlier of its
+ * bucket (at least NCS_STALL_MIN_N instances; above median + NCS_STALL_SIGMAS robust sigmas,
+ * sigma = IQR / 1.349, and above NCS_STALL_RATIO x the median) or at least NCS_STALL_SHARE of
+ * the job's wall time (and above NCS_STALL_RATIO x the median when the bucket has
+ * NCS_STALL_MIN_N instances). */
+#define NCS_STALL_FLOOR_NS 1000000ll /* 1 ms: below, never a stall (scheduling noise) */
+#define NCS_STALL_MIN_N 8
+#define NCS_STALL_SIGMAS 10.0
+#define NCS_STALL_RATIO 3.0
+#define NCS_STALL_SHARE 0.10
+#define NCS_STALL_KEEP 16 /* candidates kept per bucket (the largest waits) */
+typedef struct {
+  uint32_t comm, bucket;  /* bucket: index into buckets */
+  const char *func;
+  uint64_t seq, bytes;
+  int32_t rank;           /* the late rank: last host arrival, or latest kernel start (GPU-side) */
+  uint32_t proc;          /* its file */
+  int gpu;                /* 1: measured GPU-side, 0: host-side */
+  int32_t others;         /* ranks that waited for it */
+  int64_t from;           /* job time: when the first of the others began waiting */
+  int64_t from_real;      /* the same, CLOCK_REALTIME of the late rank's file (0 unknown) */
+  int64_t wait;           /* the others' mean wait, ns */
+  int64_t longest;        /* the longest wait of one of them */
+  int64_t caused;         /* their waits summed */
+  double med, sigma;      /* its bucket's usual: median and robust sigma of `wait`, ns */
+  uint64_t bucket_n;      /* instances of the bucket with a wait measured */
+  int by_share;           /* found by the share rule (not an outlier of its bucket) */
+  /* A stall holds ranks up in other instances while it lasts: a waiting rank's next kernel (or
+   * call) on another communicator starts late, and the late rank's next instance waits too.
+   * A stall whose waiting [from, from + longest] overlaps a larger one's is its knock-on
+   * (knock_on: the larger's index in stalls; -1 none), not a stall of its own: it is left out
+   * of the findings and of the per-rank counts, and the larger counts it (knock_ons). */
+  int32_t knock_on;
+  uint32_t knock_ons;
+} ncs_an_stall_t;
+
+/* the first instance (by first arrival) not recorded by every rank of its communicator */
+typedef struct {
+  int set;
+  uint32_t comm;
+  const char *func;
+  uint64_t seq;
+  int64_t at;             /* its first arrival, job time */
+  int32_t nranks;         /* its communicator's */
+  int32_t nmissing;       /* ranks with no record of it */
+  int32_t missing[8];     /* the first of them */
+} ncs_an_incomplete_t;
+
 typedef struct ncs_analysis ncs_analysis_t;
 /* overlap of one GPU in a window [from, to) of job time (steps or user ranges plug in here) */
 int ncs_an_gpu_window(const ncs_analysis_t *a, uint32_t dev, int64_t from, int64_t to,
@@ -197,6 +257,14 @@ struct ncs_analysis {
   ncs_an_rank_t *ranks;
   uint32_t nranks;
   uint64_t instances, incomplete, coll_ops, unmatched_seq;
+  ncs_an_incomplete_t first_incomplete;
+  /* stalls (largest wait first) and how they were measured; stalls_capped: some bucket had more
+   * than NCS_STALL_KEEP candidates over its threshold (the counts are lower bounds) */
+  ncs_an_stall_t *stalls;
+  uint32_t nstalls;
+  int stalls_capped;
+  /* complete instances by where their waits were measured: GPU-side, host-side */
+  uint64_t wait_gpu_n, wait_host_n;
   uint64_t mismatched;
   uint64_t unsampled; /* instances left out of latency/bandwidth: KernelCh not sampled (docs) */
   uint64_t no_gpu;    /* instances (and sends/receives) left out of latency/bandwidth: a rank's
@@ -287,6 +355,10 @@ typedef struct {
   int64_t skew;          /* last arrival - first arrival */
   int last_counted;      /* the report counts the instance's last_rank as arriving last */
   int64_t wait_caused;   /* when last_counted: sum over its ranks of their new waiting time */
+  int wait_gpu;          /* every member's GPU times are trusted: its waits are measured GPU-side */
+  int32_t caused_rank;   /* the rank the waiting where it happens is counted for (-1 none): the
+                          * latest kernel start when wait_gpu, else the last arrival */
+  int64_t caused_gpu;    /* wait_gpu: sum over its ranks of (last kernel start - own kernel start) */
   int32_t slowest_rank;  /* the rank counted as slowest (3+ ranks, > 5% over the median), -1 */
   int64_t slowest_excess; /* its duration - the median duration */
   int unsampled;         /* left out of its bucket's latency and bandwidth (a->unsampled) */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "util/num.h"
 #include "util/fmt.h"
@@ -27,9 +28,41 @@ static int cmp_slow(const void *x, const void *y) {
   return a->slowest > b->slowest ? -1 : a->slowest < b->slowest;
 }
 
-static void add(ncs_findings_t *f, ncs_find_kind_t kind, const ncs_an_rank_t *r,
-                ncs_find_test_t t) {
-  f->items[f->n++] = (ncs_finding_t){kind, r, t};
+const char *const ncs_side_names[4] = {"", "host-side", "GPU-side", "mixed"};
+
+static double wall_ns(const ncs_analysis_t *a) { return (double)(a->job->t_last - a->job->t_first); }
+
+/* a finding that is no effect (mismatches, missing ranks, p2p, damage): always a headline */
+static ncs_finding_t *add(ncs_findings_t *f, ncs_find_kind_t kind, const ncs_an_rank_t *r,
+                          ncs_find_test_t t) {
+  ncs_finding_t *x = &f->items[f->n++];
+  *x = (ncs_finding_t){.kind = kind, .rank = r, .test = t, .headline = 1};
+  return x;
+}
+
+/* an effect: its size per other rank; a headline when material */
+static void sized(ncs_finding_t *x, const ncs_analysis_t *a, int64_t size_ns, int side) {
+  double wall = wall_ns(a);
+  x->size_ns = size_ns, x->side = side;
+  x->share = wall > 0 ? (double)size_ns / wall : 0;
+  x->headline = x->share >= NCS_FIND_MATERIAL;
+}
+
+static int side_of(uint64_t gpu_n, uint64_t host_n) {
+  return gpu_n && host_n ? NCS_SIDE_MIXED : gpu_n ? NCS_SIDE_GPU : host_n ? NCS_SIDE_HOST : NCS_SIDE_NONE;
+}
+
+/* A straggler's waiting where it happens, per other rank: one side only, never the two summed
+ * (a host interval of an instance without GPU times overlaps in time the GPU waits of earlier
+ * instances: summed they could exceed the job). GPU-side when at least half of the instances it
+ * caused waiting in have trusted GPU times, else host-side; the instances of the other side are
+ * left out, and the size is then a lower bound (*side NCS_SIDE_MIXED says so). */
+static int gpu_side(const ncs_an_rank_t *r) { return r->caused_gpu_n && r->caused_gpu_n >= r->caused_host_n; }
+static int64_t caused_per_other(const ncs_analysis_t *a, const ncs_an_rank_t *r, int *side) {
+  int32_t m = a->job->comms[r->comm].nranks;
+  int g = gpu_side(r);
+  *side = r->caused_gpu_n && r->caused_host_n ? NCS_SIDE_MIXED : g ? NCS_SIDE_GPU : NCS_SIDE_HOST;
+  return m > 1 ? (g ? r->wait_caused_gpu : r->wait_caused_host) / (m - 1) : 0;
 }
 
 ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, int slow,
@@ -265,16 +298,49 @@ static void none_text(ncs_findings_t *f, const ncs_analysis_t *a) {
              a->cov.evicted ? ", completions not derived" : "");
   else
     snprintf(f->none, sizeof f->none, "nothing stands out");
+  if (f->n > f->nheadline) {
+    size_t l = strlen(f->none);
+    snprintf(f->none + l, sizeof f->none - l, "; %u minor finding%s (each under %.0f%% of the job's time) below",
+             f->n - f->nheadline, f->n - f->nheadline == 1 ? "" : "s", 100 * NCS_FIND_MATERIAL);
+  }
+}
+
+/* stalls (analyze.h, ncs_an_stall_t): the `top` largest one by one, then each rank that stalled
+ * twice or more, as one finding of its own */
+static void stall_findings(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top) {
+  ncs_find_test_t none = {0};
+  for (uint32_t s = 0, shown = 0; s < a->nstalls && shown < top; s++) {
+    const ncs_an_stall_t *x = &a->stalls[s];
+    if (x->knock_on >= 0) continue;
+    shown++;
+    const ncs_an_rank_t *r = NULL;
+    for (uint32_t k = 0; k < a->nranks && !r; k++)
+      if (a->ranks[k].comm == x->comm && a->ranks[k].rank == x->rank) r = &a->ranks[k];
+    ncs_finding_t *y = add(f, NCS_FIND_STALL, r, none);
+    y->stall = x;
+    sized(y, a, x->wait, x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST);
+  }
+  for (uint32_t k = 0; k < a->nranks; k++) {
+    const ncs_an_rank_t *r = f->by_wait[k];
+    if (r->stalls < 2) continue;
+    uint64_t g = 0, h = 0;
+    for (uint32_t s = 0; s < a->nstalls; s++)
+      if (a->stalls[s].comm == r->comm && a->stalls[s].rank == r->rank && a->stalls[s].knock_on < 0)
+        g += a->stalls[s].gpu, h += !a->stalls[s].gpu;
+    int32_t m = a->job->comms[r->comm].nranks;
+    sized(add(f, NCS_FIND_STALLS, r, none), a, m > 1 ? r->stall_caused / (m - 1) : 0, side_of(g, h));
+  }
 }
 
 void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top) {
   f->by_wait = calloc(a->nranks + 1, sizeof *f->by_wait);
   f->by_slow = calloc(a->nranks + 1, sizeof *f->by_slow);
-  /* at most top stragglers + top slow ranks (each <= nranks) + 4 job-wide findings */
-  f->items = calloc(2 * (size_t)a->nranks + 4, sizeof *f->items);
-  f->n = 0, f->nwarn = 0;
+  /* at most top stragglers + top slow ranks + repeated stalls (each <= nranks), top stalls, and
+   * 4 job-wide findings */
+  f->items = calloc(3 * (size_t)a->nranks + top + 4, sizeof *f->items);
+  f->n = f->nheadline = 0, f->nwarn = 0;
   if (!f->by_wait || !f->by_slow || !f->items) abort();
-  warn_files(f, a), warn_records(f, a), warn_gpu(f, a), warn_cupti(f, a), none_text(f, a);
+  warn_files(f, a), warn_records(f, a), warn_gpu(f, a), warn_cupti(f, a);
   for (uint32_t k = 0; k < a->nranks; k++) f->by_wait[k] = f->by_slow[k] = &a->ranks[k];
   if (a->nranks > 1) {
     qsort(f->by_wait, a->nranks, sizeof *f->by_wait, cmp_wait);
@@ -285,13 +351,21 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
   for (uint32_t k = 0; k < a->nranks && ns < top; k++) {
     const ncs_an_rank_t *r = f->by_wait[k];
     ncs_find_test_t t = ncs_find_test(a, r, 0, lt);
-    if (t.significant && r->wait_caused > 0) add(f, NCS_FIND_STRAGGLER, r, t), ns++;
+    if (!t.significant || r->wait_caused <= 0) continue;
+    int side;
+    int64_t size = caused_per_other(a, r, &side);
+    sized(add(f, NCS_FIND_STRAGGLER, r, t), a, size, side);
+    ns++;
   }
   for (uint32_t k = 0; k < a->nranks && nl < top; k++) {
     const ncs_an_rank_t *r = f->by_slow[k];
     ncs_find_test_t t = ncs_find_test(a, r, 1, st);
-    if (t.significant && r->excess > 0) add(f, NCS_FIND_SLOW_RANK, r, t), nl++;
+    if (!t.significant || r->excess <= 0) continue;
+    uint64_t g = r->gsrc[NCS_GS_CUPTI] + r->gsrc[NCS_GS_KERNELCH];
+    sized(add(f, NCS_FIND_SLOW_RANK, r, t), a, r->excess, side_of(g, r->gsrc[NCS_GS_NONE]));
+    nl++;
   }
+  stall_findings(f, a, top);
   ncs_find_test_t none = {0};
   if (a->mismatched) add(f, NCS_FIND_MISMATCH, NULL, none);
   if (a->incomplete) add(f, NCS_FIND_INCOMPLETE, NULL, none);
@@ -306,11 +380,91 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
   else if (p2p_bad)
     add(f, NCS_FIND_P2P, NULL, none);
   if (a->damaged_files) add(f, NCS_FIND_DAMAGED, NULL, none);
+  /* the headlines first, each group in its order */
+  ncs_finding_t *tmp = calloc(f->n + 1, sizeof *tmp);
+  if (!tmp) abort();
+  uint32_t o = 0;
+  for (int pass = 1; pass >= 0; pass--)
+    for (uint32_t k = 0; k < f->n; k++)
+      if (f->items[k].headline == pass) tmp[o++] = f->items[k];
+  for (uint32_t k = 0; k < f->n; k++) f->nheadline += f->items[k].headline != 0;
+  memcpy(f->items, tmp, f->n * sizeof *tmp);
+  free(tmp);
+  none_text(f, a);
 }
 
 void ncs_findings_free(ncs_findings_t *f) {
   free(f->by_wait), free(f->by_slow), free(f->items);
   f->by_wait = f->by_slow = NULL, f->items = NULL, f->n = 0;
+}
+
+/* ", 2026-11-28 12:00:01.234 UTC": job time t as wall-clock time (the first readable file's clocks) */
+static void real_text(const ncs_analysis_t *a, int64_t t, char *o, size_t n) {
+  *o = 0;
+  const ncs_job_proc_t *p = NULL;
+  for (uint32_t i = 0; i < a->job->nprocs && !p; i++)
+    if (a->job->procs[i].readable && !a->job->procs[i].excluded) p = &a->job->procs[i];
+  if (!p || !t) return;
+  char u[48];
+  ncs_fmt_utc(u, sizeof u, t - p->job_off + p->clk_off);
+  if (strcmp(u, "?")) snprintf(o, n, ", %s", u);
+}
+
+/* "rank" or "3 ranks": the others of a finding */
+static const char *others(char *o, size_t n, int32_t k) {
+  if (k == 1)
+    snprintf(o, n, "rank");
+  else
+    snprintf(o, n, "%d ranks", k);
+  return o;
+}
+
+/* how the waiting was measured, in words */
+static void side_text(char *o, size_t n, int side, int gpu, uint64_t gpu_n, uint64_t host_n) {
+  if (side == NCS_SIDE_GPU)
+    snprintf(o, n, "GPU-side: kernel start to the last peer's kernel start");
+  else if (side == NCS_SIDE_HOST)
+    snprintf(o, n, "host-side: arrival to the last arrival, no trusted GPU times");
+  else if (gpu)
+    snprintf(o, n, "mixed: GPU-side in %" PRIu64 " instances; %" PRIu64 " without trusted GPU times left out, "
+             "so at least this", gpu_n, host_n);
+  else
+    snprintf(o, n, "mixed: host-side in %" PRIu64 " instances without trusted GPU times; %" PRIu64
+             " GPU-side left out, so at least this", host_n, gpu_n);
+}
+
+/* one stall: who, before what, when, how long, what it cost */
+static void stall_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
+  const ncs_an_stall_t *x = f->stall;
+  char each[32], longest[32], total[32], wall[32], at[32], real[64], size[32], med[32], sig[32], why[160], ot[24];
+  ncs_fmt_ns(each, sizeof each, (double)x->wait), ncs_fmt_ns(longest, sizeof longest, (double)x->longest);
+  ncs_fmt_ns(total, sizeof total, (double)x->caused), ncs_fmt_ns(wall, sizeof wall, wall_ns(a));
+  ncs_fmt_ns(at, sizeof at, (double)(x->from - a->job->t_first));
+  ncs_fmt_size(size, sizeof size, x->bytes);
+  ncs_fmt_ns(med, sizeof med, x->med), ncs_fmt_ns(sig, sizeof sig, x->sigma);
+  *real = 0;
+  if (x->from_real > 0) {
+    char u[48];
+    ncs_fmt_utc(u, sizeof u, x->from_real);
+    snprintf(real, sizeof real, ", %s", u);
+  }
+  char knock[128] = "";
+  if (x->knock_ons)
+    snprintf(knock, sizeof knock, "; %u more instance%s waited meanwhile, its knock-on (not counted as stalls)",
+             x->knock_ons, x->knock_ons == 1 ? "" : "s");
+  if (x->by_share)
+    snprintf(why, sizeof why, "at least %.0f%% of the job's time; its bucket's median wait %s over %" PRIu64
+             " instances", 100 * NCS_STALL_SHARE, med, x->bucket_n);
+  else
+    snprintf(why, sizeof why, "its bucket's usual wait: median %s, robust sigma %s over %" PRIu64 " instances",
+             med, sig, x->bucket_n);
+  snprintf(o, n,
+           "stall: rank %d (pid %" PRIu64 ") held up %s seq %" PRIu64 " (%s) on c%u " NCS_COMM_ID_FMT
+           ": the other %s waited for it %s each (longest %s; %s in total, %s), %.1f%% of the job's %s,"
+           " from %s into the job%s (%s)%s",
+           x->rank, a->job->procs[x->proc].pid, x->func, x->seq, size, x->comm, a->job->comms[x->comm].comm_id,
+           others(ot, sizeof ot, x->others), each, longest, total, ncs_side_names[x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST],
+           100 * f->share, wall, at, real, why, knock);
 }
 
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
@@ -319,37 +473,67 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
   ncs_fmt_ns(err, sizeof err, (double)a->job->error);
   switch (f->kind) {
   case NCS_FIND_STRAGGLER: {
-    /* the waiting it caused is summed over the other ranks: per rank, against the wall time */
+    /* the waiting it caused, where it happened: summed over the other ranks, then per rank
+     * against the wall time (the finding's size) */
     int32_t m = a->job->comms[r->comm].nranks;
-    double per = m > 1 ? (double)r->wait_caused / (m - 1) : 0, wall = (double)(a->job->t_last - a->job->t_first);
-    char t3[32], t4[32];
-    ncs_fmt_ns(t1, sizeof t1, (double)r->wait_caused);
+    double wall = wall_ns(a);
+    char t3[32], t4[32], how[160], ot[24];
+    ncs_fmt_ns(t1, sizeof t1, (double)(gpu_side(r) ? r->wait_caused_gpu : r->wait_caused_host));
     ncs_fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
-    ncs_fmt_ns(t3, sizeof t3, per), ncs_fmt_ns(t4, sizeof t4, wall);
+    ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall);
+    side_text(how, sizeof how, f->side, gpu_side(r), r->caused_gpu_n, r->caused_host_n);
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
              " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
-             " its busiest quarter, over %u ranks tested); the other %d ranks waited for it %s in"
-             " total (+-%s), %s each, %.0f%%"
-             " of the job's %s; worst: %s seq %" PRIu64 " by %s",
+             " its busiest quarter, over %u ranks tested); the other %s waited for it %s in"
+             " total (+-%s; %s), %s each, %.1f%%"
+             " of the job's %s; worst arrival: %s seq %" PRIu64 " by %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
              r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
-             f->test.tests, m - 1,
-             t1, err, t3, wall > 0 ? 100 * per / wall : 0, t4, r->nev ? r->ev[0].func : "-",
+             f->test.tests, others(ot, sizeof ot, m - 1), t1, err, how, t3, 100 * f->share, t4, r->nev ? r->ev[0].func : "-",
              r->nev ? r->ev[0].seq : 0, t2);
     break;
   }
-  case NCS_FIND_SLOW_RANK:
+  case NCS_FIND_SLOW_RANK: {
+    char t4[32];
     ncs_fmt_ns(t1, sizeof t1, (double)r->excess);
+    ncs_fmt_ns(t4, sizeof t4, wall_ns(a));
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") took longest in %.0f%% of %" PRIu64
              " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested), %s transfer time over the median rank"
-             " in total",
+             " in total (%s), %.1f%% of the job's %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->slowest, r->slow_trials), r->slow_trials,
              r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
-             f->test.tests, t1);
+             f->test.tests, t1,
+             f->side == NCS_SIDE_GPU    ? "GPU times"
+             : f->side == NCS_SIDE_HOST ? "host times"
+                                        : "GPU times where known, else host times",
+             100 * f->share, t4);
     break;
+  }
+  case NCS_FIND_STALL:
+    stall_text(a, f, o, n);
+    break;
+  case NCS_FIND_STALLS: {
+    const ncs_an_stall_t *big = NULL;
+    for (uint32_t s = 0; s < a->nstalls && !big; s++)
+      if (a->stalls[s].comm == r->comm && a->stalls[s].rank == r->rank && a->stalls[s].knock_on < 0)
+        big = &a->stalls[s];
+    char t3[32], t4[32], t5[32], ot[24];
+    int32_t m = a->job->comms[r->comm].nranks;
+    ncs_fmt_ns(t1, sizeof t1, (double)r->stall_caused);
+    ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall_ns(a));
+    ncs_fmt_ns(t5, sizeof t5, big ? (double)big->wait : 0);
+    snprintf(o, n,
+             "rank %d (pid %" PRIu64 ") stalled %s%u times on c%u " NCS_COMM_ID_FMT
+             ": the other %s waited for it %s in total in those stalls (%s), %s each, %.1f%% of"
+             " the job's %s; largest: %s seq %" PRIu64 ", %s each",
+             r->rank, a->job->procs[r->proc].pid, a->stalls_capped ? "at least " : "", r->stalls, r->comm,
+             a->job->comms[r->comm].comm_id, others(ot, sizeof ot, m - 1), t1, ncs_side_names[f->side], t3, 100 * f->share, t4,
+             big ? big->func : "-", big ? big->seq : 0, t5);
+    break;
+  }
   case NCS_FIND_MISMATCH: {
     const ncs_an_mismatch_t *m = &a->mism[0];
     char more[48] = ""; /* rank_a differs from what most ranks passed (rank_b's) */
@@ -361,10 +545,26 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
              m->what);
     break;
   }
-  case NCS_FIND_INCOMPLETE:
-    snprintf(o, n, "%" PRIu64 " collective instances were not recorded by every rank of their communicator",
-             a->incomplete);
+  case NCS_FIND_INCOMPLETE: {
+    const ncs_an_incomplete_t *x = &a->first_incomplete;
+    char miss[96] = "", at[32], real[64];
+    size_t l = 0;
+    int shown = x->nmissing < 8 ? x->nmissing : 8;
+    for (int k = 0; k < shown && l < sizeof miss; k++)
+      l += (size_t)snprintf(miss + l, sizeof miss - l, "%s%d", k ? "," : "", x->missing[k]);
+    if (x->nmissing > shown && l < sizeof miss) snprintf(miss + l, sizeof miss - l, ",...");
+    ncs_fmt_ns(at, sizeof at, (double)(x->at - a->job->t_first));
+    real_text(a, x->at, real, sizeof real);
+    snprintf(o, n,
+             "%" PRIu64 " collective instances were not recorded by every rank of their communicator;"
+             " the first: %s seq %" PRIu64 " on c%u " NCS_COMM_ID_FMT ", which rank%s %s of %d never"
+             " recorded (first call %s into the job%s); a rank that never made the call, or died or hung"
+             " before it: ncclscope diagnose %s says which and why",
+             a->incomplete, x->func ? x->func : "-", x->seq, x->comm,
+             x->set ? a->job->comms[x->comm].comm_id : 0, x->nmissing == 1 ? "" : "s", miss, x->nranks, at,
+             real, a->path);
     break;
+  }
   case NCS_FIND_P2P:
     snprintf(o, n,
              "point-to-point: %" PRIu64 " sends and %" PRIu64 " receives without a partner, %" PRIu64

@@ -19,6 +19,11 @@
  * effect: the count must be at least min(2/nranks, (1 + 1/nranks) / 2) of the trials (twice
  * chance, or halfway from chance to always for small communicators). */
 #define NCS_FIND_ALPHA 0.01
+/* A finding of an effect (a straggler, a slow rank, a stall, repeated stalls) is a headline only
+ * when the effect is material: the time it cost each other rank of its communicator (a slow
+ * rank: its excess) is at least this share of the job's wall time (docs/report.md, "Findings").
+ * Smaller ones are listed as minor, with their size. */
+#define NCS_FIND_MATERIAL 0.05
 
 typedef struct {
   double p;          /* P(count or more | chance), one-sided */
@@ -36,12 +41,26 @@ typedef enum {
   NCS_FIND_INCOMPLETE, /* instances not recorded by every rank */
   NCS_FIND_P2P,        /* unpaired sends/receives, pairs with different sizes */
   NCS_FIND_DAMAGED,    /* damaged trace files */
+  NCS_FIND_STALL,      /* one stall (stall; rank: the late rank when known) */
+  NCS_FIND_STALLS,     /* a rank that stalled 2+ times (rank) */
 } ncs_find_kind_t;
+
+/* where a finding's waiting was measured (docs/report.md, "Where waiting is measured") */
+enum { NCS_SIDE_NONE = 0, NCS_SIDE_HOST = 1, NCS_SIDE_GPU = 2, NCS_SIDE_MIXED = 3 };
+extern const char *const ncs_side_names[4]; /* "", "host-side", "GPU-side", "mixed" */
 
 typedef struct {
   ncs_find_kind_t kind;
-  const ncs_an_rank_t *rank; /* NCS_FIND_STRAGGLER and NCS_FIND_SLOW_RANK, else NULL */
-  ncs_find_test_t test;      /* theirs */
+  const ncs_an_rank_t *rank; /* STRAGGLER, SLOW_RANK, STALLS; STALL when found; else NULL */
+  const ncs_an_stall_t *stall; /* NCS_FIND_STALL */
+  ncs_find_test_t test;      /* STRAGGLER and SLOW_RANK */
+  /* its size: what it cost each other rank (a slow rank: its excess), ns, and that as a share
+   * of the job's wall time; headline: an effect of at least NCS_FIND_MATERIAL, or a finding that
+   * is no effect (mismatches, incomplete instances, p2p, damage); else minor */
+  int64_t size_ns;
+  double share;
+  int headline;
+  int side;                  /* NCS_SIDE_* */
 } ncs_finding_t;
 
 /* A warning about what the analysis rests on (docs/report.md, "Coverage"): said before the
@@ -56,8 +75,9 @@ typedef struct {
 typedef struct {
   const ncs_an_rank_t **by_wait; /* all nranks: most waiting caused first, then most last arrivals */
   const ncs_an_rank_t **by_slow; /* all nranks: largest excess first, then most often slowest */
-  ncs_finding_t *items;          /* the findings, in the order the report prints them */
-  uint32_t n;
+  ncs_finding_t *items;          /* the findings, in the order the report prints them: the
+                                  * headlines (nheadline), then the minor ones */
+  uint32_t n, nheadline;
   ncs_warning_t warn[NCS_WARN_MAX];
   uint32_t nwarn;
   /* what to say when no finding stands out: "nothing stands out", or with records lost, that it
@@ -65,8 +85,9 @@ typedef struct {
   char none[320];
 } ncs_findings_t;
 
-/* Select the findings of `a`: at most `top` stragglers and `top` slow ranks, each significant
- * (the rules are in docs/report.md, Findings). Aborts when out of memory. */
+/* Select the findings of `a`: at most `top` stragglers, `top` slow ranks and `top` single stalls,
+ * each significant, and a finding per rank that stalled twice or more (the rules are in
+ * docs/report.md, Findings). Aborts when out of memory. */
 void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top);
 void ncs_findings_free(ncs_findings_t *f);
 /* the test of a rank's last arrivals (slow 0) or times slowest (slow 1) */

@@ -221,6 +221,13 @@ static void rank_share(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *
     r->wait_caused += x->wait_caused;
     add_evidence(r, o, x->skew);
   }
+  if (x->wait_gpu) r->wait_suffered_gpu += d->kmax - o->kstart;
+  if (x->caused_rank == o->rank) {
+    if (x->wait_gpu)
+      r->wait_caused_gpu += x->caused_gpu, r->caused_gpu_n++;
+    else
+      r->wait_caused_host += x->wait_caused, r->caused_host_n++;
+  }
   /* A rank that arrived last, by more than the clock error after the median arrival: the
    * others' data waits for it, and for its data, so from then on they run late in the order of
    * the data's path (its ring successor first: its kernels start late and end late), and it
@@ -264,6 +271,7 @@ typedef struct park_s {
   uint64_t inst;          /* its instance's id (retained numbers), UINT64_MAX none */
   uint8_t skip;           /* left out by the filter: nothing to count */
   size_t opi;             /* its retained operation's index (ncs_an_op_wait), SIZE_MAX none */
+  uint8_t gpu;            /* its instance's waits are measured GPU-side: by's host part is not */
   uint8_t live;           /* parked (else a free entry) */
 } park_t;
 
@@ -296,6 +304,7 @@ static int64_t wait_count(ncs_analysis_t *a, park_t w) {
       first = fresh; /* the caller adds it to its instance */
     } else if (fresh) { /* a parked one: its instance was added up without it */
       if (w.by) a->ranks[w.by - 1].wait_caused += fresh;
+      if (w.by && !w.gpu) a->ranks[w.by - 1].wait_caused_host += fresh;
       if (w.inst < P->ninsts) P->insts[w.inst].wait_caused += fresh;
     }
     r->done_proc = w.proc, r->done_seg = w.seg, r->done_id = w.id;
@@ -314,12 +323,12 @@ static int64_t wait_count(ncs_analysis_t *a, park_t w) {
 /* op's wait in its instance (last arrival `last`; by, inst, skip: park_t's): counted now when its
  * previous operation was (the fresh waiting returned), else parked until it is (0 now) */
 static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last, uint32_t by,
-                          uint64_t inst, int skip, size_t opi) {
+                          uint64_t inst, int skip, size_t opi, int gpu) {
   priv_t *P = an_priv(a);
   ncs_an_rank_t *r = an_rank(a, o);
   park_t w = {.ri = (uint32_t)(r - a->ranks), .proc = o->proc, .seg = o->seg, .id = o->id,
               .prev = o->prev_id, .arr = o->arrival, .last = last, .by = by, .inst = inst,
-              .skip = (uint8_t)skip, .opi = opi, .live = 1};
+              .skip = (uint8_t)skip, .opi = opi, .gpu = (uint8_t)gpu, .live = 1};
   if (!o->prev_id || (r->done_id == o->prev_id && r->done_proc == o->proc && r->done_seg == o->seg))
     return wait_count(a, w);
   uint64_t key = park_key(w.ri, o->prev_id), pi;
@@ -339,7 +348,7 @@ static int64_t fresh_wait(ncs_analysis_t *a, const ncs_op_t *o, int64_t last, ui
 /* the filter left an instance out: its operations take their turn, counting nothing */
 void an_left(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
   for (size_t k = 0; k < n; k++)
-    if (!ops[k].p2p) fresh_wait(a, &ops[k], 0, 0, UINT64_MAX, 1, SIZE_MAX);
+    if (!ops[k].p2p) fresh_wait(a, &ops[k], 0, 0, UINT64_MAX, 1, SIZE_MAX, 0);
 }
 
 static int park_cmp(const void *x, const void *y) {
@@ -361,11 +370,155 @@ void an_waits_finish(ncs_analysis_t *a) {
     park_t w = P->parks[i];
     int64_t fresh = wait_count(a, w);
     if (fresh && w.by) a->ranks[w.by - 1].wait_caused += fresh;
+    if (fresh && w.by && !w.gpu) a->ranks[w.by - 1].wait_caused_host += fresh;
     if (fresh && w.inst < P->ninsts) P->insts[w.inst].wait_caused += fresh;
   }
   free(P->parks), free(P->pfree);
   P->parks = NULL, P->pfree = NULL, P->nparks = P->capparks = P->npfree = P->cappfree = 0;
   hm_free(&P->pm);
+}
+
+/* Where waiting is measured (docs/report.md): NCCL calls return at once, so host arrivals say
+ * when a rank asked, not when its GPU was ready. When every member of a complete instance has
+ * GPU times the checks trust (CUPTI's, or KernelCh's ok or repaired) and they are not doubtful
+ * (gpu_suspect), each member waited from its kernel start to the last member's kernel start, and
+ * that waiting is counted for the rank whose kernel started last, when the spread of kernel
+ * starts is beyond the clock error bound. Otherwise waiting stays host-side (arrivals). */
+static int gpu_trusted(const ncs_op_t *o) {
+  return o->kstart && (o->gsrc == NCS_GS_CUPTI || o->gk == NCS_GK_OK || o->gk == NCS_GK_REPAIRED);
+}
+static void gpu_waits(ncs_analysis_t *a, const ncs_op_t *ops, size_t n, int complete, const durs_t *d,
+                      ncs_an_instance_t *x) {
+  int ok = complete && n > 1 && !x->gpu_suspect;
+  for (size_t k = 0; ok && k < n; k++) ok = gpu_trusted(&ops[k]);
+  if (complete && n > 1) {
+    if (ok)
+      a->wait_gpu_n++;
+    else
+      a->wait_host_n++;
+  }
+  if (!ok) return;
+  x->wait_gpu = 1;
+  int64_t kmin = INT64_MAX;
+  size_t kl = 0;
+  for (size_t k = 0; k < n; k++) {
+    if (ops[k].kstart < kmin) kmin = ops[k].kstart;
+    if (ops[k].kstart > ops[kl].kstart) kl = k;
+  }
+  if (d->kmax - kmin <= a->job->error) return; /* who started last cannot be told */
+  x->caused_rank = ops[kl].rank;
+  for (size_t k = 0; k < n; k++) x->caused_gpu += d->kmax - ops[k].kstart;
+}
+
+/* the first instance (by its first arrival) that some rank of its communicator did not record,
+ * and which ranks (a hung job: docs/report.md, "Findings") */
+static void note_incomplete(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops, size_t n,
+                            int32_t nr) {
+  ncs_an_incomplete_t *f = &a->first_incomplete;
+  if (f->set && (in->first_arrival > f->at || (in->first_arrival == f->at && in->seq >= f->seq))) return;
+  *f = (ncs_an_incomplete_t){.set = 1, .comm = in->comm, .func = in->func, .seq = in->seq,
+                             .at = in->first_arrival, .nranks = nr};
+  size_t k = 0;
+  for (int32_t r = 0; r < nr; r++) {
+    while (k < n && ops[k].rank < r) k++;
+    if (k < n && ops[k].rank == r) continue;
+    if (f->nmissing < (int32_t)(sizeof f->missing / sizeof f->missing[0])) f->missing[f->nmissing] = r;
+    f->nmissing++;
+  }
+}
+
+/* A stall candidate (analyze.h, ncs_an_stall_t): every complete instance's mean wait of the
+ * others goes into its bucket's distribution; those of at least NCS_STALL_FLOOR_NS are kept, the
+ * NCS_STALL_KEEP largest per bucket, and judged against the distribution at the end. */
+static int stall_before(const ncs_an_stall_t *x, const ncs_an_stall_t *y) {
+  if (x->wait != y->wait) return x->wait > y->wait;
+  if (x->comm != y->comm) return x->comm < y->comm;
+  return x->seq < y->seq;
+}
+static void stall_candidate(ncs_analysis_t *a, uint32_t bi, const ncs_inst_t *in, const ncs_op_t *ops,
+                            size_t n, size_t lastk, const durs_t *d, const ncs_an_instance_t *x) {
+  bx_t *bx = &an_priv(a)->bx[bi];
+  ncs_an_stall_t c = {.comm = in->comm, .func = in->func, .seq = in->seq, .bytes = x->bytes,
+                      .gpu = x->wait_gpu, .others = (int32_t)n - 1};
+  size_t late = lastk;
+  if (x->wait_gpu && x->caused_rank >= 0) {
+    c.from = INT64_MAX;
+    for (size_t k = 0; k < n; k++) {
+      int64_t w = d->kmax - ops[k].kstart;
+      if (ops[k].rank == x->caused_rank) late = k;
+      if (ops[k].kstart < c.from) c.from = ops[k].kstart;
+      if (w > c.longest) c.longest = w;
+    }
+    c.caused = x->caused_gpu;
+  } else if (!x->wait_gpu && x->last_counted) {
+    for (size_t k = 0; k < n; k++)
+      if (k != lastk && an_priv(a)->fresh[k] > c.longest) c.longest = an_priv(a)->fresh[k];
+    c.caused = x->wait_caused, c.from = in->first_arrival;
+  }
+  c.wait = c.caused / c.others;
+  qs_add(&bx->wq, (double)c.wait);
+  if (c.wait < NCS_STALL_FLOOR_NS) return;
+  c.rank = ops[late].rank, c.proc = ops[late].proc;
+  const ncs_job_proc_t *p = &a->job->procs[c.proc];
+  c.from_real = c.from - p->job_off + p->clk_off;
+  uint32_t k = bx->ncand < NCS_STALL_KEEP ? bx->ncand++ : NCS_STALL_KEEP - 1;
+  if (k == NCS_STALL_KEEP - 1 && bx->ncand == NCS_STALL_KEEP && bx->cand[k].func && !stall_before(&c, &bx->cand[k]))
+    return;
+  bx->cand[k] = c;
+  for (; k > 0 && stall_before(&bx->cand[k], &bx->cand[k - 1]); k--) {
+    ncs_an_stall_t t = bx->cand[k];
+    bx->cand[k] = bx->cand[k - 1], bx->cand[k - 1] = t;
+  }
+}
+
+static int cmp_stall(const void *x, const void *y) {
+  const ncs_an_stall_t *a = x, *b = y;
+  if (stall_before(a, b)) return -1;
+  return stall_before(b, a);
+}
+
+/* At the end (buckets in their final order, their wait distributions sorted): the candidates
+ * that are stalls, largest first; each counted for its rank. */
+void an_stalls_finish(ncs_analysis_t *a) {
+  priv_t *P = an_priv(a);
+  double wall = (double)(a->job->t_last - a->job->t_first);
+  size_t cap = 0;
+  for (uint32_t bi = 0; bi < a->nbuckets; bi++) {
+    bx_t *bx = &P->bx[bi];
+    if (!bx->ncand) continue;
+    uint64_t nw = bx->wq.total;
+    double med = qs_q(&bx->wq, .5), sigma = (qs_q(&bx->wq, .75) - qs_q(&bx->wq, .25)) / 1.349;
+    uint32_t found = 0;
+    for (uint32_t k = 0; k < bx->ncand; k++) {
+      ncs_an_stall_t c = bx->cand[k];
+      double w = (double)c.wait;
+      int unusual = w > NCS_STALL_RATIO * med;
+      int outlier = nw >= NCS_STALL_MIN_N && unusual && w > med + NCS_STALL_SIGMAS * sigma;
+      int share = wall > 0 && w >= NCS_STALL_SHARE * wall && (nw < NCS_STALL_MIN_N || unusual);
+      if (!outlier && !share) continue;
+      c.bucket = bi, c.med = med, c.sigma = sigma, c.bucket_n = nw, c.by_share = !outlier;
+      found++;
+      NCS_XGROW(a->stalls, cap, a->nstalls + 1);
+      a->stalls[a->nstalls++] = c;
+    }
+    if (found == NCS_STALL_KEEP) a->stalls_capped = 1;
+  }
+  if (a->nstalls > 1) ncs_sort(a->stalls, a->nstalls, sizeof *a->stalls, cmp_stall);
+  for (uint32_t s = 0; s < a->nstalls; s++) { /* largest first: a knock-on's root comes before it */
+    ncs_an_stall_t *x = &a->stalls[s];
+    x->knock_on = -1;
+    for (uint32_t k = 0; k < s && x->knock_on < 0; k++) {
+      ncs_an_stall_t *y = &a->stalls[k];
+      if (y->knock_on < 0 && x->from < y->from + y->longest && y->from < x->from + x->longest)
+        x->knock_on = (int32_t)k, y->knock_ons++;
+    }
+  }
+  for (uint32_t s = 0; s < a->nstalls; s++)
+    for (uint32_t k = 0; k < a->nranks && a->stalls[s].knock_on < 0; k++)
+      if (a->ranks[k].comm == a->stalls[s].comm && a->ranks[k].rank == a->stalls[s].rank) {
+        a->ranks[k].stalls++, a->ranks[k].stall_caused += a->stalls[s].caused;
+        break;
+      }
 }
 
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
@@ -387,7 +540,7 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
     P->durs = ncs_xrealloc(P->durs, P->capd * sizeof *P->durs);
     P->fresh = ncs_xrealloc(P->fresh, P->capd * sizeof *P->fresh);
   }
-  ncs_an_instance_t x = {.bytes = I->bytes, .log2 = log2b(I->bytes), .slowest_rank = -1,
+  ncs_an_instance_t x = {.bytes = I->bytes, .log2 = log2b(I->bytes), .slowest_rank = -1, .caused_rank = -1,
                          .skew = in->last_arrival - in->first_arrival};
   x.gpu_suspect = gpu_suspect(a, ops, n);
   durs_t d = durations(P, in, ops, n);
@@ -404,13 +557,17 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   uint32_t by = x.last_counted ? (uint32_t)(an_rank(a, &ops[lastk]) - a->ranks) + 1 : 0;
   /* retained: the model keeps the instance's operations last in its array (ncs_job_op) */
   size_t opi = P->retain && ncs_job_op_count(a->job) >= n ? ncs_job_op_count(a->job) - n : SIZE_MAX;
+  gpu_waits(a, ops, n, complete, &d, &x);
   for (size_t k = 0; k < n; k++)
     P->fresh[k] = fresh_wait(a, &ops[k], in->last_arrival, by, P->retain ? in->id : UINT64_MAX, 0,
-                             opi == SIZE_MAX ? SIZE_MAX : opi + k);
+                             opi == SIZE_MAX ? SIZE_MAX : opi + k, x.wait_gpu);
   for (size_t k = 0; x.last_counted && k < n; k++) x.wait_caused += P->fresh[k];
+  if (!x.wait_gpu && x.last_counted) x.caused_rank = ops[lastk].rank;
+  if (!complete) note_incomplete(a, in, ops, n, nr);
   ncs_an_bucket_t *b = an_bucket(a, I->comm, I->func, log2b(I->bytes), 0);
   uint32_t bi = (uint32_t)(b - a->buckets);
   ikey_min(&P->bx[bi].first, op_key(I));
+  if (complete && n > 1) stall_candidate(a, bi, in, ops, n, lastk, &d, &x);
   for (size_t k = 0; k < n; k++) rank_share(a, in, ops, k, lastk, &d, bi, &x);
   x.bd = in->bd;
   an_bd_instance(a, b, in);

@@ -26,6 +26,9 @@ typedef struct { /* a bucket's private part (parallel to a->buckets) */
   int psend;
   ikey_t first;         /* collective: the first instance (comm, func, seq) */
   hmap_t wr;            /* breakdown: rank -> peer-labelled instances that waited for it */
+  qs_t wq;              /* its complete instances' mean wait of the others (stalls) */
+  ncs_an_stall_t cand[NCS_STALL_KEEP]; /* the largest of them over NCS_STALL_FLOOR_NS */
+  uint32_t ncand;
 } bx_t;
 
 #define TPUT_KEEP 16 /* finished instances kept per (comm, func) for throughput */
@@ -88,6 +91,7 @@ void an_p2p(ncs_analysis_t *a, const ncs_op_t *op, const ncs_op_t *partner);
 void an_left(ncs_analysis_t *a, const ncs_op_t *ops, size_t n);
 void an_waits_finish(ncs_analysis_t *a);
 void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops);
+void an_stalls_finish(ncs_analysis_t *a);
 /* breakdown.c */
 void an_bd_instance(ncs_analysis_t *a, ncs_an_bucket_t *b, const ncs_inst_t *in);
 void an_bd_op(ncs_analysis_t *a, const ncs_op_t *o);

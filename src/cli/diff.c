@@ -160,15 +160,18 @@ static const char *kind_name(int kind) {
   case NCS_FIND_INCOMPLETE: return "incomplete";
   case NCS_FIND_P2P: return "p2p";
   case NCS_FIND_DAMAGED: return "damaged";
+  case NCS_FIND_STALL: return "stall";
+  case NCS_FIND_STALLS: return "repeated_stalls";
   }
   return "finding";
 }
 
-/* the findings of a run: about a rank (comm, rank), or about the job (rank -1) */
+/* the headline findings of a run: about a rank (comm, rank), or about the job (rank -1) */
 static size_t whos(const ncs_findings_t *f, who_t *w, size_t max) {
   size_t n = 0;
   for (uint32_t k = 0; k < f->n && n < max; k++) {
     const ncs_finding_t *x = &f->items[k];
+    if (!x->headline) continue; /* minor: significant, but too small to act on (docs/report.md) */
     w[n++] = (who_t){x->kind, x->rank ? x->rank->comm : UINT32_MAX, x->rank ? x->rank->rank : -1,
                      x->test.p};
   }

@@ -136,6 +136,66 @@ static void json_gpu(FILE *o, const ncs_analysis_t *a) {
 }
 
 /* "coverage" and "warnings" (docs/report.md, "Coverage") */
+/* a finding's size (docs/report.md, "Findings"): "headline", "size_ns", "size_share", "wait_side" */
+static void json_size(FILE *o, const ncs_finding_t *x) {
+  fprintf(o, "\"headline\":%s,\"size_ns\":%" PRId64 ",\"size_share\":%.6f,\"wait_side\":\"%s\"",
+          x->headline ? "true" : "false", x->size_ns, x->share,
+          x->side == NCS_SIDE_GPU ? "gpu" : x->side == NCS_SIDE_HOST ? "host" : x->side == NCS_SIDE_MIXED ? "mixed" : "");
+}
+
+/* "stalls", "stalls_capped", "incomplete_first", "material_share", "findings" */
+static void json_stalls(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
+  fprintf(o, "\"stalls\":[");
+  for (uint32_t s = 0; s < a->nstalls; s++) {
+    const ncs_an_stall_t *x = &a->stalls[s];
+    double wall = (double)(a->job->t_last - a->job->t_first);
+    fprintf(o,
+            "%s\n{\"comm\":%u,\"rank\":%d,\"pid\":%" PRIu64 ",\"func\":", s ? "," : "", x->comm, x->rank,
+            a->job->procs[x->proc].pid);
+    ncs_json_str(o, x->func);
+    fprintf(o,
+            ",\"seq\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"wait_side\":\"%s\",\"others\":%d,\"from_ns\":%" PRId64
+            ",\"from_realtime_ns\":%" PRId64 ",\"wait_ns\":%" PRId64 ",\"longest_ns\":%" PRId64
+            ",\"caused_ns\":%" PRId64 ",\"bucket_median_ns\":%.0f,\"bucket_sigma_ns\":%.0f,\"bucket_n\":%" PRIu64
+            ",\"rule\":\"%s\",\"size_share\":%.6f,\"headline\":%s,\"knock_on_of\":%d,\"knock_ons\":%u}",
+            x->seq, x->bytes, x->gpu ? "gpu" : "host", x->others, x->from - a->job->t_first, x->from_real,
+            x->wait, x->longest, x->caused, x->med, x->sigma, x->bucket_n, x->by_share ? "share" : "outlier",
+            wall > 0 ? (double)x->wait / wall : 0,
+            wall > 0 && (double)x->wait >= NCS_FIND_MATERIAL * wall && x->knock_on < 0 ? "true" : "false",
+            x->knock_on, x->knock_ons);
+  }
+  fprintf(o, "],\"stalls_capped\":%s,\"material_share\":%g,\"wait_sides\":{\"gpu\":%" PRIu64 ",\"host\":%" PRIu64
+             "},\n\"incomplete_first\":",
+          a->stalls_capped ? "true" : "false", NCS_FIND_MATERIAL, a->wait_gpu_n, a->wait_host_n);
+  const ncs_an_incomplete_t *x = &a->first_incomplete;
+  if (!x->set) {
+    fprintf(o, "null");
+  } else {
+    fprintf(o, "{\"comm\":%u,\"func\":", x->comm);
+    ncs_json_str(o, x->func);
+    fprintf(o, ",\"seq\":%" PRIu64 ",\"at_ns\":%" PRId64 ",\"nranks\":%d,\"missing_count\":%d,\"missing\":[",
+            x->seq, x->at - a->job->t_first, x->nranks, x->nmissing);
+    for (int k = 0; k < x->nmissing && k < 8; k++) fprintf(o, "%s%d", k ? "," : "", x->missing[k]);
+    fprintf(o, "]}");
+  }
+  static const char *const kinds[] = {"straggler", "slow_rank", "mismatch", "incomplete", "p2p",
+                                      "damaged", "stall", "repeated_stalls"};
+  fprintf(o, ",\n\"findings\":[");
+  for (uint32_t k = 0; k < f->n; k++) {
+    const ncs_finding_t *y = &f->items[k];
+    char line[2048];
+    ncs_finding_text(a, y, line, sizeof line);
+    fprintf(o, "%s\n{\"kind\":\"%s\",\"comm\":%d,\"rank\":%d,", k ? "," : "", kinds[y->kind],
+            y->rank ? (int)y->rank->comm : y->stall ? (int)y->stall->comm : -1,
+            y->rank ? y->rank->rank : y->stall ? y->stall->rank : -1);
+    json_size(o, y);
+    fprintf(o, ",\"text\":");
+    ncs_json_str(o, line);
+    fputc('}', o);
+  }
+  fputc(']', o);
+}
+
 static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f) {
   fprintf(o, "\"coverage\":{\"files\":%u,\"unreadable\":%u,\"damaged\":%u,\"segments_without_footer\":%u,"
              "\"duplicates\":%u,\"other_job_files\":%u,\"job\":%u,\"jobs\":%u,\"lost_records\":{",
@@ -165,7 +225,7 @@ static void json_coverage(FILE *o, const ncs_analysis_t *a, const ncs_findings_t
     fputc('}', o);
   }
   fprintf(o, "],\"no_finding\":");
-  ncs_json_str(o, f->n ? "" : f->none);
+  ncs_json_str(o, f->nheadline ? "" : f->none);
 }
 
 /* ABI v7 (docs/report.md, "GPU phases and user tags"): {"comm_ranks":..,"ops":..,...} */
@@ -437,13 +497,17 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             ",\"wait_caused_ns\":%" PRId64
             ",\"wait_suffered_ns\":%" PRId64 ",\"slowest\":%" PRIu64 ",\"slowest_late_explained\":%" PRIu64
             ",\"excess_ns\":%" PRId64 ",\"kernel_wait_ns\":%" PRId64 ",\"transfer_ns\":%" PRId64 ",\"queue_delay_mean_ns\":%" PRId64 ",\"launch_delay_mean_ns\":%" PRId64
-            ",\"gpu_sources\":{\"none\":%" PRIu64 ",\"cupti\":%" PRIu64 ",\"kernelch\":%" PRIu64 "}}",
+            ",\"gpu_sources\":{\"none\":%" PRIu64 ",\"cupti\":%" PRIu64 ",\"kernelch\":%" PRIu64 "}"
+            ",\"caused_gpu_ns\":%" PRId64 ",\"caused_gpu_instances\":%" PRIu64 ",\"caused_host_ns\":%" PRId64
+            ",\"caused_host_instances\":%" PRIu64 ",\"wait_suffered_gpu_ns\":%" PRId64 ",\"stalls\":%u"
+            ",\"stall_caused_ns\":%" PRId64 "}",
             k ? "," : "", r->comm, r->rank, a->job->procs[r->proc].pid, r->instances, r->last,
             r->last_trials, r->slow_trials, r->wait_caused, r->wait_suffered, r->slowest, r->late_explained,
             r->excess, r->kwait, r->transfer,
             r->launch_n ? r->queue_sum / (int64_t)r->launch_n : 0,
             r->launch_n ? r->launch_sum / (int64_t)r->launch_n : 0, r->gsrc[NCS_GS_NONE],
-            r->gsrc[NCS_GS_CUPTI], r->gsrc[NCS_GS_KERNELCH]);
+            r->gsrc[NCS_GS_CUPTI], r->gsrc[NCS_GS_KERNELCH], r->wait_caused_gpu, r->caused_gpu_n,
+            r->wait_caused_host, r->caused_host_n, r->wait_suffered_gpu, r->stalls, r->stall_caused);
   }
   fprintf(o, "]");
   json_breakdown(o, a);
@@ -460,10 +524,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"last_fraction\":%.4f,\"trials\":%" PRIu64
             ",\"chance\":%.6f,\"p_value\":%.3e,\"p_value_rest\":%.3e,\"tests\":%u,"
-            "\"min_share\":%.4f,\"wait_caused_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",\"evidence\":[",
+            "\"min_share\":%.4f,\"wait_caused_ns\":%" PRId64 ",\"error_ns\":%" PRId64 ",",
             ns++ ? "," : "", r->comm, r->rank,
             r->last_trials ? (double)r->last / (double)r->last_trials : 0, r->last_trials, t->chance,
             t->p, t->p_rest, t->tests, t->min_share, r->wait_caused, a->job->error);
+    json_size(o, &f->items[k]);
+    fprintf(o, ",\"evidence\":[");
     for (uint32_t e = 0; e < r->nev; e++) {
       fprintf(o, "%s{\"func\":", e ? "," : "");
       ncs_json_str(o, r->ev[e].func);
@@ -480,13 +546,17 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o,
             "%s\n{\"comm\":%u,\"rank\":%d,\"slowest\":%" PRIu64 ",\"slowest_fraction\":%.4f,"
             "\"trials\":%" PRIu64 ",\"chance\":%.6f,\"p_value\":%.3e,\"p_value_rest\":%.3e,"
-            "\"tests\":%u,\"min_share\":%.4f,\"excess_ns\":%" PRId64 "}",
+            "\"tests\":%u,\"min_share\":%.4f,\"excess_ns\":%" PRId64 ",",
             ns++ ? "," : "", r->comm, r->rank, r->slowest,
             r->slow_trials ? (double)r->slowest / (double)r->slow_trials : 0, r->slow_trials,
             t->chance, t->p, t->p_rest, t->tests, t->min_share, r->excess);
+    json_size(o, &f->items[k]);
+    fputc('}', o);
   }
+  fprintf(o, "],\n");
+  json_stalls(o, a, f);
   fprintf(o,
-          "],\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
+          ",\n\"analysis\":{\"passes\":%u,\"peak_open_instances\":%" PRIu64 ",\"peak_held_ops\":%" PRIu64
           ",\"horizon_ns\":%lld,\"settle_ns\":%lld,\"exact_max\":%d,\"sketch_error\":%g},\n\"v7\":",
           a->job->run.passes, a->job->run.peak_open, a->job->run.peak_held, (long long)NCS_JOB_HORIZON_NS,
           (long long)NCS_JOB_SETTLE_NS, NCS_AN_EXACT_MAX, NCS_AN_SKETCH_ERR);
@@ -605,13 +675,15 @@ int ncs_report_brief(const char *dir, uint32_t job, const char *html, int force,
     ncs_wrap(o, "          ! ", "            ", line, width);
   }
   if (f.nwarn > 2) fprintf(o, "          ! and %u more warnings (ncclscope report)\n", f.nwarn - 2);
-  for (uint32_t k = 0; k < f.n && k < max_findings; k++) {
+  for (uint32_t k = 0; k < f.nheadline && k < max_findings; k++) {
     ncs_finding_text(a, &f.items[k], line, sizeof line);
     ncs_wrap(o, k ? "          - " : "findings  - ", "            ", line, width);
   }
-  if (f.n > max_findings)
-    fprintf(o, "          and %u more (ncclscope report)\n", f.n - max_findings);
-  if (!f.n) ncs_wrap(o, "findings  - ", "            ", f.none, width);
+  if (f.nheadline > max_findings)
+    fprintf(o, "          and %u more (ncclscope report)\n", f.nheadline - max_findings);
+  else if (f.nheadline && f.n > f.nheadline)
+    fprintf(o, "          and %u minor (ncclscope report)\n", f.n - f.nheadline);
+  if (!f.nheadline) ncs_wrap(o, "findings  - ", "            ", f.none, width);
   if (flags & NCS_BRIEF_WORST) {
     /* the collective the ranks waited longest in, and for whom; once every rank of its
      * communicator had called something there (before, the skew is the processes' start-up) */

@@ -741,13 +741,21 @@ void ncs_report_text(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, 
   print_coverage(o, a, f);
   print_gpu(o, a);
   fprintf(o, "%sFindings%s\n", BOLD, RESET);
-  for (uint32_t k = 0; k < f->n; k++) {
+  for (uint32_t k = 0; k < f->nheadline; k++) {
     char fl[1024], first[32];
     ncs_finding_text(a, &f->items[k], fl, sizeof fl);
     snprintf(first, sizeof first, "  %s-%s ", RED, RESET);
     wrap(o, first, "    ", fl);
   }
-  if (!f->n) wrap(o, "  - ", "    ", f->none);
+  if (!f->nheadline) wrap(o, "  - ", "    ", f->none);
+  if (f->n > f->nheadline)
+    fprintf(o, "%sMinor findings%s (significant, but each cost the others under %.0f%% of the job's time)\n",
+            BOLD, RESET, 100 * NCS_FIND_MATERIAL);
+  for (uint32_t k = f->nheadline; k < f->n; k++) {
+    char fl[1024];
+    ncs_finding_text(a, &f->items[k], fl, sizeof fl);
+    wrap(o, "  - ", "    ", fl);
+  }
   fprintf(o, "\n%sCommunicators%s (c0, c1, ...: their labels in every output)\n", BOLD, RESET);
   print_tab(o, tab_comms(a), 1);
   print_sizes(o, a);

@@ -1086,21 +1086,36 @@ int ncs_report_html(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f, c
     fputs("</ul>\n", o);
   }
   fputs("<ul id=\"findings-list\">\n", o);
-  for (uint32_t k = 0; k < f->n; k++) {
+  for (uint32_t k = 0; k < f->nheadline; k++) {
     char line[1024];
     const ncs_finding_t *x = &f->items[k];
     ncs_finding_text(a, x, line, sizeof line);
     fprintf(o, "<li class=\"%s\">",
-            x->kind == NCS_FIND_STRAGGLER || x->kind == NCS_FIND_SLOW_RANK ? "rank" : "job");
+            x->kind == NCS_FIND_MISMATCH || x->kind == NCS_FIND_INCOMPLETE || x->kind == NCS_FIND_P2P ||
+                    x->kind == NCS_FIND_DAMAGED
+                ? "job"
+                : "rank");
     esc(o, line);
     fputs("</li>\n", o);
   }
-  if (!f->n) {
+  if (!f->nheadline) {
     fputs("<li class=\"none\">", o);
     esc(o, f->none);
     fputs("</li>\n", o);
   }
   fputs("</ul>\n", o);
+  if (f->n > f->nheadline) { /* minor: significant, small (docs/report.md, "Findings") */
+    fprintf(o, "<h3>Minor findings</h3>\n<p class=\"note\">Significant, but each cost the others under "
+               "%.0f%% of the job's time.</p>\n<ul id=\"minor-list\">\n", 100 * NCS_FIND_MATERIAL);
+    for (uint32_t k = f->nheadline; k < f->n; k++) {
+      char line[1024];
+      ncs_finding_text(a, &f->items[k], line, sizeof line);
+      fputs("<li class=\"minor\">", o);
+      esc(o, line);
+      fputs("</li>\n", o);
+    }
+    fputs("</ul>\n", o);
+  }
   if (a->nmism > 1) {
     thead(o, "mismatch-table", "comm|<func|seq|rank|vs rank|<what");
     for (uint32_t k = 0; k < a->nmism; k++) {
