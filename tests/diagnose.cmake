@@ -17,7 +17,7 @@ function(ncs_dg_test name case timeout)
                        PASS_REGULAR_EXPRESSION "diagnose check ${case}: ok")
 endfunction()
 
-foreach(c healthy skip stall mismatch kill kernel p2p lost orphan cupti)
+foreach(c healthy skip stall mismatch kill kernel nokernel p2p lost orphan cupti)
   foreach(m trace flight)
     ncs_dg_test(diagnose_gen_${c}_${m} gen-${c}-${m} 60)
   endforeach()
