@@ -45,6 +45,12 @@ foreach(c healthy skip stall mismatch kill)
     ncs_dg_test(diagnose_sim_${c}_${m} sim-${c}-${m} 120)
   endforeach()
 endforeach()
+# issue 31: stalls on every rank position of an 8-rank job, by mode and event set; no wrong rank
+foreach(m trace flight)
+  foreach(e default all)
+    ncs_dg_test(diagnose_sweep_${m}_${e} sweep-${m}-${e} 300)
+  endforeach()
+endforeach()
 ncs_dg_test(diagnose_sim_neverstop_trace sim-neverstop-trace 120)
 ncs_dg_test(diagnose_sim_mismatch-dtype_flight sim-mismatch-dtype-flight 120)
 # gpu-*: the watchdog dumps of a real 2-GPU job (2xH200, NCCL 2.28.9; scripts/gpu-validate.sh):

@@ -9,6 +9,9 @@
 #   sim-KIND-MODE   nccl-sim --fault KIND with the plugin: 4 ranks in 4 processes; MODE flight
 #                   (NCCLSCOPE_WATCHDOG_S=1: the watchdog makes every process dump) or trace;
 #                   KIND healthy: no fault; neverstop: that scenario, healthy (no false hang)
+#   sweep-MODE-EV   issue 31: nccl-sim --fault stall on rank positions 0-3 or 4-7 (8 ranks), MODE
+#                   trace or flight, EV default or all (bench/diagnose_rate.sh): the right rank or,
+#                   with the default events, CANNOT TELL; never a wrong rank, never nothing
 #   usage           exit statuses for bad command lines (2) and unreadable input (3)
 #   incidents       two incidents of dumps: the first by default, --latest, --incident N
 #   heartbeat       a flight header with a heartbeat at 2^63 ns
@@ -200,6 +203,30 @@ sim-*)
   diag "$W/rec"
   [ "$kind" = neverstop ] && kind=healthy
   check_verdict "$kind" "$mode" "$fr"
+  ;;
+sweep-*)
+  # issue 31: a stall inside NCCL (nccl-sim --fault stall:R:10, 8 ranks in 8 processes, model
+  # time) on every rank position, through bench/diagnose_rate.sh. With the default events the
+  # verdict names R or is CANNOT TELL saying what to record; with --events all it names R. Never
+  # another rank, never nothing. Each (mode, events) runs half the positions, so that every
+  # position is run in both modes and with both event sets; the bench runs them all.
+  set -- ${CASE#sweep-}
+  mode=${1%-*} ev=${1#*-}
+  case $mode-$ev in trace-default | flight-all) pos="0 1 2 3" ;; *) pos="4 5 6 7" ;; esac
+  here=$(cd "$(dirname "$0")" && pwd)
+  bdir=$(dirname "$NS")
+  SCENARIOS=allreduce MODES=$mode EVENTS=$ev POSITIONS=$pos VERBOSE=1 \
+    bash "$here/../bench/diagnose_rate.sh" "$bdir" >"$W/out.txt" 2>&1 || fail "diagnose_rate.sh failed"
+  line=$(grep "^diagnose_rate: allreduce $mode $ev runs=" "$W/out.txt") || fail "no result line"
+  echo "$line"
+  case $line in *" runs=4 "*" wrong=0 missed=0") ;; *) fail "a wrong culprit or a missed hang: $line" ;; esac
+  if [ "$ev" = all ]; then
+    case $line in *" correct=4 "*) ;; *) fail "--events all: not every stall named: $line" ;; esac
+  else
+    # a CANNOT TELL says why and what to record
+    grep "^job .*: cannot_tell: " "$W/out.txt" | grep -v "none completed it; .*: to tell, record the proxy steps (\`ncclscope record --events all\`)" &&
+      fail "a CANNOT TELL that does not say what to record"
+  fi
   ;;
 usage)
   "$NS" diagnose >"$W/out.txt" 2>&1
