@@ -112,7 +112,7 @@ assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entere
   nokernel)
     # KernelCh only; the stalled rank entered, but its kernel never started while the others' did
     expect_rc $rc 1
-    py "assert v['kind']=='stuck_inside' and v['rank']==$3 and r['status']=='hang', v" "nokernel: rank $3"
+    py "assert v['kind']=='stuck_inside' and v['rank']==$3 and r['status']=='hang' and v['state']=='no_kernel', v" "nokernel: rank $3"
     grep -q "^HANG   every rank of communicator c0 0x[0-9a-f]* entered AllReduce #5; rank $3 is stuck inside it, no progress for [^(]*(its kernel never started while every other rank's did" \
       "$W/out.txt" || fail "nokernel text"
     grep -q "^ *- rank $3 (node1-100$3): last progress .*; its kernel never started" "$W/out.txt" || fail "nokernel evidence"

@@ -833,9 +833,6 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
     if (!best || kind > bestk || (kind == bestk && t < (best->has_state ? best->state_ts : best->ts)))
       best = s, bestk = kind;
   }
-  if (!best)
-    for (int q = 0; q < W->k.n; q++)
-      if (W->k.ev[q]->type == NCS_T_KERNEL_CH && (!best || W->k.ev[q]->ts < best->ts)) best = W->k.ev[q];
   char ag[80], ld[32], sd[32];
   ncs_fmt_ns(sd, sizeof sd, (double)v->since_ns);
   ncs_fmt_ns(ld, sizeof ld, (double)lead);
@@ -847,14 +844,8 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
              "%d %s rank %d in %s, no progress for %s (%s)",
              c, D->comms[c].comm_id, func, seq, W->rank, best->is_send ? "send" : "recv", best->step, best->channel,
              best->is_send ? "to" : "from", best->peer, v->state, sd, why);
-  } else if (best) {
-    v->channel = best->channel;
-    dg_cpy(v->state, sizeof v->state, "KernelCh");
-    snprintf(v->summary, sizeof v->summary,
-             "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d: kernel open on channel %d, no progress "
-             "for %s (%s)",
-             c, D->comms[c].comm_id, func, seq, W->rank, best->channel, sd, why);
   } else {
+    if (!steps) dg_cpy(v->state, sizeof v->state, "no_kernel"); /* the one rank whose kernel never started */
     snprintf(v->summary, sizeof v->summary,
              "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d is stuck inside it, no progress for %s (%s)",
              c, D->comms[c].comm_id, func, seq, W->rank, sd, why);
