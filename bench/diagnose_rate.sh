@@ -14,6 +14,9 @@
 #   EVENTS="default all"       NCCLSCOPE_EVENTS
 #   ITERS=20 SEQ=10 HANG_S=1   nccl-sim --iters, the stalled collective, --hang-s
 #   VERBOSE=1                  one line per job: its outcome and the first verdict's summary
+#   DIAGNOSES="new=BUILD_DIR/ncclscope"  the diagnose binaries to compare, LABEL=PATH each: every
+#                              job is recorded once (with BUILD_DIR's nccl-sim and plugin) and
+#                              diagnosed by each of them
 # Every job runs with `--clock model` (the trace's times are nccl-sim's model, whatever the
 # machine's load; --couple is on with any fault), so a job gives the same verdict on any machine.
 # Outcomes, from `diagnose --json`: correct (the first verdict names rank R: stuck inside, never
@@ -28,8 +31,11 @@ RANKS=${RANKS:-8} PROCS=${PROCS:-8}
 POSITIONS=${POSITIONS:-$(seq -s ' ' 0 $((RANKS - 1)))}
 MODES=${MODES:-"trace flight"} EVENTS=${EVENTS:-"default all"}
 ITERS=${ITERS:-20} SEQ=${SEQ:-10} HANG_S=${HANG_S:-1} VERBOSE=${VERBOSE:-0}
-SIM=$B/nccl-sim NS=$B/ncclscope PLUGIN=$(realpath "$B/libnccl-profiler-ncclscope.so")
-[ -x "$SIM" ] && [ -x "$NS" ] || { echo "diagnose_rate: no $SIM or $NS (build first)" >&2; exit 2; }
+SIM=$B/nccl-sim PLUGIN=$(realpath "$B/libnccl-profiler-ncclscope.so")
+DIAGNOSES=${DIAGNOSES:-"new=$B/ncclscope"}
+[ -x "$SIM" ] || { echo "diagnose_rate: no $SIM (build first)" >&2; exit 2; }
+labels=() clis=()
+for d in $DIAGNOSES; do labels+=("${d%%=*}"); clis+=("${d#*=}"); done
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 
@@ -49,12 +55,13 @@ PYEOF
 }
 
 echo "diagnose_rate: $(nproc) cores; nccl-sim --ranks $RANKS --procs $PROCS --iters $ITERS --fault stall:R:$SEQ --hang-s $HANG_S --clock model; R in $POSITIONS"
-printf '| %-13s | %-6s | %-7s | %4s | %7s | %11s | %13s | %6s |\n' scenario mode events jobs correct "cannot tell" "wrong culprit" missed
-printf '|%s|\n' "---------------|--------|---------|------|---------|-------------|---------------|--------"
+printf '| %-8s | %-13s | %-6s | %-7s | %4s | %7s | %11s | %13s | %6s |\n' diagnose scenario mode events jobs correct "cannot tell" "wrong culprit" missed
+printf '|%s|\n' "----------|---------------|--------|---------|------|---------|-------------|---------------|--------"
 for sc in $SCENARIOS; do
   for mode in $MODES; do
     for ev in $EVENTS; do
-      n=0 ok=0 ct=0 bad=0 miss=0
+      declare -A ok=() ct=() bad=() miss=()
+      n=0
       for R in $POSITIONS; do
         rm -rf "$W/t"
         (
@@ -65,14 +72,25 @@ for sc in $SCENARIOS; do
             --clock model
         ) >"$W/sim.txt" 2>&1 && rc=0 || rc=$?
         [ $rc -eq 3 ] || { echo "diagnose_rate: nccl-sim $sc $mode $ev stall:$R exited $rc, not 3 (hung): $(tail -2 "$W/sim.txt")" >&2; exit 1; }
-        "$NS" diagnose --json "$W/t" >"$W/d.json" 2>/dev/null || true
-        read -r o summary < <(outcome "$R")
         n=$((n + 1))
-        case $o in correct) ok=$((ok + 1)) ;; cannot_tell) ct=$((ct + 1)) ;; wrong) bad=$((bad + 1)) ;; *) miss=$((miss + 1)) ;; esac
-        [ "$VERBOSE" = 1 ] && echo "job $sc $mode $ev stall:$R: $o: $summary"
+        for i in "${!clis[@]}"; do
+          "${clis[$i]}" diagnose --json "$W/t" >"$W/d.json" 2>/dev/null || true
+          read -r o summary < <(outcome "$R")
+          case $o in
+          correct) ok[$i]=$((${ok[$i]:-0} + 1)) ;;
+          cannot_tell) ct[$i]=$((${ct[$i]:-0} + 1)) ;;
+          wrong) bad[$i]=$((${bad[$i]:-0} + 1)) ;;
+          *) miss[$i]=$((${miss[$i]:-0} + 1)) ;;
+          esac
+          [ "$VERBOSE" = 1 ] && echo "job ${labels[$i]} $sc $mode $ev stall:$R: $o: $summary"
+        done
       done
-      printf '| %-13s | %-6s | %-7s | %4d | %7d | %11d | %13d | %6d |\n' "$sc" "$mode" "$ev" $n $ok $ct $bad $miss
-      echo "diagnose_rate: $sc $mode $ev runs=$n correct=$ok cannot_tell=$ct wrong=$bad missed=$miss" >&2
+      for i in "${!clis[@]}"; do
+        printf '| %-8s | %-13s | %-6s | %-7s | %4d | %7d | %11d | %13d | %6d |\n' "${labels[$i]}" "$sc" "$mode" "$ev" $n \
+          "${ok[$i]:-0}" "${ct[$i]:-0}" "${bad[$i]:-0}" "${miss[$i]:-0}"
+        echo "diagnose_rate: ${labels[$i]} $sc $mode $ev runs=$n correct=${ok[$i]:-0} cannot_tell=${ct[$i]:-0} wrong=${bad[$i]:-0} missed=${miss[$i]:-0}" >&2
+      done
+      unset ok ct bad miss
     done
   done
 done

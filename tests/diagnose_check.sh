@@ -217,14 +217,14 @@ sweep-*)
   bdir=$(dirname "$NS")
   SCENARIOS=allreduce MODES=$mode EVENTS=$ev POSITIONS=$pos VERBOSE=1 \
     bash "$here/../bench/diagnose_rate.sh" "$bdir" >"$W/out.txt" 2>&1 || fail "diagnose_rate.sh failed"
-  line=$(grep "^diagnose_rate: allreduce $mode $ev runs=" "$W/out.txt") || fail "no result line"
+  line=$(grep "^diagnose_rate: new allreduce $mode $ev runs=" "$W/out.txt") || fail "no result line"
   echo "$line"
   case $line in *" runs=4 "*" wrong=0 missed=0") ;; *) fail "a wrong culprit or a missed hang: $line" ;; esac
   if [ "$ev" = all ]; then
     case $line in *" correct=4 "*) ;; *) fail "--events all: not every stall named: $line" ;; esac
   else
     # a CANNOT TELL says why and what to record
-    grep "^job .*: cannot_tell: " "$W/out.txt" | grep -v "none completed it; .*: to tell, record the proxy steps (\`ncclscope record --events all\`)" &&
+    grep "^job new .*: cannot_tell: " "$W/out.txt" | grep -v "none completed it; .*: to tell, record the proxy steps (\`ncclscope record --events all\`)" &&
       fail "a CANNOT TELL that does not say what to record"
   fi
   ;;
