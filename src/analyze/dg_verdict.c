@@ -617,8 +617,8 @@ static int kernel_started(const waiter_t *x) { return x->k.kernels > 0 || x->op-
 /* Every rank entered the operation and none of them single out a culprit: the evidence the
  * default events give (a Coll and its kernels) shows that the ranks wait, not for whom. Which
  * rank's kernel started last, or whose host events stopped first, is how the ranks happened to
- * arrive: not a sign of a stall inside NCCL (issue 31: with the stall on rank 2, those orders
- * named ranks 1, 0, 4 and 3 in four runs). So: CANNOT TELL, with what the evidence shows and
+ * arrive: not a sign of a stall inside NCCL (issue 31: bench/diagnose_rate.sh, the start order
+ * named the same rank whichever rank was stalled). So: CANNOT TELL, with what the evidence shows and
  * what to record to tell. `what` says why the ranks cannot be told apart; `cand`, when not
  * empty, are the ranks the evidence narrows the culprit to; `tell` what would tell. */
 static void cannot_tell_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, const waiter_t *w,
