@@ -2,13 +2,16 @@
 # diagnose_check.sh NCCLSCOPE GEN SIM PLUGIN WORKDIR CASE - `ncclscope diagnose` (docs/diagnose.md).
 # Prints "diagnose check CASE: ok" on success. CASE:
 #   gen-KIND-MODE   crafted recordings (tests/diagnose_gen.c): KIND healthy skip stall mismatch kill
-#                   kernel p2p, lost (a stall whose rank dropped records: cannot tell), orphan (a
+#                   kernel (KernelCh only: cannot tell) nokernel (one rank's kernel never started) p2p, lost (a stall whose rank dropped records: cannot tell), orphan (a
 #                   completion lost, later ones complete: not a hang), cupti (the stall with CUPTI:
 #                   its evidence for and against); MODE trace or flight (dumps
 #                   of one incident + live files)
 #   sim-KIND-MODE   nccl-sim --fault KIND with the plugin: 4 ranks in 4 processes; MODE flight
 #                   (NCCLSCOPE_WATCHDOG_S=1: the watchdog makes every process dump) or trace;
 #                   KIND healthy: no fault; neverstop: that scenario, healthy (no false hang)
+#   sweep-MODE-EV   issue 31: nccl-sim --fault stall on rank positions 0-3 or 4-7 (8 ranks), MODE
+#                   trace or flight, EV default or all (bench/diagnose_rate.sh): the right rank or,
+#                   with the default events, CANNOT TELL; never a wrong rank, never nothing
 #   usage           exit statuses for bad command lines (2) and unreadable input (3)
 #   incidents       two incidents of dumps: the first by default, --latest, --incident N
 #   heartbeat       a flight header with a heartbeat at 2^63 ns
@@ -95,9 +98,24 @@ assert len(p)==1, p" "kill: rank $3 process died"
     grep -q "^DEAD   rank $3 never entered .*its process died" "$W/out.txt" || fail "kill text"
     ;;
   kernel)
+    # KernelCh only, every rank's kernel started (the stalled rank's last): nothing singles out a
+    # rank, so no rank may be named; the verdict says what to record to tell
     expect_rc $rc 1
-    py "assert v['kind']=='stuck_inside' and v['rank']==$3 and v['state']=='KernelCh', v" "kernel: rank $3"
-    grep -q "kernels of all ranks are open; its kernel started last" "$W/out.txt" || fail "kernel text"
+    py "assert v['kind']=='cannot_tell' and v['rank']==-1 and r['status']=='cannot_tell' and r['problem'], v
+assert v['func']=='AllReduce' and v['seq']==5, v
+assert not [x for x in r['verdicts'] if x['kind'] in ('stuck_inside','not_entered')], r['verdicts']" "kernel: cannot tell"
+    grep -q "^CANNOT TELL cannot tell which rank communicator c0 0x[0-9a-f]* waits for: every rank entered AllReduce #5 and none completed it; the kernels' start order singles out no rank: to tell, record the proxy steps (\`ncclscope record --events all\`)" \
+      "$W/out.txt" || fail "kernel text"
+    grep -q "the kernels started within 2.99 ms of each other (rank 0 first, rank 1 last): the order in which the ranks arrived" \
+      "$W/out.txt" || fail "kernel: start order evidence"
+    ;;
+  nokernel)
+    # KernelCh only; the stalled rank entered, but its kernel never started while the others' did
+    expect_rc $rc 1
+    py "assert v['kind']=='stuck_inside' and v['rank']==$3 and r['status']=='hang' and v['state']=='no_kernel', v" "nokernel: rank $3"
+    grep -q "^HANG   every rank of communicator c0 0x[0-9a-f]* entered AllReduce #5; rank $3 is stuck inside it, no progress for [^(]*(its kernel never started while every other rank's did" \
+      "$W/out.txt" || fail "nokernel text"
+    grep -q "^ *- rank $3 (node1-100$3): last progress .*; its kernel never started" "$W/out.txt" || fail "nokernel evidence"
     ;;
   lost)
     # the stalled rank's plugin dropped records after the hung operation started: which rank
@@ -148,7 +166,7 @@ gen-*)
   kind=${kind%-*}
   "$GEN" "$W/rec" "$kind" "$mode" || fail "generator"
   diag "$W/rec"
-  case $kind in skip | kill) fr=2 ;; stall | kernel | lost | cupti) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
+  case $kind in skip | kill) fr=2 ;; stall | kernel | nokernel | lost | cupti) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
   check_verdict "$kind" "$mode" "$fr"
   if [ "$mode" = flight ] && [ "$kind" != healthy ] && [ "$kind" != orphan ]; then
     py "i=r['incident']; assert i and i['index']==1 and i['count']==1, i" "incident"
@@ -185,6 +203,30 @@ sim-*)
   diag "$W/rec"
   [ "$kind" = neverstop ] && kind=healthy
   check_verdict "$kind" "$mode" "$fr"
+  ;;
+sweep-*)
+  # issue 31: a stall inside NCCL (nccl-sim --fault stall:R:10, 8 ranks in 8 processes, model
+  # time) on every rank position, through bench/diagnose_rate.sh. With the default events the
+  # verdict names R or is CANNOT TELL saying what to record; with --events all it names R. Never
+  # another rank, never nothing. Each (mode, events) runs half the positions, so that every
+  # position is run in both modes and with both event sets; the bench runs them all.
+  set -- ${CASE#sweep-}
+  mode=${1%-*} ev=${1#*-}
+  case $mode-$ev in trace-default | flight-all) pos="0 1 2 3" ;; *) pos="4 5 6 7" ;; esac
+  here=$(cd "$(dirname "$0")" && pwd)
+  bdir=$(dirname "$NS")
+  SCENARIOS=allreduce MODES=$mode EVENTS=$ev POSITIONS=$pos VERBOSE=1 \
+    bash "$here/../bench/diagnose_rate.sh" "$bdir" >"$W/out.txt" 2>&1 || fail "diagnose_rate.sh failed"
+  line=$(grep "^diagnose_rate: new allreduce $mode $ev runs=" "$W/out.txt") || fail "no result line"
+  echo "$line"
+  case $line in *" runs=4 "*" wrong=0 missed=0") ;; *) fail "a wrong culprit or a missed hang: $line" ;; esac
+  if [ "$ev" = all ]; then
+    case $line in *" correct=4 "*) ;; *) fail "--events all: not every stall named: $line" ;; esac
+  else
+    # a CANNOT TELL says why and what to record
+    grep "^job new .*: cannot_tell: " "$W/out.txt" | grep -v "none completed it; .*: to tell, record the proxy steps (\`ncclscope record --events all\`)" &&
+      fail "a CANNOT TELL that does not say what to record"
+  fi
   ;;
 usage)
   "$NS" diagnose >"$W/out.txt" 2>&1

@@ -3,7 +3,9 @@
  *
  *   ncs-diagnose-gen OUTDIR CASE MODE
  *
- * CASE: healthy | skip | stall | mismatch | kill | kernel (stall with KernelCh only) | p2p (rank 1
+ * CASE: healthy | skip | stall | mismatch | kill | kernel (stall with KernelCh only: every kernel
+ * started, the stalled rank's 3 ms after the others', which tells nothing) | nokernel (KernelCh
+ * only, and the stalled rank's kernel of the hung op never started) | p2p (rank 1
  * never posts the Recv that rank 0's Send waits in) | cupti (stall, recorded with CUPTI: every
  * operation has its GroupApi, CollApi and KernelLaunch, and CUPTI's LAUNCH and KERNEL records; in
  * the hung #5 rank 0's kernel completed, the kernels of ranks 2 and 3 were launched before the
@@ -256,7 +258,9 @@ static void meta(gen_t *g, uint64_t pid) {
 static void gen_rank(gen_t *g, int final) {
   int r = g->rank, next = (r + 1) % NR, prev = (r + NR - 1) % NR;
   int hang = strcmp(kase, "healthy") != 0 && strcmp(kase, "orphan") != 0;
-  int kernel_only = !strcmp(kase, "kernel"), cupti = !strcmp(kase, "cupti");
+  int kernel_only = !strcmp(kase, "kernel") || !strcmp(kase, "nokernel"), cupti = !strcmp(kase, "cupti");
+  /* nokernel: the stalled rank entered the hung op, but its kernel never started */
+  int no_kernel = !strcmp(kase, "nokernel") && r == fault_rank;
   int nops = hang ? FOP + 1 : 8;
   clock_pair(g, T0 - 5 * MS);
   if (cupti) gpu_state(g, T0 - 5 * MS, 0, 0);
@@ -274,7 +278,8 @@ static void gen_rank(gen_t *g, int final) {
     coll_parent = 0;
     if (cupti) launch_events(g, id, t + 10000, !is_fault || r == 0);
     /* kernel case: the stalled rank's kernel starts 3 ms late, the others' wait for it */
-    kernel_start(g, id + 1, t + (kernel_only && is_fault && r == fault_rank ? 3 * MS : 20000), id);
+    if (!(is_fault && no_kernel))
+      kernel_start(g, id + 1, t + (kernel_only && is_fault && r == fault_rank ? 3 * MS : 20000), id);
     if (!kernel_only) {
       pop_start(g, id + 2, t + 30000, id, next, 1);
       pop_start(g, id + 3, t + 31000, id, prev, 0);
@@ -354,7 +359,7 @@ static void gen_rank(gen_t *g, int final) {
     int entered = !(r == fault_rank && (!strcmp(kase, "skip") || !strcmp(kase, "kill")));
     if (!strcmp(kase, "p2p")) entered = 0;
     if (entered) {
-      expired(g, NCS_T_KERNEL_CH, id + 1, t + 20000);
+      if (!no_kernel) expired(g, NCS_T_KERNEL_CH, id + 1, t + 20000);
       if (!kernel_only) {
         expired(g, NCS_T_PROXY_OP, id + 2, t + 30000);
         expired(g, NCS_T_PROXY_OP, id + 3, t + 31000);
@@ -421,7 +426,8 @@ int main(int argc, char **argv) {
   const char *out = argv[1];
   kase = argv[2], mode = argv[3];
   if (!strcmp(kase, "skip") || !strcmp(kase, "kill")) fault_rank = 2;
-  else if (!strcmp(kase, "stall") || !strcmp(kase, "kernel") || !strcmp(kase, "cupti")) fault_rank = 1;
+  else if (!strcmp(kase, "stall") || !strcmp(kase, "kernel") || !strcmp(kase, "nokernel") || !strcmp(kase, "cupti"))
+    fault_rank = 1;
   else if (!strcmp(kase, "lost")) fault_rank = 1, steps_dropped = 7; /* stall, and its drops */
   else if (!strcmp(kase, "mismatch")) fault_rank = 3;
   else if (strcmp(kase, "healthy") && strcmp(kase, "p2p") && strcmp(kase, "orphan")) {

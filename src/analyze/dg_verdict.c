@@ -603,67 +603,220 @@ static void steps_lines(dg_t *D, ncs_dg_verdict_t *v, const waiter_t *w) {
   }
 }
 
+/* the first KernelCh start of a waiting rank in the stuck operation, in real time; 0 none */
+static int64_t kernel_first(const dg_t *D, const waiter_t *x) {
+  uint64_t first = 0;
+  for (int q = 0; q < x->k.n; q++)
+    if (x->k.ev[q]->type == NCS_T_KERNEL_CH && (!first || x->k.ev[q]->ts < first)) first = x->k.ev[q]->ts;
+  return first ? dg_to_real(&D->procs[x->cr->proc], first) : 0;
+}
+
+/* Its kernel started: a KernelCh of the operation is open, or one started and stopped. */
+static int kernel_started(const waiter_t *x) { return x->k.kernels > 0 || x->op->kch_started > 0; }
+
+/* Every rank entered the operation and none of them single out a culprit: the evidence the
+ * default events give (a Coll and its kernels) shows that the ranks wait, not for whom. Which
+ * rank's kernel started last, or whose host events stopped first, is how the ranks happened to
+ * arrive: not a sign of a stall inside NCCL (issue 31: bench/diagnose_rate.sh, the start order
+ * named the same rank whichever rank was stalled). So: CANNOT TELL, with what the evidence shows and
+ * what to record to tell. `what` says why the ranks cannot be told apart; `cand`, when not
+ * empty, are the ranks the evidence narrows the culprit to; `tell` what would tell. */
+static void cannot_tell_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, const waiter_t *w,
+                               int nw, const int *done_ranks, int ndone, const char *brief,
+                               const char *what, const int *cand, int ncand, const char *tell) {
+  dg_comm_t *C = &D->comms[c];
+  ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_CANNOT_TELL, (int)c);
+  dg_cpy(v->func, sizeof v->func, func);
+  v->seq = seq, v->waiting = 1;
+  char nm[64], dl[96] = "";
+  if (seq >= 0)
+    snprintf(nm, sizeof nm, "%s #%" PRId64, func, seq);
+  else
+    dg_cpy(nm, sizeof nm, func);
+  if (ndone) dg_rank_list(dl, sizeof dl, done_ranks, ndone);
+  snprintf(v->summary, sizeof v->summary,
+           "cannot tell which rank communicator c%u " NCS_COMM_ID_FMT " waits for: every rank entered %s "
+           "and %s%s%s; %s: to tell, %s",
+           c, C->comm_id, nm, ndone ? "ranks " : "none completed it", dl, ndone ? " completed it" : "", brief,
+           tell);
+  if (ncand) {
+    char cl[96];
+    int s[16], n = ncand < 16 ? ncand : 16;
+    memcpy(s, cand, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, dg_by_int);
+    dg_rank_list(cl, sizeof cl, s, n);
+    dg_ev_line(v, "%s: the culprit is one of ranks %s", what, cl);
+  } else {
+    dg_ev_line(v, "%s", what);
+  }
+  int64_t kmin = 0, kmax = 0;
+  int rmin = -1, rmax = -1;
+  for (int i = 0; i < nw; i++) {
+    int64_t t = kernel_first(D, &w[i]);
+    if (!t) continue;
+    if (rmin < 0 || t < kmin) kmin = t, rmin = w[i].rank;
+    if (rmax < 0 || t > kmax) kmax = t, rmax = w[i].rank;
+  }
+  if (rmin >= 0 && rmin != rmax) {
+    char d[32];
+    ncs_fmt_ns(d, sizeof d, (double)(kmax - kmin));
+    dg_ev_line(v, "the kernels started within %s of each other (rank %d first, rank %d last): the order "
+                  "in which the ranks arrived, not a sign of which one stalled", d, rmin, rmax);
+  }
+  for (int i = 0; i < nw && v->nev < NCS_DG_EVIDENCE - 1 - NCS_DG_EVIDENCE_CUPTI; i++) {
+    const waiter_t *x = &w[i];
+    const dg_proc_t *Q = &D->procs[x->cr->proc];
+    char ag[80], kinds[96] = "", ks[64] = "";
+    dg_ago_str(D, ag, sizeof ag, x->prog_real);
+    if (x->k.steps || x->k.kernels || x->k.proxyops)
+      snprintf(kinds, sizeof kinds, "; open: %d proxy op%s, %d step%s, %d kernel channel%s", x->k.proxyops,
+               x->k.proxyops == 1 ? "" : "s", x->k.steps, x->k.steps == 1 ? "" : "s", x->k.kernels,
+               x->k.kernels == 1 ? "" : "s");
+    int64_t kf = kernel_first(D, x);
+    if (kf && rmin != rmax) {
+      char kg[32];
+      ncs_fmt_ns(kg, sizeof kg, (double)(kf - kmin));
+      snprintf(ks, sizeof ks, "; kernel started %s after the first rank's", kg);
+    }
+    dg_ev_line(v, "rank %d (%s-%" PRIu64 "): last progress %s%s%s", x->rank, Q->pub->host, Q->pub->pid, ag,
+               kinds, ks);
+  }
+}
+
+/* the ProxyOps of the waiting ranks, without their steps: the transfers still open. When they
+ * are all one direction of one link (rank S's send to P, P's receive from S), the culprit is one
+ * of S and P; which one, only the steps' states say. 1 with *s, *p set; 0 otherwise. */
+static int open_link(const waiter_t *w, int nw, int *s, int *p) {
+  int ns = -1, np = -1;
+  for (int i = 0; i < nw; i++)
+    for (int q = 0; q < w[i].k.n; q++) {
+      const dg_ev_t *e = w[i].k.ev[q];
+      if (e->type != NCS_T_PROXY_OP || e->peer < 0) continue;
+      int from = e->is_send ? w[i].rank : e->peer, to = e->is_send ? e->peer : w[i].rank;
+      if (ns >= 0 && (ns != from || np != to)) return 0;
+      ns = from, np = to;
+    }
+  if (ns < 0 || ns == np) return 0;
+  *s = ns, *p = np;
+  return 1;
+}
+
+/* How strongly the open steps of waiting rank i point at it. Its send stuck in SendWait (posted
+ * to the network, never done) is stronger than in SendGPUWait (its GPU has not produced the data:
+ * in a ring that is also what waiting for the previous rank looks like); either is stronger when
+ * another rank's receive waits in RecvWait for its data. 5 waited for and SendWait, 4 waited for
+ * and SendGPUWait, 3 SendWait, 2 SendGPUWait, 1 waited for, 0 neither. */
+static int step_class(const waiter_t *w, int nw, int i) {
+  int pointed = 0, hard = 0;
+  for (int j = 0; j < nw; j++)
+    for (int q = 0; q < w[j].nrecv_from; q++)
+      if (j != i && w[j].recv_from[q] == w[i].rank) pointed++;
+  for (int q = 0; q < w[i].k.n; q++) {
+    const dg_ev_t *s = w[i].k.ev[q];
+    if (s->type == NCS_T_PROXY_STEP && s->is_send && s->has_state && (s->state == 8 || s->state == 9)) {
+      int h = s->state == 9 ? 2 : 1; /* SendWait, SendGPUWait */
+      if (h > hard) hard = h;
+    }
+  }
+  if (hard) return (pointed ? 3 : 1) + hard;
+  return pointed ? 1 : 0;
+}
+
+static const char *step_class_why(int cls) {
+  switch (cls) {
+  case 5: return "the others' receives wait for its data and its send is stuck in the network";
+  case 4: return "the others' receives wait for its data and its GPU never produced it";
+  case 3: return "its send is stuck in the network";
+  case 2: return "its send waits for its GPU";
+  case 1: return "the others' receives wait for its data";
+  default: return "it is the only rank with network steps open";
+  }
+}
+
+#define DG_RECORD_STEPS "record the proxy steps (`ncclscope record --events all`)"
+
 static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, waiter_t *w, int nw,
                          const int *done_ranks, int ndone, int mismatched) {
-  ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_STUCK_INSIDE, (int)c);
-  dg_cpy(v->func, sizeof v->func, func);
-  v->seq = seq;
   qsort(w, (size_t)nw, sizeof *w, by_prog);
-  int steps = 0, kernels = 0;
-  for (int i = 0; i < nw; i++) steps += w[i].k.steps, kernels += w[i].k.kernels;
+  int steps = 0, kernels = 0, proxyops = 0;
+  for (int i = 0; i < nw; i++) steps += w[i].k.steps, kernels += w[i].k.kernels, proxyops += w[i].k.proxyops;
   int cul = 0;
   const char *why;
   int64_t lead = nw > 1 ? w[1].prog_real - w[0].prog_real : 0;
-  int kernel_missing = -1;
-  if (!steps && kernels) {
-    for (int i = 0; i < nw; i++)
-      if (!w[i].k.kernels) kernel_missing = i;
-  }
   if (steps) {
     /* Ranks with only kernels open sent everything and wait for the others: not the culprit.
-     * Among the ranks with open network steps, best: the others' receives wait for its data and
-     * its own send is stuck (SendGPUWait: its GPU never produced the data; SendWait: posted,
-     * never done); then a stuck send; then waited on; ties go to the earliest last progress. */
-    int bestcls = -1;
+     * Among the ranks with open network steps, the one whose steps point at it most (step_class).
+     * Two ranks of the best class are not told apart by when they stopped: cannot tell. */
+    int bestcls = -1, ntie = 0, tie[16];
     cul = -1;
     for (int i = 0; i < nw; i++) {
       if (!w[i].k.steps) continue;
-      int pointed = 0, hard = 0;
-      for (int j = 0; j < nw; j++)
-        for (int q = 0; q < w[j].nrecv_from; q++)
-          if (j != i && w[j].recv_from[q] == w[i].rank) pointed++;
-      for (int q = 0; q < w[i].k.n; q++) {
-        const dg_ev_t *s = w[i].k.ev[q];
-        if (s->type == NCS_T_PROXY_STEP && s->is_send && s->has_state && (s->state == 8 || s->state == 9))
-          hard = 1;
-      }
-      int cls = pointed && hard ? 3 : hard ? 2 : pointed ? 1 : 0;
+      int cls = step_class(w, nw, i);
       if (cls > bestcls || (cls == bestcls && w[i].prog_real < w[cul].prog_real)) cul = i, bestcls = cls;
     }
-    if (cul < 0) cul = 0;
-    why = bestcls == 3   ? "the others' receives wait for its data and its send is stuck"
-          : bestcls == 2 ? "its send is stuck"
-          : bestcls == 1 ? "the others' receives wait for its data"
-                         : "its progress stopped first among the ranks with network steps open";
-  } else if (kernels) {
-    if (kernel_missing >= 0) {
-      cul = kernel_missing;
-      why = "its kernel never started while the others' run";
-    } else {
-      /* NVLink-style: only KernelCh; name the rank whose kernel started last */
-      uint64_t best = 0;
-      for (int i = 0; i < nw; i++) {
-        uint64_t first = UINT64_MAX;
-        for (int q = 0; q < w[i].k.n; q++)
-          if (w[i].k.ev[q]->type == NCS_T_KERNEL_CH && w[i].k.ev[q]->ts < first) first = w[i].k.ev[q]->ts;
-        int64_t fr = dg_to_real(&D->procs[w[i].cr->proc], first);
-        if (first != UINT64_MAX && (uint64_t)fr > best) best = (uint64_t)fr, cul = i;
+    for (int i = 0; i < nw; i++)
+      if (w[i].k.steps && step_class(w, nw, i) == bestcls) {
+        if (ntie < 16) tie[ntie] = w[i].rank;
+        ntie++;
       }
-      why = "no proxy events: the kernels of all ranks are open; its kernel started last";
+    if (ntie > 1) {
+      char what[160];
+      snprintf(what, sizeof what, "the network steps of %d ranks are open alike (for each: %s); when "
+                                  "each stopped is no evidence of which one stalled", ntie,
+               bestcls ? step_class_why(bestcls) : "not waited for, no send stuck");
+      cannot_tell_inside(D, c, func, seq, w, nw, done_ranks, ndone, "the network steps do not single out a rank",
+                         what, tie, ntie < 16 ? ntie : 16,
+                         "see whose GPU work stopped (CUPTI: `ncclscope record --cupti on`)");
+      return;
+    }
+    why = step_class_why(bestcls);
+  } else if (kernels || proxyops) {
+    /* No steps (the default events: only kernels, or ProxyOps without their steps). What singles
+     * out a rank: its kernel never started while every other rank's did (its GPU never joined;
+     * the others wait for its data). Not: which kernel started last, whose events stopped first. */
+    int nost[16], nn = 0, started = 0;
+    for (int i = 0; i < nw; i++)
+      if (!kernel_started(&w[i])) {
+        if (nn < 16) nost[nn] = w[i].rank;
+        nn++, cul = i;
+      } else
+        started++;
+    if (nn == 1 && started) {
+      why = "its kernel never started while every other rank's did: the others wait for its data";
+    } else {
+      char what[200], brief[64];
+      int cand[2], ncand = 0, s, p;
+      if (nn > 1 && started) {
+        snprintf(brief, sizeof brief, "the kernels of %d ranks never started", nn);
+        snprintf(what, sizeof what, "the kernels of %d ranks never started while the others' did", nn);
+      } else if (proxyops && open_link(w, nw, &s, &p)) {
+        snprintf(brief, sizeof brief, "only the transfer from rank %d to rank %d is open", s, p);
+        snprintf(what, sizeof what, "the transfer from rank %d to rank %d never finished (rank %d's send "
+                 "and rank %d's receive ProxyOps are open, every other one completed); which side stopped "
+                 "is not in the ProxyOps", s, p, s, p);
+        cand[0] = s, cand[1] = p, ncand = 2;
+      } else if (!started) {
+        snprintf(brief, sizeof brief, "no rank's kernel started");
+        snprintf(what, sizeof what, "no rank's kernel of it started: the recorded events do not show "
+                 "which rank holds the others up");
+      } else {
+        snprintf(brief, sizeof brief, "the kernels' start order singles out no rank");
+        snprintf(what, sizeof what, "every rank's kernel started and none ended: the ranks wait, but "
+                 "kernels do not show for whom (which kernel started last is when its rank arrived)");
+      }
+      cannot_tell_inside(D, c, func, seq, w, nw, done_ranks, ndone, brief, what, ncand ? cand : nost,
+                         ncand ? ncand : (nn > 1 && started ? (nn < 16 ? nn : 16) : 0), DG_RECORD_STEPS);
+      return;
     }
   } else {
-    why = "its progress stopped first; no kernel or proxy step events were recorded (NCCLSCOPE_EVENTS)";
+    cannot_tell_inside(D, c, func, seq, w, nw, done_ranks, ndone, "no kernel or proxy event of it was recorded",
+                       "no kernel or proxy event of it was recorded (NCCLSCOPE_EVENTS): nothing shows which "
+                       "rank stopped", NULL, 0, DG_RECORD_STEPS);
+    return;
   }
+  ncs_dg_verdict_t *v = dg_verdict(D, NCS_DG_V_STUCK_INSIDE, (int)c);
+  dg_cpy(v->func, sizeof v->func, func);
+  v->seq = seq;
   waiter_t *W = &w[cul];
   v->rank = W->rank, v->proc = W->cr->proc;
   v->since_ns = D->procs[W->cr->proc].pub->snap_real - W->prog_real; /* idle when last seen */
@@ -680,9 +833,6 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
     if (!best || kind > bestk || (kind == bestk && t < (best->has_state ? best->state_ts : best->ts)))
       best = s, bestk = kind;
   }
-  if (!best)
-    for (int q = 0; q < W->k.n; q++)
-      if (W->k.ev[q]->type == NCS_T_KERNEL_CH && (!best || W->k.ev[q]->ts < best->ts)) best = W->k.ev[q];
   char ag[80], ld[32], sd[32];
   ncs_fmt_ns(sd, sizeof sd, (double)v->since_ns);
   ncs_fmt_ns(ld, sizeof ld, (double)lead);
@@ -694,14 +844,8 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
              "%d %s rank %d in %s, no progress for %s (%s)",
              c, D->comms[c].comm_id, func, seq, W->rank, best->is_send ? "send" : "recv", best->step, best->channel,
              best->is_send ? "to" : "from", best->peer, v->state, sd, why);
-  } else if (best) {
-    v->channel = best->channel;
-    dg_cpy(v->state, sizeof v->state, "KernelCh");
-    snprintf(v->summary, sizeof v->summary,
-             "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d: kernel open on channel %d, no progress "
-             "for %s (%s)",
-             c, D->comms[c].comm_id, func, seq, W->rank, best->channel, sd, why);
   } else {
+    if (!steps) dg_cpy(v->state, sizeof v->state, "no_kernel"); /* the one rank whose kernel never started */
     snprintf(v->summary, sizeof v->summary,
              "every rank of communicator c%u " NCS_COMM_ID_FMT " entered %s #%" PRId64 "; rank %d is stuck inside it, no progress for %s (%s)",
              c, D->comms[c].comm_id, func, seq, W->rank, sd, why);
@@ -764,6 +908,8 @@ static void stuck_inside(dg_t *D, uint32_t c, const char *func, int64_t seq, wai
       char kg[32];
       ncs_fmt_ns(kg, sizeof kg, (double)dg_to_real(Q, kfirst) - kmin);
       snprintf(ks, sizeof ks, "; kernel started %s after the first rank's", kg);
+    } else if (!steps && kernels && !kernel_started(x)) {
+      snprintf(ks, sizeof ks, "; its kernel never started");
     }
     dg_ev_line(v, "rank %d (%s-%" PRIu64 "): last progress %s%s%s", x->rank, Q->pub->host, Q->pub->pid, ag, kinds, ks);
     if (i == 0 || i < 4) steps_lines(D, v, x);
