@@ -106,7 +106,9 @@ if [ $quick = 0 ]; then
   skip_labels=
   # the real-GPU fixtures (label realjob) exercise the single-threaded read side, which the
   # release and ASan+UBSan stages check; under ThreadSanitizer they would take half an hour
-  skip_labels=realjob
+  # ... nor the diagnose sweeps (label sweep: sixteen nccl-sim jobs through the paths the
+  # diagnose_sim_* tests take)
+  skip_labels='realjob|sweep'
   run_suite tsan build-tsan -DCMAKE_BUILD_TYPE=Debug -DNCS_SANITIZE=thread
   skip_labels=
   echo "=== fuzz (reader, whole read path) ==="
