@@ -16,17 +16,7 @@ set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5 SIZE=$6 U=${7:-0}
 R=${SIZE%x*} P=${SIZE#*x}
 rm -rf "$W" && mkdir -p "$W"
-fail() { echo "FAIL: $*"; exit 1; }
-# job SCENARIO ITERS SEED [sim options]: record it into $W/t, write the report's JSON and text
-job() {
-  scenario=$1 iters=$2 seed=$3
-  shift 3
-  rm -rf "$W/t"
-  NCCLSCOPE_DIR="$W/t" "$SIM" --plugin "$PLUGIN" --clock model --scenario "$scenario" --ranks "$R" --procs "$P" \
-    --iters "$iters" --couple on --seed "$seed" "$@" >"$W/sim.out" 2>&1 || fail "nccl-sim (seed $seed)"
-  "$NCS" report --json "$W/t" >"$W/r.json" || fail "report --json exited $? (seed $seed)"
-  "$NCS" report "$W/t" >"$W/r.txt" || fail "report exited $? (seed $seed)"
-}
+. "$(dirname "$0")/findings_lib.sh"
 py() { python3 -c "import json; r=json.load(open('$W/r.json')); $1" || fail "$2"; }
 case $CASE in
 healthy)
