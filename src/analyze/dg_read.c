@@ -778,8 +778,7 @@ static void dg_impossible(dg_t *D) {
       for (uint32_t i = 0; i < cr->nf; i++) {
         ncs_dg_fseq_t *f = &cr->fs[i];
         mn[i] = INT64_MAX;
-        if (f->p2p || !(ncs_is_func(f->func, "AllReduce") || ncs_is_func(f->func, "AllGather") ||
-                        ncs_is_func(f->func, "ReduceScatter")))
+        if (f->p2p || !ncs_all_depend(f->func))
           continue;
         /* the least entered over the members whose recordings can say they never entered */
         int64_t m = INT64_MAX;

@@ -49,8 +49,7 @@ typedef struct {
 } alive_ctx_t;
 static void alive_op(dg_op_t *op, void *arg) {
   alive_ctx_t *x = arg;
-  if (op->status != OP_DONE || op->inferred || !op->end || op->seq < 0 || !op->func) return;
-  if (strcmp(op->func, "AllReduce") && strcmp(op->func, "AllGather") && strcmp(op->func, "ReduceScatter")) return;
+  if (op->status != OP_DONE || op->inferred || !op->end || op->seq < 0 || !ncs_all_depend(op->func)) return;
   int64_t t = dg_to_real(x->P, op->end);
   if (t > x->t) x->t = t;
 }

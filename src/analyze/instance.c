@@ -106,7 +106,7 @@ static void check_mismatch(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
 static int gpu_suspect(ncs_analysis_t *a, const ncs_op_t *ops, size_t n) {
   priv_t *P = an_priv(a);
   const char *f = ops[0].func;
-  if (n < 2 || !(ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter")))
+  if (n < 2 || !ncs_all_depend(f))
     return 0;
   int64_t m1 = INT64_MIN, m2 = INT64_MIN; /* the two latest kernel starts */
   for (size_t k = 0; k < n; k++) {

@@ -214,12 +214,6 @@ static int never_entered(const ncs_job_t *j, uint32_t comm, int32_t rank) {
  * clock error), or while a recorded member never entered, rests on timestamps that cannot be
  * right (NCCL 2.28's stale KernelCh) and is taken back, with its KernelCh GPU times. CUPTI's
  * kernel times are the GPU's own and stay. */
-/* Collectives in which every rank's output depends on every rank's input: no rank's kernel can end
- * before every rank's began. Not Broadcast or Reduce: a root (Broadcast) or a sender (Reduce) may
- * finish into its peer's buffers before the peer's kernel runs. */
-static int all_depend(const char *f) {
-  return ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter");
-}
 
 /* o's KernelCh times cannot be right: it has no GPU time (counted as unknown, not as ok or
  * repaired) and its duration falls back to the enqueue interval */
@@ -234,7 +228,7 @@ static void drop_kernelch(ncs_job_t *j, ncs_op_t *o) {
 }
 
 static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
-  if (x->again || !all_depend(x->func)) return; /* again: a reload cycle or a duplicate (seqNumbers
+  if (x->again || !ncs_all_depend(x->func)) return; /* again: a reload cycle or a duplicate (seqNumbers
                                                   * do not line up) */
   int32_t nr = j->comms[x->comm].nranks;
   int missing = 0;
@@ -277,7 +271,7 @@ static void impossible(ncs_job_t *j, inst_t *x, int64_t last_arrival) {
  * the instance go, counted (the completions stay: they rest on the chain, not on these times). */
 static void disjoint(ncs_job_t *j, inst_t *x) {
   int32_t nr = j->comms[x->comm].nranks;
-  if ((int32_t)x->distinct != nr || x->n < 2 || !all_depend(x->func)) return;
+  if ((int32_t)x->distinct != nr || x->n < 2 || !ncs_all_depend(x->func)) return;
   /* the host pass (several hosts): the kernels of ranks on different hosts are compared only once
    * the hosts' offsets are known (and this pass takes no GPU time, only completion ends) */
   if (jp(j)->hostpass && j->nhosts > 1) return;

@@ -335,5 +335,11 @@ uint64_t ncs_op_bytes(const char *func, const char *dt, uint64_t count, int nran
 double ncs_bus_factor(const char *func, int nranks);
 /* an operation's function (NCCL's name, "AllReduce"; NULL when not known) is name */
 static inline int ncs_is_func(const char *f, const char *name) { return f && !strcmp(f, name); }
+/* Collectives in which every rank's output depends on every rank's input (AllReduce, AllGather,
+ * ReduceScatter): no member can finish one before every member's kernel began. Not Broadcast or
+ * Reduce: a root (Broadcast) or a sender (Reduce) may finish into its peers' buffers first. */
+static inline int ncs_all_depend(const char *f) {
+  return ncs_is_func(f, "AllReduce") || ncs_is_func(f, "AllGather") || ncs_is_func(f, "ReduceScatter");
+}
 
 #endif
