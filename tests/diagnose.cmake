@@ -22,6 +22,9 @@ foreach(c healthy skip stall mismatch kill kernel nokernel p2p lost orphan cupti
     ncs_dg_test(diagnose_gen_${c}_${m} gen-${c}-${m} 60)
   endforeach()
 endforeach()
+# issue 32: a process killed before its writer wrote any operation, while its peers completed
+# collectives that need it (a trace without footer: trace mode only)
+ncs_dg_test(diagnose_gen_gone_trace gen-gone-trace 60)
 # a hung job killed as a whole (traces without footers that stop together): no one died alone
 foreach(c skip stall)
   ncs_dg_test(diagnose_gen_${c}_jobkill gen-${c}-jobkill 60)

@@ -2,6 +2,7 @@
 # diagnose_check.sh NCCLSCOPE GEN SIM PLUGIN WORKDIR CASE - `ncclscope diagnose` (docs/diagnose.md).
 # Prints "diagnose check CASE: ok" on success. CASE:
 #   gen-KIND-MODE   crafted recordings (tests/diagnose_gen.c): KIND healthy skip stall mismatch kill
+#                   gone (trace only: a killed process that wrote no operation; issue 32)
 #                   kernel (KernelCh only: cannot tell) nokernel (one rank's kernel never started) p2p, lost (a stall whose rank dropped records: cannot tell), orphan (a
 #                   completion lost, later ones complete: not a hang), cupti (the stall with CUPTI:
 #                   its evidence for and against); MODE trace or flight (dumps
@@ -89,6 +90,16 @@ assert 'count' in v['what'], v" "mismatch: rank $3, count"
     expect_rc $rc 1
     py "assert v['kind']=='mismatch' and v['rank']==$3 and 'datatype' in v['what'], v" "mismatch-dtype"
     ;;
+  gone)
+    # issue 32: its records are missing (peers completed collectives it has no record of): DEAD or
+    # CANNOT TELL, never "never entered ... outside NCCL"
+    py "assert v['kind'] in ('cannot_tell','dead') and v['rank']==$3, v
+assert r['status'] in ('cannot_tell','dead'), r['status']
+assert not [x for x in r['verdicts'] if x['kind'] in ('not_entered','stuck_inside')], r['verdicts']" "gone: rank $3's records are missing"
+    grep -q "rank $3 recorded no AllReduce, yet rank [013] completed AllReduce #4, which needs every rank" "$W/out.txt" ||
+      fail "gone: the proof of missing records is not said"
+    ! grep -q "^HANG" "$W/out.txt" || fail "gone: a HANG verdict: $(grep '^HANG' "$W/out.txt")"
+    ;;
   kill)
     expect_rc $rc 1
     py "assert v['kind']=='dead' and v['rank']==$3 and v['where']=='dead', v
@@ -166,7 +177,7 @@ gen-*)
   kind=${kind%-*}
   "$GEN" "$W/rec" "$kind" "$mode" || fail "generator"
   diag "$W/rec"
-  case $kind in skip | kill) fr=2 ;; stall | kernel | nokernel | lost | cupti) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
+  case $kind in skip | kill | gone) fr=2 ;; stall | kernel | nokernel | lost | cupti) fr=1 ;; mismatch) fr=3 ;; *) fr=-1 ;; esac
   check_verdict "$kind" "$mode" "$fr"
   if [ "$mode" = flight ] && [ "$kind" != healthy ] && [ "$kind" != orphan ]; then
     py "i=r['incident']; assert i and i['index']==1 and i['count']==1, i" "incident"

@@ -3,7 +3,9 @@
  *
  *   ncs-diagnose-gen OUTDIR CASE MODE
  *
- * CASE: healthy | skip | stall | mismatch | kill | kernel (stall with KernelCh only: every kernel
+ * CASE: healthy | skip | stall | mismatch | kill | gone (rank 2's process wrote its communicator and
+ * no operation, no footer, its file ending 1.01 s before the others', while the others completed
+ * #0..#4, which need it: its records are missing) | kernel (stall with KernelCh only: every kernel
  * started, the stalled rank's 3 ms after the others', which tells nothing) | nokernel (KernelCh
  * only, and the stalled rank's kernel of the hung op never started) | p2p (rank 1
  * never posts the Recv that rank 0's Send waits in) | cupti (stall, recorded with CUPTI: every
@@ -268,6 +270,12 @@ static void gen_rank(gen_t *g, int final) {
     /* ranks 0 and 1: a healthy AllReduce #0, then rank 0 sends to 1, which never receives */
     nops = 1;
   }
+  if (!strcmp(kase, "gone") && r == fault_rank) {
+    /* killed before its writer wrote any operation: its communicator, then a clock pair 1.01 s
+     * before the others' end, no footer, while the others completed #0..#4 with it */
+    clock_pair(g, HANG_END - 1010 * MS);
+    return;
+  }
   for (int i = 0; i < nops; i++) {
     uint64_t t = T0 + (uint64_t)i * MS + (uint64_t)r * 10000, id = 100 * (uint64_t)i + 1;
     int is_fault = hang && i == FOP;
@@ -425,7 +433,7 @@ int main(int argc, char **argv) {
   }
   const char *out = argv[1];
   kase = argv[2], mode = argv[3];
-  if (!strcmp(kase, "skip") || !strcmp(kase, "kill")) fault_rank = 2;
+  if (!strcmp(kase, "skip") || !strcmp(kase, "kill") || !strcmp(kase, "gone")) fault_rank = 2;
   else if (!strcmp(kase, "stall") || !strcmp(kase, "kernel") || !strcmp(kase, "nokernel") || !strcmp(kase, "cupti"))
     fault_rank = 1;
   else if (!strcmp(kase, "lost")) fault_rank = 1, steps_dropped = 7; /* stall, and its drops */

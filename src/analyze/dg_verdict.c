@@ -298,12 +298,50 @@ static const ncs_dg_fseq_t *fseq_find(const dg_crank_t *cr, const char *func, in
   return NULL;
 }
 
+/* Why a rank's records may be missing: its trace did not end cleanly, lost records after its newest
+ * operation, or is damaged (a cut file, a process killed before its writer flushed, records that
+ * name lost strings); NULL when its recording is whole or is a flight window, a snapshot of its
+ * own time. */
+static const char *records_gone_why(dg_t *D, dg_crank_t *cr) {
+  const dg_proc_t *P = &D->procs[cr->proc];
+  if (P->is_flight || P->pub->source != NCS_DG_SRC_TRACE) return NULL;
+  last_t l = dg_rank_last(D, cr);
+  const ncs_job_loss_t *x = ncs_job_lost(D->job, (uint32_t)cr->proc, l.entered ? l.entered->start : 0,
+                                         UINT64_MAX, ~0u, NCS_JL_ALL_TYPES);
+  return P->pub->damage == NCS_DAMAGE_TRUNCATED ? "its file is cut short"
+         : P->pub->damage                       ? "its file is damaged"
+         : !dg_proc_clean(D, cr->proc) ? "its trace has no footer: the process was killed or crashed, or still runs"
+         : x ? (x->kind == NCS_JL_DROPS ? "its recording lost records: the buffer was full"
+                : x->kind == NCS_JL_NO_SLOT ? "its recording lost records: no thread slot"
+                : x->kind == NCS_JL_WRITE ? "its recording lost records: writes failed"
+                                          : "its file is damaged")
+             : NULL;
+}
+
+/* Rank r's proof of missing records in communicator C: a collective it recorded entering only up
+ * to *entered (-1: none) that rank *by completed up to *top, which NCCL cannot do before every rank
+ * entered it. The function's name, or NULL when no collective shows that. */
+static const char *missing_proof(dg_t *D, dg_comm_t *C, int r, int64_t *entered, int64_t *top, int *by) {
+  if (!C->cranks[r]) return NULL;
+  dg_crank_t *cr = D->cranks[C->cranks[r] - 1];
+  for (int q = 0; q < C->nranks; q++)
+    for (uint32_t i = 0; C->cranks[q] && i < D->cranks[C->cranks[q] - 1]->nf; i++) {
+      const ncs_dg_fseq_t *fq = &D->cranks[C->cranks[q] - 1]->fs[i];
+      if (fq->p2p || fq->completed < 0) continue;
+      const ncs_dg_fseq_t *f = fseq_find(cr, fq->func, 0);
+      int64_t e = f ? f->entered : -1;
+      if (e >= fq->completed) continue;
+      *entered = e, *top = fq->completed, *by = q;
+      return fq->func;
+    }
+  return NULL;
+}
+
 /* A rank whose recording never shows it entering a collective that another rank completed: NCCL
  * completes none before every rank entered it, so that rank's records of it are missing, and
- * with them whatever it did next. Said when its trace did not end cleanly, lost records after its
- * newest operation, or is damaged (a cut file, a process killed before its writer flushed, records
- * that name lost strings). Full traces only, whole (a flight window or a --to cut is a snapshot of
- * its own time). 1 when a line was added (the verdict made if needed). */
+ * with them whatever it did next. Said when records_gone_why() gives a reason. Full traces only,
+ * whole (a flight window or a --to cut is a snapshot of its own time). 1 when a line was added
+ * (the verdict made if needed). */
 static int missing_entries(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t **vp, int c) {
   if (D->cut) return 0;
   int any = 0;
@@ -328,21 +366,10 @@ static int missing_entries(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t **vp, int c) 
     for (int r = 0; r < C->nranks; r++) {
       if (!C->cranks[r]) continue;
       dg_crank_t *cr = D->cranks[C->cranks[r] - 1];
-      const dg_proc_t *P = &D->procs[cr->proc];
       const ncs_dg_fseq_t *f = fseq_find(cr, func, 0);
       int64_t entered = f ? f->entered : -1;
-      if (entered >= top || P->is_flight || P->pub->source != NCS_DG_SRC_TRACE) continue;
-      last_t l = dg_rank_last(D, cr);
-      const ncs_job_loss_t *x = ncs_job_lost(D->job, (uint32_t)cr->proc, l.entered ? l.entered->start : 0,
-                                             UINT64_MAX, ~0u, NCS_JL_ALL_TYPES);
-      const char *w = P->pub->damage == NCS_DAMAGE_TRUNCATED ? "its file is cut short"
-                      : P->pub->damage                       ? "its file is damaged"
-                      : !dg_proc_clean(D, cr->proc) ? "its trace has no footer: the process was killed or crashed, or still runs"
-                      : x ? (x->kind == NCS_JL_DROPS ? "its recording lost records: the buffer was full"
-                             : x->kind == NCS_JL_NO_SLOT ? "its recording lost records: no thread slot"
-                             : x->kind == NCS_JL_WRITE ? "its recording lost records: writes failed"
-                                                       : "its file is damaged")
-                          : NULL;
+      if (entered >= top) continue;
+      const char *w = records_gone_why(D, cr);
       if (!w) continue;
       if (!why) why = w;
       if (entered < lag_seq) lag_seq = entered;
@@ -366,6 +393,25 @@ static int missing_entries(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t **vp, int c) 
     any = 1;
   }
   return any;
+}
+
+/* A rank that seems never to have entered the stuck operation while other ranks completed
+ * collectives it has no record of: its later records are missing (records_gone_why), so where it
+ * is cannot be told. 1 with the evidence added to v. */
+static int absent_missing(dg_t *D, dg_comm_t *C, int r, ncs_dg_verdict_t *v) {
+  if (D->cut) return 0;
+  int64_t entered, top;
+  int by;
+  const char *func = missing_proof(D, C, r, &entered, &top, &by);
+  const char *why = func ? records_gone_why(D, D->cranks[C->cranks[r] - 1]) : NULL;
+  if (!why) return 0;
+  if (entered < 0)
+    dg_ev_line(v, "rank %d recorded no %s, yet rank %d completed %s #%" PRId64 ", which needs every "
+                  "rank: its records are missing (%s)", r, func, by, func, top, why);
+  else
+    dg_ev_line(v, "rank %d recorded %s only up to #%" PRId64 ", yet rank %d completed #%" PRId64
+                  ", which needs every rank: its later records are missing (%s)", r, func, entered, by, top, why);
+  return 1;
 }
 
 /* No operation of the communicator is stuck, but the recording cannot show that every one
@@ -535,11 +581,12 @@ static int classify_absent(dg_t *D, dg_crank_t *cr, ncs_dg_verdict_t *v) {
     return NCS_DG_W_OUTSIDE;
   }
   dg_ago_str(D, a, sizeof a, p->snap_real);
-  dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call; its "
-             "process is alive (%s %s)",
-          p->source == NCS_DG_SRC_DUMP ? "dumped" : p->source == NCS_DG_SRC_LIVE ? "last heartbeat"
-                                                                                : "its trace goes on until",
-          a);
+  if (p->source == NCS_DG_SRC_TRACE) /* no footer: alive until its last record, then unknown */
+    dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call; its "
+                  "process was alive until its trace's last record, %s (the trace has no footer)", a);
+  else
+    dg_ev_line(v, "nothing of it is open in NCCL: no operation, kernel, proxy op or API call; its "
+                  "process is alive (%s %s)", p->source == NCS_DG_SRC_DUMP ? "dumped" : "last heartbeat", a);
   return NCS_DG_W_OUTSIDE;
 }
 
@@ -1114,6 +1161,9 @@ void dg_analyze_comm(dg_t *D, uint32_t c) {
         if (v->where == NCS_DG_W_DEAD) v->kind = NCS_DG_V_DEAD;
         else if (absent_lost(D, cr, v))
           v->kind = NCS_DG_V_CANNOT_TELL, v->waiting = 1, why = "its recording lost records";
+        else if (absent_missing(D, C, r, v))
+          v->kind = NCS_DG_V_CANNOT_TELL, v->waiting = 1,
+          why = "its records of collectives that other ranks completed are missing";
       }
       if (nwaiting)
         dg_ev_line(v, "rank%s %s wait%s in %s, entered %s", nwaiting > 1 ? "s" : "", wl,

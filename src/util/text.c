@@ -84,7 +84,8 @@ static void wrap_from(FILE *o, int col, const char *rest, const char *text, int 
         }
       }
     int w = (int)ncs_text_widthn(p, n);
-    if (width > 0 && col > indent && col > start && col + space + w > width) {
+    /* the first word after a prefix ("tool: warning: ") goes under it when only there it fits */
+    if (width > 0 && col > indent && (col > start || indent + w <= width) && col + space + w > width) {
       fprintf(o, "\n%s", rest);
       col = start = indent, space = 0;
     }
