@@ -150,11 +150,36 @@ static double run(state_fn volatile fn, uint64_t n, int reps) {
   return v[reps / 2];
 }
 
+/* a whole decimal number in [lo, hi], or exit 2 saying which argument is wrong */
+static long long arg_num(const char *s, const char *what, long long lo, long long hi) {
+  char *end = NULL;
+  long long v = strtoll(s, &end, 10);
+  if (!*s || *end || v < lo || v > hi) {
+    fprintf(stderr, "hotpath_parts: %s must be a number from %lld to %lld, not '%s' (--help)\n", what, lo, hi, s);
+    exit(2);
+  }
+  return v;
+}
+
 int main(int argc, char **argv) {
-  uint64_t n = argc > 1 ? strtoull(argv[1], NULL, 10) : 20000000ull;
-  int reps = argc > 2 ? atoi(argv[2]) : 5;
-  drain_us = argc > 3 ? (unsigned)atoi(argv[3]) : 1000;
-  int cpu_p = argc > 5 ? atoi(argv[4]) : -1, cpu_w = argc > 5 ? atoi(argv[5]) : -1;
+  if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+    printf("usage: hotpath_parts [N [REPS [DRAIN_US [CPU_PRODUCER CPU_WRITER]]]]\n"
+           "  N             calls per run (default 20000000)\n"
+           "  REPS          runs per stage; the median is printed (default 5)\n"
+           "  DRAIN_US      the draining thread's period in microseconds (default 1000)\n"
+           "  CPU_PRODUCER CPU_WRITER  pin the calling and the draining thread (default: not pinned)\n"
+           "Prints each stage's time per call and what each part adds (docs/benchmarks.md).\n");
+    return 0;
+  }
+  if (argc > 6 || argc == 5) {
+    fprintf(stderr, "hotpath_parts: give both CPUs or neither (--help)\n");
+    return 2;
+  }
+  uint64_t n = argc > 1 ? (uint64_t)arg_num(argv[1], "N", 1000, 100000000000ll) : 20000000ull;
+  int reps = argc > 2 ? (int)arg_num(argv[2], "REPS", 1, 64) : 5;
+  drain_us = argc > 3 ? (unsigned)arg_num(argv[3], "DRAIN_US", 1, 10000000) : 1000;
+  int cpu_p = argc > 5 ? (int)arg_num(argv[4], "CPU_PRODUCER", 0, CPU_SETSIZE - 1) : -1;
+  int cpu_w = argc > 5 ? (int)arg_num(argv[5], "CPU_WRITER", 0, CPU_SETSIZE - 1) : -1;
   if (cpu_p >= 0) {
     cpu_set_t s;
     CPU_ZERO(&s);

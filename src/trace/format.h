@@ -288,11 +288,27 @@ enum {
 
 /* CRC-32C (Castagnoli), reflected, init ~0, final xor ~0. crc of "123456789" = 0xE3069283 */
 uint32_t ncs_crc32c(uint32_t crc, const void *buf, size_t len);
+/* the portable (table) path, whatever the CPU: tests compare it with ncs_crc32c */
+uint32_t ncs_crc32c_soft(uint32_t crc, const void *buf, size_t len);
+/* 1 when ncs_crc32c uses the CPU's crc32 instruction (x86-64 with SSE4.2) */
+int ncs_crc32c_hw(void);
 
 /* LEB128 varints. put returns bytes written (<= 10). get returns bytes read, 0 on error
  * (overlong, or runs past end). */
 size_t ncs_put_varint(uint8_t *p, uint64_t v);
-size_t ncs_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v);
+size_t ncs_get_varint_slow(const uint8_t *p, const uint8_t *end, uint64_t *v);
+/* inline: most fields of a record are one or two bytes long */
+static inline size_t ncs_get_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+  if (p < end && !(p[0] & 0x80)) {
+    *v = p[0];
+    return 1;
+  }
+  if (end - p >= 2 && !(p[1] & 0x80)) {
+    *v = (uint64_t)(p[0] & 0x7F) | (uint64_t)p[1] << 7;
+    return 2;
+  }
+  return ncs_get_varint_slow(p, end, v);
+}
 static inline uint64_t ncs_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 static inline int64_t ncs_unzigzag(uint64_t v) { return (int64_t)(v >> 1) ^ -(int64_t)(v & 1); }
 
