@@ -57,7 +57,7 @@ for it in $ITERS; do
 r=json.load(open(sys.argv[1])); c=r['collectives']; s=r.get('analysis', {})
 print(c['instances'], c['rank_ops'], s.get('peak_held_ops', '-'))" "$W/report-$it.json")
   # ncclscope report --timing: "N passes: a s + b s" (an older report has no --timing: "-")
-  passes=$(sed -n 's/.*passes: //p' "$W/time-$it.txt" | sed 's/ s//g; s/ //g' | head -1)
+  passes=$(sed -n 's/.*passes: //p' "$W/time-$it.txt" | sed 's/ *(.*//; s/ s//g; s/ //g' | head -1)
   passes=${passes:--}
   wall=$(tv "Elapsed (wall clock) time (h:mm:ss or m:ss)" "$W/time-$it.txt" | secs)
   rss=$(tv "Maximum resident set size (kbytes)" "$W/time-$it.txt")
