@@ -14,6 +14,7 @@
 #   minor:     a 2 ms pause in a job of 1000 collectives (about 80 ms): a stall, GPU-side, minor
 #              (under NCS_FIND_MATERIAL of the job), and no headline at all
 #   healthy:   10 seeds of allreduce and 3 of mixed: no stall and no headline
+# Each case also checks that the SQLite export's findings table says what report --json says.
 set -eu
 SIM=$1 PLUGIN=$2 NCS=$3 W=$4 CASE=$5 SIZE=$6
 R=${SIZE%x*} P=${SIZE#*x}
@@ -32,6 +33,7 @@ assert heads and all(x['rank']==$1 for x in heads), [x['text'] for x in heads]
 assert any(x['kind']=='stall' and x['wait_side']=='$2' for x in heads), heads" \
     "rank $1's 20 ms pause is not the only headline, $2-side ($SIZE)"
   grep -q "^  - stall: rank $1 (pid [0-9]*) held up AllReduce seq 5[01] " "$W/r.txt" || fail "no text stall finding for rank $1"
+  sq_same
 }
 case $CASE in
 positions)
@@ -68,12 +70,14 @@ assert r['no_finding'].startswith('nothing stands out;') and 'minor' in r['no_fi
 m=[x for x in r['findings'] if x['kind']=='stall' and not x['headline']]
 assert m and m[0]['rank']==2 and m[0]['size_ns']==s['wait_ns'], m" "a 2 ms pause is not a minor stall ($SIZE)"
   grep -q "^Minor findings" "$W/r.txt" || fail "no Minor findings section"
+  sq_same
   ;;
 healthy)
   for seed in $(seq 1 10); do
     job allreduce 100 "$seed"
     py "assert not r['stalls'] and not heads, (r['stalls'], [x['text'] for x in heads])" \
       "a stall or headline on healthy job $SIZE seed $seed"
+    [ "$seed" != 1 ] || sq_same
   done
   for seed in 1 2 3; do
     job mixed 50 "$seed"

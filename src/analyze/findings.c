@@ -29,6 +29,8 @@ static int cmp_slow(const void *x, const void *y) {
 }
 
 const char *const ncs_side_names[4] = {"", "host-side", "GPU-side", "mixed"};
+const char *const ncs_find_kind_names[NCS_FIND_NKINDS] = {"straggler", "slow_rank", "mismatch", "incomplete",
+                                                          "p2p", "damaged", "stall", "repeated_stalls"};
 
 static double wall_ns(const ncs_analysis_t *a) { return (double)(a->job->t_last - a->job->t_first); }
 

@@ -44,6 +44,9 @@ typedef enum {
   NCS_FIND_STALL,      /* one stall (stall; rank: the late rank when known) */
   NCS_FIND_STALLS,     /* a rank that stalled 2+ times (rank) */
 } ncs_find_kind_t;
+#define NCS_FIND_NKINDS (NCS_FIND_STALLS + 1)
+/* the kinds as report --json and the SQLite findings table name them: "straggler", ... */
+extern const char *const ncs_find_kind_names[NCS_FIND_NKINDS];
 
 /* where a finding's waiting was measured (docs/report.md, "Where waiting is measured") */
 enum { NCS_SIDE_NONE = 0, NCS_SIDE_HOST = 1, NCS_SIDE_GPU = 2, NCS_SIDE_MIXED = 3 };
@@ -89,6 +92,7 @@ typedef struct {
  * each significant, and a finding per rank that stalled twice or more (the rules are in
  * docs/report.md, Findings). Aborts when out of memory. */
 void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top);
+#define NCS_FIND_TOP 5 /* report's --top default: the SQLite findings table uses it too */
 void ncs_findings_free(ncs_findings_t *f);
 /* the test of a rank's last arrivals (slow 0) or times slowest (slow 1) */
 ncs_find_test_t ncs_find_test(const ncs_analysis_t *a, const ncs_an_rank_t *r, int slow,

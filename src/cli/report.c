@@ -179,14 +179,12 @@ static void json_stalls(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *
     for (int k = 0; k < x->nmissing && k < 8; k++) fprintf(o, "%s%d", k ? "," : "", x->missing[k]);
     fprintf(o, "]}");
   }
-  static const char *const kinds[] = {"straggler", "slow_rank", "mismatch", "incomplete", "p2p",
-                                      "damaged", "stall", "repeated_stalls"};
   fprintf(o, ",\n\"findings\":[");
   for (uint32_t k = 0; k < f->n; k++) {
     const ncs_finding_t *y = &f->items[k];
     char line[2048];
     ncs_finding_text(a, y, line, sizeof line);
-    fprintf(o, "%s\n{\"kind\":\"%s\",\"comm\":%d,\"rank\":%d,", k ? "," : "", kinds[y->kind],
+    fprintf(o, "%s\n{\"kind\":\"%s\",\"comm\":%d,\"rank\":%d,", k ? "," : "", ncs_find_kind_names[y->kind],
             y->rank ? (int)y->rank->comm : y->stall ? (int)y->stall->comm : -1,
             y->rank ? y->rank->rank : y->stall ? y->stall->rank : -1);
     json_size(o, y);
@@ -807,10 +805,10 @@ int ncs_cmd_report(int argc, char **argv) {
   int c, json = 0, timing = 0, force = 0, why = 0, color = 1, pager = 1, csv = 0;
   static ncs_cli_filter_t cf;
   memset(&cf, 0, sizeof cf);
-  ncs_rview_t rv = {.top = 5};
+  ncs_rview_t rv = {.top = NCS_FIND_TOP};
   uint32_t job = 0;
   const char *html = NULL;
-  uint64_t top = 5;
+  uint64_t top = NCS_FIND_TOP;
   optind = 0;
   opterr = 0;
   while ((c = getopt_long(argc, argv, ":jt:h", opts, NULL)) != -1) {

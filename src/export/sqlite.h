@@ -47,6 +47,7 @@ enum {
   NCS_SQ_GPU_DEVICES,
   NCS_SQ_RANGES,
   NCS_SQ_RANGE_METRICS,
+  NCS_SQ_FINDINGS,
   NCS_SQ_NTABLES
 };
 extern const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES];

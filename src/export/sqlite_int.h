@@ -140,6 +140,14 @@
 
 /* the breakdown (docs/report.md, "Breakdown"): the job model's per collective instance, per
  * operation link and per NetPlugin QP */
+/* the report's findings (docs/report.md, "Findings"), in its order: headlines first; a stall's
+ * own columns NULL for the other kinds */
+#define COLS_FINDINGS(X, P)                                                                        \
+  X(P, id, I " PRIMARY KEY") X(P, kind, T) X(P, headline, I) X(P, comm, I) X(P, rank, I)           \
+  X(P, size_ns, I) X(P, size_share, R) X(P, wait_side, T) X(P, func, T) X(P, seq, I) X(P, bytes, I) \
+  X(P, from_job_ns, I) X(P, others, I) X(P, wait_ns, I) X(P, longest_ns, I) X(P, caused_ns, I)     \
+  X(P, knock_ons, I) X(P, text, T)
+
 #define COLS_BREAKDOWN(X, P)                                                                       \
   X(P, collective_id, I " PRIMARY KEY") X(P, label, T) X(P, reason, T) X(P, wait_rank, I)          \
   X(P, launch_ns, I) X(P, span_ns, I) X(P, gpu_wait_ns, I) X(P, peer_wait_ns, I)                   \
@@ -205,6 +213,7 @@ enum { COLS_GPU_DEVICES(X_ENUM, GD) GD_N };
 
 enum { COLS_RANGES(X_ENUM, RG) RG_N };
 enum { COLS_RANGE_METRICS(X_ENUM, RM) RM_N };
+enum { COLS_FINDINGS(X_ENUM, FD) FD_N };
 
 #define NSTATES NCS_STATE_COUNT
 /* ncs_state_names indexes */

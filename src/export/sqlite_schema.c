@@ -12,7 +12,7 @@ const char *const ncs_sqlite_table_names[NCS_SQ_NTABLES] = {
     "ranks",       "collectives", "buckets",       "operations", "p2p",
     "kernel_channels", "proxy_ops", "proxy_steps", "proxy_states", "losses",
     "kernel_phases", "breakdown",   "links",     "net_qps",     "kernels",   "gpu_devices",
-    "ranges",        "range_metrics"};
+    "ranges",        "range_metrics", "findings"};
 
 typedef struct {
   const char *name, *decl;
@@ -40,6 +40,7 @@ static const col_t c_kernels[] = {COLS_KERNELS(X_DEF, KN)};
 static const col_t c_gpu_devices[] = {COLS_GPU_DEVICES(X_DEF, GD)};
 static const col_t c_ranges[] = {COLS_RANGES(X_DEF, RG)};
 static const col_t c_range_metrics[] = {COLS_RANGE_METRICS(X_DEF, RM)};
+static const col_t c_findings[] = {COLS_FINDINGS(X_DEF, FD)};
 
 #define TBL(cols, extra) {cols, sizeof cols / sizeof cols[0], extra}
 static const struct {
@@ -70,6 +71,7 @@ static const struct {
     [NCS_SQ_GPU_DEVICES] = TBL(c_gpu_devices, NULL),
     [NCS_SQ_RANGES] = TBL(c_ranges, NULL),
     [NCS_SQ_RANGE_METRICS] = TBL(c_range_metrics, NULL),
+    [NCS_SQ_FINDINGS] = TBL(c_findings, NULL),
 };
 #undef TBL
 

@@ -32,6 +32,35 @@ static void losses(sq_t *q) {
   }
 }
 
+/* the report's findings as report --json gives them with its default --top (its "findings"),
+ * one row each; a stall with its own numbers */
+static void findings(sq_t *q, const ncs_findings_t *f) {
+  const ncs_analysis_t *a = q->a;
+  sqlite3_stmt *s = q->ins[NCS_SQ_FINDINGS];
+  for (uint32_t k = 0; k < f->n; k++) {
+    const ncs_finding_t *y = &f->items[k];
+    char line[2048];
+    ncs_finding_text(a, y, line, sizeof line);
+    b_u64(s, FD_id, k), b_txt(s, FD_kind, ncs_find_kind_names[y->kind]), b_i64(s, FD_headline, y->headline);
+    if (y->rank) b_i64(s, FD_comm, y->rank->comm), b_i64(s, FD_rank, y->rank->rank);
+    else if (y->stall) {
+      b_i64(s, FD_comm, y->stall->comm);
+      if (y->stall->rank >= 0) b_i64(s, FD_rank, y->stall->rank);
+    }
+    b_i64(s, FD_size_ns, y->size_ns), b_dbl(s, FD_size_share, y->share);
+    if (y->side) b_txt(s, FD_wait_side, y->side == NCS_SIDE_GPU ? "gpu" : y->side == NCS_SIDE_HOST ? "host" : "mixed");
+    if (y->stall) {
+      const ncs_an_stall_t *x = y->stall;
+      b_txt(s, FD_func, x->func), b_u64(s, FD_seq, x->seq), b_u64(s, FD_bytes, x->bytes);
+      b_i64(s, FD_from_job_ns, x->from - a->job->t_first), b_i64(s, FD_others, x->others);
+      b_i64(s, FD_wait_ns, x->wait), b_i64(s, FD_longest_ns, x->longest), b_i64(s, FD_caused_ns, x->caused);
+      b_u64(s, FD_knock_ons, x->knock_ons);
+    }
+    b_txt(s, FD_text, line);
+    sq_insert(q, NCS_SQ_FINDINGS);
+  }
+}
+
 /* the breakdown (docs/report.md, "Breakdown"): the model's per collective instance, and per
  * retained operation its links and NetPlugin QPs; nothing is computed here */
 static void breakdown_row(sq_t *q, size_t i, const ncs_bd_t *d) {
@@ -333,7 +362,8 @@ static void meta_coverage(sq_t *q) {
     meta_i64(q, k, (int64_t)a->cov.timing[t]);
   }
   ncs_findings_t f;
-  ncs_findings_build(&f, a, 1);
+  ncs_findings_build(&f, a, NCS_FIND_TOP);
+  findings(q, &f);
   for (uint32_t i = 0; i < f.nwarn; i++) {
     /* a key said again (one warning per unreadable file): warning_KEY, warning_KEY_2, ... */
     uint32_t same = 1;
