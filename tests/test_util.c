@@ -224,8 +224,41 @@ static void text(void) {
   ncs_tab_free(t);
 }
 
+/* ncs_json_escape: one rule for every JSON output (fmt.h) */
+typedef struct {
+  char b[256];
+  size_t n, calls;
+} jbuf_t;
+static void jput(void *ctx, const char *p, size_t n) {
+  jbuf_t *j = ctx;
+  if (j->n + n < sizeof j->b) memcpy(j->b + j->n, p, n), j->n += n, j->b[j->n] = 0;
+  j->calls++;
+}
+static const char *jesc(jbuf_t *j, const char *s) {
+  j->n = j->calls = 0, j->b[0] = 0;
+  ncs_json_escape(s, jput, j);
+  return j->b;
+}
+static void json(void) {
+  jbuf_t j;
+  CHECK(same(jesc(&j, "plain text"), "plain text") && j.calls == 1); /* one run */
+  CHECK(same(jesc(&j, ""), "") && j.calls == 0);
+  CHECK(same(jesc(&j, NULL), ""));
+  CHECK(same(jesc(&j, "a \"q\" b\\c"), "a \\\"q\\\" b\\\\c"));
+  CHECK(same(jesc(&j, "x\ny\t\x1b[31m\x7f"), "x\\u000ay\\u0009\\u001b[31m\\u007f"));
+  /* valid UTF-8 as it is: 2, 3 and 4 bytes */
+  CHECK(same(jesc(&j, "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"), "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));
+  /* not UTF-8: a stray continuation, 0xFF, an overlong form, a surrogate, a cut sequence */
+  CHECK(same(jesc(&j, "a\x80" "b"), "a\\ufffdb"));
+  CHECK(same(jesc(&j, "\xff"), "\\ufffd"));
+  CHECK(same(jesc(&j, "\xc0\x80"), "\\ufffd\\ufffd"));
+  CHECK(same(jesc(&j, "\xed\xa0\x80"), "\\ufffd\\ufffd\\ufffd"));
+  CHECK(same(jesc(&j, "\xe2\x82"), "\\ufffd\\ufffd"));
+  CHECK(same(jesc(&j, "\xf4\x90\x80\x80"), "\\ufffd\\ufffd\\ufffd\\ufffd")); /* past U+10FFFF */
+}
+
 int main(void) {
-  pool(), fmt(), arrays(), binom(), text();
+  pool(), fmt(), arrays(), binom(), text(), json();
   if (fails) return 1;
   printf("test_util: ok\n");
   return 0;

@@ -67,9 +67,9 @@ static void boot_mean(const double *a, size_t na, const double *b, size_t nb, ui
   free(d);
 }
 
-/* the change of the median from a to b in % of a's, and its 95% bootstrap interval */
-static void boot(const double *a, size_t na, const double *b, size_t nb, uint64_t seed, double *pt,
-                 double *lo, double *hi) {
+/* the change of the median from a to b in % of a's, and its bootstrap interval at level 1 - alpha */
+static void boot(const double *a, size_t na, const double *b, size_t nb, uint64_t seed, double alpha,
+                 double *pt, double *lo, double *hi) {
   double *ta = ncs_xrealloc(NULL, na * sizeof *ta), *tb = ncs_xrealloc(NULL, nb * sizeof *tb);
   double *d = ncs_xrealloc(NULL, NCS_DIFF_BOOT * sizeof *d);
   memcpy(ta, a, na * sizeof *a), memcpy(tb, b, nb * sizeof *b);
@@ -82,7 +82,8 @@ static void boot(const double *a, size_t na, const double *b, size_t nb, uint64_
     d[k] = x > 0 ? 100 * (y - x) / x : 0;
   }
   ncs_sort(d, NCS_DIFF_BOOT, sizeof *d, ncs_cmp_dbl);
-  *lo = d[(size_t)(0.025 * NCS_DIFF_BOOT)], *hi = d[(size_t)(0.975 * NCS_DIFF_BOOT) - 1];
+  size_t tail = (size_t)(alpha / 2 * NCS_DIFF_BOOT); /* resamples below the interval, and above */
+  *lo = d[tail], *hi = d[NCS_DIFF_BOOT - 1 - tail];
   free(ta), free(tb), free(d);
 }
 
@@ -405,6 +406,14 @@ int ncs_cmd_diff(int argc, char **argv) {
   FILE *o = json ? stdout : open_memstream(&buf, &blen);
   if (!o) return NCS_EXIT_ERROR;
   int regressions = 0, first = 1;
+  /* Every bucket compared is one more chance of a false regression: its interval is at level
+   * 1 - 0.05/m for the m buckets compared (Bonferroni), so that healthy runs show one in 20 times
+   * at most, whatever their number of buckets (docs/diff.md, "Verdicts") */
+  int ncompared = 0;
+  for (size_t ri = 0; ri < nrows; ri++)
+    ncompared += rows[ri].ka >= 0 && rows[ri].kb >= 0 && sa[rows[ri].ka].n >= NCS_DIFF_MIN_N &&
+                 sb[rows[ri].kb].n >= NCS_DIFF_MIN_N;
+  double alpha = 0.05 / (ncompared > 0 ? ncompared : 1);
   ncs_tab_t *t = ncs_tab_new("buckets");
   ncs_tab_col(t, "comm", "comm", NCS_COL_GROUP, 0);
   ncs_tab_col(t, "func", "func", NCS_COL_KEY, 13);
@@ -412,9 +421,9 @@ int ncs_cmd_diff(int argc, char **argv) {
   ncs_tab_col(t, "n A", "n_a", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "n B", "n_b", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "latency", "latency_pct", NCS_COL_RIGHT, 0);
-  ncs_tab_col(t, "95% interval", "latency_ci", NCS_COL_LEFT, 0);
+  ncs_tab_col(t, "interval", "latency_ci", NCS_COL_LEFT, 0);
   ncs_tab_col(t, "busbw", "busbw_pct", NCS_COL_RIGHT, 0);
-  ncs_tab_col(t, "95% interval", "busbw_ci", NCS_COL_WIDE, 0);
+  ncs_tab_col(t, "interval", "busbw_ci", NCS_COL_WIDE, 0);
   ncs_tab_col(t, "verdict", "verdict", NCS_COL_LEFT, 0);
   ncs_tab_col(t, "bottleneck A -> B", "bottleneck", NCS_COL_TEXT, 0);
   if (json) {
@@ -422,13 +431,15 @@ int ncs_cmd_diff(int argc, char **argv) {
     ncs_json_str(o, argv[optind]);
     fprintf(o, ",\"b\":");
     ncs_json_str(o, argv[optind + 1]);
-    fprintf(o, ",\"fail_above_pct\":%g,\"interval\":\"bootstrap-95-median\",\"rank_interval\":"
-               "\"bootstrap-95-mean\",\"resamples\":%d,\"buckets\":[",
-            pct, NCS_DIFF_BOOT);
+    fprintf(o, ",\"fail_above_pct\":%g,\"interval\":\"bootstrap-median-bonferroni\",\"buckets_compared\":%d,"
+               "\"bucket_level\":%.6f,\"family_level\":0.95,\"rank_interval\":\"bootstrap-95-mean\",\"resamples\":%d,"
+               "\"buckets\":[",
+            pct, ncompared, 1 - alpha, NCS_DIFF_BOOT);
   } else {
     fprintf(o, "ncclscope diff: A %s, B %s\n", argv[optind], argv[optind + 1]);
     fprintf(o, "Change from A to B of the median per collective instance (per send or receive), %% of "
-               "A's, with 95%% bootstrap intervals; a regression: a latency interval above +%g%%\n", pct);
+               "A's, with bootstrap intervals at %.2f%% each (95%% for the %d buckets compared together); "
+               "a regression: a latency interval above +%g%%\n", 100 * (1 - alpha), ncompared, pct);
     for (int side = 0; side < 2; side++) { /* what the labels stand for in each run */
       const ncs_analysis_t *r = side ? B : A;
       for (uint32_t ci = 0; ci < r->job->ncomms; ci++) {
@@ -448,8 +459,8 @@ int ncs_cmd_diff(int argc, char **argv) {
     int reg = 0;
     if (!verdict) {
       uint64_t seed = 0x6e63636c73636f70ull ^ ((uint64_t)rows[ri].ka << 32);
-      boot(sa[rows[ri].ka].lat, na, sb[rows[ri].kb].lat, nb, seed, &lp, &ll, &lh);
-      boot(sa[rows[ri].ka].bw, na, sb[rows[ri].kb].bw, nb, seed + 1, &bp, &bl, &bh);
+      boot(sa[rows[ri].ka].lat, na, sb[rows[ri].kb].lat, nb, seed, alpha, &lp, &ll, &lh);
+      boot(sa[rows[ri].ka].bw, na, sb[rows[ri].kb].bw, nb, seed + 1, alpha, &bp, &bl, &bh);
       verdict = ll > 0 ? "slower" : lh < 0 ? "faster" : "no_change";
       reg = ll > pct;
       regressions += reg;

@@ -296,17 +296,11 @@ void ncs_counter_name(uint32_t key, char *out, size_t len) {
     snprintf(out, len, "0x%x", key);
 }
 
+static void put_file(void *o, const char *p, size_t n) { fwrite(p, 1, n, o); }
+
 void ncs_json_str(FILE *o, const char *s) {
   fputc('"', o);
-  for (; s && *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\')
-      fprintf(o, "\\%c", c);
-    else if (c < 0x20)
-      fprintf(o, "\\u%04x", c);
-    else
-      fputc(c, o);
-  }
+  ncs_json_escape(s, put_file, o);
   fputc('"', o);
 }
 

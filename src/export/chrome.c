@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "export/sink.h"
+#include "util/fmt.h"
 #include "util/hmap.h"
 #include "util/mem.h"
 
@@ -173,21 +174,12 @@ static void put_dbl(pb_buf_t *b, double d) {
   put(b, t, (size_t)n);
 }
 
-/* a JSON string: control bytes are escaped, so TID_MARK never appears in one */
+static void put_cb(void *b, const char *p, size_t n) { put(b, p, n); }
+
+/* a JSON string (ncs_json_escape): control bytes are escaped, so TID_MARK never appears in one */
 static void put_jstr(pb_buf_t *b, const char *s) {
   PUTS(b, "\"");
-  for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-    if (*p == '"' || *p == '\\') {
-      char t[2] = {'\\', (char)*p};
-      put(b, t, 2);
-    } else if (*p < 0x20 || *p == 0x7F) {
-      char t[8];
-      snprintf(t, sizeof t, "\\u%04x", *p);
-      put(b, t, 6);
-    } else {
-      put(b, (const char *)p, 1);
-    }
-  }
+  ncs_json_escape(s, put_cb, b);
   PUTS(b, "\"");
 }
 

@@ -16,24 +16,6 @@
 #include <string.h>
 
 /* ------------------------------------------------------------------ escaping */
-/* length of the valid UTF-8 sequence at p (2 to 4), or 0; never reads past a NUL */
-static size_t utf8_len(const unsigned char *p) {
-  unsigned c = p[0];
-  if (c >= 0xc2 && c <= 0xdf) return (p[1] & 0xc0) == 0x80 ? 2 : 0;
-  if (c >= 0xe0 && c <= 0xef) {
-    if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80) return 0;
-    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0))
-      return 0; /* overlong, surrogate */
-    return 3;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80) return 0;
-    if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)) return 0;
-    return 4;
-  }
-  return 0;
-}
-
 /* Text or attribute value from an untrusted source: markup characters become entities, control
  * characters and bytes that are not UTF-8 become visible \xNN (C1 controls \u00NN). */
 static void esc(FILE *o, const char *s) {
@@ -52,7 +34,7 @@ static void esc(FILE *o, const char *s) {
         fprintf(o, "\\x%02x", c);
       } else if (c < 0x80) {
         fputc((int)c, o);
-      } else if ((k = utf8_len(p)) == 0) {
+      } else if ((k = ncs_utf8_len(p)) == 0) {
         fprintf(o, "\\x%02x", c);
       } else {
         if (c == 0xc2 && p[1] < 0xa0)

@@ -102,3 +102,45 @@ void ncs_progress(const char *prog, double pct, const char *detail, int final) {
   fprintf(stderr, "\r%s: [%s] %5.1f%% %.*s\033[K%s", prog, bar, pct, room, detail, final ? "\n" : "");
   fflush(stderr);
 }
+
+size_t ncs_utf8_len(const unsigned char *p) {
+  unsigned c = p[0];
+  if (c >= 0xc2 && c <= 0xdf) return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+  if (c >= 0xe0 && c <= 0xef) {
+    if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80) return 0;
+    if ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] >= 0xa0)) return 0; /* overlong, surrogate */
+    return 3;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if ((p[1] & 0xc0) != 0x80 || (p[2] & 0xc0) != 0x80 || (p[3] & 0xc0) != 0x80) return 0;
+    if ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] >= 0x90)) return 0;
+    return 4;
+  }
+  return 0;
+}
+
+void ncs_json_escape(const char *s, ncs_put_fn put, void *ctx) {
+  const unsigned char *p = (const unsigned char *)(s ? s : ""), *run = p;
+  while (*p) {
+    unsigned c = *p;
+    size_t k = 1;
+    if (c >= 0x20 && c < 0x7F && c != '"' && c != '\\') { /* plain ASCII: part of the run */
+      p++;
+      continue;
+    }
+    if (c >= 0x80 && (k = ncs_utf8_len(p)) != 0) {
+      p += k;
+      continue;
+    }
+    if (p > run) put(ctx, (const char *)run, (size_t)(p - run));
+    char t[8];
+    if (c == '"' || c == '\\')
+      t[0] = '\\', t[1] = (char)c, put(ctx, t, 2);
+    else if (c < 0x80) /* a control character */
+      snprintf(t, sizeof t, "\\u%04x", c), put(ctx, t, 6);
+    else
+      put(ctx, "\\ufffd", 6);
+    run = ++p;
+  }
+  if (p > run) put(ctx, (const char *)run, (size_t)(p - run));
+}

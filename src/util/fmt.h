@@ -45,4 +45,15 @@ uint64_t ncs_progress_after_ns(void);
 /* 100 * a / b, 0 when b is 0 */
 double ncs_pct(uint64_t a, uint64_t b);
 
+/* Strings from traces are untrusted bytes. One rule for every JSON the read side writes
+ * (report --json, diagnose --json, diff --json, the Chrome trace): '"' and '\\'
+ * escaped, control characters (below 0x20, and 0x7F) as \u00XX, each byte that is not part of a
+ * valid UTF-8 sequence as \ufffd (U+FFFD), valid UTF-8 as it is. The string's body, without the
+ * quotes, goes to put(ctx, bytes, n) in runs. */
+typedef void (*ncs_put_fn)(void *ctx, const char *p, size_t n);
+void ncs_json_escape(const char *s, ncs_put_fn put, void *ctx);
+/* the length of the valid UTF-8 sequence of 2 to 4 bytes at p, or 0 (an overlong form, a
+ * surrogate, past U+10FFFF, a cut one); never reads past a NUL */
+size_t ncs_utf8_len(const unsigned char *p);
+
 #endif
