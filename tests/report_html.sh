@@ -203,6 +203,22 @@ fixtures)
   grep -q 'evil\\x0ahost\\x1b\[31m' "$W/escape.html" || fail "host name not escaped"
   LC_ALL=C grep -q "$(printf '\033')" "$W/escape.html" && fail "raw escape character in the page"
   grep -q 'no collective matched across ranks' "$W/escape.html" || fail "empty heatmap not said"
+  grep -q 'evil\\x0ahost\\x1b\[31m\\xff\\xc0end' "$W/escape.html" || fail "bytes that are not UTF-8 not shown as \\xNN"
+  # every JSON output is UTF-8 whatever the trace's bytes: the host's 0xFF 0xC0 are U+FFFD there
+  "$NCS" report --json "$FIX/escape" >"$W/escape.json" 2>/dev/null || fail "report --json of the escape fixture"
+  "$NCS" export -q --force --format chrome -o "$W/escape.chrome.json" "$FIX/escape" 2>/dev/null ||
+    fail "chrome export of the escape fixture"
+  python3 - "$W/escape.json" "$W/escape.chrome.json" <<'PYEOF' || fail "a JSON output that is not UTF-8, or a host not escaped"
+import json, sys
+r = json.load(open(sys.argv[1], encoding='utf-8', errors='strict'))
+assert [p['host'] for p in r['processes']] == ['evil\nhost\x1b[31m\ufffd\ufffdend'], r['processes']
+c = json.load(open(sys.argv[2], encoding='utf-8', errors='strict'))
+def strings(x):
+    if isinstance(x, str): yield x
+    elif isinstance(x, dict): yield from (s for v in list(x.keys()) + list(x.values()) for s in strings(v))
+    elif isinstance(x, list): yield from (s for v in x for s in strings(v))
+assert any('evil\nhost\x1b[31m\ufffd\ufffdend' in v for v in strings(c)), 'host not in the Chrome trace'
+PYEOF
   "$NCS" report --html "$W/damaged.html" "$FIX/damaged" >/dev/null 2>"$W/report.err"
   rc=$?
   [ $rc -eq 4 ] || fail "damaged fixture: exit $rc, want 4"

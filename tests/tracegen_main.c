@@ -75,7 +75,7 @@ static void fixtures(const char *root) {
   tg_header(&g);
   ncs_segment_info_t s;
   tg_segment_info(&s, 0, 600);
-  s.host = "evil\nhost\x1b[31m";
+  s.host = "evil\nhost\x1b[31m\xff\xc0" "end"; /* and bytes that are not UTF-8 */
   s.cmdline = "a \"quoted\" arg";
   ncs_enc_segment(&g.pay, &s);
   tg_chunk(&g, NCS_CHUNK_SEGMENT);
