@@ -5,7 +5,7 @@
 
 int pb_grow(pb_buf_t *b, size_t need) {
   if (b->oom) return -1;
-  size_t cap = b->cap ? b->cap : 4096;
+  size_t cap = b->cap ? b->cap : 256;
   while (cap < b->n + need) cap *= 2;
   uint8_t *p = realloc(b->p, cap);
   if (!p) {
