@@ -115,7 +115,7 @@ ncs_cli_test(dump_type 0 "START Coll" "STOP P2p" "!START ProxyOp" "!SEGMENT" "!C
 ncs_cli_test(dump_limit 0 "SEGMENT" "CLOCK" "!COMM" -- ${NCS_EXE} dump --limit 2 ${NCS_FIX}/valid)
 ncs_cli_test(dump_abs 0 "^node1-100 seg=0 t=1000000000 SEGMENT" "t=1000005000 START Coll id=2"
   -- ${NCS_EXE} dump --abs ${NCS_FIX}/valid)
-ncs_cli_test(dump_escape 0 "host=\"evil[\\]nhost[\\]x1b.31m\"" "cmd=\"a [\\]\"quoted[\\]\" arg\""
+ncs_cli_test(dump_escape 0 "host=\"evil[\\]nhost[\\]x1b.31m[\\]xff[\\]xc0end\"" "cmd=\"a [\\]\"quoted[\\]\" arg\""
   -- ${NCS_EXE} dump ${NCS_FIX}/escape)
 ncs_cli_test(dump_crashed 0 "warning: .*node1-300.nstrace: truncated chunk at offset [0-9]+.*died while writing"
   "EXPIRED P2p" -- ${NCS_EXE} dump ${NCS_FIX}/crashed)
