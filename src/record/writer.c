@@ -90,6 +90,7 @@ typedef struct {
   ncs_evchunk_t evc;
   int ev_open;
   uint64_t last_flush_ns, last_clock_ns, last_counters_ns, last_sweep_ns;
+  uint64_t pair_mono; /* the monotonic time of the last CLOCK pair written in this segment */
   uint64_t drain_ns; /* when the last full drain began: every record published before is read */
   /* clock conversion */
   uint64_t cal0_tsc, cal0_ns, anchor_tsc, anchor_ns;
@@ -1285,6 +1286,7 @@ static void segment_begin(void) {
   small_chunk(NCS_CHUNK_SEGMENT);
   ncs_enc_clock(&W.tmp, s.start_mono_ns, s.start_realtime_ns);
   small_chunk(NCS_CHUNK_CLOCK);
+  W.pair_mono = s.start_mono_ns;
   ncs_gpu_segment_begin(); /* GPU_STATE: whether kernel times come from CUPTI, and why (not) */
   ncs_range_segment_begin(); /* RANGE_STATE: where NVTX points, metrics; ranges still open */
 }
@@ -1307,8 +1309,14 @@ static void housekeeping(int final) {
       uint64_t m1 = ncs_mono_ns(), rt = ncs_realtime_ns(), m2 = ncs_mono_ns();
       if (m2 - m1 < bw) bw = m2 - m1, bm = m1 + (m2 - m1) / 2, brt = rt;
     }
-    ncs_enc_clock(&W.tmp, bm, brt);
-    small_chunk(NCS_CHUNK_CLOCK);
+    /* a pair no later than the last one adds nothing, and an equal one would be a byte-for-byte
+     * copy of an earlier chunk, which the reader calls damage: a host clock does not go back, but
+     * nccl-sim's model clock (NCCLSCOPE_CLOCK=sim) is the frontier of its activities, which can */
+    if (bm > W.pair_mono) {
+      ncs_enc_clock(&W.tmp, bm, brt);
+      small_chunk(NCS_CHUNK_CLOCK);
+      W.pair_mono = bm;
+    }
     W.last_clock_ns = now;
   }
   if (!final && now - W.last_counters_ns > COUNTERS_NS) {
