@@ -337,6 +337,22 @@ static const char *missing_proof(dg_t *D, dg_comm_t *C, int r, int64_t *entered,
   return NULL;
 }
 
+/* The evidence of missing records: ranks `lag` (nl) recorded `func` only up to #entered (-1:
+ * none), yet rank `by` completed #top, which needs every rank; `why` the first reason. */
+static void missing_line(ncs_dg_verdict_t *v, const int *lag, int nl, const char *func, int64_t entered,
+                         int by, int64_t top, const char *why) {
+  char rl[96];
+  dg_rank_list(rl, sizeof rl, lag, nl);
+  if (entered < 0)
+    dg_ev_line(v, "rank%s %s recorded no %s, yet rank %d completed %s #%" PRId64 ", which needs every "
+                  "rank: %s records are missing (%s)", nl > 1 ? "s" : "", rl, func, by, func, top,
+               nl > 1 ? "their" : "its", why);
+  else
+    dg_ev_line(v, "rank%s %s recorded %s only up to #%" PRId64 ", yet rank %d completed #%" PRId64
+                  ", which needs every rank: %s later records are missing (%s)", nl > 1 ? "s" : "", rl,
+               func, entered, by, top, nl > 1 ? "their" : "its", why);
+}
+
 /* A rank whose recording never shows it entering a collective that another rank completed: NCCL
  * completes none before every rank entered it, so that rank's records of it are missing, and
  * with them whatever it did next. Said when records_gone_why() gives a reason. Full traces only,
@@ -380,16 +396,7 @@ static int missing_entries(dg_t *D, dg_comm_t *C, ncs_dg_verdict_t **vp, int c) 
       *vp = dg_verdict(D, NCS_DG_V_CANNOT_TELL, c);
       (*vp)->rank = lag[0], (*vp)->proc = D->cranks[C->cranks[lag[0]] - 1]->proc;
     }
-    char rl[96];
-    dg_rank_list(rl, sizeof rl, lag, nl);
-    if (lag_seq < 0)
-      dg_ev_line(*vp, "rank%s %s recorded no %s, yet rank %d completed %s #%" PRId64 ", which needs every "
-                      "rank: %s records are missing (%s)", nl > 1 ? "s" : "", rl, func, by, func, top,
-                 nl > 1 ? "their" : "its", why);
-    else
-      dg_ev_line(*vp, "rank%s %s recorded %s only up to #%" PRId64 ", yet rank %d completed #%" PRId64
-                      ", which needs every rank: %s later records are missing (%s)", nl > 1 ? "s" : "", rl,
-                 func, lag_seq, by, top, nl > 1 ? "their" : "its", why);
+    missing_line(*vp, lag, nl, func, lag_seq, by, top, why);
     any = 1;
   }
   return any;
@@ -405,12 +412,7 @@ static int absent_missing(dg_t *D, dg_comm_t *C, int r, ncs_dg_verdict_t *v) {
   const char *func = missing_proof(D, C, r, &entered, &top, &by);
   const char *why = func ? records_gone_why(D, D->cranks[C->cranks[r] - 1]) : NULL;
   if (!why) return 0;
-  if (entered < 0)
-    dg_ev_line(v, "rank %d recorded no %s, yet rank %d completed %s #%" PRId64 ", which needs every "
-                  "rank: its records are missing (%s)", r, func, by, func, top, why);
-  else
-    dg_ev_line(v, "rank %d recorded %s only up to #%" PRId64 ", yet rank %d completed #%" PRId64
-                  ", which needs every rank: its later records are missing (%s)", r, func, entered, by, top, why);
+  missing_line(v, &r, 1, func, entered, by, top, why);
   return 1;
 }
 
