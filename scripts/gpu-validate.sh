@@ -76,10 +76,14 @@ for size in sorted(perf):
     if not b:
         print(f"| {size} | {pt:.1f} | {pb:.2f} | - | no bucket | - | - |")
         continue
-    tb = b.get("tput_busbw_p50_gbs", 0.0)
+    tb = b.get("tput_busbw_p50_gbs")  # null: no throughput sample
+    kb = b.get("busbw_p50_gbs")  # null: no operation of the size has a GPU time
+    if tb is None:
+        print(f"| {size} | {pt:.1f} | {pb:.2f} | - | no sample | {'-' if kb is None else f'{kb:.2f}'} | 0 |")
+        continue
     d = (tb - pb) / pb * 100 if pb else float("nan")
     if size >= 1 << 20: worst = max(worst, abs(d))
-    print(f"| {size} | {pt:.1f} | {pb:.2f} | {tb:.2f} | {d:+.1f}% | {b['busbw_p50_gbs']:.2f} | {b.get('tput_samples', 0)} |")
+    print(f"| {size} | {pt:.1f} | {pb:.2f} | {tb:.2f} | {d:+.1f}% | {'-' if kb is None else f'{kb:.2f}'} | {b.get('tput_samples', 0)} |")
 print(f"worst |diff| at >= 1 MiB: {worst:.1f}%")
 PY
   tail -1 "$OUT/busbw-$mode.txt" | sed "s/^/busbw $mode: /" >>"$summary"

@@ -70,6 +70,21 @@ assert any(w['key']=='gpu_check' for w in r['warnings']), r['warnings']" "stale 
   grep -q "^  ! NCCL's KernelCh timestamps cannot be right on" "$W/r.txt" || fail "no gpu_check line"
   grep -q "+1 no GPU time" "$W/r.txt" || fail "the row does not say an instance has no GPU time"
   grep -q '<li class="warn" data-key="gpu_check">' "$W/r.html" || fail "no gpu_check warning on the --html page"
+  # a bucket whose only instance has no GPU time: no latency, bandwidth or skew ("-" on the
+  # terminal, null in JSON and SQLite), not 0
+  rm -rf "$W/t"
+  run --ranks 4 --iters 1 --gpu-gbps 0.1 --fault ktime:2:0 2>/dev/null
+  json
+  py "b=r['buckets']; assert len(b)==1 and b[0]['count']==0 and b[0]['no_gpu_time']==1, b
+assert all(b[0][k] is None for k in ('lat_p50_ns','lat_p99_ns','algbw_p50_gbs','busbw_p50_gbs','busbw_p99_gbs','skew_p50_ns','skew_max_ns','tput_busbw_p50_gbs')), b" \
+     "a bucket without GPU times has figures in JSON"
+  "$NCS" report --force --html "$W/r.html" "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
+  grep -q '<td>0 +1 no GPU time</td><td>-</td><td>-</td><td>-</td><td>-</td>' "$W/r.html" ||
+    fail "the --html row of a bucket without GPU times shows figures"
+  grep -Eq "^  AllReduce +512 KiB +0 [+]1 no GPU time +- +- +- +- +-$" "$W/r.txt" || fail "the row of a bucket without GPU times shows figures: $(grep AllReduce "$W/r.txt")"
+  "$NCS" export -f sqlite -o "$W/t.db" "$W/t" >/dev/null 2>&1 || fail "export sqlite"
+  [ "$(sqlite3 "$W/t.db" "SELECT count, lat_p50_ns IS NULL AND busbw_p50_gbs IS NULL AND skew_p50_ns IS NULL FROM buckets")" = "0|1" ] ||
+    fail "SQLite buckets: figures for a bucket without GPU times"
   # the same job without the fault has none
   rm -rf "$W/t"
   run --ranks 4 --iters 20 --gpu-gbps 0.1 --couple on

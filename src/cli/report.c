@@ -474,16 +474,32 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     fprintf(o,
             ",\"p2p\":%s,\"bytes_lo\":%llu,\"bytes_hi\":%llu,\"count\":%" PRIu64
             ",\"bytes\":%" PRIu64 ",\"timing\":{\"kernel_gpu\":%" PRIu64 ",\"proxy_host\":%" PRIu64
-            ",\"enqueue_host\":%" PRIu64 "},\"lat_p50_ns\":%.0f,\"lat_p95_ns\":%.0f,"
-            "\"lat_p99_ns\":%.0f,\"algbw_p50_gbs\":%.4f,\"busbw_p50_gbs\":%.4f,"
-            "\"busbw_p95_gbs\":%.4f,\"busbw_p99_gbs\":%.4f,\"skew_p50_ns\":%.0f,\"skew_max_ns\":%.0f,"
-            "\"tput_busbw_p50_gbs\":%.4f,\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\","
-            "\"gpu_suspect\":%" PRIu64 ",\"no_gpu_time\":%" PRIu64,
+            ",\"enqueue_host\":%" PRIu64 "}",
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
-            b->src[2], b->lat_p50, b->lat_p95, b->lat_p99, b->algbw_p50, b->busbw_p50,
-            b->busbw_p95, b->busbw_p99, b->skew_p50, b->skew_max, b->tput_busbw_p50, b->tput_n,
-            b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu);
+            b->src[2]);
+    /* of the instances with GPU times: null (not 0) when none has one */
+    const struct { const char *k; double v; const char *f; } st[] = {
+        {"lat_p50_ns", b->lat_p50, "%.0f"},       {"lat_p95_ns", b->lat_p95, "%.0f"},
+        {"lat_p99_ns", b->lat_p99, "%.0f"},       {"algbw_p50_gbs", b->algbw_p50, "%.4f"},
+        {"busbw_p50_gbs", b->busbw_p50, "%.4f"},  {"busbw_p95_gbs", b->busbw_p95, "%.4f"},
+        {"busbw_p99_gbs", b->busbw_p99, "%.4f"},  {"skew_p50_ns", b->skew_p50, "%.0f"},
+        {"skew_max_ns", b->skew_max, "%.0f"}};
+    for (size_t q = 0; q < sizeof st / sizeof *st; q++) {
+      fprintf(o, ",\"%s\":", st[q].k);
+      if (b->count)
+        fprintf(o, st[q].f, st[q].v);
+      else
+        fputs("null", o);
+    }
+    fputs(",\"tput_busbw_p50_gbs\":", o);
+    if (b->tput_n)
+      fprintf(o, "%.4f", b->tput_busbw_p50);
+    else
+      fputs("null", o);
+    fprintf(o, ",\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\",\"gpu_suspect\":%" PRIu64
+               ",\"no_gpu_time\":%" PRIu64,
+            b->tput_n, b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu);
     json_bucket_bd(o, b);
     fputc('}', o);
   }

@@ -141,13 +141,17 @@ static void bucket_cells(ncs_tab_t *t, const ncs_an_bucket_t *b) {
   } else { /* every instance of it lacks a GPU time */
     for (int q = 0; q < 3; q++) ncs_tab_put(t, "-", "");
   }
-  put_gbs(t, b->algbw_p50, "%.2f");
-  put_gbs(t, b->busbw_p50, "%.2f"), put_gbs(t, b->busbw_p95, "%.2f"), put_gbs(t, b->busbw_p99, "%.2f");
+  if (b->count) {
+    put_gbs(t, b->algbw_p50, "%.2f");
+    put_gbs(t, b->busbw_p50, "%.2f"), put_gbs(t, b->busbw_p95, "%.2f"), put_gbs(t, b->busbw_p99, "%.2f");
+  } else { /* no instance with a GPU time: no bandwidth (not 0 GB/s) */
+    for (int q = 0; q < 4; q++) ncs_tab_put(t, "-", "");
+  }
   if (b->tput_n)
     put_gbs(t, b->tput_busbw_p50, "%.2f");
   else
     ncs_tab_put(t, "-", "");
-  if (b->p2p) {
+  if (b->p2p || !b->count) { /* skew: of the instances with times, like latency */
     ncs_tab_put(t, "-", ""), ncs_tab_put(t, "-", "");
   } else {
     put_ns(t, b->skew_p50), put_ns(t, b->skew_max);

@@ -730,7 +730,14 @@ static void table_buckets(FILE *o, const buckets_t *L) {
     ncs_fmt_bytes(sz, sizeof sz, b->log2);
     fprintf(o, "<tr><td>c%u</td><td class=\"l\">", b->comm);
     esc(o, b->func);
-    fprintf(o, "</td><td>%s</td><td>%" PRIu64 "</td>", sz, b->count);
+    fprintf(o, "</td><td>%s</td><td>%" PRIu64, sz, b->count);
+    if (b->no_gpu) fprintf(o, " +%" PRIu64 " no GPU time", b->no_gpu);
+    fputs("</td>", o);
+    if (!b->count) { /* no instance with a GPU time: no figures, not zeros */
+      fputs("<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>"
+            "<td class=\"l\">-</td></tr>\n", o);
+      continue;
+    }
     td_ns(o, b->lat_p50), td_ns(o, b->lat_p95), td_ns(o, b->lat_p99);
     fprintf(o, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>", b->busbw_p50, b->busbw_p95,
             b->busbw_p99, b->algbw_p50);

@@ -291,11 +291,13 @@ void sq_analysis_tables(sq_t *q) {
     b_u64(s, BK_timing_kernel_gpu, b->src[NCS_SRC_KERNEL_GPU]);
     b_u64(s, BK_timing_proxy_host, b->src[NCS_SRC_PROXY_HOST]);
     b_u64(s, BK_timing_enqueue_host, b->src[NCS_SRC_ENQUEUE_HOST]);
-    b_dbl(s, BK_lat_p50_ns, b->lat_p50), b_dbl(s, BK_lat_p95_ns, b->lat_p95);
-    b_dbl(s, BK_lat_p99_ns, b->lat_p99), b_dbl(s, BK_algbw_p50_gbs, b->algbw_p50);
-    b_dbl(s, BK_busbw_p50_gbs, b->busbw_p50), b_dbl(s, BK_busbw_p95_gbs, b->busbw_p95);
-    b_dbl(s, BK_busbw_p99_gbs, b->busbw_p99), b_dbl(s, BK_skew_p50_ns, b->skew_p50);
-    b_dbl(s, BK_skew_max_ns, b->skew_max);
+    if (b->count) { /* else no instance has a GPU time: NULL, not 0 */
+      b_dbl(s, BK_lat_p50_ns, b->lat_p50), b_dbl(s, BK_lat_p95_ns, b->lat_p95);
+      b_dbl(s, BK_lat_p99_ns, b->lat_p99), b_dbl(s, BK_algbw_p50_gbs, b->algbw_p50);
+      b_dbl(s, BK_busbw_p50_gbs, b->busbw_p50), b_dbl(s, BK_busbw_p95_gbs, b->busbw_p95);
+      b_dbl(s, BK_busbw_p99_gbs, b->busbw_p99), b_dbl(s, BK_skew_p50_ns, b->skew_p50);
+      b_dbl(s, BK_skew_max_ns, b->skew_max);
+    }
     if (b->bd_label >= 0) { /* collectives only */
       b_txt(s, BK_bd_label, ncs_bn_names[b->bd_label]);
       if (b->bd_label == NCS_BN_CANNOT) b_txt(s, BK_bd_reason, ncs_bw_text[b->bd_reason]);
