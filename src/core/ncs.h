@@ -221,6 +221,7 @@ typedef struct {
   /* written once per block by producers and the writer */
   _Alignas(64) _Atomic uint64_t free_head; /* (tag << 32) | (index + 1) */
   _Atomic uint32_t blocks_in_use, blocks_peak;
+  _Atomic uint32_t blocks_fresh; /* blocks below this index have been handed out at least once */
 
   _Alignas(64) pthread_mutex_t lock; /* setup, init and finalize only: never on the event path */
   ncs_config_t cfg;
@@ -284,6 +285,16 @@ NCS_HIDDEN ncs_block_t *ncs_block_pop(void);
 NCS_HIDDEN void ncs_block_push(ncs_block_t *b);
 NCS_HIDDEN uint64_t *ncs_slot_advance(ncs_tls_t *T, uint32_t nwords);
 NCS_HIDDEN void ncs_refill_ids(ncs_tls_t *T);
+/* Maps the pages of [p, p + len) writable now (MADV_POPULATE_WRITE, Linux 5.14+) without touching
+ * their contents, so that threads writing there later take no page fault; pages already mapped
+ * are left alone. Safe while other threads write in the range. Returns 0, or -1 where the kernel
+ * cannot (nothing is done then). */
+NCS_HIDDEN int ncs_prefault(void *p, size_t len);
+/* The writer thread, as it starts: ncs_prefault on the blocks the threads take first (the free
+ * stack hands out block 0, 1, ... and takes drained ones back on top, so these are the blocks a
+ * steady job keeps reusing): NCS_PREFAULT_BLOCKS at most. Returns the bytes prefaulted. */
+#define NCS_PREFAULT_BLOCKS 64u /* 4 MiB */
+NCS_HIDDEN size_t ncs_pool_prefault(void);
 
 extern NCS_HIDDEN __attribute__((tls_model("initial-exec"))) _Thread_local ncs_tls_t ncs_t;
 

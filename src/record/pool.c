@@ -2,7 +2,8 @@
  *
  * All buffer memory is one anonymous mapping made at setup and cut into 64 KiB blocks. A thread
  * claims a slot on its first event and then fills blocks one after the other; when a block is
- * full it takes another from a lock-free free stack and links it behind the full one. The
+ * full it takes another from a lock-free free stack (or, while that is empty, the next block
+ * never used) and links it behind the full one. The
  * writer thread follows the chain, and gives drained blocks back. The only shared writes on
  * the event path happen once per block (about every thousand events), so two producers share
  * no lock and almost no cache lines.
@@ -35,11 +36,37 @@ void ncs_block_push(ncs_block_t *b) {
   atomic_fetch_sub_explicit(&ncs_g.blocks_in_use, 1, memory_order_relaxed);
 }
 
+/* a block in use: the count and its peak */
+static void block_taken(void) {
+  uint32_t used = atomic_fetch_add_explicit(&ncs_g.blocks_in_use, 1, memory_order_relaxed) + 1;
+  uint32_t peak = atomic_load_explicit(&ncs_g.blocks_peak, memory_order_relaxed);
+  while (used > peak && !atomic_compare_exchange_weak_explicit(&ncs_g.blocks_peak, &peak, used,
+                                                               memory_order_relaxed,
+                                                               memory_order_relaxed)) {
+  }
+}
+
+/* A block never handed out before: its header is written now, by the thread that takes it (the
+ * pool's pages stay untouched until a block is needed: no page fault per block at setup). */
+static ncs_block_t *block_fresh(void) {
+  uint32_t i = atomic_load_explicit(&ncs_g.blocks_fresh, memory_order_relaxed);
+  do {
+    if (i >= ncs_g.nblocks) return NULL;
+  } while (!atomic_compare_exchange_weak_explicit(&ncs_g.blocks_fresh, &i, i + 1, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  ncs_block_t *b = block_at(i);
+  b->index = i;
+  b->cap = (NCS_BLOCK_BYTES - sizeof(ncs_block_t)) / sizeof(uint64_t);
+  block_taken();
+  atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
+  return b;
+}
+
 ncs_block_t *ncs_block_pop(void) {
   uint64_t head = atomic_load_explicit(&ncs_g.free_head, memory_order_acquire);
   for (;;) {
     uint32_t top = (uint32_t)head;
-    if (!top) return NULL;
+    if (!top) return block_fresh();
     ncs_block_t *b = block_at(top - 1);
     /* b->next_free may be stale if another thread popped b meanwhile; the tag in the upper
      * half makes that CAS fail, so a stale read is never used. */
@@ -47,28 +74,20 @@ ncs_block_t *ncs_block_pop(void) {
     uint64_t nh = ((head >> 32) + 1) << 32 | nxt;
     if (atomic_compare_exchange_weak_explicit(&ncs_g.free_head, &head, nh, memory_order_acquire,
                                               memory_order_acquire)) {
-      uint32_t used = atomic_fetch_add_explicit(&ncs_g.blocks_in_use, 1, memory_order_relaxed) + 1;
-      uint32_t peak = atomic_load_explicit(&ncs_g.blocks_peak, memory_order_relaxed);
-      while (used > peak && !atomic_compare_exchange_weak_explicit(&ncs_g.blocks_peak, &peak, used,
-                                                                   memory_order_relaxed,
-                                                                   memory_order_relaxed)) {
-      }
+      block_taken();
       atomic_store_explicit(&b->next, NULL, memory_order_relaxed);
       return b;
     }
   }
 }
 
+/* Every block free: the free stack empty, and blocks 0, 1, ... handed out fresh in that order
+ * (block_fresh) once it is; drained blocks go back on the stack, and are taken again first. */
 static void pool_init_blocks(void) {
   atomic_store(&ncs_g.free_head, 0);
-  atomic_store(&ncs_g.blocks_in_use, ncs_g.nblocks);
+  atomic_store(&ncs_g.blocks_in_use, 0);
   atomic_store(&ncs_g.blocks_peak, 0);
-  for (uint32_t i = ncs_g.nblocks; i-- > 0;) {
-    ncs_block_t *b = block_at(i);
-    b->index = i;
-    b->cap = (NCS_BLOCK_BYTES - sizeof(ncs_block_t)) / sizeof(uint64_t);
-    ncs_block_push(b);
-  }
+  atomic_store(&ncs_g.blocks_fresh, 0);
 }
 
 static void slot_release_tls(void *p) {
@@ -100,6 +119,27 @@ int ncs_pool_setup(void) {
   ncs_g.slots = p;
   if (pthread_key_create(&ncs_g.tls_key, slot_release_tls) == 0) ncs_g.tls_key_ok = 1;
   return 0;
+}
+
+int ncs_prefault(void *p, size_t len) {
+#ifdef MADV_POPULATE_WRITE
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE), a = ((uintptr_t)p + pg - 1) & ~(pg - 1),
+            e = ((uintptr_t)p + len) & ~(pg - 1);
+  if (e <= a) return 0;
+  return madvise((void *)a, e - a, MADV_POPULATE_WRITE) == 0 ? 0 : -1;
+#else
+  (void)p, (void)len;
+  return -1;
+#endif
+}
+
+/* The pool is MAP_NORESERVE: a page becomes resident when a thread first writes it, and the page
+ * fault lands in NCCL's own thread in the middle of an operation (16 per block; on a virtual
+ * machine several microseconds each). The writer takes them first, off NCCL's threads. */
+size_t ncs_pool_prefault(void) {
+  uint32_t nb = ncs_g.nblocks < NCS_PREFAULT_BLOCKS ? ncs_g.nblocks : NCS_PREFAULT_BLOCKS;
+  if (!ncs_g.pool || !nb) return 0;
+  return ncs_prefault(ncs_g.pool, (size_t)nb * NCS_BLOCK_BYTES) == 0 ? (size_t)nb * NCS_BLOCK_BYTES : 0;
 }
 
 void ncs_pool_teardown(void) {

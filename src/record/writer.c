@@ -1402,6 +1402,15 @@ static void io_end(void) {
 static void *writer_main(void *arg) {
   (void)arg;
   unsigned idle_us = 500;
+  /* before the first drain, off NCCL's threads: the page faults of the pool's first blocks, which
+   * the threads would otherwise take in their first thousand operations, and of the table of open
+   * events (writer-owned; its inserts land all over it), which this thread would take while
+   * draining them (docs/benchmarks.md, "The first operations") */
+  ncs_pool_prefault();
+  if (ncs_prefault(W.trk, (size_t)W.trk_cap * sizeof *W.trk) != 0) {
+    volatile char *t = (volatile char *)W.trk; /* an older kernel: touch each page (all zero) */
+    for (size_t o = 0; o < (size_t)W.trk_cap * sizeof *W.trk; o += 4096) t[o] = 0;
+  }
   while (!atomic_load_explicit(&ncs_g.writer_stop, memory_order_acquire)) {
     ncs_gpu_collect(); /* before the drain: the launches of these kernels are in the blocks */
     uint64_t n = drain_all();
