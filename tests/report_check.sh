@@ -65,6 +65,7 @@ assert sum(x['claims_rejected'] for x in g)==1 and sum(x['repaired'] for x in g)
 assert all(abs(p['gpu_clock']['offset_vs_realtime_ns'])<5e6 for p in r['processes']), r['processes']
 b=[x for x in r['buckets'] if not x['p2p']]; assert sum(x['count'] for x in b)==19, b
 assert sum(x['no_gpu_time'] for x in b)==1, b
+assert all(x['lat_p50_ci_ns'][0] <= x['lat_p50_ns'] <= x['lat_p50_ci_ns'][1] for x in b if x['count'] >= 6), b
 assert any(w['key']=='gpu_check' for w in r['warnings']), r['warnings']" "stale GPU times checked"
   "$NCS" report --html "$W/r.html" "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
   grep -q "^  ! NCCL's KernelCh timestamps cannot be right on" "$W/r.txt" || fail "no gpu_check line"
@@ -76,7 +77,7 @@ assert any(w['key']=='gpu_check' for w in r['warnings']), r['warnings']" "stale 
   run --ranks 4 --iters 1 --gpu-gbps 0.1 --fault ktime:2:0 2>/dev/null
   json
   py "b=r['buckets']; assert len(b)==1 and b[0]['count']==0 and b[0]['no_gpu_time']==1, b
-assert all(b[0][k] is None for k in ('lat_p50_ns','lat_p99_ns','algbw_p50_gbs','busbw_p50_gbs','busbw_p99_gbs','skew_p50_ns','skew_max_ns','tput_busbw_p50_gbs')), b" \
+assert all(b[0][k] is None for k in ('lat_p50_ns','lat_p99_ns','algbw_p50_gbs','busbw_p50_gbs','busbw_p99_gbs','skew_p50_ns','skew_max_ns','tput_busbw_p50_gbs','lat_p50_ci_ns')), b" \
      "a bucket without GPU times has figures in JSON"
   "$NCS" report --force --html "$W/r.html" "$W/t" >"$W/r.txt" 2>&1 || fail "report text"
   grep -q '<td>0 +1 no GPU time</td><td>-</td><td>-</td><td>-</td><td>-</td>' "$W/r.html" ||

@@ -97,6 +97,19 @@ k8=$(kept n8 64) || { echo "$k8"; exit 1; }
 [ "$k8" -ge 3 ] && [ "$k8" -le 20 ] || fail "N=8: $k8 of 64 groups sampled"
 "$NS" report "$W/n8" >"$W/n8.txt" 2>&1 || fail "report text"
 grep -q "$((64 - k8)) instances have no GPU times" "$W/n8.txt" || fail "n8: no unsampled line: $(head -4 "$W/n8.txt")"
+# per bucket: the instances with GPU times (count) and those without (unsampled), and the
+# terminal row says both
+python3 -c "
+import json, sys
+b = [x for x in json.load(open('$W/n8.json'))['buckets'] if not x['p2p']]
+assert sum(x['count'] for x in b) == $k8 and sum(x['unsampled'] for x in b) == 64 - $k8, b
+for x in b:
+    assert (x['lat_p50_ci_ns'] is None) == (x['count'] < 6), x
+    if x['lat_p50_ci_ns']: assert x['lat_p50_ci_ns'][0] <= x['lat_p50_ns'] <= x['lat_p50_ci_ns'][1], x
+" || fail "n8: buckets' count/unsampled/interval"
+[ "$(sed -n 's/^  AllReduce  *[0-9.]* [KM]iB  *\([0-9]*\) +\([0-9]*\) no GPU time .*/\1 \2/p' "$W/n8.txt" |
+     awk '{c += $1; u += $2} END {print c, u}')" = "$k8 $((64 - k8))" ] ||
+  fail "n8: the rows do not say $k8 with and $((64 - k8)) without GPU times: $(grep AllReduce "$W/n8.txt")"
 # the older name still works, with the same groups
 run old8 64 NCCLSCOPE_KERNEL_SAMPLE=8
 [ "$(sampling old8)" = "$(sampling n8)" ] || fail "NCCLSCOPE_KERNEL_SAMPLE=8: $(sampling old8) vs $(sampling n8)"

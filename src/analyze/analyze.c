@@ -110,6 +110,7 @@ static void finish(ncs_analysis_t *a) {
     b->lat_p50 = qs_q(&x->lat, .5), b->lat_p95 = qs_q(&x->lat, .95), b->lat_p99 = qs_q(&x->lat, .99);
     b->lat_min = x->lat.total ? x->lat.min : 0, b->lat_max = x->lat.total ? x->lat.max : 0;
     b->lat_p25 = qs_q(&x->lat, .25), b->lat_p75 = qs_q(&x->lat, .75);
+    b->lat_ci = qs_median_ci(&x->lat, &b->lat_p50_lo, &b->lat_p50_hi);
     /* bandwidth percentiles are of the slow side: p95 = the value 95% of instances beat */
     b->busbw_p50 = qs_q(&x->bw, .5), b->busbw_p95 = qs_q(&x->bw, .05);
     b->busbw_p99 = qs_q(&x->bw, .01), b->algbw_p50 = qs_q(&x->abw, .5);

@@ -53,6 +53,11 @@ typedef struct {
   uint64_t suspect; /* of its instances, those whose GPU times cannot be right (doubtful) */
   uint64_t no_gpu;  /* of its instances, those left out of latency and bandwidth: a rank's GPU
                      * time is unknown (its KernelCh timestamps cannot be right, model.h NCS_GK_*) */
+  uint64_t unsampled; /* of its instances, those left out because a rank's group was not sampled
+                       * (NCCLSCOPE_SAMPLE: no KernelCh asked for) */
+  /* a 95% interval of lat_p50 from its count samples (qs_median_ci); lat_ci 0: fewer than 6 */
+  double lat_p50_lo, lat_p50_hi;
+  int lat_ci;
   /* where its time went (docs/report.md, "Breakdown"), summed over its instances (the model's
    * ncs_bd_t); collectives only (p2p buckets: bd_label -1) */
   int64_t bd_launch, bd_span, bd_ph[NCS_PH_N];

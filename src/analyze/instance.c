@@ -588,7 +588,7 @@ void an_instance(ncs_analysis_t *a, const ncs_inst_t *in, const ncs_op_t *ops) {
   for (size_t k = 0; k < n; k++) x.no_gpu |= ops[k].gk == NCS_GK_UNKNOWN && ops[k].timing != NCS_SRC_KERNEL_GPU;
   b->suspect += (uint64_t)x.gpu_suspect;
   if (x.unsampled)
-    a->unsampled++;
+    a->unsampled++, b->unsampled++;
   else if (x.no_gpu)
     a->no_gpu++, b->no_gpu++;
   else

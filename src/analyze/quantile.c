@@ -53,7 +53,14 @@ int qs_sketched(const qs_t *q) { return q->nbin || q->zeros; }
 /* nearest-rank quantile; call qs_sort first */
 double qs_q(const qs_t *q, double p) {
   if (!q->total) return 0;
-  size_t k = ncs_nrank((size_t)q->total, p);
+  return qs_kth(q, ncs_nrank((size_t)q->total, p));
+}
+
+/* the k-th smallest (1-based; exact samples, or the sketch's bin holding it) */
+double qs_kth(const qs_t *q, uint64_t k) {
+  if (!q->total) return 0;
+  if (k < 1) k = 1;
+  if (k > q->total) k = q->total;
   if (!qs_sketched(q)) return q->v[k - 1];
   double x = q->max;
   if (k <= q->zeros) {
@@ -71,3 +78,26 @@ double qs_q(const qs_t *q, double p) {
 void qs_sort(qs_t *q) { ncs_sort(q->v, q->n, sizeof *q->v, ncs_cmp_dbl); }
 void qs_free(qs_t *q) { free(q->v), free(q->bin); }
 
+
+/* The distribution-free interval of the median: with n samples, the k-th smallest and k-th largest
+ * bound the median with probability 1 - 2 P(Bin(n, 1/2) < k); k is the largest whose probability
+ * is at least 95%. Under 6 samples no such k exists. */
+int qs_median_ci(const qs_t *q, double *lo, double *hi) {
+  uint64_t n = q->total, k = 0;
+  if (n < 6) return 0;
+  if (n <= 100000) {
+    double lp = -(double)n * log(2.0), cdf = 0; /* log P(X = j), j = 0; P(X < j + 1) */
+    for (uint64_t j = 0; j < n; j++) {
+      cdf += exp(lp);
+      if (2 * cdf > 0.05) break; /* P(X <= j) too large: k = j */
+      k = j + 1;
+      lp += log((double)(n - j)) - log((double)(j + 1));
+    }
+  } else { /* normal approximation */
+    double c = (double)n / 2 - 1.959964 * sqrt((double)n) / 2;
+    k = c < 1 ? 0 : (uint64_t)c;
+  }
+  if (k < 1) return 0;
+  *lo = qs_kth(q, k), *hi = qs_kth(q, n + 1 - k);
+  return 1;
+}

@@ -26,6 +26,9 @@ typedef struct {
 void qs_add(qs_t *q, double x);
 void qs_sort(qs_t *q);                /* before qs_q */
 double qs_q(const qs_t *q, double p); /* nearest-rank quantile */
+double qs_kth(const qs_t *q, uint64_t k); /* the k-th smallest, 1-based */
+/* a 95% interval of the median, distribution-free (order statistics): 0 with under 6 samples */
+int qs_median_ci(const qs_t *q, double *lo, double *hi);
 int qs_sketched(const qs_t *q);       /* 1: beyond NCS_AN_EXACT_MAX samples, from the sketch */
 void qs_free(qs_t *q);
 

@@ -498,8 +498,12 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
     else
       fputs("null", o);
     fprintf(o, ",\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\",\"gpu_suspect\":%" PRIu64
-               ",\"no_gpu_time\":%" PRIu64,
-            b->tput_n, b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu);
+               ",\"no_gpu_time\":%" PRIu64 ",\"unsampled\":%" PRIu64 ",\"lat_p50_ci_ns\":",
+            b->tput_n, b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu, b->unsampled);
+    if (b->lat_ci) /* a 95% interval of lat_p50_ns; null under 6 samples */
+      fprintf(o, "[%.0f,%.0f]", b->lat_p50_lo, b->lat_p50_hi);
+    else
+      fputs("null", o);
     json_bucket_bd(o, b);
     fputc('}', o);
   }

@@ -124,22 +124,28 @@ static const char *short_timing(const char *src) {
 static const ncs_an_bucket_t **sorted_buckets(const ncs_analysis_t *a, uint32_t *n) {
   const ncs_an_bucket_t **v = ncs_xcalloc(a->nbuckets + 1, sizeof *v);
   *n = 0;
-  for (uint32_t k = 0; k < a->nbuckets; k++) /* not those whose every instance was unsampled */
-    if (a->buckets[k].count || a->buckets[k].no_gpu) v[(*n)++] = &a->buckets[k];
+  for (uint32_t k = 0; k < a->nbuckets; k++) /* every bucket, with GPU times or not */
+    if (a->buckets[k].count || a->buckets[k].no_gpu || a->buckets[k].unsampled) v[(*n)++] = &a->buckets[k];
   qsort(v, *n, sizeof *v, cmp_bucket);
   return v;
 }
 
 /* a bucket's cells after its communicator, function and size */
 static void bucket_cells(ncs_tab_t *t, const ncs_an_bucket_t *b) {
-  if (b->no_gpu) /* instances left out: their GPU times cannot be right (docs/report.md) */
-    ncs_tab_putf(t, NULL, "%" PRIu64 " +%" PRIu64 " no GPU time", b->count, b->no_gpu);
+  /* instances left out: their GPU times cannot be right, or were not sampled (docs/report.md) */
+  if (b->no_gpu + b->unsampled)
+    ncs_tab_putf(t, NULL, "%" PRIu64 " +%" PRIu64 " no GPU time", b->count, b->no_gpu + b->unsampled);
   else
     put_u64(t, b->count);
   if (b->count) {
     put_ns(t, b->lat_p50), put_ns(t, b->lat_p95), put_ns(t, b->lat_p99);
   } else { /* every instance of it lacks a GPU time */
     for (int q = 0; q < 3; q++) ncs_tab_put(t, "-", "");
+  }
+  if (b->lat_ci) { /* the median's 95% interval (--wide) */
+    put_ns(t, b->lat_p50_lo), put_ns(t, b->lat_p50_hi);
+  } else {
+    ncs_tab_put(t, "-", ""), ncs_tab_put(t, "-", "");
   }
   if (b->count) {
     put_gbs(t, b->algbw_p50, "%.2f");
@@ -191,6 +197,8 @@ static ncs_tab_t *tab_sizes(const ncs_analysis_t *a, int *merged, int *any_tput,
   ncs_tab_col(t, "lat p50", "lat_p50_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "lat p95", "lat_p95_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "lat p99", "lat_p99_ns", NCS_COL_RIGHT | NCS_COL_WIDE, 0);
+  ncs_tab_col(t, "p50 from\n95%", "lat_p50_ci_lo_ns", NCS_COL_RIGHT | NCS_COL_WIDE, 0);
+  ncs_tab_col(t, "p50 to\n95%", "lat_p50_ci_hi_ns", NCS_COL_RIGHT | NCS_COL_WIDE, 0);
   ncs_tab_col(t, "algbw p50\nGB/s", "algbw_p50_gbs", NCS_COL_RIGHT | NCS_COL_WIDE, 0);
   ncs_tab_col(t, "busbw p50\nGB/s", "busbw_p50_gbs", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "busbw p95\nGB/s", "busbw_p95_gbs", NCS_COL_RIGHT | NCS_COL_WIDE, 0);

@@ -722,8 +722,8 @@ static void thead(FILE *o, const char *id, const char *cols) {
 
 static void table_buckets(FILE *o, const buckets_t *L) {
   thead(o, "buckets-table",
-        "comm|<func|size &#8805;|count|lat p50|lat p95|lat p99|busbw p50|busbw p95|busbw p99|"
-        "algbw p50|skew p50|skew max|<timing");
+        "comm|<func|size &#8805;|count|lat p50|lat p95|lat p99|p50 95% interval|busbw p50|busbw p95|"
+        "busbw p99|algbw p50|skew p50|skew max|<timing");
   for (size_t k = 0; k < L->n; k++) {
     const ncs_an_bucket_t *b = L->b[k];
     char sz[24];
@@ -731,14 +731,21 @@ static void table_buckets(FILE *o, const buckets_t *L) {
     fprintf(o, "<tr><td>c%u</td><td class=\"l\">", b->comm);
     esc(o, b->func);
     fprintf(o, "</td><td>%s</td><td>%" PRIu64, sz, b->count);
-    if (b->no_gpu) fprintf(o, " +%" PRIu64 " no GPU time", b->no_gpu);
+    if (b->no_gpu + b->unsampled) fprintf(o, " +%" PRIu64 " no GPU time", b->no_gpu + b->unsampled);
     fputs("</td>", o);
     if (!b->count) { /* no instance with a GPU time: no figures, not zeros */
       fputs("<td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td><td>-</td>"
-            "<td class=\"l\">-</td></tr>\n", o);
+            "<td>-</td><td class=\"l\">-</td></tr>\n", o);
       continue;
     }
     td_ns(o, b->lat_p50), td_ns(o, b->lat_p95), td_ns(o, b->lat_p99);
+    if (b->lat_ci) { /* the median's 95% interval; none under 6 instances */
+      char lo[32], hi[32];
+      ncs_fmt_ns(lo, sizeof lo, b->lat_p50_lo), ncs_fmt_ns(hi, sizeof hi, b->lat_p50_hi);
+      fprintf(o, "<td>%s .. %s</td>", lo, hi);
+    } else {
+      fputs("<td title=\"fewer than 6 instances with GPU times: no 95% interval\">-</td>", o);
+    }
     fprintf(o, "<td>%.2f</td><td>%.2f</td><td>%.2f</td><td>%.2f</td>", b->busbw_p50, b->busbw_p95,
             b->busbw_p99, b->algbw_p50);
     if (b->p2p)

@@ -75,7 +75,8 @@
   X(P, timing_kernel_gpu, I) X(P, timing_proxy_host, I) X(P, timing_enqueue_host, I)               \
   X(P, lat_p50_ns, R) X(P, lat_p95_ns, R) X(P, lat_p99_ns, R) X(P, algbw_p50_gbs, R)               \
   X(P, busbw_p50_gbs, R) X(P, busbw_p95_gbs, R) X(P, busbw_p99_gbs, R) X(P, skew_p50_ns, R)        \
-  X(P, skew_max_ns, R) X(P, bd_label, T) X(P, bd_reason, T) X(P, bd_wait_rank, I)
+  X(P, skew_max_ns, R) X(P, bd_label, T) X(P, bd_reason, T) X(P, bd_wait_rank, I)                \
+  X(P, no_gpu_time, I) X(P, unsampled, I) X(P, lat_p50_ci_lo_ns, R) X(P, lat_p50_ci_hi_ns, R)
 
 #define COLS_OPERATIONS(X, P)                                                                       \
   X(P, id, I " PRIMARY KEY") X(P, process_id, I " NOT NULL") X(P, segment, I) X(P, event_id, I)    \

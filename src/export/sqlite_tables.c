@@ -298,6 +298,8 @@ void sq_analysis_tables(sq_t *q) {
       b_dbl(s, BK_busbw_p99_gbs, b->busbw_p99), b_dbl(s, BK_skew_p50_ns, b->skew_p50);
       b_dbl(s, BK_skew_max_ns, b->skew_max);
     }
+    b_u64(s, BK_no_gpu_time, b->no_gpu), b_u64(s, BK_unsampled, b->unsampled);
+    if (b->lat_ci) b_dbl(s, BK_lat_p50_ci_lo_ns, b->lat_p50_lo), b_dbl(s, BK_lat_p50_ci_hi_ns, b->lat_p50_hi);
     if (b->bd_label >= 0) { /* collectives only */
       b_txt(s, BK_bd_label, ncs_bn_names[b->bd_label]);
       if (b->bd_label == NCS_BN_CANNOT) b_txt(s, BK_bd_reason, ncs_bw_text[b->bd_reason]);
