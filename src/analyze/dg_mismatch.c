@@ -70,7 +70,7 @@ static void mism_fn(dg_op_t *op, void *arg) {
     k = &M->keys[M->n++];
     memset(k, 0, sizeof *k);
     k->func = op->func, k->seq = op->seq, k->first = INT64_MAX;
-    if (hm_put(&M->idx, key, M->n) != 0) abort();
+    if (hm_put(&M->idx, key, M->n) != 0) ncs_oom();
   }
   int64_t entry = ncs_job_time(M->job, M->proc, op->start);
   if (entry < k->first) k->first = entry;

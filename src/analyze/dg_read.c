@@ -215,7 +215,7 @@ static dg_ev_t *rd_ev_new(rd_t *R, uint64_t id) {
   memset(e, 0, sizeof *e);
   e->id = id, e->seg = R->seg, e->crank = -1, e->channel = e->peer = e->step = -1;
   e->next_free = -1;
-  if (hm_put(&R->evmap, id, i) != 0) abort();
+  if (hm_put(&R->evmap, id, i) != 0) ncs_oom();
   return e;
 }
 
@@ -234,7 +234,7 @@ static struct early_s *early_of(rd_t *R, uint64_t id) {
     R->ea = ncs_xrealloc(R->ea, R->capea * sizeof *R->ea);
   }
   memset(&R->ea[R->nea], 0, sizeof R->ea[R->nea]);
-  if (hm_put(&R->early, id, R->nea) != 0) abort();
+  if (hm_put(&R->early, id, R->nea) != 0) ncs_oom();
   return &R->ea[R->nea++];
 }
 
@@ -319,7 +319,7 @@ static void ev_start(rd_t *R, const ncs_event_t *e) {
       uint32_t s = op_slot(R, cr);
       op = &cr->ring[s];
       memset(op, 0, sizeof *op);
-      if (hm_put(&R->opmap, e->id, ((uint64_t)cr->gidx << 32) | s) != 0) abort();
+      if (hm_put(&R->opmap, e->id, ((uint64_t)cr->gidx << 32) | s) != 0) ncs_oom();
     } else {
       cr = c2;
     }

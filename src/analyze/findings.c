@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/mem.h"
 #include "util/num.h"
 #include "util/fmt.h"
 
@@ -341,7 +342,7 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
    * 4 job-wide findings */
   f->items = calloc(3 * (size_t)a->nranks + top + 4, sizeof *f->items);
   f->n = f->nheadline = 0, f->nwarn = 0;
-  if (!f->by_wait || !f->by_slow || !f->items) abort();
+  if (!f->by_wait || !f->by_slow || !f->items) ncs_oom();
   warn_files(f, a), warn_records(f, a), warn_gpu(f, a), warn_cupti(f, a);
   for (uint32_t k = 0; k < a->nranks; k++) f->by_wait[k] = f->by_slow[k] = &a->ranks[k];
   if (a->nranks > 1) {
@@ -384,7 +385,7 @@ void ncs_findings_build(ncs_findings_t *f, const ncs_analysis_t *a, uint32_t top
   if (a->damaged_files) add(f, NCS_FIND_DAMAGED, NULL, none);
   /* the headlines first, each group in its order */
   ncs_finding_t *tmp = calloc(f->n + 1, sizeof *tmp);
-  if (!tmp) abort();
+  if (!tmp) ncs_oom();
   uint32_t o = 0;
   for (int pass = 1; pass >= 0; pass--)
     for (uint32_t k = 0; k < f->n; k++)

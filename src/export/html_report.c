@@ -7,6 +7,7 @@
  */
 #include "export/html_report.h"
 #include "util/fmt.h"
+#include "util/mem.h"
 
 #include <inttypes.h>
 #include <limits.h>
@@ -119,7 +120,7 @@ typedef struct {
 static void buckets_build(buckets_t *L, const ncs_analysis_t *a) {
   L->b = calloc(a->nbuckets + 1, sizeof *L->b);
   L->s = calloc(a->nbuckets + 1, sizeof *L->s);
-  if (!L->b || !L->s) abort();
+  if (!L->b || !L->s) ncs_oom();
   L->n = a->nbuckets, L->ns = 0;
   for (uint32_t k = 0; k < a->nbuckets; k++) L->b[k] = &a->buckets[k];
   if (L->n > 1) qsort(L->b, L->n, sizeof *L->b, cmp_bucket);
@@ -356,7 +357,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   long *colof = malloc((a->nbuckets + 1) * sizeof *colof),
        *rowof = malloc((a->nranks + 1) * sizeof *rowof);
   heat_t *hs = calloc(a->job->ncomms + 1, sizeof *hs);
-  if (!late_sum || !rn || !rlast || !rwait || !has || !colof || !rowof || !hs) abort();
+  if (!late_sum || !rn || !rlast || !rwait || !has || !colof || !rowof || !hs) ncs_oom();
   for (uint32_t k = 0; k < a->ncells; k++) {
     const ncs_an_cell_t *c = &a->cells[k];
     late_sum[c->rank] += (double)c->late, rn[c->rank] += c->n, rlast[c->rank] += c->last;
@@ -366,7 +367,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
   size_t nh = 0, comms_all = 0, nvals = 0;
   double vmax = 0, vtop = 0, y = 8;
   double *vals = malloc((a->ncells + a->nranks + 1) * sizeof *vals); /* drawn cells' values */
-  if (!vals) abort();
+  if (!vals) ncs_oom();
   for (uint32_t cm = 0; cm < a->job->ncomms; cm++) {
     heat_t H = {.comm = cm};
     for (uint32_t b = 0; b < a->nbuckets; b++) H.cols_all += has[b] && a->buckets[b].comm == cm;
@@ -377,7 +378,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     /* columns: the most frequent buckets, drawn by (func, size) */
     H.cols = calloc(H.cols_all, sizeof *H.cols);
     H.rows = calloc(H.rows_all, sizeof *H.rows);
-    if (!H.cols || !H.rows) abort();
+    if (!H.cols || !H.rows) ncs_oom();
     for (uint32_t b = 0; b < a->nbuckets; b++)
       if (has[b] && a->buckets[b].comm == cm) H.cols[H.ncols++] = &a->buckets[b];
     if (H.ncols > NCS_HTML_HEAT_COLS) {
@@ -396,7 +397,7 @@ static void chart_heat(FILE *o, const ncs_analysis_t *a) {
     if (H.nrows > 1) qsort(H.rows, H.nrows, sizeof *H.rows, cmp_row_rank);
     H.m = calloc(H.nrows * H.ncols + 1, sizeof *H.m);
     H.all_late = calloc(H.nrows + 1, sizeof *H.all_late);
-    if (!H.m || !H.all_late) abort();
+    if (!H.m || !H.all_late) ncs_oom();
     for (uint32_t b = 0; b < a->nbuckets; b++) colof[b] = -1;
     for (uint32_t r = 0; r < a->nranks; r++) rowof[r] = -1;
     for (size_t c = 0; c < H.ncols; c++) colof[H.cols[c] - a->buckets] = (long)c;
@@ -586,7 +587,7 @@ static void chart_latency(FILE *o, const buckets_t *L) {
   const double W = 980, ML = 290, MR = 24, MT = 44, MB = 44, RH = 18;
   const double pw = W - ML - MR;
   const ncs_an_bucket_t **rows = calloc(L->n + 1, sizeof *rows);
-  if (!rows) abort();
+  if (!rows) ncs_oom();
   size_t nrows = 0, rows_all;
   for (size_t k = 0; k < L->n; k++)
     if (L->b[k]->n) rows[nrows++] = L->b[k];
