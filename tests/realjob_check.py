@@ -355,6 +355,13 @@ def check_findings(run):
             fail("the largest stall is not rank 0's 1 s on the GPU: %s" % s)
         print("stall: rank 0 before %s seq %d, the others waited %.3f s each (GPU-side), %.1f%% of the job" % (
             s["func"], s["seq"], s["wait_ns"] / 1e9, 100 * s["size_share"]))
+        # one rank waited (2 GPUs): its wait alone, not "each", "longest" and "in total" of one figure
+        for x in [x for x in heads if x["kind"] in ("stall", "repeated_stalls")]:
+            one = s["others"] == 1
+            if one and re.search(r" each\b|longest", x["text"]):
+                fail("one rank waited, yet the text speaks of several: %s" % x["text"])
+            if not one and x["kind"] == "stall" and " each (longest " not in x["text"]:
+                fail("several ranks waited, yet the text gives no per-rank wait: %s" % x["text"])
 
 
 if CHECK == "gputimes":

@@ -461,13 +461,19 @@ static void stall_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o,
   else
     snprintf(why, sizeof why, "its bucket's usual wait: median %s, robust sigma %s over %" PRIu64 " instances",
              med, sig, x->bucket_n);
+  /* one rank waited: its wait alone (its mean, longest and total are that one figure) */
+  char waits[192];
+  if (x->others == 1)
+    snprintf(waits, sizeof waits, "%s (%s)", each, ncs_side_names[x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST]);
+  else
+    snprintf(waits, sizeof waits, "%s each (longest %s; %s in total, %s)", each, longest, total,
+             ncs_side_names[x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST]);
   snprintf(o, n,
            "stall: rank %d (pid %" PRIu64 ") held up %s seq %" PRIu64 " (%s) on c%u " NCS_COMM_ID_FMT
-           ": the other %s waited for it %s each (longest %s; %s in total, %s), %.1f%% of the job's %s,"
+           ": the other %s waited for it %s, %.1f%% of the job's %s,"
            " from %s into the job%s (%s)%s",
            x->rank, a->job->procs[x->proc].pid, x->func, x->seq, size, x->comm, a->job->comms[x->comm].comm_id,
-           others(ot, sizeof ot, x->others), each, longest, total, ncs_side_names[x->gpu ? NCS_SIDE_GPU : NCS_SIDE_HOST],
-           100 * f->share, wall, at, real, why, knock);
+           others(ot, sizeof ot, x->others), waits, 100 * f->share, wall, at, real, why, knock);
 }
 
 void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, size_t n) {
@@ -528,13 +534,16 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t1, sizeof t1, (double)r->stall_caused);
     ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall_ns(a));
     ncs_fmt_ns(t5, sizeof t5, big ? (double)big->wait : 0);
+    /* t1: the waits of every other rank summed; t3: per waiting rank (the same with one) */
+    char each[48] = "", beach[8] = "";
+    if (m - 1 > 1) snprintf(each, sizeof each, ", %s each", t3), snprintf(beach, sizeof beach, " each");
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") stalled %s%u times on c%u " NCS_COMM_ID_FMT
-             ": the other %s waited for it %s in total in those stalls (%s), %s each, %.1f%% of"
-             " the job's %s; largest: %s seq %" PRIu64 ", %s each",
+             ": the other %s waited for it %s in total in those stalls (%s)%s, %.1f%% of"
+             " the job's %s; largest: %s seq %" PRIu64 ", %s%s",
              r->rank, a->job->procs[r->proc].pid, a->stalls_capped ? "at least " : "", r->stalls, r->comm,
-             a->job->comms[r->comm].comm_id, others(ot, sizeof ot, m - 1), t1, ncs_side_names[f->side], t3, 100 * f->share, t4,
-             big ? big->func : "-", big ? big->seq : 0, t5);
+             a->job->comms[r->comm].comm_id, others(ot, sizeof ot, m - 1), t1, ncs_side_names[f->side], each,
+             100 * f->share, t4, big ? big->func : "-", big ? big->seq : 0, t5, beach);
     break;
   }
   case NCS_FIND_MISMATCH: {
