@@ -349,19 +349,19 @@ def check_findings(run):
     other = [x for x in heads if x["rank"] >= 0 and x["rank"] != want[0]]
     if other:
         fail("%s: headlines name other ranks: %s" % (run, [x["text"] for x in other]))
+    # one rank waited (2 GPUs): its wait alone, not "each", "longest" and "in total" of one figure
+    one = r["communicators"][0]["nranks"] == 2
+    for x in [x for x in heads if x["kind"] in ("stall", "repeated_stalls", "straggler")]:
+        if one and re.search(r" each\b|longest", x["text"]):
+            fail("one rank waited, yet the text speaks of several: %s" % x["text"])
+        if not one and x["kind"] in ("stall", "straggler") and not re.search(r" each[ ,]", x["text"]):
+            fail("several ranks waited, yet the text gives no per-rank wait: %s" % x["text"])
     if run == "torch-stall":
         s = r["stalls"][0]
         if s["rank"] != 0 or s["wait_side"] != "gpu" or not 0.9e9 <= s["wait_ns"] <= 1.1e9 or not s["headline"]:
             fail("the largest stall is not rank 0's 1 s on the GPU: %s" % s)
         print("stall: rank 0 before %s seq %d, the others waited %.3f s each (GPU-side), %.1f%% of the job" % (
             s["func"], s["seq"], s["wait_ns"] / 1e9, 100 * s["size_share"]))
-        # one rank waited (2 GPUs): its wait alone, not "each", "longest" and "in total" of one figure
-        for x in [x for x in heads if x["kind"] in ("stall", "repeated_stalls")]:
-            one = s["others"] == 1
-            if one and re.search(r" each\b|longest", x["text"]):
-                fail("one rank waited, yet the text speaks of several: %s" % x["text"])
-            if not one and x["kind"] == "stall" and " each (longest " not in x["text"]:
-                fail("several ranks waited, yet the text gives no per-rank wait: %s" % x["text"])
 
 
 if CHECK == "gputimes":

@@ -495,12 +495,13 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
              " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested); the other %s waited for it %s in"
-             " total (+-%s; %s), %s each, %.1f%%"
+             " total (+-%s; %s)%s%s%s, %.1f%%"
              " of the job's %s; worst arrival: %s seq %" PRIu64 " by %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
              r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
-             f->test.tests, others(ot, sizeof ot, m - 1), t1, err, how, t3, 100 * f->share, t4, r->nev ? r->ev[0].func : "-",
-             r->nev ? r->ev[0].seq : 0, t2);
+             f->test.tests, others(ot, sizeof ot, m - 1), t1, err, how,
+             m - 1 > 1 ? ", " : "", m - 1 > 1 ? t3 : "", m - 1 > 1 ? " each" : "", /* one rank: t3 == t1 */
+             100 * f->share, t4, r->nev ? r->ev[0].func : "-", r->nev ? r->ev[0].seq : 0, t2);
     break;
   }
   case NCS_FIND_SLOW_RANK: {
