@@ -175,7 +175,8 @@ assert len(d['ranks'])==4 and not [f for f in d['findings'] if f['change']!='not
   sim m1 --scenario mixed; sim m2 --scenario mixed
   "$NCS" diff --json "$W/m1" "$W/m2" >"$W/out.json" || fail "mixed: diff exited $?"
   python3 -c "import json; d=json.load(open('$W/out.json')); P=[b for b in d['buckets'] if b['p2p']]
-assert P and any(b['verdict']=='no_change' for b in P) and d['regressions']==0, P" || fail "send/receive buckets"
+C=[b for b in P if 'latency_ci' in b]  # compared: an interval (12 to 16 operations a bucket here)
+assert C and all(b['verdict'] in ('no_change','cannot_tell') for b in C) and d['regressions']==0, P" || fail "send/receive buckets"
   ;;
 outputs)
   run t --couple on --slow-link 1 --slow-link-us 3000
