@@ -39,6 +39,9 @@ foreach(cap 2gpu-nccl2.28.9 4gpu-nccl2.28.9)
   endforeach()
 endforeach()
 ncs_realjob(findings_torch_healthy_4gpunccl2307 findings 4gpu-nccl2.30.7 torch-healthy)
+# diff of a healthy run and the straggler run of the same job
+ncs_realjob(diff_straggler_2gpunccl2289 diff 2gpu-nccl2.28.9 torch-healthy torch-straggler)
+ncs_realjob(diff_straggler_4gpunccl2289 diff 4gpu-nccl2.28.9 torch-healthy torch-straggler)
 ncs_realjob(clock_perf_graph_2gpunccl2289 clock 2gpu-nccl2.28.9 perf-graph)
 # ncs_perf over sockets enqueues its operations back to back: they queue, and are not launch-bound
 ncs_realjob(queue_socket_2gpunccl2289 queue 2gpu-nccl2.28.9 perf-socket)

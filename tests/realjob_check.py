@@ -16,6 +16,10 @@ usage: realjob_check.py NCCLSCOPE FIXTURES WORK CHECK CAPTURE [RUN...]
   tput CAP RUN        an ncs_perf sweep: the report's tput busbw against the benchmark's own
   queue CAP RUN       operations enqueued back to back (ncs_perf over sockets): the time they waited
                       behind earlier work is the queue, not launch (docs/report.md, "Breakdown")
+  diff CAP A B        `ncclscope diff A B` of a healthy run and the same job with rank 1 a
+                      straggler: rank 1 the only rank regression and a new straggler finding; no
+                      bucket called no_change unless its interval lies within +-fail_above (a
+                      bimodal bucket of 24 instances cannot tell), none slower or faster by chance
   findings CAP RUN    the report's headline findings against what the job did (docs/report.md,
                       "Findings"): torch-healthy none; torch-stall rank 0's 1 s sleep a stall, GPU-side,
                       its size about 1 s; torch-straggler rank 1 a straggler; no headline names
@@ -364,6 +368,29 @@ def check_findings(run):
             s["func"], s["seq"], s["wait_ns"] / 1e9, 100 * s["size_share"]))
 
 
+def check_diff(a, b):
+    r = subprocess.run([NCS, "diff", "--json", run_dir(a), run_dir(b)], capture_output=True, text=True, env=env())
+    if r.returncode != 1:
+        fail("diff %s %s: exit %d (expected 1: regressions): %s" % (a, b, r.returncode, r.stderr[-300:]))
+    d = json.loads(r.stdout)
+    pct = d["fail_above_pct"]
+    for x in d["buckets"]:
+        ci = x.get("latency_ci")
+        print("%-13s %-4s %10d  n %3d/%3d  %-11s %s" % (x["func"], "p2p" if x["p2p"] else "", x["bytes_lo"],
+                                                        x["n_a"], x["n_b"], x["verdict"], ci))
+        if x["verdict"] == "no_change" and not (-pct <= ci[0] and ci[1] <= pct):
+            fail("no_change on an interval beyond +-%g%%: %s" % (pct, x))
+        if x["verdict"] == "cannot_tell" and (-pct <= ci[0] and ci[1] <= pct or ci[0] > 0 or ci[1] < 0):
+            fail("cannot_tell on an interval that tells: %s" % x)
+    regs = [(x["rank"], x["verdict"]) for x in d["ranks"] if x["regression"]]
+    if regs != [(1, "regression")]:
+        fail("rank regressions %s, expected rank 1 alone" % regs)
+    new = [(f["kind"], f["rank"]) for f in d["findings"] if f["change"] == "new"]
+    if ("straggler", 1) not in new or any(k[1] not in (1, -1) for k in new):
+        fail("new findings %s: expected a straggler, rank 1" % new)
+    print("ranks regressed %s; new findings %s; %d regressions" % (regs, new, d["regressions"]))
+
+
 if CHECK == "gputimes":
     check_gputimes(RUNS[0])
 elif CHECK == "twin":
@@ -376,6 +403,8 @@ elif CHECK == "tput":
     check_tput(RUNS[0])
 elif CHECK == "queue":
     check_queue(RUNS[0])
+elif CHECK == "diff":
+    check_diff(RUNS[0], RUNS[1])
 elif CHECK == "findings":
     check_findings(RUNS[0])
 else:
