@@ -903,7 +903,11 @@ def case_hostile():
         runs[name] = dict(w, took=(max(ts) - min(ts)) / 1e9, stats=j["stats"], samples=samples)
     q, a = runs["quiet"], runs["attacked"]
     check(a["took"] < q["took"] * 2 + 2, "the operations took %.1f s under attack, %.1f s beside it without" % (a["took"], q["took"]))
-    check(a["conns"] <= 8 + 16 + 1, "%d connections established (8 served + a backlog of 16)" % a["conns"])
+    # established on the server's port, at most: the 8 it serves, Linux's accept queue (backlog
+    # 16, which admits 16 + 1), and the one libmicrohttpd has just accepted to close it (over its
+    # connection limit it accepts and closes, one at a time); 26 was seen under load
+    check(a["conns"] <= 8 + (16 + 1) + 1,
+          "%d connections established (8 served + an accept queue of 16 + 1 + one being refused)" % a["conns"])
     check(a["rss"] < q["rss"] + 48 * 1024, "peak RSS %d KiB under attack, %d KiB without" % (a["rss"], q["rss"]))
     check(a["stats"].get("garbage", 0) >= 20 and a["stats"].get("slow", 0) >= 4 and a["stats"].get("flood", 0) >= 1,
           "the attack hardly ran: %s" % a["stats"])
