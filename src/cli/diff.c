@@ -560,7 +560,12 @@ int ncs_cmd_diff(int argc, char **argv) {
        * rank is a regression only when it also arrived last more often than chance given both
        * runs (the straggler test's rule), and the waiting it caused rose beyond the yardstick */
       reg = yard > 0 && up <= NCS_DIFF_ALPHA && sp->nlast && sq->nlast && cl_ > yard;
-      verdict = reg ? "regression" : cl_ > 0 || wl > 0 ? "more" : ch < 0 || wh < 0 ? "less" : "no_change";
+      /* no change only where both intervals lie within the yardstick either way */
+      verdict = reg                          ? "regression"
+                : cl_ > 0 || wl > 0          ? "more"
+                : ch < 0 || wh < 0           ? "less"
+                : yard > 0 && cl_ >= -yard && ch <= yard && wl >= -yard && wh <= yard ? "no_change"
+                                                                                       : "cannot_tell";
       regressions += reg;
     }
     const ncs_an_rank_t *z = p ? p : q;
