@@ -6,7 +6,7 @@
 # Usage: bench/read_speed.sh [BUILD_DIR]          (default build/)
 #   TRACE=DIR      the trace directory to read (kept); default: record one with nccl-sim
 #   RANKS=64 PROCS=16 ITERS=100 SCENARIO=mixed   the job recorded when TRACE is not given (every
-#                  event; ITERS=100 is about 160 MB and 17.6 M records)
+#                  event; ITERS=100 is about 160 MB and 8.8 M records)
 #   BASE=EXE       a second ncclscope (another version) timed on the same trace, each repetition
 #                  right after this tree's, so that both see the same machine
 #   REPS=3         repetitions per verb and program; the table gives the median
@@ -45,8 +45,9 @@ if [ -z "$trace" ]; then
     { echo "read_speed.sh: nccl-sim failed: $(tail -3 "$work/sim.log")" >&2; exit 1; }
 fi
 [ -d "$trace" ] || { echo "read_speed.sh: no trace directory $trace" >&2; exit 2; }
+# the job's table only (the one after "== job:"; each file has its own table before it)
 records=$("$CLI" dump --stats "$trace" 2>/dev/null |
-  awk '/^  event type /{on=1; next} on && NF >= 6 && $2 ~ /^[0-9]+$/ {s += $2 + $3 + $4} /^==/{on=0} END {print s + 0}')
+  awk '/^== job/{job=1} /^  event type /{on=job; next} on && NF >= 6 && $2 ~ /^[0-9]+$/ {s += $2 + $3 + $4} /^==/{on=0} END {print s + 0}')
 mb=$(du -sm "$trace" | awk '{print $1}')
 cores=$(nproc)
 echo "trace: $trace, $mb MB, $records records (starts + stops + states); $cores cores; $(date -u +%Y-%m-%dT%H:%MZ)"
