@@ -89,4 +89,9 @@ if(NOT NCS_SANITIZE)
            COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/hotpath_budget.sh $<TARGET_FILE:nccl-sim>
                    $<TARGET_FILE:nccl-profiler-ncclscope> ${CMAKE_CURRENT_BINARY_DIR}/hotpath-budget)
   set_tests_properties(hotpath_budget PROPERTIES TIMEOUT 300 PASS_REGULAR_EXPRESSION "hotpath budget: ok")
+  # the read side's, per record of a real NCCL trace (tests/read_budget.sh)
+  add_test(NAME read_budget
+           COMMAND sh ${CMAKE_CURRENT_SOURCE_DIR}/read_budget.sh $<TARGET_FILE:ncclscope>
+                   ${CMAKE_CURRENT_SOURCE_DIR}/fixtures ${CMAKE_CURRENT_BINARY_DIR}/read-budget)
+  set_tests_properties(read_budget PROPERTIES TIMEOUT 600 PASS_REGULAR_EXPRESSION "read budget: ok")
 endif()
