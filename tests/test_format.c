@@ -56,8 +56,50 @@ static void crc_paths(void) {
   printf("crc32c: %s path\n", ncs_crc32c_hw() ? "SSE4.2" : "table");
 }
 
+/* the varint rule, one byte at a time: what every decoding path must agree with */
+static size_t ref_varint(const uint8_t *p, const uint8_t *end, uint64_t *v) {
+  uint64_t r = 0;
+  for (size_t i = 0; i < 10; i++) {
+    if (p + i >= end) return 0;
+    if (i == 9 && p[i] > 1) return 0;
+    r |= (uint64_t)(p[i] & 0x7F) << (7 * i);
+    if (!(p[i] & 0x80)) {
+      *v = r;
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+/* random byte strings (continuation bits on most bytes, so lengths of 1 to 10 and beyond come up,
+ * non-minimal encodings too) decoded with every amount of input after them */
+static void varint_paths(void) {
+  uint64_t s = 0x9E3779B97F4A7C15ull;
+  int bad = 0;
+  for (int k = 0; k < 300000 && !bad; k++) {
+    uint8_t b[16];
+    for (int i = 0; i < 16; i++) {
+      s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+      b[i] = (uint8_t)(s >> 24);
+      if ((s >> 8) % 5) b[i] |= 0x80; /* 4 in 5 continue */
+    }
+    b[s % 12] &= 0x7F; /* a terminator somewhere, mostly */
+    for (size_t avail = 0; avail <= 16; avail++) {
+      uint64_t v = 1, w = 2;
+      size_t n = ncs_get_varint(b, b + avail, &v), m = ref_varint(b, b + avail, &w);
+      if (n != m || (n && v != w)) {
+        fprintf(stderr, "varint of %zu bytes available: %zu -> %llx, expected %zu -> %llx\n", avail, n,
+                (unsigned long long)v, m, (unsigned long long)w);
+        bad = 1;
+      }
+    }
+  }
+  CHECK(!bad);
+}
+
 int main(void) {
   type_sizes();
+  varint_paths();
   CHECK(ncs_crc32c(0, "123456789", 9) == 0xE3069283u);
   CHECK(ncs_crc32c(ncs_crc32c(0, "1234", 4), "56789", 5) == 0xE3069283u);
   crc_paths();

@@ -163,6 +163,23 @@ size_t ncs_put_varint(uint8_t *p, uint64_t v) {
 
 size_t ncs_get_varint_slow(const uint8_t *p, const uint8_t *end, uint64_t *v) {
   uint64_t r = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (end - p >= 8) { /* up to 8 bytes at once: find the last byte, then gather the 7-bit groups */
+    uint64_t x;
+    memcpy(&x, p, sizeof x);
+    uint64_t m = ~x & 0x8080808080808080ull; /* the bytes without a continuation bit */
+    if (m) {
+      size_t len = ((size_t)__builtin_ctzll(m) >> 3) + 1;
+      if (len < 8) x &= (1ull << (8 * len)) - 1;
+      x &= 0x7F7F7F7F7F7F7F7Full;
+      x = (x & 0x007F007F007F007Full) | (x & 0x7F007F007F007F00ull) >> 1;
+      x = (x & 0x00003FFF00003FFFull) | (x & 0x3FFF00003FFF0000ull) >> 2;
+      x = (x & 0x000000000FFFFFFFull) | (x & 0x0FFFFFFF00000000ull) >> 4;
+      *v = x;
+      return len;
+    }
+  }
+#endif
   if (end - p >= 10) { /* all ten bytes a varint may have are there: no bound checks */
     for (size_t i = 0; i < 10; i++) {
       uint8_t b = p[i];
