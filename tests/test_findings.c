@@ -16,14 +16,7 @@
 #include "model/model.h"
 #include "tracegen.h"
 
-static int fails;
-#define CHECK(c)                                                                                  \
-  do {                                                                                            \
-    if (!(c)) {                                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                       \
-      fails++;                                                                                    \
-    }                                                                                             \
-  } while (0)
+#include "check.h"
 
 #define US 1000ull
 #define MS 1000000ull

@@ -4,14 +4,7 @@
 
 #include "trace/format.h"
 
-static int fails;
-#define CHECK(c)                                                                                  \
-  do {                                                                                            \
-    if (!(c)) {                                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                       \
-      fails++;                                                                                    \
-    }                                                                                             \
-  } while (0)
+#include "check.h"
 
 static uint32_t mask_of(const char *s) {
   uint32_t m = 0xDEAD;

@@ -5,14 +5,7 @@
 
 #include "analyze/phases.h"
 
-static int fails;
-#define CHECK(c)                                                                                  \
-  do {                                                                                            \
-    if (!(c)) {                                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                       \
-      fails++;                                                                                    \
-    }                                                                                             \
-  } while (0)
+#include "check.h"
 
 static void split(void) {
   ncs_gpu_split_t s;

@@ -5,14 +5,7 @@
 
 #include "analyze/quantile.h"
 
-static int fails;
-#define CHECK(c)                                                                                  \
-  do {                                                                                            \
-    if (!(c)) {                                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                       \
-      fails++;                                                                                    \
-    }                                                                                             \
-  } while (0)
+#include "check.h"
 
 /* 1..n, added in a scrambled order */
 static void fill(qs_t *q, unsigned n) {

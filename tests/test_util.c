@@ -11,14 +11,7 @@
 #include "util/pool.h"
 #include "util/text.h"
 
-static int fails;
-#define CHECK(c)                                                                                  \
-  do {                                                                                            \
-    if (!(c)) {                                                                                   \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);                       \
-      fails++;                                                                                    \
-    }                                                                                             \
-  } while (0)
+#include "check.h"
 
 static int same(const char *a, const char *b) { return !strcmp(a, b); }
 
