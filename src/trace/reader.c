@@ -149,10 +149,6 @@ struct ncs_reader {
   /* a flight file: its linearized stream (owned) and what its header says */
   uint8_t *owned;
   int is_flight;
-  /* the item the last record was decoded into, and how many of its ev.f, ev.fref_kind and
-   * ev.fstr entries may be set (ncs_reader_next clears those, not all NCS_MAX_FIELDS) */
-  const ncs_item_t *last_item;
-  unsigned fdirty;
   ncs_flight_info_t flight;
   uint32_t flight_bad_slots;
   uint32_t loss_next; /* the header's loss windows handed out as LOSS items so far */
@@ -867,7 +863,6 @@ static int dec_start(ncs_reader_t *r, ncs_event_t *e) {
      known ones the file does not have (an older file) stay 0 and are not counted in nfields */
   const ncs_schema_t *s = &ncs_schema[e->type];
   unsigned nw = r->seg_nf[e->type];
-  r->fdirty = s->nfields; /* the entries set below (ncs_reader_next clears them next time) */
   e->nfields = (uint8_t)(nw < s->nfields ? nw : s->nfields);
   for (unsigned i = 0; i < nw; i++) {
     if (i < s->nfields) {
@@ -1682,18 +1677,8 @@ int ncs_reader_next(ncs_reader_t *r, ncs_item_t *item) {
   if (!r || !item) return -1;
   if (r->state != RS_OK) return r->end_rc;
   /* the common head and the event (about 600 of the item's 3400 bytes, a record's worth); the
-   * decoders of the other kinds (loss, GPU, range) clear their own part. Of the event's field
-   * arrays (two thirds of it) only the entries the last START into this item set: a STOP or a
-   * STATE sets none, so most records clear a few bytes there instead of 400 */
-  memset(item, 0, offsetof(ncs_item_t, ev.f));
-  memset(&item->ev.state, 0, offsetof(ncs_item_t, gap) - offsetof(ncs_item_t, ev.state));
-  unsigned nf = item == r->last_item ? r->fdirty : NCS_MAX_FIELDS;
-  if (nf) {
-    memset(item->ev.f, 0, nf * sizeof *item->ev.f);
-    memset(item->ev.fref_kind, 0, nf * sizeof *item->ev.fref_kind);
-    memset(item->ev.fstr, 0, nf * sizeof *item->ev.fstr);
-  }
-  r->last_item = item, r->fdirty = 0;
+   * decoders of the other kinds (loss, GPU, range) clear their own part */
+  memset(item, 0, offsetof(ncs_item_t, gap));
   if (r->is_flight && r->have_seg && r->loss_next < r->flight.nloss) {
     /* a flight file's loss windows live in its header (kill -9 cannot lose them): they come
      * as LOSS items right after its SEGMENT */
