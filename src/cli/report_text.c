@@ -132,11 +132,15 @@ static const ncs_an_bucket_t **sorted_buckets(const ncs_analysis_t *a, uint32_t 
 
 /* a bucket's cells after its communicator, function and size */
 static void bucket_cells(ncs_tab_t *t, const ncs_an_bucket_t *b) {
-  /* instances left out: their GPU times cannot be right, or were not sampled (docs/report.md) */
+  /* instances left out: their GPU times cannot be right, or were not sampled (docs/report.md);
+   * in CSV the count alone, and the others in their own column */
+  char raw[24];
+  snprintf(raw, sizeof raw, "%" PRIu64, b->count);
   if (b->no_gpu + b->unsampled)
-    ncs_tab_putf(t, NULL, "%" PRIu64 " +%" PRIu64 " no GPU time", b->count, b->no_gpu + b->unsampled);
+    ncs_tab_putf(t, raw, "%" PRIu64 " +%" PRIu64 " no GPU time", b->count, b->no_gpu + b->unsampled);
   else
     put_u64(t, b->count);
+  put_u64(t, b->no_gpu + b->unsampled);
   if (b->count) {
     put_ns(t, b->lat_p50), put_ns(t, b->lat_p95), put_ns(t, b->lat_p99);
   } else { /* every instance of it lacks a GPU time */
@@ -194,6 +198,7 @@ static ncs_tab_t *tab_sizes(const ncs_analysis_t *a, int *merged, int *any_tput,
   ncs_tab_col(t, "func", "func", NCS_COL_KEY | NCS_COL_ASC, 13);
   ncs_tab_col(t, "size>=", "bytes_lo", NCS_COL_KEY | NCS_COL_ASC, 0);
   ncs_tab_col(t, "count", "count", NCS_COL_RIGHT, 0);
+  ncs_tab_col(t, "no GPU\ntime", "no_gpu_time", NCS_COL_RIGHT | NCS_COL_CSV, 0); /* count's "+N" */
   ncs_tab_col(t, "lat p50", "lat_p50_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "lat p95", "lat_p95_ns", NCS_COL_RIGHT, 0);
   ncs_tab_col(t, "lat p99", "lat_p99_ns", NCS_COL_RIGHT | NCS_COL_WIDE, 0);

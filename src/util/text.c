@@ -461,6 +461,7 @@ static size_t tab_print(FILE *o, const ncs_tab_t *t, const ncs_tab_view_t *v) {
   for (size_t c = 0; c < t->ncols; c++) {
     const col_t *C = &t->cols[c];
     if ((C->flags & NCS_COL_WIDE) && !v->wide) continue;
+    if (C->flags & NCS_COL_CSV) continue;
     if ((C->flags & NCS_COL_GROUP) && grouped) continue;
     vis[nvis++] = c;
     for (int l = 0; l < head_lines(C->head); l++) {

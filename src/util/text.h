@@ -47,6 +47,7 @@ enum {
   NCS_COL_KEY = 1 << 4,   /* repeated in every block when the table is folded to fit */
   NCS_COL_NOCSV = 1 << 5, /* the terminal only */
   NCS_COL_ASC = 1 << 6,   /* --sort: smallest first (numbers sort largest first otherwise) */
+  NCS_COL_CSV = 1 << 7,   /* CSV only, never on the terminal (what another cell shows there) */
 };
 
 typedef struct ncs_tab ncs_tab_t;
