@@ -21,6 +21,8 @@ NCS=$(realpath "$B/libnccl-profiler-ncclscope.so")
 EMPTY=$(realpath "$(ls "$B"/libnccl-profiler-empty.so "$B"/bench/libnccl-profiler-empty.so 2>/dev/null | head -1)")
 REPS=${REPS:-9} FIRST=${FIRST:-1000} STEADY=${STEADY:-100000} BASE=${BASE:-}
 [ -x "$SIM" ] || { echo "first_ops.sh: build first: scripts/build.sh" >&2; exit 2; }
+[ -x /usr/bin/time ] || { echo "first_ops.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 2; }
+command -v shuf >/dev/null || { echo "first_ops.sh: needs shuf (coreutils)" >&2; exit 2; }
 for v in "$REPS" "$FIRST" "$STEADY"; do
   case $v in '' | *[!0-9]* | 0) echo "first_ops.sh: REPS, FIRST and STEADY are positive integers" >&2; exit 2 ;; esac
 done
