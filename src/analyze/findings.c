@@ -422,6 +422,16 @@ static const char *others(char *o, size_t n, int32_t k) {
   return o;
 }
 
+/* after a total over the k ranks that waited: ", PER each" with several, "" with one (its wait is
+ * the total) */
+static const char *per_rank(char *o, size_t n, int32_t k, const char *per) {
+  if (k > 1)
+    snprintf(o, n, ", %s each", per);
+  else if (n)
+    o[0] = 0;
+  return o;
+}
+
 /* how the waiting was measured, in words */
 static void side_text(char *o, size_t n, int side, int gpu, uint64_t gpu_n, uint64_t host_n) {
   if (side == NCS_SIDE_GPU)
@@ -486,7 +496,7 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
      * against the wall time (the finding's size) */
     int32_t m = a->job->comms[r->comm].nranks;
     double wall = wall_ns(a);
-    char t3[32], t4[32], how[160], ot[24];
+    char t3[32], t4[32], how[160], ot[24], pr[48];
     ncs_fmt_ns(t1, sizeof t1, (double)(gpu_side(r) ? r->wait_caused_gpu : r->wait_caused_host));
     ncs_fmt_ns(t2, sizeof t2, r->nev ? (double)r->ev[0].late : 0);
     ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall);
@@ -495,12 +505,11 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
              "rank %d (pid %" PRIu64 ") arrived last in %.0f%% of %" PRIu64
              " collectives on c%u " NCS_COMM_ID_FMT " (chance %.0f%%; binomial p = %.1e, %.1e without"
              " its busiest quarter, over %u ranks tested); the other %s waited for it %s in"
-             " total (+-%s; %s)%s%s%s, %.1f%%"
+             " total (+-%s; %s)%s, %.1f%%"
              " of the job's %s; worst arrival: %s seq %" PRIu64 " by %s",
              r->rank, a->job->procs[r->proc].pid, ncs_pct(r->last, r->last_trials), r->last_trials,
              r->comm, a->job->comms[r->comm].comm_id, 100 * f->test.chance, f->test.p, f->test.p_rest,
-             f->test.tests, others(ot, sizeof ot, m - 1), t1, err, how,
-             m - 1 > 1 ? ", " : "", m - 1 > 1 ? t3 : "", m - 1 > 1 ? " each" : "", /* one rank: t3 == t1 */
+             f->test.tests, others(ot, sizeof ot, m - 1), t1, err, how, per_rank(pr, sizeof pr, m - 1, t3),
              100 * f->share, t4, r->nev ? r->ev[0].func : "-", r->nev ? r->ev[0].seq : 0, t2);
     break;
   }
@@ -536,15 +545,15 @@ void ncs_finding_text(const ncs_analysis_t *a, const ncs_finding_t *f, char *o, 
     ncs_fmt_ns(t3, sizeof t3, (double)f->size_ns), ncs_fmt_ns(t4, sizeof t4, wall_ns(a));
     ncs_fmt_ns(t5, sizeof t5, big ? (double)big->wait : 0);
     /* t1: the waits of every other rank summed; t3: per waiting rank (the same with one) */
-    char each[48] = "", beach[8] = "";
-    if (m - 1 > 1) snprintf(each, sizeof each, ", %s each", t3), snprintf(beach, sizeof beach, " each");
+    char pr[48];
     snprintf(o, n,
              "rank %d (pid %" PRIu64 ") stalled %s%u times on c%u " NCS_COMM_ID_FMT
              ": the other %s waited for it %s in total in those stalls (%s)%s, %.1f%% of"
              " the job's %s; largest: %s seq %" PRIu64 ", %s%s",
              r->rank, a->job->procs[r->proc].pid, a->stalls_capped ? "at least " : "", r->stalls, r->comm,
-             a->job->comms[r->comm].comm_id, others(ot, sizeof ot, m - 1), t1, ncs_side_names[f->side], each,
-             100 * f->share, t4, big ? big->func : "-", big ? big->seq : 0, t5, beach);
+             a->job->comms[r->comm].comm_id, others(ot, sizeof ot, m - 1), t1, ncs_side_names[f->side],
+             per_rank(pr, sizeof pr, m - 1, t3), 100 * f->share, t4, big ? big->func : "-", big ? big->seq : 0,
+             t5, m - 1 > 1 ? " each" : "");
     break;
   }
   case NCS_FIND_MISMATCH: {

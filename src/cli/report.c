@@ -478,25 +478,22 @@ static void print_json(FILE *o, const ncs_analysis_t *a, const ncs_findings_t *f
             b->p2p ? "true" : "false", b->log2 < 0 ? 0ull : 1ull << b->log2,
             b->log2 < 0 ? 1ull : 2ull << b->log2, b->count, b->bytes, b->src[0], b->src[1],
             b->src[2]);
-    /* of the instances with GPU times: null (not 0) when none has one */
-    const struct { const char *k; double v; const char *f; } st[] = {
-        {"lat_p50_ns", b->lat_p50, "%.0f"},       {"lat_p95_ns", b->lat_p95, "%.0f"},
-        {"lat_p99_ns", b->lat_p99, "%.0f"},       {"algbw_p50_gbs", b->algbw_p50, "%.4f"},
-        {"busbw_p50_gbs", b->busbw_p50, "%.4f"},  {"busbw_p95_gbs", b->busbw_p95, "%.4f"},
-        {"busbw_p99_gbs", b->busbw_p99, "%.4f"},  {"skew_p50_ns", b->skew_p50, "%.0f"},
-        {"skew_max_ns", b->skew_max, "%.0f"}};
+    /* figures of the samples: null (not 0) when there is none (count: instances with GPU times;
+     * tput_n: instances with a back-to-back successor) */
+    const int has = b->count > 0, has_t = b->tput_n > 0;
+    const struct { const char *k; double v; const char *f; int has; } st[] = {
+        {"lat_p50_ns", b->lat_p50, "%.0f", has},         {"lat_p95_ns", b->lat_p95, "%.0f", has},
+        {"lat_p99_ns", b->lat_p99, "%.0f", has},         {"algbw_p50_gbs", b->algbw_p50, "%.4f", has},
+        {"busbw_p50_gbs", b->busbw_p50, "%.4f", has},    {"busbw_p95_gbs", b->busbw_p95, "%.4f", has},
+        {"busbw_p99_gbs", b->busbw_p99, "%.4f", has},    {"skew_p50_ns", b->skew_p50, "%.0f", has},
+        {"skew_max_ns", b->skew_max, "%.0f", has},       {"tput_busbw_p50_gbs", b->tput_busbw_p50, "%.4f", has_t}};
     for (size_t q = 0; q < sizeof st / sizeof *st; q++) {
       fprintf(o, ",\"%s\":", st[q].k);
-      if (b->count)
+      if (st[q].has)
         fprintf(o, st[q].f, st[q].v);
       else
         fputs("null", o);
     }
-    fputs(",\"tput_busbw_p50_gbs\":", o);
-    if (b->tput_n)
-      fprintf(o, "%.4f", b->tput_busbw_p50);
-    else
-      fputs("null", o);
     fprintf(o, ",\"tput_samples\":%" PRIu64 ",\"quantiles\":\"%s\",\"gpu_suspect\":%" PRIu64
                ",\"no_gpu_time\":%" PRIu64 ",\"unsampled\":%" PRIu64 ",\"lat_p50_ci_ns\":",
             b->tput_n, b->sketch ? "sketch" : "exact", b->suspect, b->no_gpu, b->unsampled);

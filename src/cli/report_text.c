@@ -141,21 +141,17 @@ static void bucket_cells(ncs_tab_t *t, const ncs_an_bucket_t *b) {
   else
     put_u64(t, b->count);
   put_u64(t, b->no_gpu + b->unsampled);
-  if (b->count) {
-    put_ns(t, b->lat_p50), put_ns(t, b->lat_p95), put_ns(t, b->lat_p99);
-  } else { /* every instance of it lacks a GPU time */
-    for (int q = 0; q < 3; q++) ncs_tab_put(t, "-", "");
-  }
-  if (b->lat_ci) { /* the median's 95% interval (--wide) */
-    put_ns(t, b->lat_p50_lo), put_ns(t, b->lat_p50_hi);
+  if (!b->count) { /* no instance with a GPU time: no latency, interval or bandwidth (not 0) */
+    for (int q = 0; q < 9; q++) ncs_tab_put(t, "-", "");
   } else {
-    ncs_tab_put(t, "-", ""), ncs_tab_put(t, "-", "");
-  }
-  if (b->count) {
+    put_ns(t, b->lat_p50), put_ns(t, b->lat_p95), put_ns(t, b->lat_p99);
+    if (b->lat_ci) { /* the median's 95% interval (--wide) */
+      put_ns(t, b->lat_p50_lo), put_ns(t, b->lat_p50_hi);
+    } else {
+      ncs_tab_put(t, "-", ""), ncs_tab_put(t, "-", "");
+    }
     put_gbs(t, b->algbw_p50, "%.2f");
     put_gbs(t, b->busbw_p50, "%.2f"), put_gbs(t, b->busbw_p95, "%.2f"), put_gbs(t, b->busbw_p99, "%.2f");
-  } else { /* no instance with a GPU time: no bandwidth (not 0 GB/s) */
-    for (int q = 0; q < 4; q++) ncs_tab_put(t, "-", "");
   }
   if (b->tput_n)
     put_gbs(t, b->tput_busbw_p50, "%.2f");
